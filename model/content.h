@@ -1,0 +1,69 @@
+// The counter-based content generator: the expected value of every element of every tensor is a
+// pure function of (seed, key, global element index), so any shard's content can be computed
+// anywhere -- on the host, or inside a CUDA kernel -- without storing it.
+//
+// Contracts:
+//  - ContentBits(seed, key_hash, index) is a fixed, documented 64-bit mix (below); changing it
+//    changes every golden checkpoint, so it is versioned by kContentGeneratorVersion.
+//  - ContentElementBits(dtype, ...) is the element's bit pattern in `dtype`, zero-extended to 64
+//    bits. Floating types hold a value in [-1, 1) (24 random bits, rounded to nearest even into
+//    the dtype); int32 holds the low 32 bits of ContentBits; int64 all 64 bits.
+//  - The global index is the row-major linear index into the tensor's global shape.
+//  - KeyHash is host-only; device code receives the hash, never the string.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "model/dtype.h"
+#include "model/float_codec.h"
+#include "model/host_device.h"
+
+namespace ckptspec {
+
+inline constexpr int kContentGeneratorVersion = 1;
+
+// The finalizer of MurmurHash3 (fmix64): a bijection on 64-bit words with full avalanche.
+CKPTSPEC_HD constexpr uint64_t Mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+// 64-bit FNV-1a of the key's bytes, then Mix64.
+constexpr uint64_t KeyHash(std::string_view key) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (char c : key) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001B3ull;
+  }
+  return Mix64(h);
+}
+
+// Mix64(Mix64(seed ^ key_hash * golden) + index * golden'): distinct (seed, key) pairs give
+// independent streams; consecutive indices give independent words.
+CKPTSPEC_HD constexpr uint64_t ContentBits(uint64_t seed, uint64_t key_hash, uint64_t index) {
+  const uint64_t stream = Mix64(seed ^ (key_hash * 0x9E3779B97F4A7C15ull));
+  return Mix64(stream + (index + 1) * 0xD1B54A32D192ED03ull);
+}
+
+// A value in [-1, 1) with 24 bits of resolution, exact in fp32.
+CKPTSPEC_HD inline float ContentUnitFloat(uint64_t bits) {
+  const int32_t r = static_cast<int32_t>(bits >> 40) - (1 << 23);  // [-2^23, 2^23)
+  return static_cast<float>(r) * (1.0f / 8388608.0f);
+}
+
+CKPTSPEC_HD inline uint64_t ContentElementBits(DType dtype, uint64_t seed, uint64_t key_hash,
+                                               uint64_t global_index) {
+  const uint64_t bits = ContentBits(seed, key_hash, global_index);
+  switch (dtype) {
+    case DType::kInt32: return bits & 0xFFFFFFFFull;
+    case DType::kInt64: return bits;
+    default: return EncodeFloat(dtype, ContentUnitFloat(bits));
+  }
+}
+
+}  // namespace ckptspec
