@@ -1,0 +1,23 @@
+// The ckptspec command: one subcommand per verb; each verb's flags are declared once, in its
+// Add*Command function, and drive both parsing and --help.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/layout_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ckptspec: an executable specification of distributed training-checkpoint "
+               "semantics, and a conformance suite built on it"};
+  app.require_subcommand(1);
+  ckptspec::LayoutOptions layout_options;
+  CLI::App* layout = ckptspec::AddLayoutCommand(app, &layout_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (layout->parsed()) return ckptspec::RunLayoutCommand(layout_options, std::cout, std::cerr);
+  return 2;
+}
