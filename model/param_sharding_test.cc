@@ -1,5 +1,7 @@
 #include "model/param_sharding.h"
 
+#include "model/validate.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -233,6 +235,39 @@ RC_GTEST_PROP(ParameterSharding, ContentIsLayoutIndependent, ()) {
   RC_ASSERT(ParameterSharding::Make(b, model, &sb).ok());
   RC_ASSERT(CheckExactlyOneMain(sa.Signature()) == "");
   RC_ASSERT(Assemble(sa, 42) == Assemble(sb, 42));
+}
+
+// The validators agree with the brute-force count on every generated layout, and the canonical
+// sharding passes P4 and P5 everywhere, with content digests attached.
+RC_GTEST_PROP(ParameterSharding, CanonicalShardingPassesValidators, ()) {
+  ModelConfig model = SmallModel();
+  model.num_experts = *rc::gen::elementOf(std::vector<int>{0, 2, 4});
+  model.moe_layer_freq = *rc::gen::elementOf(std::vector<int>{1, 2});
+  model.moe_ffn_hidden_size = 8;
+  model.tie_embeddings = *rc::gen::arbitrary<bool>();
+  const int64_t tp = *rc::gen::elementOf(std::vector<int64_t>{1, 2, 4});
+  const int64_t pp = *rc::gen::elementOf(std::vector<int64_t>{1, 2, 4});
+  const int64_t cp = *rc::gen::elementOf(std::vector<int64_t>{1, 2});
+  const int64_t dp = *rc::gen::elementOf(std::vector<int64_t>{1, 2, 3});
+  const int64_t ep = model.num_experts ? *rc::gen::elementOf(std::vector<int64_t>{1, 2}) : 1;
+  const int64_t etp = *rc::gen::elementOf(std::vector<int64_t>{1, tp});
+  Layout layout;
+  RC_PRE(Layout::Make(tp * pp * cp * dp, {tp, pp, dp, cp, ep, etp}, RankOrder(), &layout).ok());
+  RC_LOG() << layout.ToString() << ", experts " << model.num_experts << "\n";
+  RC_TAG(ep > 1 ? "ep>1" : "ep=1");
+  ParameterSharding sharding;
+  RC_ASSERT(ParameterSharding::Make(layout, model, &sharding).ok());
+  GlobalSignature sig;
+  for (int64_t rank = 0; rank < sharding.world_size(); ++rank) {
+    sig.ranks.push_back(SignatureOf(rank, sharding.RankStateDict(rank, 7), /*with_digests=*/true));
+  }
+  RC_ASSERT(CheckExactlyOneMain(sig) == "");
+  const auto p4 = CheckShardingIntegrity(sig);
+  RC_LOG() << FormatViolations(p4);
+  RC_ASSERT(p4.empty());
+  const auto p5 = CheckKeyInjectivity(sig);
+  RC_LOG() << FormatViolations(p5);
+  RC_ASSERT(p5.empty());
 }
 
 }  // namespace
