@@ -202,14 +202,14 @@ RC_GTEST_PROP(Layout, GroupsMatchMegatronOracle, ()) {
     if (rest % e == 0) ep_choices.push_back(e);
   }
   const int64_t ep = *rc::gen::elementOf(ep_choices);
-  std::vector<ParallelDim> dims(RankOrder().dims.begin(), RankOrder().dims.end());
-  // Keep pp last: with pp elsewhere Megatron (and we) may reject the layout.
-  dims = *rc::gen::map(rc::gen::arbitrary<int>(), [&](int seed) {
-    std::vector<ParallelDim> d = {ParallelDim::kTP, ParallelDim::kCP, ParallelDim::kEP, ParallelDim::kDP};
-    for (size_t i = d.size(); i > 1; --i) std::swap(d[i - 1], d[static_cast<unsigned>(seed) % i]), seed /= 3;
-    d.push_back(ParallelDim::kPP);
-    return d;
-  });
+  // Any order of the first four tokens; pp stays last (elsewhere a layout may be rejected).
+  std::vector<std::vector<ParallelDim>> orders;
+  std::vector<ParallelDim> perm = {ParallelDim::kTP, ParallelDim::kCP, ParallelDim::kEP, ParallelDim::kDP};
+  do {
+    orders.push_back(perm);
+    orders.back().push_back(ParallelDim::kPP);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  const std::vector<ParallelDim> dims = *rc::gen::elementOf(orders);
   RankOrder order;
   std::copy(dims.begin(), dims.end(), order.dims.begin());
   Layout layout;
