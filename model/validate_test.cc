@@ -290,6 +290,13 @@ TEST(Validate, CommonStateArrayLengthAndNumberTypes) {
   EXPECT_EQ(v[1].key, "/iteration");
 }
 
+TEST(Validate, CommonStateWithInvalidUtf8IsComparedWithoutThrowing) {
+  GlobalSignature s = CleanTp2Dp2();
+  s.ranks[1].common["name\xfe"] = "\xff";
+  const Violation v = Only(CheckCommonState(s));
+  EXPECT_EQ(v.ranks, R({1}));
+}
+
 TEST(Validate, IrregularOneDimensionalOverlapAndGap) {
   GlobalSignature s = CleanTp2Dp2();
   const std::string key = "optimizer.dp_group_idx_0.exp_avg";
