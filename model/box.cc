@@ -20,7 +20,13 @@ std::string BoxToString(const Box& box) {
   for (size_t i = 0; i < box.shape.size(); ++i) {
     if (i) s += ", ";
     const int64_t begin = i < box.offset.size() ? box.offset[i] : 0;
-    s += std::to_string(begin) + ":" + std::to_string(begin + box.shape[i]);
+    int64_t end;
+    if (__builtin_add_overflow(begin, box.shape[i], &end)) {
+      // Only malformed boxes get here; describe them rather than overflow.
+      s += std::to_string(begin) + ":+" + std::to_string(box.shape[i]);
+    } else {
+      s += std::to_string(begin) + ":" + std::to_string(end);
+    }
   }
   return s + "]";
 }

@@ -20,6 +20,8 @@ TEST(Box, IntersectAndContain) {
   EXPECT_FALSE(Intersect(Box{{0}, {4}}, Box{{4}, {4}}, nullptr));  // touching is not overlapping
   EXPECT_FALSE(Intersect(Box{{0}, {4}}, Box{{0, 0}, {4, 4}}, nullptr));  // rank mismatch
   EXPECT_EQ(BoxToString(c), "[2:4, 4:8]");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(BoxToString(Box{{max}, {1}}), "[" + std::to_string(max) + ":+1]");  // no overflow
 }
 
 TEST(Box, CheckedVolumeDetectsOverflowAndNegatives) {

@@ -27,7 +27,11 @@ void AppendPreview(const nlohmann::json& value, int depth, size_t budget, std::s
         *out += "...";
         break;
       }
-      if (!array) *out += nlohmann::json(it.key()).dump() + ": ";
+      if (!array) {
+        *out += nlohmann::json(it.key()).dump(-1, ' ', false,
+                                              nlohmann::json::error_handler_t::replace) +
+                ": ";
+      }
       AppendPreview(*it, depth + 1, budget, out);
     }
     *out += array ? ']' : '}';

@@ -296,6 +296,9 @@ json ObjectToJson(const ObjectSpec& o) {
   return j;
 }
 
+// Never throws: invalid UTF-8 in keys (possible in signatures built in C++) is replaced.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 }  // namespace
 
 json SignatureToJson(const GlobalSignature& signature) {
@@ -413,8 +416,8 @@ bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::stri
     for (size_t t = 0; t < ra.tensors.size(); ++t) {
       if (!(ra.tensors[t] == rb.tensors[t])) {
         return differ(at + ".tensors[" + std::to_string(t) + "]: " +
-                      TensorToJson(ra.tensors[t]).dump() + " vs " +
-                      TensorToJson(rb.tensors[t]).dump());
+                      Dump(TensorToJson(ra.tensors[t])) + " vs " +
+                      Dump(TensorToJson(rb.tensors[t])));
       }
     }
     if (ra.objects.size() != rb.objects.size()) {
@@ -424,8 +427,8 @@ bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::stri
     for (size_t o = 0; o < ra.objects.size(); ++o) {
       if (!(ra.objects[o] == rb.objects[o])) {
         return differ(at + ".objects[" + std::to_string(o) + "]: " +
-                      ObjectToJson(ra.objects[o]).dump() + " vs " +
-                      ObjectToJson(rb.objects[o]).dump());
+                      Dump(ObjectToJson(ra.objects[o])) + " vs " +
+                      Dump(ObjectToJson(rb.objects[o])));
       }
     }
     if (ra.common != rb.common) {

@@ -298,6 +298,11 @@ TEST(SignatureJson, SameSignatureNamesTheFirstDifference) {
   b.ranks[1].common["iteration"] = 8;
   EXPECT_FALSE(SameSignature(a, b, &diff));
   EXPECT_EQ(diff, "ranks[1].common: {\"iteration\": 7} vs {\"iteration\": 8}");
+  // Keys built in C++ may hold invalid UTF-8: described, never thrown.
+  b = a;
+  b.ranks[0].tensors[0].key = "w\xff";
+  EXPECT_FALSE(SameSignature(a, b, &diff));
+  EXPECT_NE(diff.find("ranks[0].tensors[0]"), std::string::npos);
 }
 
 }  // namespace

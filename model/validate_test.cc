@@ -4,6 +4,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -287,6 +288,13 @@ TEST(Validate, CommonStateArrayLengthAndNumberTypes) {
             "common state on rank 1 differs from rank 0 at /optimizer/param_groups: array of 1 on "
             "rank 0, array of 2 elements on rank 1");
   EXPECT_EQ(v[1].key, "/iteration");
+}
+
+TEST(Validate, CommonStateWithInvalidUtf8IsComparedWithoutThrowing) {
+  GlobalSignature s = CleanTp2Dp2();
+  s.ranks[1].common["name\xfe"] = "\xff";
+  const Violation v = Only(CheckCommonState(s));
+  EXPECT_EQ(v.ranks, R({1}));
 }
 
 TEST(Validate, IrregularOneDimensionalOverlapAndGap) {
@@ -590,6 +598,72 @@ RC_GTEST_PROP(ValidateProperties, FlatChunkGrowingIntoItsNeighbourOverlapsThere,
   RC_ASSERT(v[0].kind == ViolationKind::kOverlap);
   const int64_t end = p.chunks[i].offset[0] + p.chunks[i].shape[0];
   RC_ASSERT(*v[0].box == (Box{{end}, {grow}}));
+}
+
+
+// Anything at all, valid or not: extents and offsets near the int64 limits, ranks that disagree,
+// empty replica ids, repeated keys. The validators must return, never crash (run under ASan).
+rc::Gen<GlobalSignature> GenArbitrarySignature() {
+  return rc::gen::exec([] {
+    const auto value = rc::gen::element<int64_t>(-1, 0, 1, 2, 3, 4, int64_t{1} << 40,
+                                                 std::numeric_limits<int64_t>::max());
+    const auto dims = rc::gen::container<Dims>(*rc::gen::inRange<size_t>(0, 3), value);
+    GlobalSignature s;
+    const int64_t n = *rc::gen::inRange<int64_t>(0, 4);
+    for (int64_t r = 0; r < n; ++r) {
+      RankSignature rank;
+      rank.rank = *rc::gen::inRange(0, 4) == 0 ? 7 : r;
+      const size_t tensors = *rc::gen::inRange<size_t>(0, 5);
+      for (size_t i = 0; i < tensors; ++i) {
+        TensorSpec t;
+        t.key = *rc::gen::element<std::string>("a", "b", "");
+        t.global_shape = *dims;
+        t.global_offset = *dims;
+        t.local_shape = *dims;
+        if (*rc::gen::arbitrary<bool>()) t.axis_fragmentations = *dims;
+        t.prepend_axis_num = *rc::gen::inRange(-1, 3);
+        t.replica_id = *rc::gen::container<ReplicaId>(*rc::gen::inRange<size_t>(0, 3),
+                                                      rc::gen::inRange<int64_t>(0, 2));
+        if (*rc::gen::arbitrary<bool>()) t.digest = *rc::gen::inRange<uint64_t>(0, 3);
+        t.origin = *rc::gen::element<std::string>("", "x", "y");
+        rank.tensors.push_back(t);
+      }
+      const size_t objects = *rc::gen::inRange<size_t>(0, 3);
+      for (size_t i = 0; i < objects; ++i) {
+        ObjectSpec o;
+        o.key = *rc::gen::element<std::string>("a", "o", "");
+        o.global_shape = *dims;
+        o.global_offset = *dims;
+        o.replica_id = *rc::gen::container<ReplicaId>(*rc::gen::inRange<size_t>(0, 3),
+                                                      rc::gen::inRange<int64_t>(0, 2));
+        if (*rc::gen::arbitrary<bool>()) o.digest = *rc::gen::inRange<uint64_t>(0, 3);
+        rank.objects.push_back(o);
+      }
+      rank.common = *rc::gen::element<json>(nullptr, json{{"a", 1}}, json{{"a", 1.0}},
+                                            json::array({1, "x"}));
+      s.ranks.push_back(std::move(rank));
+    }
+    return s;
+  });
+}
+
+RC_GTEST_PROP(ValidateProperties, ArbitrarySignaturesNeverCrashTheValidators, ()) {
+  const GlobalSignature a = *GenArbitrarySignature();
+  const GlobalSignature b = *GenArbitrarySignature();
+  std::vector<Violation> all = CheckShardingIntegrity(a);
+  for (auto* more : {&CheckKeyInjectivity, &CheckCommonState}) {
+    const std::vector<Violation> v = (*more)(a);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  const std::vector<Violation> p6 = DiffStructure(a, b).ToViolations();
+  all.insert(all.end(), p6.begin(), p6.end());
+  for (const Violation& v : all) {
+    RC_ASSERT(!v.property.empty());
+    RC_ASSERT(!v.message.empty());
+    RC_ASSERT(std::is_sorted(v.ranks.begin(), v.ranks.end()));
+    RC_ASSERT(std::adjacent_find(v.ranks.begin(), v.ranks.end()) == v.ranks.end());
+  }
+  RC_TAG(all.empty() ? "clean" : "violations");
 }
 
 }  // namespace
