@@ -1,0 +1,213 @@
+#include "model/load_semantics.h"
+
+#include <set>
+
+#include "model/float_codec.h"
+
+namespace ckptspec {
+
+namespace {
+
+std::string Sizes(const LayoutSizes& l) {
+  return "TP" + std::to_string(l.tp) + "/PP" + std::to_string(l.pp) + "/DP" + std::to_string(l.dp) +
+         "/CP" + std::to_string(l.cp) + "/EP" + std::to_string(l.ep) + "/ETP" + std::to_string(l.etp);
+}
+
+Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
+  if (saved.config.model.params_dtype != fresh.config.model.params_dtype) {
+    return Status::InvalidArgument(std::string("model dtype ") + DTypeName(fresh.config.model.params_dtype) +
+                                   " differs from the checkpoint's " +
+                                   DTypeName(saved.config.model.params_dtype));
+  }
+  if (saved.specs.size() != fresh.specs.size()) {
+    return Status::InvalidArgument("the model has " + std::to_string(fresh.specs.size()) +
+                                   " parameters, the checkpoint " + std::to_string(saved.specs.size()));
+  }
+  for (size_t i = 0; i < saved.specs.size(); ++i) {
+    if (saved.specs[i].name != fresh.specs[i].name || saved.specs[i].shape != fresh.specs[i].shape) {
+      return Status::InvalidArgument("model parameter " + std::to_string(i) + " '" + fresh.specs[i].name +
+                                     "' does not match the checkpoint's '" + saved.specs[i].name +
+                                     "' (name or shape)");
+    }
+  }
+  return Status::OK();
+}
+
+Status CheckOptimizerFormat(const CheckpointDescriptor& ckpt, const LayoutSizes& now) {
+  if (ckpt.optimizer_format == OptimizerFormat::kFullyReshardable) return Status::OK();
+  const LayoutSizes& was = ckpt.layout;
+  const struct {
+    const char* name;
+    int a, b;
+  } dims[] = {{"TP", was.tp, now.tp}, {"PP", was.pp, now.pp}, {"CP", was.cp, now.cp},
+              {"EP", was.ep, now.ep}, {"ETP", was.etp, now.etp}};
+  for (const auto& d : dims) {
+    if (d.a != d.b) {
+      return Status::FailedPrecondition(std::string("dp_reshardable optimizer state cannot be loaded under a ") +
+                                        d.name + " change " + std::to_string(d.a) + " -> " +
+                                        std::to_string(d.b) + " (" + Sizes(was) + " -> " + Sizes(now) +
+                                        "); only DP may change");
+    }
+  }
+  return Status::OK();
+}
+
+// L3: the saved optimizer state, matched by identity, into `out` (fresh groups of the new config).
+Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
+  for (size_t i = 0; i < out->params.size(); ++i) {
+    if (!out->params[i].frozen && saved.params[i].frozen) {
+      return Status::NotFound("parameter '" + out->specs[i].name +
+                              "' is trainable but has no optimizer state in the checkpoint (frozen when saved)");
+    }
+  }
+  for (size_t o = 0; o < out->optimizers.size(); ++o) {
+    // The saved groups, less those whose parameters are all frozen now.
+    std::vector<const ParamGroup*> saved_groups;
+    for (const SubOptimizer& so : saved.optimizers) {
+      if (so.name != out->optimizers[o].name) continue;
+      for (const ParamGroup& g : so.groups) {
+        bool any_trainable = false;
+        for (int p : g.params) any_trainable |= !out->params[p].frozen;
+        if (any_trainable) saved_groups.push_back(&g);
+      }
+    }
+    std::vector<ParamGroupIdentity> saved_ids;
+    for (const ParamGroup* g : saved_groups) saved_ids.push_back(g->identity);
+    std::vector<int> match;
+    CKPTSPEC_RETURN_IF_ERROR(MatchParamGroups(saved_ids, Identities(out->optimizers[o].groups),
+                                              IdentityKeySet::kCore, &match)
+                                 .WithContext("optimizer " + out->optimizers[o].name));
+    for (size_t c = 0; c < match.size(); ++c) {
+      ParamGroup& g = out->optimizers[o].groups[c];
+      const ParamGroup& s = *saved_groups[match[c]];
+      std::vector<int> params = g.params;  // {**saved, params: current}
+      g = s;
+      g.params = std::move(params);
+    }
+  }
+  for (size_t i = 0; i < out->params.size(); ++i) {
+    ParamState& p = out->params[i];
+    if (p.frozen) continue;
+    const ParamState& sp = saved.params[i];
+    p.exp_avg = sp.exp_avg;
+    p.exp_avg_sq = sp.exp_avg_sq;
+    p.step = sp.step;
+    for (size_t e = 0; e < p.model.size(); ++e) {
+      const float x = static_cast<float>(MasterValue(saved, static_cast<int>(i), static_cast<int64_t>(e)));
+      if (!p.main.empty()) p.main[e] = x;
+      if (!p.offload.empty()) p.offload[e] = x;
+    }
+  }
+  return Status::OK();
+}
+
+// L7.
+Status LoadRng(const CheckpointDescriptor& ckpt, const LoadRequest& req, TrainingState* out) {
+  const TrainingState& saved = ckpt.state;
+  for (size_t r = 0; r < req.config.ranks.size(); ++r) {
+    const RankCoords& want = req.config.ranks[r];
+    int best = -1;
+    for (size_t c = 0; c < saved.config.ranks.size(); ++c) {
+      const RankCoords& have = saved.config.ranks[c];
+      if (have.tp != want.tp || have.pp != want.pp || have.ep != want.ep || have.etp != want.etp) continue;
+      if (req.config.data_parallel_random_init && have.dp != want.dp) continue;
+      if (best < 0 || have.dp < saved.config.ranks[best].dp) best = static_cast<int>(c);
+    }
+    if (best < 0) {
+      return Status::NotFound("the checkpoint holds no RNG state for the rank at " + DescribeCoords(want));
+    }
+    out->rng[r] = saved.rng[best];
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadRequest& req, TrainingState* out) {
+  const LoadFlags& f = req.flags;
+  // L0.
+  if (f.override_scheduler && f.use_checkpoint_scheduler) {
+    return Status::InvalidArgument(
+        "override_opt_param_scheduler and use_checkpoint_opt_param_scheduler are both set");
+  }
+  if (req.config.data.dp_size != req.layout.dp) {
+    return Status::InvalidArgument("new config: data.dp_size = " + std::to_string(req.config.data.dp_size) +
+                                   " differs from the layout's DP = " + std::to_string(req.layout.dp));
+  }
+  if (ckpt.state.config.data.dp_size != ckpt.layout.dp) {
+    return Status::InvalidArgument("checkpoint: data.dp_size = " + std::to_string(ckpt.state.config.data.dp_size) +
+                                   " differs from its layout's DP = " + std::to_string(ckpt.layout.dp));
+  }
+  TrainingState s;
+  CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(req.config, &s));
+  const TrainingState& saved = ckpt.state;
+
+  // L1.
+  CKPTSPEC_RETURN_IF_ERROR(CheckModel(saved, s));
+  for (size_t i = 0; i < s.params.size(); ++i) s.params[i].model = saved.params[i].model;
+
+  // L2.
+  s.iteration = f.finetune ? 0 : saved.iteration;
+
+  // L3 / L4.
+  const bool load_optim = !f.finetune && !f.no_load_optim;
+  if (load_optim) {
+    CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormat(ckpt, req.layout));
+    CKPTSPEC_RETURN_IF_ERROR(LoadOptimizer(saved, &s));
+  } else {
+    RefreshMastersFromModel(&s);
+  }
+
+  // L5 / L6.
+  if (load_optim) {
+    CKPTSPEC_RETURN_IF_ERROR(LoadSchedulerState(saved.scheduler, req.config.scheduler, f.override_scheduler,
+                                                f.use_checkpoint_scheduler, &s.scheduler));
+    if (f.override_scheduler) {
+      TrainingState defaults;
+      CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(req.config, &defaults));
+      for (size_t o = 0; o < s.optimizers.size(); ++o) {
+        for (size_t g = 0; g < s.optimizers[o].groups.size(); ++g) {
+          s.optimizers[o].groups[g].identity.max_lr = defaults.optimizers[o].groups[g].identity.max_lr;
+          s.optimizers[o].groups[g].identity.min_lr = defaults.optimizers[o].groups[g].identity.min_lr;
+        }
+      }
+    }
+  }
+  for (SubOptimizer& o : s.optimizers) ApplySchedule(s.scheduler, &o.groups);
+
+  // L7.
+  const bool tp_pp_same = ckpt.layout.tp == req.layout.tp && ckpt.layout.pp == req.layout.pp;
+  if (!f.finetune && !f.no_load_rng && ckpt.has_rng && tp_pp_same) {
+    CKPTSPEC_RETURN_IF_ERROR(LoadRng(ckpt, req, &s));
+  }
+
+  // L8.
+  nlohmann::json payload;
+  if (!f.finetune && req.config.rerun_mode != RerunMode::kDisabled) {
+    CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(saved.rerun, &payload));
+    RerunLoadContext ctx;
+    ctx.saved_world = ckpt.layout.world();
+    ctx.saved_tp = ckpt.layout.tp;
+    ctx.saved_pp = ckpt.layout.pp;
+    ctx.saved_dp = ckpt.layout.dp;
+    ctx.world = req.layout.world();
+    ctx.tp = req.layout.tp;
+    ctx.pp = req.layout.pp;
+    ctx.dp = req.layout.dp;
+    CKPTSPEC_RETURN_IF_ERROR(LoadRerunPayload(payload, ctx, &s.rerun));
+  }
+
+  // L9.
+  if (!f.finetune && !f.reset_dataloader) {
+    if (ckpt.layout.dp != req.layout.dp) {
+      return Status::FailedPrecondition("data iterator state saved under DP " + std::to_string(ckpt.layout.dp) +
+                                        " cannot be resumed under DP " + std::to_string(req.layout.dp) +
+                                        " without reset_dataloader");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(ResumeDataIterator(req.config.data, saved.data, &s.data));
+  }
+  *out = std::move(s);
+  return Status::OK();
+}
+
+}  // namespace ckptspec

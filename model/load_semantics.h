@@ -1,0 +1,85 @@
+// Load semantics, the parts independent of sharding: (checkpointed state, new config, new layout,
+// flags) -> the expected training state after the load, or a named error. DESIGN.md §4 "Load
+// semantics"; SEMANTICS.md §5-§7. Layouts are plain sizes here; the canonical sharding lives
+// elsewhere.
+//
+// The expected state starts as InitialTrainingState(new config) and takes, row by row:
+//
+// | #  | component        | rule                                                                      |
+// |----|------------------|---------------------------------------------------------------------------|
+// | L0 | flags            | override_scheduler and use_checkpoint_scheduler together: error.          |
+// |    |                  | data.dp_size must equal the layout's DP size (both sides): error.         |
+// | L1 | model weights    | always loaded, under any layout change (the model is reshardable). The    |
+// |    |                  | parameter lists (names, shapes, dtype) must agree: error naming the first |
+// |    |                  | difference. Frozen parameters load too.                                   |
+// | L2 | iteration        | finetune: 0. Otherwise the checkpoint's.                                  |
+// | L3 | optimizer state  | skipped under finetune or no_load_optim. Otherwise: fully_reshardable     |
+// |    |                  | loads under any layout change; dp_reshardable only when TP, PP, CP, EP    |
+// |    |                  | and ETP are unchanged (error naming the changed size). Groups match by    |
+// |    |                  | identity (IdentityKeySet::kCore) as a bijection (param_groups.h; saved    |
+// |    |                  | groups whose parameters are all frozen now are dropped first); each       |
+// |    |                  | current group takes the saved group's hyper-parameters and step. Moments, |
+// |    |                  | per-parameter steps and the fp32 master value load; the master value      |
+// |    |                  | fills both the main and the offload copy. A trainable parameter without   |
+// |    |                  | saved optimizer state (frozen when saved) is an error.                    |
+// | L4 | copies           | after any load without optimizer state, the main and offload copies are   |
+// |    |                  | refreshed from the loaded model weights (B03, B12: copy coherence).       |
+// | L5 | scheduler        | skipped (fresh, num_steps 0) under finetune or no_load_optim (Megatron    |
+// |    |                  | loads it inside the optimizer block). Otherwise LoadSchedulerState: from  |
+// |    |                  | args under override_scheduler, from the checkpoint under                  |
+// |    |                  | use_checkpoint_scheduler, else args must equal the checkpoint (error);    |
+// |    |                  | num_steps always from the checkpoint.                                     |
+// | L6 | group LR bounds  | under override_scheduler every group's max_lr / min_lr come from the new  |
+// |    |                  | config (never the stale saved groups: B05); otherwise from the saved      |
+// |    |                  | groups. Every group's lr / weight_decay are then recomputed from the      |
+// |    |                  | effective scheduler at its num_steps.                                     |
+// | L7 | RNG              | loaded only when not finetune, not no_load_rng, the checkpoint has RNG,   |
+// |    |                  | and TP and PP are unchanged. Each rank takes the saved state of the rank  |
+// |    |                  | with its (tp, pp, ep, etp) coordinates (and dp under                      |
+// |    |                  | data_parallel_random_init; else the lowest dp): missing is an error.      |
+// |    |                  | Otherwise each rank is freshly seeded.                                    |
+// | L8 | rerun state      | loaded (LoadRerunPayload) unless finetune or the new mode is DISABLED;    |
+// |    |                  | needs world, TP, PP and DP unchanged: under a change a sentinel payload is|
+// |    |                  | skipped and a pending rerun is an error.                                  |
+// | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise a DP change is an     |
+// |    |                  | error; else ResumeDataIterator (continues the exact sample sequence).     |
+#pragma once
+
+#include "model/status.h"
+#include "model/training_state.h"
+
+namespace ckptspec {
+
+struct LayoutSizes {
+  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1;
+  int world() const { return tp * pp * dp * cp; }
+};
+
+enum class OptimizerFormat { kFullyReshardable, kDpReshardable };
+
+struct LoadFlags {
+  bool finetune = false;
+  bool no_load_optim = false;
+  bool no_load_rng = false;
+  bool override_scheduler = false;
+  bool use_checkpoint_scheduler = false;
+  bool reset_dataloader = false;
+};
+
+struct CheckpointDescriptor {
+  TrainingState state;  // the saved global state (its config is the saving run's)
+  LayoutSizes layout;
+  OptimizerFormat optimizer_format = OptimizerFormat::kFullyReshardable;
+  bool has_rng = true;
+};
+
+struct LoadRequest {
+  TrainingConfig config;
+  LayoutSizes layout;
+  LoadFlags flags;
+};
+
+Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadRequest& req,
+                              TrainingState* out);
+
+}  // namespace ckptspec

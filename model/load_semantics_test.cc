@@ -1,0 +1,306 @@
+#include "model/load_semantics.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "model/float_codec.h"
+#include "model/training_step.h"
+
+namespace ckptspec {
+namespace {
+
+TrainingConfig Config() {
+  TrainingConfig c;
+  c.model.num_layers = 2;
+  c.model.hidden_size = 8;
+  c.model.num_attention_heads = 2;
+  c.model.vocab_size = 16;
+  c.model.num_experts = 2;
+  c.seed = 11;
+  c.optimizer.cpu_offload_fraction = 0.5;
+  c.optimizer.grouping.decoupled_lr = 4e-3;
+  c.data.num_samples = 20;
+  c.data.global_batch_size = 4;
+  c.data.micro_batch_size = 1;
+  c.data.dp_size = 2;
+  c.scheduler.max_lr = 1e-2;
+  c.scheduler.min_lr = 1e-3;
+  c.scheduler.lr_warmup_steps = 4;
+  c.scheduler.lr_decay_steps = 40;
+  c.scheduler.lr_decay_style = LrDecayStyle::kCosine;
+  c.ranks = {RankCoords{0, 0, 0, 0, 0, 0}, RankCoords{1, 0, 0, 0, 0, 0}, RankCoords{0, 0, 1, 0, 0, 0},
+             RankCoords{1, 0, 1, 0, 0, 0}};
+  return c;
+}
+
+LayoutSizes Layout(int tp, int dp) {
+  LayoutSizes l;
+  l.tp = tp;
+  l.dp = dp;
+  return l;
+}
+
+CheckpointDescriptor Checkpoint(int iterations, TrainingConfig cfg = Config()) {
+  CheckpointDescriptor c;
+  EXPECT_TRUE(InitialTrainingState(cfg, &c.state).ok());
+  EXPECT_TRUE(Train(&c.state, iterations).ok());
+  c.layout = Layout(2, 2);
+  return c;
+}
+
+LoadRequest Request(TrainingConfig cfg = Config()) {
+  LoadRequest r;
+  r.config = cfg;
+  r.layout = Layout(2, 2);
+  return r;
+}
+
+// Resume equivalence through the load rules: load "train k" into the same config and layout,
+// train m == train k + m.
+RC_GTEST_PROP(LoadSemantics, LoadingOwnCheckpointResumesExactly, ()) {
+  TrainingConfig cfg = Config();
+  cfg.optimizer.step_counter = *rc::gen::element(StepCounter::kPerParameter, StepCounter::kPerGroup);
+  cfg.optimizer.chaining = *rc::gen::element(Chaining::kSingle, Chaining::kDenseExpert);
+  cfg.model.params_dtype = *rc::gen::element(DType::kBFloat16, DType::kFloat32);
+  const int k = *rc::gen::inRange(0, 6), m = *rc::gen::inRange(1, 4);
+  RC_LOG() << "k=" << k << " m=" << m << " dtype=" << DTypeName(cfg.model.params_dtype) << "\n";
+  const CheckpointDescriptor ckpt = Checkpoint(k, cfg);
+  TrainingState loaded;
+  RC_ASSERT(ExpectedStateAfterLoad(ckpt, Request(cfg), &loaded).ok());
+  TrainingState straight;
+  RC_ASSERT(InitialTrainingState(cfg, &straight).ok());
+  RC_ASSERT(Train(&straight, k + m).ok());
+  RC_ASSERT(Train(&loaded, m).ok());
+  const std::string d = FirstDifference(straight, loaded);
+  RC_LOG() << d << "\n";
+  RC_ASSERT(d.empty());
+}
+
+TEST(LoadSemantics, L0BothSchedulerFlagsAndDpMismatchAreErrors) {
+  LoadRequest r = Request();
+  r.flags.override_scheduler = r.flags.use_checkpoint_scheduler = true;
+  TrainingState out;
+  EXPECT_EQ(ExpectedStateAfterLoad(Checkpoint(1), r, &out).code(), Status::Code::kInvalidArgument);
+  r = Request();
+  r.layout.dp = 4;
+  EXPECT_NE(ExpectedStateAfterLoad(Checkpoint(1), r, &out).message().find("data.dp_size"), std::string::npos);
+}
+
+TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
+  const CheckpointDescriptor ckpt = Checkpoint(2);
+  LoadRequest r = Request();
+  r.layout = Layout(4, 2);
+  r.flags.no_load_optim = true;
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+  for (size_t i = 0; i < out.params.size(); ++i) EXPECT_EQ(out.params[i].model, ckpt.state.params[i].model);
+  TrainingConfig other = Config();
+  other.model.hidden_size = 16;
+  const Status s = ExpectedStateAfterLoad(ckpt, Request(other), &out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("does not match the checkpoint"), std::string::npos) << s.ToString();
+}
+
+TEST(LoadSemantics, L2FinetuneStartsAtIterationZeroWithNothingButTheModel) {
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  LoadRequest r = Request();
+  r.flags.finetune = true;
+  TrainingState out, fresh;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+  ASSERT_TRUE(InitialTrainingState(Config(), &fresh).ok());
+  EXPECT_EQ(out.iteration, 0);
+  EXPECT_EQ(out.scheduler.num_steps, 0);
+  EXPECT_EQ(out.data, fresh.data);
+  EXPECT_EQ(out.rng, fresh.rng);
+  EXPECT_EQ(out.rerun.current_iteration, 0);
+  for (const ParamState& p : out.params) {
+    for (float v : p.exp_avg) ASSERT_EQ(v, 0.0f);
+    EXPECT_EQ(p.step, 0);
+  }
+  // Without finetune the iteration is the checkpoint's.
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  EXPECT_EQ(out.iteration, 3);
+}
+
+TEST(LoadSemantics, L3OptimizerFormatsUnderLayoutChanges) {
+  CheckpointDescriptor ckpt = Checkpoint(2);
+  TrainingState out;
+  LoadRequest tp = Request();
+  tp.layout = Layout(4, 2);
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());  // fully_reshardable
+  EXPECT_EQ(out.params[1].exp_avg, ckpt.state.params[1].exp_avg);
+  ckpt.optimizer_format = OptimizerFormat::kDpReshardable;
+  const Status s = ExpectedStateAfterLoad(ckpt, tp, &out);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("TP change 2 -> 4"), std::string::npos) << s.ToString();
+  TrainingConfig dp4 = Config();
+  dp4.data.dp_size = 4;
+  dp4.data.global_batch_size = 8;
+  LoadRequest dp = Request(dp4);
+  dp.layout = Layout(2, 4);
+  dp.flags.reset_dataloader = true;
+  dp.flags.use_checkpoint_scheduler = true;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, dp, &out).ok()) << ExpectedStateAfterLoad(ckpt, dp, &out).ToString();
+  EXPECT_EQ(out.params[1].exp_avg, ckpt.state.params[1].exp_avg);
+}
+
+TEST(LoadSemantics, L3GroupsMatchByIdentityNotPosition) {
+  CheckpointDescriptor ckpt = Checkpoint(2);
+  TrainingState in_order;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &in_order).ok());
+  std::reverse(ckpt.state.optimizers[0].groups.begin(), ckpt.state.optimizers[0].groups.end());
+  TrainingState reversed;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &reversed).ok());
+  EXPECT_EQ(FirstDifference(in_order, reversed), "");
+  ckpt.state.optimizers[0].groups[1].identity.Remove(IdentityField::kLrMult);  // B01
+  const Status s = ExpectedStateAfterLoad(ckpt, Request(), &reversed);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("saved param group 1 lacks identifier key 'lr_mult'"), std::string::npos)
+      << s.ToString();
+}
+
+TEST(LoadSemantics, L3FrozenParametersAndOptimizerState) {
+  const CheckpointDescriptor ckpt = Checkpoint(2);
+  TrainingConfig frozen = Config();
+  frozen.frozen = {ckpt.state.specs[0].name};  // the decoupled group empties: dropped, not an error
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(frozen), &out).ok());
+  EXPECT_TRUE(out.params[0].exp_avg.empty());
+  EXPECT_EQ(out.params[0].model, ckpt.state.params[0].model);
+  const CheckpointDescriptor frozen_ckpt = Checkpoint(2, frozen);
+  const Status s = ExpectedStateAfterLoad(frozen_ckpt, Request(), &out);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("no optimizer state"), std::string::npos) << s.ToString();
+}
+
+TEST(LoadSemantics, L4WithoutOptimizerStateMastersFollowTheLoadedModel) {  // B03, B12
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  LoadRequest r = Request();
+  r.flags.no_load_optim = true;
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+  int offloaded = 0;
+  for (const ParamState& p : out.params) {
+    offloaded += p.offloaded;
+    for (size_t e = 0; e < p.model.size(); ++e) {
+      const float v = static_cast<float>(DecodeToDouble(DType::kBFloat16, p.model[e]));
+      ASSERT_EQ(p.main[e], v);
+      if (p.offloaded) {
+        ASSERT_EQ(p.offload[e], v);
+      }
+    }
+  }
+  EXPECT_GT(offloaded, 0);
+}
+
+TEST(LoadSemantics, L5SchedulerRules) {
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  TrainingConfig changed = Config();
+  changed.scheduler.max_lr = 2e-2;
+  TrainingState out;
+  Status s = ExpectedStateAfterLoad(ckpt, Request(changed), &out);
+  EXPECT_NE(s.message().find("max_lr"), std::string::npos) << s.ToString();
+  LoadRequest use_ckpt = Request(changed);
+  use_ckpt.flags.use_checkpoint_scheduler = true;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, use_ckpt, &out).ok());
+  EXPECT_EQ(out.scheduler.config.max_lr, 1e-2);
+  EXPECT_EQ(out.scheduler.num_steps, 12);
+  LoadRequest no_optim = Request(changed);
+  no_optim.flags.no_load_optim = true;  // also skips the scheduler: no mismatch check, num_steps 0
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, no_optim, &out).ok());
+  EXPECT_EQ(out.scheduler.num_steps, 0);
+  EXPECT_EQ(out.scheduler.config.max_lr, 2e-2);
+}
+
+TEST(LoadSemantics, L6OverrideTakesGroupBoundsFromTheNewConfig) {  // B05
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  TrainingConfig changed = Config();
+  changed.scheduler.max_lr = 2e-2;
+  changed.scheduler.min_lr = 2e-3;
+  changed.optimizer.grouping.decoupled_lr = 8e-3;
+  LoadRequest r = Request(changed);
+  r.flags.override_scheduler = true;
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+  EXPECT_EQ(out.scheduler.num_steps, 12);
+  for (const ParamGroup& g : out.optimizers[0].groups) {
+    EXPECT_EQ(*g.identity.max_lr, g.identity.is_decoupled_lr ? 8e-3 : 2e-2);
+    EXPECT_EQ(*g.identity.min_lr, 2e-3);
+    const double expected = SchedulerLr(changed.scheduler, 12, *g.identity.max_lr, 2e-3) * g.identity.lr_mult;
+    EXPECT_EQ(g.lr, expected);
+  }
+  // Without override, the saved bounds stay (consistent with the checkpoint's scheduler).
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  for (const ParamGroup& g : out.optimizers[0].groups) {
+    EXPECT_EQ(*g.identity.max_lr, g.identity.is_decoupled_lr ? 4e-3 : 1e-2);
+  }
+}
+
+TEST(LoadSemantics, L7RngOnlyWhereTheRankStillExists) {
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  TrainingState fresh, out;
+  ASSERT_TRUE(InitialTrainingState(Config(), &fresh).ok());
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  EXPECT_EQ(out.rng, ckpt.state.rng);
+  LoadRequest no_rng = Request();
+  no_rng.flags.no_load_rng = true;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, no_rng, &out).ok());
+  EXPECT_EQ(out.rng, fresh.rng);
+  LoadRequest tp = Request();
+  tp.layout = Layout(1, 2);
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());
+  EXPECT_EQ(out.rng, fresh.rng);
+  CheckpointDescriptor without = ckpt;
+  without.has_rng = false;
+  ASSERT_TRUE(ExpectedStateAfterLoad(without, Request(), &out).ok());
+  EXPECT_EQ(out.rng, fresh.rng);
+  TrainingConfig pp1 = Config();
+  pp1.ranks.push_back(RankCoords{0, 1, 0, 0, 0, 0});
+  const Status s = ExpectedStateAfterLoad(ckpt, Request(pp1), &out);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("pp=1"), std::string::npos) << s.ToString();
+}
+
+TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
+  CheckpointDescriptor ckpt = Checkpoint(3);
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  EXPECT_EQ(out.rerun.current_iteration, 3);
+  LoadRequest tp = Request();
+  tp.layout = Layout(1, 2);
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());  // sentinel: skipped
+  EXPECT_EQ(out.rerun.current_iteration, 0);
+  ckpt.state.rerun.state = RerunState::kWillRerunFromCheckpoint;
+  const Status s = ExpectedStateAfterLoad(ckpt, tp, &out);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("pending rerun"), std::string::npos);
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  EXPECT_EQ(out.rerun.state, RerunState::kWillRerunFromCheckpoint);
+  TrainingConfig disabled = Config();
+  disabled.rerun_mode = RerunMode::kDisabled;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(disabled), &out).ok());
+  EXPECT_EQ(out.rerun.state, RerunState::kNotRunningYet);
+  ckpt.state.rerun.state = RerunState::kRerunningInPlace;  // B06: never persistable
+  EXPECT_EQ(ExpectedStateAfterLoad(ckpt, Request(), &out).code(), Status::Code::kFailedPrecondition);
+}
+
+TEST(LoadSemantics, L9DataIteratorUnderDpChangeNeedsReset) {
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  EXPECT_EQ(out.data.consumed_samples, 12);
+  TrainingConfig dp1 = Config();
+  dp1.data.dp_size = 1;
+  LoadRequest r = Request(dp1);
+  r.layout = Layout(2, 1);
+  const Status s = ExpectedStateAfterLoad(ckpt, r, &out);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("reset_dataloader"), std::string::npos);
+  r.flags.reset_dataloader = true;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+  EXPECT_EQ(out.data.consumed_samples, 0);
+  EXPECT_EQ(out.iteration, 3);
+}
+
+}  // namespace
+}  // namespace ckptspec

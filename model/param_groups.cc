@@ -1,0 +1,177 @@
+#include "model/param_groups.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace ckptspec {
+
+const char* IdentityFieldName(IdentityField field) {
+  switch (field) {
+    case IdentityField::kWdMult: return "wd_mult";
+    case IdentityField::kLrMult: return "lr_mult";
+    case IdentityField::kIsExpertParallel: return "is_expert_parallel";
+    case IdentityField::kIsDecoupledLr: return "is_decoupled_lr";
+    case IdentityField::kMaxLr: return "max_lr";
+    case IdentityField::kMinLr: return "min_lr";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string Num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+std::string Opt(const std::optional<double>& v) { return v ? Num(*v) : std::string("None"); }
+
+int NumFields(IdentityKeySet set) { return set == IdentityKeySet::kCore ? 4 : 6; }
+
+}  // namespace
+
+std::string DescribeKey(const ParamGroupKey& k) {
+  std::string s = "(wd_mult=" + Num(k.wd_mult) + ", lr_mult=" + Num(k.lr_mult) +
+                  ", is_expert_parallel=" + (k.is_expert_parallel ? "True" : "False") +
+                  ", is_decoupled_lr=" + (k.is_decoupled_lr ? "True" : "False");
+  if (k.set == IdentityKeySet::kWithLrBounds) {
+    s += ", max_lr=" + Opt(k.max_lr) + ", min_lr=" + Opt(k.min_lr);
+  }
+  return s + ")";
+}
+
+Status IdentityKey(const ParamGroupIdentity& id, IdentityKeySet set, const std::string& what,
+                   ParamGroupKey* out) {
+  for (int f = 0; f < NumFields(set); ++f) {
+    if (!id.Has(static_cast<IdentityField>(f))) {
+      return Status::NotFound(what + " lacks identifier key '" +
+                              IdentityFieldName(static_cast<IdentityField>(f)) + "'");
+    }
+  }
+  auto finite = [&](const char* name, double v) -> Status {
+    if (std::isfinite(v)) return Status::OK();
+    return Status::InvalidArgument(what + ": identifier " + name + " = " + Num(v) +
+                                   " is not finite");
+  };
+  CKPTSPEC_RETURN_IF_ERROR(finite("wd_mult", id.wd_mult));
+  CKPTSPEC_RETURN_IF_ERROR(finite("lr_mult", id.lr_mult));
+  ParamGroupKey k;
+  k.set = set;
+  k.wd_mult = id.wd_mult;
+  k.lr_mult = id.lr_mult;
+  k.is_expert_parallel = id.is_expert_parallel;
+  k.is_decoupled_lr = id.is_decoupled_lr;
+  if (set == IdentityKeySet::kWithLrBounds) {
+    if (id.max_lr) CKPTSPEC_RETURN_IF_ERROR(finite("max_lr", *id.max_lr));
+    if (id.min_lr) CKPTSPEC_RETURN_IF_ERROR(finite("min_lr", *id.min_lr));
+    k.max_lr = id.max_lr;
+    k.min_lr = id.min_lr;
+  }
+  *out = k;
+  return Status::OK();
+}
+
+std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& params,
+                                           const std::vector<bool>& frozen,
+                                           const GroupingConfig& config, double sched_max_lr,
+                                           double sched_min_lr) {
+  std::vector<ParamGroup> groups;
+  std::map<ParamGroupKey, size_t> index;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (i < frozen.size() && frozen[i]) continue;
+    const ParameterSpec& p = params[i];
+    ParamGroupIdentity id;
+    id.wd_mult = p.no_weight_decay ? 0.0 : 1.0;
+    id.lr_mult = 1.0;
+    for (const LrMultOverride& o : config.lr_mult_overrides) {
+      if (p.name.find(o.name_contains) != std::string::npos) {
+        id.lr_mult = o.lr_mult;
+        break;
+      }
+    }
+    id.is_expert_parallel = p.is_expert();
+    id.is_decoupled_lr = config.decoupled_lr.has_value() &&
+                         (p.placement == ParamPlacement::kEmbedding ||
+                          p.name.find("output_layer.") != std::string::npos);
+    if (id.is_decoupled_lr) {
+      id.max_lr = *config.decoupled_lr;
+      id.min_lr = config.decoupled_min_lr ? *config.decoupled_min_lr : sched_min_lr;
+    } else {
+      id.max_lr = sched_max_lr;
+      id.min_lr = sched_min_lr;
+    }
+    ParamGroupKey key;
+    IdentityKey(id, IdentityKeySet::kWithLrBounds, "default group", &key);  // all present, finite
+    auto it = index.find(key);
+    if (it == index.end()) {
+      ParamGroup g;
+      g.identity = id;
+      g.weight_decay = config.weight_decay * id.wd_mult;
+      g.beta1 = config.beta1;
+      g.beta2 = config.beta2;
+      g.eps = config.eps;
+      it = index.emplace(key, groups.size()).first;
+      groups.push_back(std::move(g));
+    }
+    groups[it->second].params.push_back(static_cast<int>(i));
+  }
+  return groups;
+}
+
+std::vector<ParamGroupIdentity> Identities(const std::vector<ParamGroup>& groups) {
+  std::vector<ParamGroupIdentity> out;
+  out.reserve(groups.size());
+  for (const ParamGroup& g : groups) out.push_back(g.identity);
+  return out;
+}
+
+namespace {
+
+Status KeysOf(const std::vector<ParamGroupIdentity>& ids, IdentityKeySet set, const char* side,
+              std::map<ParamGroupKey, int>* out) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string what = std::string(side) + " param group " + std::to_string(i);
+    ParamGroupKey k;
+    CKPTSPEC_RETURN_IF_ERROR(IdentityKey(ids[i], set, what, &k));
+    auto [it, inserted] = out->emplace(k, static_cast<int>(i));
+    if (!inserted) {
+      return Status::InvalidArgument(std::string(side) + " param groups " +
+                                     std::to_string(it->second) + " and " + std::to_string(i) +
+                                     " share the identity " + DescribeKey(k) +
+                                     "; groups must be distinct to be matched");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status MatchParamGroups(const std::vector<ParamGroupIdentity>& saved,
+                        const std::vector<ParamGroupIdentity>& current, IdentityKeySet set,
+                        std::vector<int>* saved_for_current) {
+  std::map<ParamGroupKey, int> saved_keys, current_keys;
+  CKPTSPEC_RETURN_IF_ERROR(KeysOf(saved, set, "saved", &saved_keys));
+  CKPTSPEC_RETURN_IF_ERROR(KeysOf(current, set, "current", &current_keys));
+  std::vector<int> match(current.size(), -1);
+  for (const auto& [key, c] : current_keys) {
+    auto it = saved_keys.find(key);
+    if (it == saved_keys.end()) {
+      return Status::NotFound("current param group " + std::to_string(c) + " with identity " +
+                              DescribeKey(key) + " has no saved param group");
+    }
+    match[c] = it->second;
+  }
+  for (const auto& [key, s] : saved_keys) {
+    if (current_keys.count(key) == 0) {
+      return Status::NotFound("saved param group " + std::to_string(s) + " with identity " +
+                              DescribeKey(key) + " matches no current param group");
+    }
+  }
+  *saved_for_current = std::move(match);
+  return Status::OK();
+}
+
+}  // namespace ckptspec
