@@ -117,17 +117,11 @@ CKPTSPEC_HD inline void CompareDiffering(uint64_t a, uint64_t e, int64_t local_i
   }
 }
 
-// Adds one element: `a` and `e` are the actual and expected bit patterns (zero-extended),
-// `local_index` its position in the shard, `global_index` its position in the global tensor.
+// Classifies one element and records its errors, without touching the checksums.
 template <DType D>
-CKPTSPEC_HD inline void AccumulateElement(uint64_t a, uint64_t e, int64_t local_index,
-                                          uint64_t global_index, const CompareParams& p,
-                                          CompareAccumulator* acc) {
-  const uint64_t salt = global_index * kChecksumSalt;
-  const uint64_t term_actual = Mix64(a ^ salt);
-  acc->checksum_actual += term_actual;
+CKPTSPEC_HD inline void ClassifyElement(uint64_t a, uint64_t e, int64_t local_index,
+                                        const CompareParams& p, CompareAccumulator* acc) {
   if (a == e) {
-    acc->checksum_expected += term_actual;
     // Equal patterns match in every mode and have zero error -- except NaNs, which the
     // ULP/TOLERANCE modes match only under equal_nan.
     if constexpr (ElementTraits<D>::kFloating) {
@@ -137,8 +131,26 @@ CKPTSPEC_HD inline void AccumulateElement(uint64_t a, uint64_t e, int64_t local_
     }
     return;
   }
-  acc->checksum_expected += Mix64(e ^ salt);
   CompareDiffering<D>(a, e, local_index, p, acc);
+}
+
+// True when ClassifyElement could record anything for an element whose patterns are equal:
+// a NaN in a mode that matches NaNs only under equal_nan.
+CKPTSPEC_HD inline bool EqualNaNsMismatch(const CompareParams& p) {
+  return p.mode != CompareMode::kBitwise && !p.equal_nan;
+}
+
+// Adds one element: `a` and `e` are the actual and expected bit patterns (zero-extended),
+// `local_index` its position in the shard, `global_index` its position in the global tensor.
+template <DType D>
+CKPTSPEC_HD inline void AccumulateElement(uint64_t a, uint64_t e, int64_t local_index,
+                                          uint64_t global_index, const CompareParams& p,
+                                          CompareAccumulator* acc) {
+  const uint64_t salt = global_index * kChecksumSalt;
+  const uint64_t term_actual = Mix64(a ^ salt);
+  acc->checksum_actual += term_actual;
+  acc->checksum_expected += a == e ? term_actual : Mix64(e ^ salt);
+  ClassifyElement<D>(a, e, local_index, p, acc);
 }
 
 }  // namespace device
