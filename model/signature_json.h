@@ -1,0 +1,55 @@
+// The JSON form of a GlobalSignature: the "plan dump" a third-party framework hands to ckptspec
+// (docs/SIGNATURE.md is the reference for the form and its error messages).
+//
+//   {"format": "ckptspec.signature", "version": 1,
+//    "ranks": [{"rank": 0,
+//               "tensors": [{"key", "dtype", "global_shape", "global_offset", "local_shape",
+//                            "axis_fragmentations"?, "prepend_axis_num"?, "replica_id",
+//                            "origin"?, "digest"?}],
+//               "objects": [{"key", "global_shape", "global_offset", "replica_id",
+//                            "origin"?, "digest"?}],
+//               "common"?: any JSON}]}
+//
+// Contract: reading never throws, never asserts and never allocates more than a small multiple of
+// the input's size (no allocation depends on a shape's volume). Every malformed input gives an
+// InvalidArgument Status whose message starts with the JSON path of the offending value and names
+// the value: `ranks[3].tensors[5].global_shape[1]: expected a non-negative integer, got -4`.
+// A signature read successfully has ranks numbered 0..N-1 in order, and every entry passes
+// ValidateTensorSpec / ValidateObjectSpec. Cross-rank consistency (P4, P5, P11) is not checked
+// here; that is validate.h's job.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "model/sharded.h"
+#include "model/status.h"
+
+namespace ckptspec {
+
+inline constexpr const char* kSignatureFormat = "ckptspec.signature";
+inline constexpr int kSignatureVersion = 1;
+// Deepest nesting accepted in a rank's "common" tree (deeper trees are rejected, not recursed).
+inline constexpr int kMaxCommonDepth = 256;
+
+// Writes the documented form. Ranks are written in the order held; empty origins, absent digests,
+// null common and irregular grids (empty axis_fragmentations) are left out. Digests are written as
+// 16 lower-case hex digits. Replica ids are always written as arrays.
+nlohmann::json SignatureToJson(const GlobalSignature& signature);
+
+// Reads the documented form into *out (left unchanged on error). Members not listed in the form
+// are rejected by name, so a misspelled optional field is an error rather than a silent default.
+Status SignatureFromJson(const nlohmann::json& json, GlobalSignature* out);
+
+// Parses JSON text and reads it as above. A syntax error gives an InvalidArgument Status naming the
+// byte position: "signature JSON: parse error at byte 17: ...".
+Status ParseSignature(std::string_view text, GlobalSignature* out);
+
+// True when a and b hold the same ranks, entries (all fields, digests and origins included, in
+// order) and common trees. Otherwise false, with the first difference described in *difference
+// when it is non-null ("ranks[2].tensors[0]: ...").
+bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::string* difference);
+
+}  // namespace ckptspec
