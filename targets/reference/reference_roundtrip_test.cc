@@ -241,3 +241,42 @@ TEST(ReferencePosix, RoundTripAndReshardOnDisk) {
 
 }  // namespace
 }  // namespace ckptspec
+
+namespace ckptspec {
+namespace {
+
+TEST(ReferenceSaveValidation, RefusesAGapAnOverlapAndDivergentCommonState) {
+  auto dicts = HandBuilt();
+  {
+    MemHarness h;
+    auto gap = dicts;
+    gap[1].tensors[0].spec.replica_id = {1};
+    const Status s = h.engine->Save(1, gap, SaveOptions());
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("P4"), std::string::npos) << s.ToString();
+    EXPECT_FALSE(h.env.FileExists("/ckpt/iter_0000001").ok());
+  }
+  {
+    MemHarness h;
+    auto overlap = dicts;
+    overlap[1].tensors[1].spec.replica_id = {0, 0};  // "b" now has two main replicas
+    EXPECT_EQ(h.engine->Save(1, overlap, SaveOptions()).code(), Status::Code::kInvalidArgument);
+  }
+  {
+    MemHarness h;
+    auto common = dicts;
+    common[1].common["iteration"] = 8;
+    const Status s = h.engine->Save(1, common, SaveOptions());
+    EXPECT_NE(s.message().find("P11"), std::string::npos) << s.ToString();
+  }
+  {
+    MemHarness h;
+    auto bad_size = dicts;
+    bad_size[0].tensors[0].data.pop_back();
+    const Status s = h.engine->Save(1, bad_size, SaveOptions());
+    EXPECT_NE(s.message().find("tensor 'w' holds 47 bytes"), std::string::npos) << s.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace ckptspec

@@ -1,6 +1,7 @@
 // ValidateSaveInput: the checks a save runs before it writes anything.
 #include <string>
 
+#include "model/validate.h"
 #include "targets/reference/reference_engine.h"
 
 namespace ckptspec {
@@ -27,7 +28,20 @@ Status ValidateSaveInput(const std::vector<ShardedStateDict>& every_rank, bool g
       if (!s.ok()) return s.WithContext("rank " + std::to_string(rank));
     }
   }
-  (void)global;
+  if (!global) return Status::OK();
+  GlobalSignature signature;
+  signature.ranks.reserve(every_rank.size());
+  for (size_t rank = 0; rank < every_rank.size(); ++rank) {
+    signature.ranks.push_back(SignatureOf(static_cast<int64_t>(rank), every_rank[rank]));
+  }
+  std::vector<Violation> violations = CheckShardingIntegrity(signature);
+  for (std::vector<Violation> more : {CheckKeyInjectivity(signature), CheckCommonState(signature)}) {
+    violations.insert(violations.end(), more.begin(), more.end());
+  }
+  if (!violations.empty()) {
+    return Status::InvalidArgument("save refused, the sharding is invalid: " +
+                                   FormatViolations(violations));
+  }
   return Status::OK();
 }
 
