@@ -72,8 +72,9 @@ struct LoadRequest {
 
 struct LoadResult {
   int64_t iteration = -1;
-  // The templates filled in, in rank order; unexpected entries are removed (every mode but
-  // assume_ok_unexpected); `common` is the checkpoint's common state.
+  // The templates filled in (their own buffers), in rank order; unexpected entries are removed
+  // (every mode but assume_ok_unexpected); `common` is the checkpoint's common state. After an
+  // error its content is unspecified.
   std::vector<ShardedStateDict> state;
   // Per rank: the requested keys the checkpoint lacks (return_* modes; also filled by log_*).
   std::vector<std::vector<std::string>> unexpected;
@@ -102,7 +103,9 @@ class Engine {
                       const SaveOptions& options) = 0;
   // Completes a pending async save (no-op without one) and returns its status.
   virtual Status Finalize() = 0;
-  virtual Status Load(const LoadRequest& request, LoadResult* result) = 0;
+  // Takes the request by value: move the templates in and their buffers are filled in place and
+  // handed back in result->state (no copy of the state).
+  virtual Status Load(LoadRequest request, LoadResult* result) = 0;
 };
 
 // The framework layer. Its training state is, for now, the parameters of a ParameterSharding

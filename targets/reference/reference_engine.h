@@ -64,7 +64,7 @@ class ReferenceEngine : public Engine {
   Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
               const SaveOptions& options) override;
   Status Finalize() override;
-  Status Load(const LoadRequest& request, LoadResult* result) override;
+  Status Load(LoadRequest request, LoadResult* result) override;
 
   // The iteration the tracker names (NotFound without a tracker).
   Status LatestIteration(int64_t* iteration);
@@ -86,7 +86,7 @@ class ReferenceEngine : public Engine {
   Status EnsureRoot();
   Status RemoveLeftovers();
   Status ApplyRetention();
-  Status LoadImpl(const LoadRequest& request, LoadResult* result);
+  Status LoadImpl(LoadRequest& request, LoadResult* result);
 
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;

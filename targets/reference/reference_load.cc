@@ -241,7 +241,7 @@ Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* meta
   return Status::OK();
 }
 
-Status ReferenceEngine::Load(const LoadRequest& request, LoadResult* result) {
+Status ReferenceEngine::Load(LoadRequest request, LoadResult* result) {
   CKPTSPEC_RETURN_IF_ERROR(Finalize());
   if (options_.env == nullptr || options_.root.empty()) {
     return Status::InvalidArgument("reference engine needs an Env and a root directory");
@@ -249,7 +249,7 @@ Status ReferenceEngine::Load(const LoadRequest& request, LoadResult* result) {
   return LoadImpl(request, result);
 }
 
-Status ReferenceEngine::LoadImpl(const LoadRequest& request, LoadResult* result) {
+Status ReferenceEngine::LoadImpl(LoadRequest& request, LoadResult* result) {
   int64_t iteration;
   if (request.iteration) {
     iteration = *request.iteration;
@@ -356,17 +356,17 @@ Status ReferenceEngine::LoadImpl(const LoadRequest& request, LoadResult* result)
     const std::string who = "rank " + std::to_string(r) + ": ";
     ShardedStateDict dict;
     const std::set<std::string> drop(unexpected[r].begin(), unexpected[r].end());
-    for (const ShardedTensor& t : request.templates[r].tensors) {
+    for (ShardedTensor& t : request.templates[r].tensors) {
       if (drop_unexpected && drop.count(t.spec.key)) continue;
       auto it = tensor_by_key.find(t.spec.key);
       if (it == tensor_by_key.end()) {
         return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " + dir);
       }
-      dict.tensors.push_back(t);
+      dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
       CKPTSPEC_RETURN_IF_ERROR(
           reader.LoadTensor(it->second, who, request.allow_shape_mismatch, &dict.tensors.back()));
     }
-    for (const ShardedObject& o : request.templates[r].objects) {
+    for (ShardedObject& o : request.templates[r].objects) {
       if (drop_unexpected && drop.count(o.spec.key)) continue;
       auto it = object_by_unique_key.find(o.spec.UniqueKey());
       if (it == object_by_unique_key.end()) {
