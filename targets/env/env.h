@@ -1,0 +1,88 @@
+// Env: every file operation of a target goes through this interface (LevelDB's Env pattern), so
+// that tests can run a save against an in-memory file system that crashes, drops unsynced data,
+// corrupts reads or fails writes (mem_env.h), and benchmarks against the real disk (PosixEnv).
+//
+// Paths are '/'-separated strings. Contracts common to every implementation:
+//  - Every method returns a Status; none throws or aborts. IOError for environment failures,
+//    NotFound for a path that does not exist.
+//  - NewWritableFile creates or truncates. Appended data is durable only after Sync(); a file's
+//    directory entry (creation, rename, removal) is durable only after SyncDir() of its parent.
+//  - RenameFile(src, dst) is atomic. It replaces an existing dst file; a directory may be renamed
+//    onto a path that does not exist (or an empty directory).
+//  - CreateDir succeeds when the directory already exists; it does not create parents.
+//  - GetChildren lists names (no "." or ".."), sorted.
+//  - Implementations are safe to call from several threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/status.h"
+
+namespace ckptspec {
+
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status Append(const void* data, size_t size) = 0;
+  // Makes everything appended so far durable.
+  virtual Status Sync() = 0;
+  // Releases the file; later calls fail. Does not sync. Idempotent.
+  virtual Status Close() = 0;
+};
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to `size` bytes at `offset` into `out`; *bytes_read < size only at the end of file.
+  virtual Status Read(uint64_t offset, size_t size, void* out, size_t* bytes_read) const = 0;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // The process-wide POSIX environment (never deleted).
+  static Env* Posix();
+
+  virtual Status NewWritableFile(const std::string& path, std::unique_ptr<WritableFile>* out) = 0;
+  virtual Status NewRandomAccessFile(const std::string& path,
+                                     std::unique_ptr<RandomAccessFile>* out) = 0;
+  virtual Status GetFileSize(const std::string& path, uint64_t* size) = 0;
+  // OK when `path` exists (file or directory), NotFound when it does not.
+  virtual Status FileExists(const std::string& path) = 0;
+  virtual Status IsDirectory(const std::string& path, bool* is_dir) = 0;
+  virtual Status GetChildren(const std::string& dir, std::vector<std::string>* names) = 0;
+  virtual Status CreateDir(const std::string& dir) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  // Removes an empty directory.
+  virtual Status RemoveDir(const std::string& dir) = 0;
+  virtual Status RenameFile(const std::string& src, const std::string& dst) = 0;
+  // Makes the directory's entries (creations, renames, removals in it) durable.
+  virtual Status SyncDir(const std::string& dir) = 0;
+};
+
+// "a/b" from ("a", "b"); no normalisation.
+std::string JoinPath(const std::string& dir, const std::string& name);
+// The parent of "a/b/c" is "a/b"; of "/a" is "/"; of "a" is ".".
+std::string ParentDir(const std::string& path);
+
+// Creates (or truncates) `path`, appends `data`, syncs and closes it. Does not sync the directory.
+Status WriteFileSynced(Env* env, const std::string& path, const std::string& data);
+// Atomically replaces `path` with `data`: writes "<path>.tmp", syncs it, renames it over `path`
+// and syncs the parent directory. After a crash `path` holds either the old or the new content.
+Status ReplaceFileAtomically(Env* env, const std::string& path, const std::string& data);
+// Reads a whole file whose size must not exceed `max_size` (checked before allocating).
+Status ReadFileToString(Env* env, const std::string& path, uint64_t max_size, std::string* out);
+// Reads exactly `size` bytes at `offset`; a short read is a Corruption naming the file.
+Status ReadExactly(const RandomAccessFile& file, const std::string& path, uint64_t offset,
+                   size_t size, void* out);
+// Removes a file, or a directory with everything under it. NotFound when `path` does not exist.
+Status RemoveRecursively(Env* env, const std::string& path);
+// Creates `dir` and its missing parents (without syncing).
+Status CreateDirs(Env* env, const std::string& dir);
+
+}  // namespace ckptspec

@@ -1,0 +1,457 @@
+#include "targets/env/mem_env.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+namespace ckptspec {
+
+struct MemEnv::FileNode {
+  std::string data;
+  size_t synced = 0;  // bytes that survive a power loss
+};
+
+class MemEnv::MemWritableFile : public WritableFile {
+ public:
+  MemWritableFile(MemEnv* env, std::string path, std::shared_ptr<FileNode> file, int64_t gen)
+      : env_(env), path_(std::move(path)), file_(std::move(file)), generation_(gen) {}
+
+  Status Append(const void* data, size_t size) override {
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    CKPTSPEC_RETURN_IF_ERROR(env_->BeginOp("Append", path_));
+    CKPTSPEC_RETURN_IF_ERROR(Alive());
+    for (const std::string& s : env_->fail_writes_) {
+      if (path_.find(s) != std::string::npos) {
+        return Status::IOError(path_ + ": injected write error");
+      }
+    }
+    file_->data.append(static_cast<const char*>(data), size);
+    return Status::OK();
+  }
+  Status Sync() override {
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    CKPTSPEC_RETURN_IF_ERROR(env_->BeginOp("Sync", path_));
+    CKPTSPEC_RETURN_IF_ERROR(Alive());
+    file_->synced = file_->data.size();
+    return Status::OK();
+  }
+  Status Close() override {
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    if (closed_) return Status::OK();
+    closed_ = true;
+    CKPTSPEC_RETURN_IF_ERROR(env_->BeginOp("Close", path_));
+    if (generation_ != env_->generation_) return Status::IOError(path_ + ": file died in a crash");
+    return Status::OK();
+  }
+
+ private:
+  Status Alive() const {
+    if (closed_) return Status::FailedPrecondition(path_ + ": use after close");
+    if (generation_ != env_->generation_) return Status::IOError(path_ + ": file died in a crash");
+    return Status::OK();
+  }
+  MemEnv* env_;
+  std::string path_;
+  std::shared_ptr<FileNode> file_;
+  int64_t generation_;
+  bool closed_ = false;
+};
+
+class MemEnv::MemRandomAccessFile : public RandomAccessFile {
+ public:
+  MemRandomAccessFile(MemEnv* env, std::string path, std::shared_ptr<FileNode> file)
+      : env_(env), path_(std::move(path)), file_(std::move(file)) {}
+  Status Read(uint64_t offset, size_t size, void* out, size_t* bytes_read) const override {
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    return env_->ReadLocked(file_, path_, offset, size, out, bytes_read);
+  }
+
+ private:
+  MemEnv* env_;
+  std::string path_;
+  std::shared_ptr<FileNode> file_;
+};
+
+MemEnv::MemEnv() { dirs_[0] = DirNode(); }
+MemEnv::~MemEnv() = default;
+
+Status MemEnv::BeginOp(const char* name, const std::string& path) {
+  const int64_t k = ops_++;
+  log_.push_back(std::to_string(k) + " " + name + " " + path);
+  if (crash_at_ >= 0 && k >= crash_at_) crashed_ = true;
+  if (crashed_) return Status::IOError(path + ": " + name + " after a simulated crash");
+  auto it = std::find(fail_ops_.begin(), fail_ops_.end(), k);
+  if (it != fail_ops_.end()) {
+    fail_ops_.erase(it);
+    return Status::IOError(path + ": injected I/O error in " + name + " (operation " +
+                           std::to_string(k) + ")");
+  }
+  return Status::OK();
+}
+
+Status MemEnv::SplitPath(const std::string& path, std::vector<std::string>* parts) {
+  parts->clear();
+  if (path.empty() || path[0] != '/') {
+    return Status::InvalidArgument("MemEnv path '" + path + "' is not absolute");
+  }
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    if (i >= path.size()) break;
+    const size_t j = path.find('/', i);
+    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (part == "." || part == "..") {
+      return Status::InvalidArgument("MemEnv path '" + path + "' contains '" + part + "'");
+    }
+    parts->push_back(std::move(part));
+    if (j == std::string::npos) break;
+    i = j;
+  }
+  return Status::OK();
+}
+
+Status MemEnv::ResolveParent(const std::string& path, int64_t* dir_id, std::string* name) {
+  std::vector<std::string> parts;
+  CKPTSPEC_RETURN_IF_ERROR(SplitPath(path, &parts));
+  if (parts.empty()) return Status::InvalidArgument("MemEnv: '" + path + "' names the root");
+  int64_t dir = 0;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    const auto& live = dirs_[dir].live;
+    auto it = live.find(parts[i]);
+    if (it == live.end()) return Status::NotFound(path + ": no such directory '" + parts[i] + "'");
+    if (!it->second.is_dir) return Status::IOError(path + ": '" + parts[i] + "' is not a directory");
+    dir = it->second.id;
+  }
+  *dir_id = dir;
+  *name = parts.back();
+  return Status::OK();
+}
+
+Status MemEnv::Resolve(const std::string& path, Entry* entry) {
+  std::vector<std::string> parts;
+  CKPTSPEC_RETURN_IF_ERROR(SplitPath(path, &parts));
+  if (parts.empty()) {
+    *entry = Entry{true, 0};
+    return Status::OK();
+  }
+  int64_t dir;
+  std::string name;
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(path, &dir, &name));
+  const auto& live = dirs_[dir].live;
+  auto it = live.find(name);
+  if (it == live.end()) return Status::NotFound(path + ": no such file or directory");
+  *entry = it->second;
+  return Status::OK();
+}
+
+void MemEnv::CollectGarbage() {
+  std::unordered_map<int64_t, bool> seen_dirs, seen_files;
+  std::function<void(int64_t)> mark = [&](int64_t dir) {
+    if (seen_dirs[dir]) return;
+    seen_dirs[dir] = true;
+    for (const auto* table : {&dirs_[dir].live, &dirs_[dir].durable}) {
+      for (const auto& [name, e] : *table) {
+        if (e.is_dir) {
+          mark(e.id);
+        } else {
+          seen_files[e.id] = true;
+        }
+      }
+    }
+  };
+  mark(0);
+  for (auto it = files_.begin(); it != files_.end();) {
+    it = seen_files.count(it->first) ? std::next(it) : files_.erase(it);
+  }
+  for (auto it = dirs_.begin(); it != dirs_.end();) {
+    it = seen_dirs.count(it->first) ? std::next(it) : dirs_.erase(it);
+  }
+}
+
+Status MemEnv::NewWritableFile(const std::string& path, std::unique_ptr<WritableFile>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("NewWritableFile", path));
+  int64_t dir;
+  std::string name;
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(path, &dir, &name));
+  auto& live = dirs_[dir].live;
+  auto it = live.find(name);
+  if (it != live.end() && it->second.is_dir) return Status::IOError(path + ": is a directory");
+  const int64_t id = next_id_++;
+  auto node = std::make_shared<FileNode>();
+  files_[id] = node;
+  live[name] = Entry{false, id};
+  CollectGarbage();
+  out->reset(new MemWritableFile(this, path, node, generation_));
+  return Status::OK();
+}
+
+Status MemEnv::NewRandomAccessFile(const std::string& path,
+                                   std::unique_ptr<RandomAccessFile>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("NewRandomAccessFile", path));
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
+  if (e.is_dir) return Status::IOError(path + ": is a directory");
+  out->reset(new MemRandomAccessFile(this, path, files_[e.id]));
+  return Status::OK();
+}
+
+Status MemEnv::ReadLocked(const std::shared_ptr<FileNode>& file, const std::string& path,
+                          uint64_t offset, size_t size, void* out, size_t* bytes_read) {
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("Read", path));
+  uint64_t visible = file->data.size();
+  for (const ReadFault& f : read_faults_) {
+    if (f.path == path && f.kind == ReadFault::Kind::kTruncate) visible = std::min(visible, f.offset);
+  }
+  size_t n = 0;
+  if (offset < visible) n = static_cast<size_t>(std::min<uint64_t>(size, visible - offset));
+  if (n > 0) std::memcpy(out, file->data.data() + offset, n);
+  for (const ReadFault& f : read_faults_) {
+    if (f.path == path && f.kind == ReadFault::Kind::kFlipBit && f.offset >= offset &&
+        f.offset < offset + n) {
+      static_cast<uint8_t*>(out)[f.offset - offset] ^= static_cast<uint8_t>(1u << (f.bit & 7));
+    }
+  }
+  *bytes_read = n;
+  return Status::OK();
+}
+
+Status MemEnv::GetFileSize(const std::string& path, uint64_t* size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("GetFileSize", path));
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
+  if (e.is_dir) return Status::IOError(path + ": is a directory");
+  uint64_t s = files_[e.id]->data.size();
+  for (const ReadFault& f : read_faults_) {
+    if (f.path == path && f.kind == ReadFault::Kind::kTruncate) s = std::min(s, f.offset);
+  }
+  *size = s;
+  return Status::OK();
+}
+
+Status MemEnv::FileExists(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("FileExists", path));
+  Entry e;
+  return Resolve(path, &e);
+}
+
+Status MemEnv::IsDirectory(const std::string& path, bool* is_dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("IsDirectory", path));
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
+  *is_dir = e.is_dir;
+  return Status::OK();
+}
+
+Status MemEnv::GetChildren(const std::string& dir, std::vector<std::string>* names) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("GetChildren", dir));
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(dir, &e));
+  if (!e.is_dir) return Status::IOError(dir + ": not a directory");
+  names->clear();
+  for (const auto& [name, entry] : dirs_[e.id].live) names->push_back(name);
+  return Status::OK();
+}
+
+Status MemEnv::CreateDir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("CreateDir", dir));
+  int64_t parent;
+  std::string name;
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(dir, &parent, &name));
+  auto& live = dirs_[parent].live;
+  auto it = live.find(name);
+  if (it != live.end()) {
+    if (it->second.is_dir) return Status::OK();
+    return Status::IOError(dir + ": exists and is not a directory");
+  }
+  const int64_t id = next_id_++;
+  dirs_[id] = DirNode();
+  dirs_[parent].live[name] = Entry{true, id};
+  return Status::OK();
+}
+
+Status MemEnv::RemoveFile(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("RemoveFile", path));
+  int64_t dir;
+  std::string name;
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(path, &dir, &name));
+  auto& live = dirs_[dir].live;
+  auto it = live.find(name);
+  if (it == live.end()) return Status::NotFound(path + ": no such file");
+  if (it->second.is_dir) return Status::IOError(path + ": is a directory");
+  live.erase(it);
+  CollectGarbage();
+  return Status::OK();
+}
+
+Status MemEnv::RemoveDir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("RemoveDir", dir));
+  int64_t parent;
+  std::string name;
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(dir, &parent, &name));
+  auto& live = dirs_[parent].live;
+  auto it = live.find(name);
+  if (it == live.end()) return Status::NotFound(dir + ": no such directory");
+  if (!it->second.is_dir) return Status::IOError(dir + ": not a directory");
+  if (!dirs_[it->second.id].live.empty()) return Status::IOError(dir + ": directory not empty");
+  live.erase(it);
+  CollectGarbage();
+  return Status::OK();
+}
+
+Status MemEnv::RenameFile(const std::string& src, const std::string& dst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("RenameFile", src + " -> " + dst));
+  int64_t src_dir, dst_dir;
+  std::string src_name, dst_name;
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(src, &src_dir, &src_name));
+  CKPTSPEC_RETURN_IF_ERROR(ResolveParent(dst, &dst_dir, &dst_name));
+  auto& src_live = dirs_[src_dir].live;
+  auto it = src_live.find(src_name);
+  if (it == src_live.end()) return Status::NotFound(src + ": no such file or directory");
+  const Entry moving = it->second;
+  auto& dst_live = dirs_[dst_dir].live;
+  auto existing = dst_live.find(dst_name);
+  if (existing != dst_live.end()) {
+    if (existing->second == moving) return Status::OK();
+    if (existing->second.is_dir != moving.is_dir) {
+      return Status::IOError(src + " -> " + dst + ": cannot replace a file by a directory or back");
+    }
+    if (existing->second.is_dir && !dirs_[existing->second.id].live.empty()) {
+      return Status::IOError(dst + ": directory not empty");
+    }
+  }
+  if (moving.is_dir) {
+    // A directory may not move under itself.
+    std::vector<std::string> s, d;
+    SplitPath(src, &s);
+    SplitPath(dst, &d);
+    if (d.size() > s.size() && std::equal(s.begin(), s.end(), d.begin())) {
+      return Status::InvalidArgument(src + " -> " + dst + ": moves a directory under itself");
+    }
+  }
+  src_live.erase(it);
+  dirs_[dst_dir].live[dst_name] = moving;
+  CollectGarbage();
+  return Status::OK();
+}
+
+Status MemEnv::SyncDir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CKPTSPEC_RETURN_IF_ERROR(BeginOp("SyncDir", dir));
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(dir, &e));
+  if (!e.is_dir) return Status::IOError(dir + ": not a directory");
+  DirNode& node = dirs_[e.id];
+  node.durable = node.live;
+  CollectGarbage();
+  return Status::OK();
+}
+
+int64_t MemEnv::op_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ops_;
+}
+
+void MemEnv::ResetOpCount() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_ = 0;
+  log_.clear();
+}
+
+std::vector<std::string> MemEnv::op_log() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return log_;
+}
+
+void MemEnv::CrashAtOp(int64_t k) {
+  std::lock_guard<std::mutex> lock(mu_);
+  crash_at_ = k;
+}
+
+bool MemEnv::crashed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return crashed_;
+}
+
+void MemEnv::SimulatePowerLoss() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, dir] : dirs_) dir.live = dir.durable;
+  for (auto& [id, file] : files_) file->data.resize(file->synced);
+  crashed_ = false;
+  crash_at_ = -1;
+  ++generation_;
+  CollectGarbage();
+}
+
+void MemEnv::FailOp(int64_t k) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_ops_.push_back(k);
+}
+
+void MemEnv::FailWritesTo(const std::string& path_substring) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_writes_.push_back(path_substring);
+}
+
+void MemEnv::AddReadFault(const ReadFault& fault) {
+  std::lock_guard<std::mutex> lock(mu_);
+  read_faults_.push_back(fault);
+}
+
+void MemEnv::ClearFaults() {
+  std::lock_guard<std::mutex> lock(mu_);
+  crash_at_ = -1;
+  crashed_ = false;
+  fail_ops_.clear();
+  fail_writes_.clear();
+  read_faults_.clear();
+}
+
+Status MemEnv::CorruptStoredByte(const std::string& path, uint64_t offset, uint8_t xor_mask) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
+  if (e.is_dir) return Status::IOError(path + ": is a directory");
+  FileNode& f = *files_[e.id];
+  if (offset >= f.data.size()) return Status::InvalidArgument(path + ": offset past the end");
+  f.data[offset] = static_cast<char>(f.data[offset] ^ xor_mask);
+  return Status::OK();
+}
+
+Status MemEnv::TruncateStored(const std::string& path, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry e;
+  CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
+  if (e.is_dir) return Status::IOError(path + ": is a directory");
+  FileNode& f = *files_[e.id];
+  if (size < f.data.size()) f.data.resize(size);
+  f.synced = std::min<size_t>(f.synced, f.data.size());
+  return Status::OK();
+}
+
+uint64_t MemEnv::LiveBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t total = 0;
+  std::function<void(int64_t)> walk = [&](int64_t dir) {
+    for (const auto& [name, e] : dirs_.at(dir).live) {
+      if (e.is_dir) {
+        walk(e.id);
+      } else {
+        total += files_.at(e.id)->data.size();
+      }
+    }
+  };
+  walk(0);
+  return total;
+}
+
+}  // namespace ckptspec

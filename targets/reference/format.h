@@ -1,0 +1,113 @@
+// The reference checkpointer's on-disk format, version 1 (docs/FORMAT.md is the normative text).
+//
+//   <root>/latest_checkpointed_iteration.txt   decimal iteration of the latest complete checkpoint
+//   <root>/iter_0000010/metadata.json           CheckpointMetadata as JSON
+//   <root>/iter_0000010/metadata.xxh3           16 lowercase hex digits: XXH3-64 of metadata.json
+//   <root>/iter_0000010/shard_00003.bin         the chunks rank 3 wrote, back to back
+//
+// DecodeMetadata trusts nothing: every field is type-checked, every size and offset is checked
+// for overflow and against the declared file sizes (the loader then checks those against the real
+// sizes), file names cannot leave the directory, keys are unique. Errors are Corruption naming the
+// file and the field ("iter_0000010/metadata.json: tensors[2].chunks[0].offset: ...").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/box.h"
+#include "model/dtype.h"
+#include "model/sharded.h"
+#include "model/status.h"
+
+namespace ckptspec {
+
+inline constexpr int kReferenceFormatVersion = 1;
+inline constexpr const char* kReferenceFormatName = "ckptspec-reference";
+inline constexpr const char* kTrackerFileName = "latest_checkpointed_iteration.txt";
+inline constexpr const char* kMetadataFileName = "metadata.json";
+inline constexpr const char* kMetadataChecksumFileName = "metadata.xxh3";
+// Upper bounds checked before reading (a hostile size never drives an allocation).
+inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxTrackerBytes = 64;
+inline constexpr int64_t kMaxIteration = int64_t{1} << 53;
+
+// "iter_0000010" (at least 7 digits, Megatron's spelling).
+std::string IterationDirName(int64_t iteration);
+// Accepts exactly what IterationDirName produces.
+bool ParseIterationDirName(const std::string& name, int64_t* iteration);
+// Where a save is assembled before it is renamed into place: "iter_0000010.tmp".
+std::string StagingDirName(int64_t iteration);
+// Where retention moves a checkpoint before deleting it: "iter_0000010.deleting".
+std::string DeletingDirName(int64_t iteration);
+// "shard_00003.bin".
+std::string ShardFileName(int64_t rank);
+// A file name that stays inside its directory: non-empty, at most 255 bytes, only [A-Za-z0-9._-],
+// not "." or "..".
+bool IsSafeFileName(const std::string& name);
+
+// XXH3-64 of a byte range, and its 16-hex-digit spelling.
+uint64_t Checksum(const void* data, size_t size);
+std::string ChecksumHex(uint64_t checksum);
+bool ParseChecksumHex(const std::string& text, uint64_t* checksum);
+
+// The tracker file's content for an iteration, and its strict parser (digits, optional trailing
+// whitespace, at most kMaxIteration).
+std::string EncodeTracker(int64_t iteration);
+Status DecodeTracker(const std::string& text, const std::string& path, int64_t* iteration);
+
+struct FileEntry {
+  std::string name;
+  uint64_t size = 0;
+};
+
+// Where an item's bytes live: a range of one file and its checksum.
+struct Extent {
+  int64_t file = 0;  // index into CheckpointMetadata::files
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the bytes
+};
+
+struct ChunkEntry {
+  Box box;         // in the tensor's global index space
+  int64_t rank = 0;  // the rank that wrote it
+  Extent extent;   // row-major bytes of the box
+};
+
+struct TensorEntry {
+  std::string key;
+  DType dtype = DType::kFloat32;
+  Dims global_shape;
+  std::vector<ChunkEntry> chunks;  // pairwise disjoint
+};
+
+struct ObjectEntry {
+  std::string key;
+  Dims global_shape;
+  Dims global_offset;
+  int64_t rank = 0;
+  Extent extent;
+  std::string UniqueKey() const;
+};
+
+struct CheckpointMetadata {
+  int format_version = kReferenceFormatVersion;
+  int64_t iteration = 0;
+  int64_t world_size = 0;
+  nlohmann::json layout = nlohmann::json::object();
+  nlohmann::json common = nlohmann::json::object();
+  std::vector<FileEntry> files;
+  std::vector<TensorEntry> tensors;
+  std::vector<ObjectEntry> objects;
+};
+
+// Deterministic JSON text (sorted object keys, no whitespace variation).
+std::string EncodeMetadata(const CheckpointMetadata& metadata);
+// Parses and validates; `path` names the file in errors. Never throws.
+Status DecodeMetadata(const std::string& text, const std::string& path, CheckpointMetadata* out);
+
+}  // namespace ckptspec

@@ -1,0 +1,257 @@
+// ReferenceEngine: save path, commit protocol, async saves and retention.
+#include "targets/reference/reference_engine.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ckptspec {
+
+struct ReferenceEngine::PendingSave {
+  int64_t iteration = 0;
+  std::vector<ShardedStateDict> staged;  // a private copy: the caller's buffers never reach it
+  SaveOptions options;
+  SavePlan plan;
+  std::thread thread;
+  Status status;
+  bool ran = false;
+};
+
+ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(options)) {
+  plan_cache_ = options_.plan_cache ? std::move(options_.plan_cache) : std::make_unique<PlanCache>();
+}
+
+ReferenceEngine::~ReferenceEngine() { Finalize(); }
+
+Capabilities ReferenceEngine::capabilities() const {
+  Capabilities c;
+  c.resharding = c.objects = c.async = c.checksums = c.plan_cache = c.deterministic =
+      c.strict_modes = true;
+  return c;
+}
+
+Status ReferenceEngine::PrepareSave(const std::vector<ShardedStateDict>& every_rank,
+                                    const SaveOptions& options, SavePlan* plan) {
+  if (options_.env == nullptr || options_.root.empty()) {
+    return Status::InvalidArgument("reference engine needs an Env and a root directory");
+  }
+  const uint64_t fingerprint = StructureFingerprint(every_rank);
+  const SavePlan* cached =
+      options.assume_constant_structure ? plan_cache_->Lookup(fingerprint) : nullptr;
+  // A reused plan was validated when it was made for this same structure (Megatron's
+  // validated_cache_reuse); per-entry checks still run, they guard the writer.
+  CKPTSPEC_RETURN_IF_ERROR(ValidateSaveInput(every_rank, options.validate && cached == nullptr));
+  if (cached != nullptr) {
+    *plan = *cached;
+    return Status::OK();
+  }
+  *plan = MakeSavePlan(every_rank, fingerprint);
+  if (options.assume_constant_structure) plan_cache_->Store(*plan);
+  return Status::OK();
+}
+
+Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
+                             const SaveOptions& options) {
+  CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  if (iteration < 0 || iteration > kMaxIteration) {
+    return Status::InvalidArgument("iteration " + std::to_string(iteration) + " out of range");
+  }
+  SavePlan plan;
+  CKPTSPEC_RETURN_IF_ERROR(PrepareSave(every_rank, options, &plan));
+  if (!options.async) return WriteCheckpoint(iteration, every_rank, options, plan);
+
+  auto pending = std::make_unique<PendingSave>();
+  pending->iteration = iteration;
+  pending->staged = every_rank;  // deep copy of every byte
+  pending->options = options;
+  pending->plan = std::move(plan);
+  pending_ = std::move(pending);
+  if (options_.async_execution == AsyncExecution::kThread) {
+    PendingSave* p = pending_.get();
+    p->thread = std::thread([this, p] {
+      p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan);
+      p->ran = true;
+    });
+  }
+  return Status::OK();
+}
+
+Status ReferenceEngine::Finalize() {
+  if (!pending_) return Status::OK();
+  std::unique_ptr<PendingSave> p = std::move(pending_);
+  if (p->thread.joinable()) {
+    p->thread.join();
+  } else if (!p->ran) {
+    p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan);
+    p->ran = true;
+  }
+  if (!p->status.ok()) {
+    return p->status.WithContext("async save of iteration " + std::to_string(p->iteration));
+  }
+  return Status::OK();
+}
+
+Status ReferenceEngine::EnsureRoot() {
+  Env* env = options_.env;
+  if (env->FileExists(options_.root).ok()) return Status::OK();
+  CKPTSPEC_RETURN_IF_ERROR(CreateDirs(env, options_.root));
+  return env->SyncDir(ParentDir(options_.root));
+}
+
+Status ReferenceEngine::RemoveLeftovers() {
+  Env* env = options_.env;
+  std::vector<std::string> names;
+  CKPTSPEC_RETURN_IF_ERROR(env->GetChildren(options_.root, &names));
+  bool removed = false;
+  for (const std::string& name : names) {
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos) continue;
+    int64_t it;
+    const std::string suffix = name.substr(dot);
+    if (!ParseIterationDirName(name.substr(0, dot), &it)) continue;
+    if (suffix != ".tmp" && suffix != ".deleting") continue;
+    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, JoinPath(options_.root, name)));
+    removed = true;
+  }
+  if (removed) CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(options_.root));
+  return Status::OK();
+}
+
+Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
+                                        const std::vector<ShardedStateDict>& every_rank,
+                                        const SaveOptions& options, const SavePlan& plan) {
+  CKPTSPEC_RETURN_IF_ERROR(ResolvePlan(plan, every_rank));
+  Env* env = options_.env;
+  const std::string& root = options_.root;
+  CKPTSPEC_RETURN_IF_ERROR(EnsureRoot());
+  const std::string final_dir = JoinPath(root, IterationDirName(iteration));
+  {
+    int64_t latest;
+    if (LatestIteration(&latest).ok() && latest == iteration) {
+      return Status::FailedPrecondition(final_dir + " is the latest complete checkpoint (the tracker "
+                                        "names it); refusing to overwrite it");
+    }
+  }
+  CKPTSPEC_RETURN_IF_ERROR(RemoveLeftovers());
+  const std::string staging = JoinPath(root, StagingDirName(iteration));
+  CKPTSPEC_RETURN_IF_ERROR(env->CreateDir(staging));
+
+  CheckpointMetadata m;
+  m.iteration = iteration;
+  m.world_size = static_cast<int64_t>(every_rank.size());
+  m.layout = options.layout;
+  m.common = every_rank.front().common;
+  std::map<std::string, size_t> tensor_index;
+
+  size_t i = 0;
+  while (i < plan.items.size()) {
+    const int64_t rank = plan.items[i].rank;
+    const std::string name = ShardFileName(rank);
+    const std::string path = JoinPath(staging, name);
+    const int64_t file_index = static_cast<int64_t>(m.files.size());
+    std::unique_ptr<WritableFile> file;
+    CKPTSPEC_RETURN_IF_ERROR(env->NewWritableFile(path, &file));
+    uint64_t offset = 0;
+    for (; i < plan.items.size() && plan.items[i].rank == rank; ++i) {
+      const WriteItem& item = plan.items[i];
+      const ShardedStateDict& dict = every_rank[rank];
+      const void* data;
+      size_t size;
+      if (item.is_object) {
+        data = dict.objects[item.index].data.data();
+        size = dict.objects[item.index].data.size();
+      } else {
+        data = dict.tensors[item.index].data.data();
+        size = dict.tensors[item.index].data.size();
+      }
+      CKPTSPEC_RETURN_IF_ERROR(file->Append(data, size));
+      const Extent extent{file_index, offset, size, Checksum(data, size)};
+      offset += size;
+      if (item.is_object) {
+        const ObjectSpec& spec = dict.objects[item.index].spec;
+        m.objects.push_back(ObjectEntry{spec.key, spec.global_shape, spec.global_offset, rank, extent});
+        continue;
+      }
+      const TensorSpec& spec = dict.tensors[item.index].spec;
+      auto [it, inserted] = tensor_index.emplace(spec.key, m.tensors.size());
+      if (inserted) {
+        m.tensors.push_back(TensorEntry{spec.key, spec.dtype, spec.global_shape, {}});
+      } else if (m.tensors[it->second].dtype != spec.dtype ||
+                 m.tensors[it->second].global_shape != spec.global_shape) {
+        return Status::InvalidArgument(
+            "tensor '" + spec.key + "': rank " + std::to_string(rank) + " has dtype " +
+            DTypeName(spec.dtype) + " and global shape " + DimsToString(spec.global_shape) +
+            ", another rank " + DTypeName(m.tensors[it->second].dtype) + " and " +
+            DimsToString(m.tensors[it->second].global_shape));
+      }
+      m.tensors[it->second].chunks.push_back(ChunkEntry{item.box, rank, extent});
+    }
+    CKPTSPEC_RETURN_IF_ERROR(file->Sync());
+    CKPTSPEC_RETURN_IF_ERROR(file->Close());
+    m.files.push_back(FileEntry{name, offset});
+  }
+
+  const std::string metadata = EncodeMetadata(m);
+  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(staging, kMetadataFileName), metadata));
+  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(staging, kMetadataChecksumFileName),
+                                           ChecksumHex(Checksum(metadata.data(), metadata.size())) + "\n"));
+  CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(staging));
+
+  if (env->FileExists(final_dir).ok()) {
+    // A complete checkpoint of this iteration that the tracker does not name (e.g. a run that
+    // resumed from an earlier iteration): move it aside durably, then replace it.
+    const std::string aside = JoinPath(root, DeletingDirName(iteration));
+    CKPTSPEC_RETURN_IF_ERROR(env->RenameFile(final_dir, aside));
+    CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(root));
+    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, aside));
+  }
+  CKPTSPEC_RETURN_IF_ERROR(env->RenameFile(staging, final_dir));
+  CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(root));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReplaceFileAtomically(env, JoinPath(root, kTrackerFileName), EncodeTracker(iteration)));
+  return ApplyRetention();
+}
+
+Status ReferenceEngine::LatestIteration(int64_t* iteration) {
+  const std::string path = JoinPath(options_.root, kTrackerFileName);
+  std::string text;
+  CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(options_.env, path, kMaxTrackerBytes, &text));
+  return DecodeTracker(text, path, iteration);
+}
+
+Status ReferenceEngine::ListIterations(std::vector<int64_t>* iterations) {
+  iterations->clear();
+  std::vector<std::string> names;
+  CKPTSPEC_RETURN_IF_ERROR(options_.env->GetChildren(options_.root, &names));
+  for (const std::string& name : names) {
+    int64_t it;
+    if (ParseIterationDirName(name, &it)) iterations->push_back(it);
+  }
+  std::sort(iterations->begin(), iterations->end());
+  return Status::OK();
+}
+
+Status ReferenceEngine::ApplyRetention() {
+  if (options_.keep_last <= 0) return Status::OK();
+  int64_t latest;
+  CKPTSPEC_RETURN_IF_ERROR(LatestIteration(&latest));
+  std::vector<int64_t> iterations;
+  CKPTSPEC_RETURN_IF_ERROR(ListIterations(&iterations));
+  std::reverse(iterations.begin(), iterations.end());  // newest first
+  std::vector<int64_t> victims;
+  for (size_t i = static_cast<size_t>(options_.keep_last); i < iterations.size(); ++i) {
+    if (iterations[i] != latest) victims.push_back(iterations[i]);
+  }
+  if (victims.empty()) return Status::OK();
+  Env* env = options_.env;
+  for (int64_t it : victims) {
+    CKPTSPEC_RETURN_IF_ERROR(env->RenameFile(JoinPath(options_.root, IterationDirName(it)),
+                                             JoinPath(options_.root, DeletingDirName(it))));
+  }
+  CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(options_.root));
+  for (int64_t it : victims) {
+    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, JoinPath(options_.root, DeletingDirName(it))));
+  }
+  return env->SyncDir(options_.root);
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,386 @@
+// ReferenceEngine::Load: metadata verification, strict handling, resharding by chunk
+// intersection, checksum verification of every byte read.
+//
+// Strict handling (SEMANTICS.md §4; the names are Megatron's): for rank r, "unexpected" is the
+// set of base keys r requests (tensor keys, object keys) that the checkpoint lacks; "missing" is
+// the set of checkpoint keys that no rank requests, computed by the *_all modes only.
+//
+//   mode                  pre-check             unexpected entries   result fields
+//   assume_ok_unexpected  none                  loading fails        -
+//   log_unexpected        warn unexpected       dropped              warnings
+//   log_all               warn both             dropped              warnings
+//   raise_unexpected      error if unexpected   -                    -
+//   raise_all             error if either       -                    -
+//   return_unexpected     -                     dropped              unexpected
+//   return_all            -                     dropped              unexpected, missing
+//   ignore_all            -                     dropped              -
+//
+// The comparison is by base key, so an object whose key exists but whose offset does not is
+// still an error in every mode (Megatron behaves the same).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "targets/reference/reference_engine.h"
+
+namespace ckptspec {
+
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string s = "[";
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + "]";
+}
+
+// Copies the elements of `piece` from a row-major buffer over `src_box` into one over `dst_box`.
+// Precondition: piece lies inside both boxes.
+void CopyBox(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box& dst_box,
+             const Box& piece, int elem) {
+  const int rank = piece.rank();
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  const int64_t total = Volume(piece.shape);
+  if (total == 0) return;
+  const int64_t row = piece.shape[rank - 1];
+  Dims coord(rank, 0), s(rank), d(rank);
+  for (int64_t done = 0; done < total; done += row) {
+    for (int a = 0; a < rank; ++a) {
+      s[a] = piece.offset[a] + coord[a] - src_box.offset[a];
+      d[a] = piece.offset[a] + coord[a] - dst_box.offset[a];
+    }
+    std::memcpy(dst + LinearIndex(d, dst_box.shape) * elem, src + LinearIndex(s, src_box.shape) * elem,
+                static_cast<size_t>(row) * elem);
+    for (int a = rank - 2; a >= 0; --a) {
+      if (++coord[a] < piece.shape[a]) break;
+      coord[a] = 0;
+    }
+  }
+}
+
+class CheckpointReader {
+ public:
+  CheckpointReader(Env* env, std::string dir, const CheckpointMetadata& m)
+      : env_(env), dir_(std::move(dir)), m_(m), files_(m.files.size()) {}
+
+  // Reads an extent into `out` (extent.size bytes) and verifies its checksum.
+  Status ReadVerified(const Extent& e, const std::string& what, uint8_t* out) {
+    const std::string path = JoinPath(dir_, m_.files[e.file].name);
+    if (!files_[e.file]) CKPTSPEC_RETURN_IF_ERROR(env_->NewRandomAccessFile(path, &files_[e.file]));
+    CKPTSPEC_RETURN_IF_ERROR(ReadExactly(*files_[e.file], path, e.offset, e.size, out));
+    const uint64_t actual = Checksum(out, e.size);
+    if (actual != e.checksum) {
+      return Status::Corruption(path + ": " + what + " at byte " + std::to_string(e.offset) +
+                                " (" + std::to_string(e.size) + " bytes) fails its XXH3 checksum: "
+                                "stored " + ChecksumHex(e.checksum) + ", computed " +
+                                ChecksumHex(actual));
+    }
+    return Status::OK();
+  }
+
+  // A verified chunk, cached for the other ranks that request it.
+  Status Chunk(size_t tensor, size_t chunk, const uint8_t** data) {
+    const auto id = std::make_pair(tensor, chunk);
+    auto it = cache_.find(id);
+    if (it == cache_.end()) {
+      const ChunkEntry& c = m_.tensors[tensor].chunks[chunk];
+      if (cached_bytes_ + c.extent.size > kCacheBytes) {
+        cache_.clear();
+        cached_bytes_ = 0;
+      }
+      std::vector<uint8_t> buffer(c.extent.size);
+      CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
+          c.extent, "chunk " + BoxToString(c.box) + " of tensor '" + m_.tensors[tensor].key + "'",
+          buffer.data()));
+      cached_bytes_ += buffer.size();
+      it = cache_.emplace(id, std::move(buffer)).first;
+    }
+    *data = it->second.data();
+    return Status::OK();
+  }
+
+  Status LoadTensor(size_t t, const std::string& who, bool allow_shape_mismatch,
+                    ShardedTensor* dst) {
+    const TensorEntry& entry = m_.tensors[t];
+    const std::string metadata_path = JoinPath(dir_, kMetadataFileName);
+    if (entry.dtype != dst->spec.dtype) {
+      return Status::InvalidArgument(who + "tensor '" + entry.key + "': checkpoint dtype " +
+                                     DTypeName(entry.dtype) + ", requested " +
+                                     DTypeName(dst->spec.dtype));
+    }
+    const Box dst_box = dst->spec.box();
+    Box want = dst_box;
+    if (entry.global_shape != dst->spec.global_shape) {
+      if (!allow_shape_mismatch || entry.global_shape.size() != dst->spec.global_shape.size()) {
+        return Status::InvalidArgument(who + "global shape mismatch for tensor '" + entry.key +
+                                       "': checkpoint " + DimsToString(entry.global_shape) +
+                                       ", requested " + DimsToString(dst->spec.global_shape));
+      }
+      std::fill(dst->data.begin(), dst->data.end(), 0);
+      const Box whole{Dims(entry.global_shape.size(), 0), entry.global_shape};
+      if (!Intersect(dst_box, whole, &want)) return Status::OK();
+    }
+    const int64_t want_volume = Volume(want.shape);
+    if (want_volume == 0) return Status::OK();
+
+    std::vector<std::pair<size_t, Box>> pieces;
+    int64_t covered = 0;
+    for (size_t c = 0; c < entry.chunks.size(); ++c) {
+      Box piece;
+      if (!Intersect(entry.chunks[c].box, want, &piece)) continue;
+      for (const auto& [other, other_piece] : pieces) {
+        if (Intersect(other_piece, piece, nullptr)) {
+          return Status::Corruption(metadata_path + ": tensor '" + entry.key + "': chunks " +
+                                    BoxToString(entry.chunks[other].box) + " and " +
+                                    BoxToString(entry.chunks[c].box) + " overlap");
+        }
+      }
+      covered += Volume(piece.shape);
+      pieces.emplace_back(c, std::move(piece));
+    }
+    if (covered != want_volume) {
+      return Status::NotFound(who + "tensor '" + entry.key + "' box " + BoxToString(want) +
+                              ": the checkpoint holds " + std::to_string(covered) + " of its " +
+                              std::to_string(want_volume) + " elements");
+    }
+    const int elem = DTypeSize(entry.dtype);
+    for (const auto& [c, piece] : pieces) {
+      const ChunkEntry& chunk = entry.chunks[c];
+      if (chunk.box == dst_box && piece == dst_box && !cache_.count({t, c})) {
+        // Same chunk as requested: read straight into the destination.
+        CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
+            chunk.extent, "chunk " + BoxToString(chunk.box) + " of tensor '" + entry.key + "'",
+            dst->data.data()));
+        continue;
+      }
+      const uint8_t* src = nullptr;
+      CKPTSPEC_RETURN_IF_ERROR(Chunk(t, c, &src));
+      CopyBox(src, chunk.box, dst->data.data(), dst_box, piece, elem);
+    }
+    return Status::OK();
+  }
+
+  Status LoadObject(const ObjectEntry& entry, ShardedObject* dst) {
+    std::string bytes(entry.extent.size, '\0');
+    CKPTSPEC_RETURN_IF_ERROR(ReadVerified(entry.extent, "object '" + entry.UniqueKey() + "'",
+                                          reinterpret_cast<uint8_t*>(bytes.data())));
+    dst->data = std::move(bytes);
+    return Status::OK();
+  }
+
+ private:
+  static constexpr uint64_t kCacheBytes = uint64_t{256} << 20;
+  Env* env_;
+  std::string dir_;
+  const CheckpointMetadata& m_;
+  std::vector<std::unique_ptr<RandomAccessFile>> files_;
+  std::map<std::pair<size_t, size_t>, std::vector<uint8_t>> cache_;
+  uint64_t cached_bytes_ = 0;
+};
+
+Status ValidateTemplate(size_t rank, const ShardedStateDict& dict) {
+  for (const ShardedTensor& t : dict.tensors) {
+    const Status s = ValidateTensorSpec(t.spec);
+    if (!s.ok()) return s.WithContext("load template of rank " + std::to_string(rank));
+    int64_t volume = 0;
+    CheckedVolume(t.spec.local_shape, &volume);
+    if (t.data.size() != static_cast<uint64_t>(volume) * DTypeSize(t.spec.dtype)) {
+      return Status::InvalidArgument("load template of rank " + std::to_string(rank) +
+                                     ": tensor '" + t.spec.key + "' buffer holds " +
+                                     std::to_string(t.data.size()) + " bytes, its local shape needs " +
+                                     std::to_string(volume * DTypeSize(t.spec.dtype)));
+    }
+  }
+  for (const ShardedObject& o : dict.objects) {
+    const Status s = ValidateObjectSpec(o.spec);
+    if (!s.ok()) return s.WithContext("load template of rank " + std::to_string(rank));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* metadata) {
+  Env* env = options_.env;
+  const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
+  const std::string path = JoinPath(dir, kMetadataFileName);
+  const std::string sum_path = JoinPath(dir, kMetadataChecksumFileName);
+  std::string sum_text, text;
+  CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, sum_path, kMaxTrackerBytes, &sum_text));
+  uint64_t stored;
+  if (sum_text.size() < 16 || !ParseChecksumHex(sum_text.substr(0, 16), &stored) ||
+      sum_text.find_first_not_of("\n", 16) != std::string::npos) {
+    return Status::Corruption(sum_path + ": not 16 lowercase hex digits");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, path, kMaxMetadataBytes, &text));
+  const uint64_t actual = Checksum(text.data(), text.size());
+  if (actual != stored) {
+    return Status::Corruption(path + ": fails its XXH3 checksum: " + sum_path + " says " +
+                              ChecksumHex(stored) + ", computed " + ChecksumHex(actual));
+  }
+  CheckpointMetadata m;
+  CKPTSPEC_RETURN_IF_ERROR(DecodeMetadata(text, path, &m));
+  if (m.iteration != iteration) {
+    return Status::Corruption(path + ": iteration: " + std::to_string(m.iteration) +
+                              ", but the directory is " + IterationDirName(iteration));
+  }
+  for (const FileEntry& f : m.files) {
+    const std::string file_path = JoinPath(dir, f.name);
+    uint64_t size = 0;
+    CKPTSPEC_RETURN_IF_ERROR(env->GetFileSize(file_path, &size));
+    if (size != f.size) {
+      return Status::Corruption(file_path + ": " + std::to_string(size) + " bytes on disk, " +
+                                kMetadataFileName + " says " + std::to_string(f.size));
+    }
+  }
+  *metadata = std::move(m);
+  return Status::OK();
+}
+
+Status ReferenceEngine::Load(LoadRequest request, LoadResult* result) {
+  CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  if (options_.env == nullptr || options_.root.empty()) {
+    return Status::InvalidArgument("reference engine needs an Env and a root directory");
+  }
+  return LoadImpl(request, result);
+}
+
+Status ReferenceEngine::LoadImpl(LoadRequest& request, LoadResult* result) {
+  int64_t iteration;
+  if (request.iteration) {
+    iteration = *request.iteration;
+    if (iteration < 0 || iteration > kMaxIteration) {
+      return Status::InvalidArgument("iteration " + std::to_string(iteration) + " out of range");
+    }
+  } else {
+    CKPTSPEC_RETURN_IF_ERROR(LatestIteration(&iteration));
+  }
+  CheckpointMetadata m;
+  CKPTSPEC_RETURN_IF_ERROR(ReadMetadata(iteration, &m));
+  const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
+  for (size_t r = 0; r < request.templates.size(); ++r) {
+    CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r]));
+  }
+
+  std::unordered_map<std::string, size_t> tensor_by_key;
+  for (size_t t = 0; t < m.tensors.size(); ++t) tensor_by_key.emplace(m.tensors[t].key, t);
+  std::unordered_map<std::string, size_t> object_by_unique_key;
+  std::set<std::string> object_keys;
+  for (size_t o = 0; o < m.objects.size(); ++o) {
+    object_by_unique_key.emplace(m.objects[o].UniqueKey(), o);
+    object_keys.insert(m.objects[o].key);
+  }
+  auto in_checkpoint = [&](const std::string& key) {
+    return tensor_by_key.count(key) > 0 || object_keys.count(key) > 0;
+  };
+
+  // Strict handling.
+  const StrictMode mode = request.strict;
+  const size_t world = request.templates.size();
+  std::vector<std::vector<std::string>> unexpected(world);
+  std::set<std::string> requested;
+  for (size_t r = 0; r < world; ++r) {
+    std::set<std::string> keys;
+    for (const ShardedTensor& t : request.templates[r].tensors) keys.insert(t.spec.key);
+    for (const ShardedObject& o : request.templates[r].objects) keys.insert(o.spec.key);
+    for (const std::string& k : keys) {
+      requested.insert(k);
+      if (!in_checkpoint(k)) unexpected[r].push_back(k);
+    }
+  }
+  const bool want_missing =
+      mode == StrictMode::kLogAll || mode == StrictMode::kRaiseAll || mode == StrictMode::kReturnAll;
+  std::vector<std::string> missing;
+  if (want_missing) {
+    std::set<std::string> all;
+    for (const TensorEntry& t : m.tensors) all.insert(t.key);
+    all.insert(object_keys.begin(), object_keys.end());
+    for (const std::string& k : all) {
+      if (!requested.count(k)) missing.push_back(k);
+    }
+  }
+  LoadResult out;
+  out.iteration = iteration;
+  const bool any_unexpected = std::any_of(unexpected.begin(), unexpected.end(),
+                                          [](const auto& v) { return !v.empty(); });
+  switch (mode) {
+    case StrictMode::kAssumeOkUnexpected:
+    case StrictMode::kIgnoreAll:
+      break;
+    case StrictMode::kLogUnexpected:
+    case StrictMode::kLogAll:
+      for (size_t r = 0; r < world; ++r) {
+        if (!unexpected[r].empty()) {
+          out.warnings.push_back("rank " + std::to_string(r) + ": unexpected keys (requested, not in " +
+                                 dir + "): " + JoinNames(unexpected[r]));
+        }
+      }
+      if (!missing.empty()) {
+        out.warnings.push_back("missing keys (in " + dir + ", requested by no rank): " +
+                               JoinNames(missing));
+      }
+      break;
+    case StrictMode::kRaiseUnexpected:
+    case StrictMode::kRaiseAll: {
+      std::string msg;
+      for (size_t r = 0; r < world; ++r) {
+        if (!unexpected[r].empty()) {
+          msg += "; rank " + std::to_string(r) + " requests keys not in the checkpoint: " +
+                 JoinNames(unexpected[r]);
+        }
+      }
+      if (!missing.empty()) msg += "; checkpoint keys no rank requests: " + JoinNames(missing);
+      if (!msg.empty()) {
+        return Status::InvalidArgument("strict=" + std::string(StrictModeName(mode)) + " loading " +
+                                       dir + msg);
+      }
+      break;
+    }
+    case StrictMode::kReturnUnexpected:
+      out.unexpected = unexpected;
+      break;
+    case StrictMode::kReturnAll:
+      out.unexpected = unexpected;
+      out.missing = missing;
+      break;
+  }
+  const bool drop_unexpected = mode != StrictMode::kAssumeOkUnexpected && any_unexpected;
+
+  CheckpointReader reader(options_.env, dir, m);
+  out.state.reserve(world);
+  for (size_t r = 0; r < world; ++r) {
+    const std::string who = "rank " + std::to_string(r) + ": ";
+    ShardedStateDict dict;
+    const std::set<std::string> drop(unexpected[r].begin(), unexpected[r].end());
+    for (ShardedTensor& t : request.templates[r].tensors) {
+      if (drop_unexpected && drop.count(t.spec.key)) continue;
+      auto it = tensor_by_key.find(t.spec.key);
+      if (it == tensor_by_key.end()) {
+        return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " + dir);
+      }
+      dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
+      CKPTSPEC_RETURN_IF_ERROR(
+          reader.LoadTensor(it->second, who, request.allow_shape_mismatch, &dict.tensors.back()));
+    }
+    for (ShardedObject& o : request.templates[r].objects) {
+      if (drop_unexpected && drop.count(o.spec.key)) continue;
+      auto it = object_by_unique_key.find(o.spec.UniqueKey());
+      if (it == object_by_unique_key.end()) {
+        return Status::NotFound(who + "object '" + o.spec.UniqueKey() +
+                                "' is not in the checkpoint " + dir);
+      }
+      dict.objects.push_back(ShardedObject{o.spec, std::string()});
+      CKPTSPEC_RETURN_IF_ERROR(reader.LoadObject(m.objects[it->second], &dict.objects.back()));
+    }
+    dict.common = m.common;
+    out.state.push_back(std::move(dict));
+  }
+  *result = std::move(out);
+  return Status::OK();
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,99 @@
+// Helpers shared by the reference engine's tests (header-only; not part of the library).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/content_fill.h"
+#include "model/param_sharding.h"
+#include "targets/env/mem_env.h"
+#include "targets/reference/reference_engine.h"
+
+namespace ckptspec {
+namespace testing_util {
+
+inline ModelConfig SmallModel() {
+  ModelConfig m;
+  m.num_layers = 4;
+  m.hidden_size = 16;
+  m.num_attention_heads = 4;
+  m.ffn_hidden_size = 32;
+  m.vocab_size = 32;
+  return m;
+}
+
+inline ParameterSharding MakeSharding(int64_t world, int64_t tp, int64_t pp,
+                                      const ModelConfig& model = SmallModel()) {
+  ParallelSizes sizes;
+  sizes.tp = tp;
+  sizes.pp = pp;
+  Layout layout;
+  Status s = Layout::Make(world, sizes, RankOrder(), &layout);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ParameterSharding sharding;
+  s = ParameterSharding::Make(layout, model, &sharding);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return sharding;
+}
+
+inline std::vector<ShardedStateDict> DictsOf(const ParameterSharding& sharding, uint64_t seed) {
+  std::vector<ShardedStateDict> dicts;
+  CanonicalFramework().ToStateDicts(sharding, seed, &dicts);
+  return dicts;
+}
+
+inline std::vector<ShardedStateDict> TemplatesOf(const ParameterSharding& sharding) {
+  std::vector<ShardedStateDict> templates;
+  CanonicalFramework().LoadTemplates(sharding, &templates);
+  return templates;
+}
+
+// "" when every loaded tensor holds the generator's content under `seed`, else the first mismatch.
+inline std::string CheckContent(const std::vector<ShardedStateDict>& loaded, uint64_t seed) {
+  for (size_t r = 0; r < loaded.size(); ++r) {
+    for (const ShardedTensor& t : loaded[r].tensors) {
+      std::vector<uint8_t> want(t.data.size());
+      FillContent(t.spec.dtype, seed, KeyHash(t.spec.key), t.spec.global_shape, t.spec.box(),
+                  want.data());
+      if (want != t.data) {
+        return "rank " + std::to_string(r) + " tensor '" + t.spec.key + "' " +
+               BoxToString(t.spec.box()) + " differs from seed " + std::to_string(seed);
+      }
+    }
+  }
+  return "";
+}
+
+// A MemEnv with "/ckpt" durable, and a reference engine on it.
+struct MemHarness {
+  explicit MemHarness(int keep_last = 0, AsyncExecution async = AsyncExecution::kDeferred,
+                      std::unique_ptr<PlanCache> cache = nullptr) {
+    EXPECT_TRUE(env.CreateDir("/ckpt").ok());
+    EXPECT_TRUE(env.SyncDir("/").ok());
+    ReferenceOptions options;
+    options.env = &env;
+    options.root = "/ckpt";
+    options.keep_last = keep_last;
+    options.async_execution = async;
+    options.plan_cache = std::move(cache);
+    engine = std::make_unique<ReferenceEngine>(std::move(options));
+  }
+  MemEnv env;
+  std::unique_ptr<ReferenceEngine> engine;
+};
+
+inline Status LoadInto(Engine& engine, const std::vector<ShardedStateDict>& templates,
+                       LoadResult* result, StrictMode strict = StrictMode::kAssumeOkUnexpected,
+                       std::optional<int64_t> iteration = std::nullopt) {
+  LoadRequest request;
+  request.templates = templates;
+  request.strict = strict;
+  request.iteration = iteration;
+  return engine.Load(request, result);
+}
+
+}  // namespace testing_util
+}  // namespace ckptspec

@@ -1,0 +1,146 @@
+// The target interface: what every property runs against (DESIGN.md §2, §6, §7, §11).
+//
+// A target is a framework layer (training state <-> per-rank sharded state dicts) plus an engine
+// layer (per-rank sharded state dicts <-> storage). The reference implements both; each mutant is
+// the reference with one deviation; process adapters forward the engine calls to other processes.
+//
+// Contracts of the engine layer (every implementation):
+//  - Every call returns a Status; nothing throws.
+//  - Save(iteration, every_rank, options) hands the engine one ShardedStateDict per rank, in rank
+//    order. A synchronous save returns once the checkpoint is committed and the tracker names it.
+//    An asynchronous save returns once the data is staged: later changes to `every_rank` never
+//    reach the checkpoint (P14). It completes at Finalize(), or at the next Save/Load, which
+//    finalize first; its error surfaces at that call and is never dropped (B19). The tracker
+//    names the iteration only after its files are complete.
+//  - Load(request, result) resolves the directory (an iteration or the tracker's), loads into
+//    copies of the templates and reports per StrictMode (SEMANTICS.md §4).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/sharded.h"
+#include "model/status.h"
+
+namespace ckptspec {
+
+class ParameterSharding;
+
+// Megatron's StrictHandling (SEMANTICS.md §4). With "unexpected" = keys a rank requests that the
+// checkpoint lacks, "missing" = checkpoint keys that no rank requests (computed by *_ALL only):
+enum class StrictMode {
+  kAssumeOkUnexpected,  // default: no pre-check; a requested key the checkpoint lacks is an error
+  kLogUnexpected,       // warn about unexpected keys, drop them, load the rest
+  kLogAll,              // warn about unexpected and missing keys, drop unexpected, load the rest
+  kRaiseUnexpected,     // unexpected keys are an error
+  kRaiseAll,            // unexpected or missing keys are an error
+  kReturnUnexpected,    // report unexpected keys in the result, drop them, load the rest
+  kReturnAll,           // report unexpected and missing keys, drop unexpected, load the rest
+  kIgnoreAll,           // drop unexpected keys silently
+};
+inline constexpr int kNumStrictModes = 8;
+// "assume_ok_unexpected", "log_unexpected", ... (Megatron's spelling).
+const char* StrictModeName(StrictMode mode);
+bool ParseStrictMode(const std::string& name, StrictMode* out);
+
+struct SaveOptions {
+  // Validate the sharding of every rank's dict first (P4, P5, P11) and refuse a bad one.
+  bool validate = true;
+  // Megatron's --ckpt-assume-constant-structure: may reuse the previous save plan when the
+  // structure is unchanged (the reference re-plans whenever it changed: P7).
+  bool assume_constant_structure = false;
+  // Stage the data and write it later (see Finalize).
+  bool async = false;
+  // Free-form description of the layout, stored in the metadata.
+  nlohmann::json layout = nlohmann::json::object();
+};
+
+struct LoadRequest {
+  // The iteration to load; nullopt: the one the tracker names.
+  std::optional<int64_t> iteration;
+  // One template per rank of the loading layout: specs with data buffers of the right size.
+  std::vector<ShardedStateDict> templates;
+  StrictMode strict = StrictMode::kAssumeOkUnexpected;
+  // Megatron's allow_shape_mismatch: a tensor whose global shape differs is zero-filled and the
+  // overlap read, instead of an error.
+  bool allow_shape_mismatch = false;
+};
+
+struct LoadResult {
+  int64_t iteration = -1;
+  // The templates filled in (their own buffers), in rank order; unexpected entries are removed
+  // (every mode but assume_ok_unexpected); `common` is the checkpoint's common state. After an
+  // error its content is unspecified.
+  std::vector<ShardedStateDict> state;
+  // Per rank: the requested keys the checkpoint lacks (return_* modes; also filled by log_*).
+  std::vector<std::vector<std::string>> unexpected;
+  // Checkpoint keys no rank requested (*_all modes).
+  std::vector<std::string> missing;
+  // Lines the log_* modes emit.
+  std::vector<std::string> warnings;
+};
+
+struct Capabilities {
+  bool resharding = false;        // load under another layout (P3)
+  bool objects = false;           // ShardedObjects
+  bool async = false;             // SaveOptions::async
+  bool checksums = false;         // corruption of data is detected (P16)
+  bool plan_cache = false;        // SaveOptions::assume_constant_structure
+  bool deterministic = false;     // same input, byte-identical files (P17)
+  bool strict_modes = false;      // every StrictMode
+};
+
+// The engine layer.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual Capabilities capabilities() const = 0;
+  virtual Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
+                      const SaveOptions& options) = 0;
+  // Completes a pending async save (no-op without one) and returns its status.
+  virtual Status Finalize() = 0;
+  // Takes the request by value: move the templates in and their buffers are filled in place and
+  // handed back in result->state (no copy of the state).
+  virtual Status Load(LoadRequest request, LoadResult* result) = 0;
+};
+
+// The framework layer. Its training state is, for now, the parameters of a ParameterSharding
+// with generator content under a seed; the full training state (optimizer, scheduler, RNG, data
+// iterator, rerun state) joins through this interface when model/ provides it.
+class FrameworkLayer {
+ public:
+  virtual ~FrameworkLayer() = default;
+  // Every rank's state dict for a save.
+  virtual Status ToStateDicts(const ParameterSharding& sharding, uint64_t seed,
+                              std::vector<ShardedStateDict>* every_rank) const = 0;
+  // Every rank's load template: the same specs with zeroed buffers.
+  virtual Status LoadTemplates(const ParameterSharding& sharding,
+                               std::vector<ShardedStateDict>* every_rank) const = 0;
+};
+
+// The canonical framework layer: ParameterSharding's dicts as they are.
+class CanonicalFramework : public FrameworkLayer {
+ public:
+  Status ToStateDicts(const ParameterSharding& sharding, uint64_t seed,
+                      std::vector<ShardedStateDict>* every_rank) const override;
+  Status LoadTemplates(const ParameterSharding& sharding,
+                       std::vector<ShardedStateDict>* every_rank) const override;
+};
+
+// A target: a name, a framework layer and an engine layer.
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string name() const = 0;
+  virtual const FrameworkLayer& framework() const = 0;
+  virtual Engine& engine() = 0;
+};
+
+// A template for `state`: same specs, data buffers zeroed (objects emptied), common cleared.
+ShardedStateDict TemplateOf(const ShardedStateDict& state);
+
+}  // namespace ckptspec
