@@ -8,9 +8,9 @@ namespace ckptspec {
 
 namespace {
 
-std::string Sizes(const LayoutSizes& l) {
-  return "TP" + std::to_string(l.tp) + "/PP" + std::to_string(l.pp) + "/DP" + std::to_string(l.dp) +
-         "/CP" + std::to_string(l.cp) + "/EP" + std::to_string(l.ep) + "/ETP" + std::to_string(l.etp);
+std::string Sizes(const Layout& l) {
+  return "TP" + std::to_string(l.tp()) + "/PP" + std::to_string(l.pp()) + "/DP" + std::to_string(l.dp()) +
+         "/CP" + std::to_string(l.cp()) + "/EP" + std::to_string(l.ep()) + "/ETP" + std::to_string(l.etp());
 }
 
 Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
@@ -33,14 +33,14 @@ Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
   return Status::OK();
 }
 
-Status CheckOptimizerFormat(const CheckpointDescriptor& ckpt, const LayoutSizes& now) {
+Status CheckOptimizerFormat(const CheckpointDescriptor& ckpt, const Layout& now) {
   if (ckpt.optimizer_format == OptimizerFormat::kFullyReshardable) return Status::OK();
-  const LayoutSizes& was = ckpt.layout;
+  const Layout& was = ckpt.layout;
   const struct {
     const char* name;
-    int a, b;
-  } dims[] = {{"TP", was.tp, now.tp}, {"PP", was.pp, now.pp}, {"CP", was.cp, now.cp},
-              {"EP", was.ep, now.ep}, {"ETP", was.etp, now.etp}};
+    int64_t a, b;
+  } dims[] = {{"TP", was.tp(), now.tp()}, {"PP", was.pp(), now.pp()}, {"CP", was.cp(), now.cp()},
+              {"EP", was.ep(), now.ep()}, {"ETP", was.etp(), now.etp()}};
   for (const auto& d : dims) {
     if (d.a != d.b) {
       return Status::FailedPrecondition(std::string("dp_reshardable optimizer state cannot be loaded under a ") +
@@ -130,13 +130,13 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadReques
     return Status::InvalidArgument(
         "override_opt_param_scheduler and use_checkpoint_opt_param_scheduler are both set");
   }
-  if (req.config.data.dp_size != req.layout.dp) {
+  if (req.config.data.dp_size != req.layout.dp()) {
     return Status::InvalidArgument("new config: data.dp_size = " + std::to_string(req.config.data.dp_size) +
-                                   " differs from the layout's DP = " + std::to_string(req.layout.dp));
+                                   " differs from the layout's DP = " + std::to_string(req.layout.dp()));
   }
-  if (ckpt.state.config.data.dp_size != ckpt.layout.dp) {
+  if (ckpt.state.config.data.dp_size != ckpt.layout.dp()) {
     return Status::InvalidArgument("checkpoint: data.dp_size = " + std::to_string(ckpt.state.config.data.dp_size) +
-                                   " differs from its layout's DP = " + std::to_string(ckpt.layout.dp));
+                                   " differs from its layout's DP = " + std::to_string(ckpt.layout.dp()));
   }
   TrainingState s;
   CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(req.config, &s));
@@ -176,7 +176,7 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadReques
   for (SubOptimizer& o : s.optimizers) ApplySchedule(s.scheduler, &o.groups);
 
   // L7.
-  const bool tp_pp_same = ckpt.layout.tp == req.layout.tp && ckpt.layout.pp == req.layout.pp;
+  const bool tp_pp_same = ckpt.layout.tp() == req.layout.tp() && ckpt.layout.pp() == req.layout.pp();
   if (!f.finetune && !f.no_load_rng && ckpt.has_rng && tp_pp_same) {
     CKPTSPEC_RETURN_IF_ERROR(LoadRng(ckpt, req, &s));
   }
@@ -186,22 +186,22 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadReques
   if (!f.finetune && req.config.rerun_mode != RerunMode::kDisabled) {
     CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(saved.rerun, &payload));
     RerunLoadContext ctx;
-    ctx.saved_world = ckpt.layout.world();
-    ctx.saved_tp = ckpt.layout.tp;
-    ctx.saved_pp = ckpt.layout.pp;
-    ctx.saved_dp = ckpt.layout.dp;
-    ctx.world = req.layout.world();
-    ctx.tp = req.layout.tp;
-    ctx.pp = req.layout.pp;
-    ctx.dp = req.layout.dp;
+    ctx.saved_world = static_cast<int>(ckpt.layout.world_size());
+    ctx.saved_tp = static_cast<int>(ckpt.layout.tp());
+    ctx.saved_pp = static_cast<int>(ckpt.layout.pp());
+    ctx.saved_dp = static_cast<int>(ckpt.layout.dp());
+    ctx.world = static_cast<int>(req.layout.world_size());
+    ctx.tp = static_cast<int>(req.layout.tp());
+    ctx.pp = static_cast<int>(req.layout.pp());
+    ctx.dp = static_cast<int>(req.layout.dp());
     CKPTSPEC_RETURN_IF_ERROR(LoadRerunPayload(payload, ctx, &s.rerun));
   }
 
   // L9.
   if (!f.finetune && !f.reset_dataloader) {
-    if (ckpt.layout.dp != req.layout.dp) {
-      return Status::FailedPrecondition("data iterator state saved under DP " + std::to_string(ckpt.layout.dp) +
-                                        " cannot be resumed under DP " + std::to_string(req.layout.dp) +
+    if (ckpt.layout.dp() != req.layout.dp()) {
+      return Status::FailedPrecondition("data iterator state saved under DP " + std::to_string(ckpt.layout.dp()) +
+                                        " cannot be resumed under DP " + std::to_string(req.layout.dp()) +
                                         " without reset_dataloader");
     }
     CKPTSPEC_RETURN_IF_ERROR(ResumeDataIterator(req.config.data, saved.data, &s.data));

@@ -1,7 +1,7 @@
 // Load semantics, the parts independent of sharding: (checkpointed state, new config, new layout,
 // flags) -> the expected training state after the load, or a named error. DESIGN.md §4 "Load
-// semantics"; SEMANTICS.md §5-§7. Layouts are plain sizes here; the canonical sharding lives
-// elsewhere.
+// semantics"; SEMANTICS.md §5-§7. Layouts are layout.h's Layout; only their sizes matter here
+// (the canonical sharding lives in state_sharding.h).
 //
 // The expected state starts as InitialTrainingState(new config) and takes, row by row:
 //
@@ -45,15 +45,11 @@
 // |    |                  | error; else ResumeDataIterator (continues the exact sample sequence).     |
 #pragma once
 
+#include "model/layout.h"
 #include "model/status.h"
 #include "model/training_state.h"
 
 namespace ckptspec {
-
-struct LayoutSizes {
-  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1;
-  int world() const { return tp * pp * dp * cp; }
-};
 
 enum class OptimizerFormat { kFullyReshardable, kDpReshardable };
 
@@ -68,14 +64,14 @@ struct LoadFlags {
 
 struct CheckpointDescriptor {
   TrainingState state;  // the saved global state (its config is the saving run's)
-  LayoutSizes layout;
+  Layout layout;
   OptimizerFormat optimizer_format = OptimizerFormat::kFullyReshardable;
   bool has_rng = true;
 };
 
 struct LoadRequest {
   TrainingConfig config;
-  LayoutSizes layout;
+  Layout layout;
   LoadFlags flags;
 };
 

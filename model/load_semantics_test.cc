@@ -9,6 +9,15 @@
 namespace ckptspec {
 namespace {
 
+RankCoords Coords(int tp, int dp, int pp = 0) {
+  RankCoords c;
+  c.tp = tp;
+  c.dp = dp;
+  c.dp_cp = dp;
+  c.pp = pp;
+  return c;
+}
+
 TrainingConfig Config() {
   TrainingConfig c;
   c.model.num_layers = 2;
@@ -28,15 +37,17 @@ TrainingConfig Config() {
   c.scheduler.lr_warmup_steps = 4;
   c.scheduler.lr_decay_steps = 40;
   c.scheduler.lr_decay_style = LrDecayStyle::kCosine;
-  c.ranks = {RankCoords{0, 0, 0, 0, 0, 0}, RankCoords{1, 0, 0, 0, 0, 0}, RankCoords{0, 0, 1, 0, 0, 0},
-             RankCoords{1, 0, 1, 0, 0, 0}};
+  c.ranks = {Coords(0, 0), Coords(1, 0), Coords(0, 1), Coords(1, 1)};
   return c;
 }
 
-LayoutSizes Layout(int tp, int dp) {
-  LayoutSizes l;
-  l.tp = tp;
-  l.dp = dp;
+// A TP x DP layout (PP = CP = EP = 1).
+Layout Sizes(int tp, int dp) {
+  ParallelSizes p;
+  p.tp = tp;
+  p.dp = dp;
+  Layout l;
+  EXPECT_TRUE(Layout::Make(tp * dp, p, RankOrder(), &l).ok());
   return l;
 }
 
@@ -44,14 +55,14 @@ CheckpointDescriptor Checkpoint(int iterations, TrainingConfig cfg = Config()) {
   CheckpointDescriptor c;
   EXPECT_TRUE(InitialTrainingState(cfg, &c.state).ok());
   EXPECT_TRUE(Train(&c.state, iterations).ok());
-  c.layout = Layout(2, 2);
+  c.layout = Sizes(2, 2);
   return c;
 }
 
 LoadRequest Request(TrainingConfig cfg = Config()) {
   LoadRequest r;
   r.config = cfg;
-  r.layout = Layout(2, 2);
+  r.layout = Sizes(2, 2);
   return r;
 }
 
@@ -82,14 +93,14 @@ TEST(LoadSemantics, L0BothSchedulerFlagsAndDpMismatchAreErrors) {
   TrainingState out;
   EXPECT_EQ(ExpectedStateAfterLoad(Checkpoint(1), r, &out).code(), Status::Code::kInvalidArgument);
   r = Request();
-  r.layout.dp = 4;
+  r.layout = Sizes(2, 4);
   EXPECT_NE(ExpectedStateAfterLoad(Checkpoint(1), r, &out).message().find("data.dp_size"), std::string::npos);
 }
 
 TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
   const CheckpointDescriptor ckpt = Checkpoint(2);
   LoadRequest r = Request();
-  r.layout = Layout(4, 2);
+  r.layout = Sizes(4, 2);
   r.flags.no_load_optim = true;
   TrainingState out;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
@@ -126,7 +137,7 @@ TEST(LoadSemantics, L3OptimizerFormatsUnderLayoutChanges) {
   CheckpointDescriptor ckpt = Checkpoint(2);
   TrainingState out;
   LoadRequest tp = Request();
-  tp.layout = Layout(4, 2);
+  tp.layout = Sizes(4, 2);
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());  // fully_reshardable
   EXPECT_EQ(out.params[1].exp_avg, ckpt.state.params[1].exp_avg);
   ckpt.optimizer_format = OptimizerFormat::kDpReshardable;
@@ -137,7 +148,7 @@ TEST(LoadSemantics, L3OptimizerFormatsUnderLayoutChanges) {
   dp4.data.dp_size = 4;
   dp4.data.global_batch_size = 8;
   LoadRequest dp = Request(dp4);
-  dp.layout = Layout(2, 4);
+  dp.layout = Sizes(2, 4);
   dp.flags.reset_dataloader = true;
   dp.flags.use_checkpoint_scheduler = true;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, dp, &out).ok()) << ExpectedStateAfterLoad(ckpt, dp, &out).ToString();
@@ -247,7 +258,7 @@ TEST(LoadSemantics, L7RngOnlyWhereTheRankStillExists) {
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, no_rng, &out).ok());
   EXPECT_EQ(out.rng, fresh.rng);
   LoadRequest tp = Request();
-  tp.layout = Layout(1, 2);
+  tp.layout = Sizes(1, 2);
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());
   EXPECT_EQ(out.rng, fresh.rng);
   CheckpointDescriptor without = ckpt;
@@ -255,7 +266,7 @@ TEST(LoadSemantics, L7RngOnlyWhereTheRankStillExists) {
   ASSERT_TRUE(ExpectedStateAfterLoad(without, Request(), &out).ok());
   EXPECT_EQ(out.rng, fresh.rng);
   TrainingConfig pp1 = Config();
-  pp1.ranks.push_back(RankCoords{0, 1, 0, 0, 0, 0});
+  pp1.ranks.push_back(Coords(0, 0, 1));
   const Status s = ExpectedStateAfterLoad(ckpt, Request(pp1), &out);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
   EXPECT_NE(s.message().find("pp=1"), std::string::npos) << s.ToString();
@@ -267,7 +278,7 @@ TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
   EXPECT_EQ(out.rerun.current_iteration, 3);
   LoadRequest tp = Request();
-  tp.layout = Layout(1, 2);
+  tp.layout = Sizes(1, 2);
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());  // sentinel: skipped
   EXPECT_EQ(out.rerun.current_iteration, 0);
   ckpt.state.rerun.state = RerunState::kWillRerunFromCheckpoint;
@@ -292,7 +303,7 @@ TEST(LoadSemantics, L9DataIteratorUnderDpChangeNeedsReset) {
   TrainingConfig dp1 = Config();
   dp1.data.dp_size = 1;
   LoadRequest r = Request(dp1);
-  r.layout = Layout(2, 1);
+  r.layout = Sizes(2, 1);
   const Status s = ExpectedStateAfterLoad(ckpt, r, &out);
   EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
   EXPECT_NE(s.message().find("reset_dataloader"), std::string::npos);

@@ -1,14 +1,8 @@
 #include "model/rng_streams.h"
 
-#include <tuple>
-
 #include "model/content.h"
 
 namespace ckptspec {
-
-bool RankCoords::operator<(const RankCoords& o) const {
-  return std::tie(tp, pp, dp, cp, ep, etp) < std::tie(o.tp, o.pp, o.dp, o.cp, o.ep, o.etp);
-}
 
 std::string DescribeCoords(const RankCoords& c) {
   return "(tp=" + std::to_string(c.tp) + ", pp=" + std::to_string(c.pp) +

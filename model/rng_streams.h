@@ -25,20 +25,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/layout.h"
 #include "model/status.h"
 
 namespace ckptspec {
 
-// A rank's coordinates in the parallel layout, as plain integers (the layout module computes them).
-struct RankCoords {
-  int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, etp = 0;
-  bool operator==(const RankCoords& o) const {
-    return tp == o.tp && pp == o.pp && dp == o.dp && cp == o.cp && ep == o.ep && etp == o.etp;
-  }
-  bool operator<(const RankCoords& o) const;
-};
-
-std::string DescribeCoords(const RankCoords& c);  // "(tp=0, pp=1, dp=0, cp=0, ep=0, etp=0)"
+// The coordinates RNG seeding reads (layout.h's RankCoords): "(tp=0, pp=1, dp=0, cp=0, ep=0, etp=0)".
+std::string DescribeCoords(const RankCoords& c);
 
 struct RngStream {
   uint64_t seed = 0;

@@ -253,7 +253,9 @@ TEST(TrainingStep, StaleOffloadCopiesEraseLoadedWeights) {
 TEST(TrainingStep, RerunModesDoNotChangeTheMath) {
   TrainingState a, b, c;
   TrainingConfig cfg = FixedConfig();
-  cfg.ranks = {RankCoords{}, RankCoords{1, 0, 0, 0, 0, 0}};
+  RankCoords tp1;
+  tp1.tp = 1;
+  cfg.ranks = {RankCoords{}, tp1};
   cfg.rerun_mode = RerunMode::kValidateResults;
   ASSERT_TRUE(InitialTrainingState(cfg, &a).ok());
   cfg.rerun_mode = RerunMode::kReportDeterminismStats;
