@@ -1,0 +1,137 @@
+#include "generators/config_gen.h"
+
+#include <sstream>
+
+#include "generators/layout_gen.h"
+#include "model/scheduler.h"
+
+namespace ckptspec {
+namespace gen {
+
+rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfig& model) {
+  return rc::gen::exec([layout, model] {
+    TrainingConfig c;
+    c.model = model;
+    c.seed = *rc::gen::inRange<uint64_t>(1, 1000);
+    for (int64_t rank = 0; rank < layout.world_size(); ++rank) {
+      if (rank == 0) c.ranks.clear();
+      c.ranks.push_back(layout.Coords(rank));
+    }
+    c.data_parallel_random_init = *rc::gen::elementOf(std::vector<bool>{false, true});
+    c.rerun_mode = *rc::gen::elementOf(std::vector<RerunMode>{
+        RerunMode::kValidateResults, RerunMode::kDisabled, RerunMode::kReportDeterminismStats});
+
+    OptimizerConfig& o = c.optimizer;
+    o.step_counter = *rc::gen::elementOf(
+        std::vector<StepCounter>{StepCounter::kPerParameter, StepCounter::kPerGroup});
+    o.chaining = model.num_experts > 0
+                     ? *rc::gen::elementOf(std::vector<Chaining>{Chaining::kSingle, Chaining::kDenseExpert})
+                     : Chaining::kSingle;
+    o.cpu_offload_fraction = *rc::gen::elementOf(std::vector<double>{0.0, 0.5, 1.0});
+    if (*rc::gen::inRange(0, 3) == 0) {
+      o.grouping.lr_mult_overrides.push_back(
+          {*rc::gen::elementOf(std::vector<std::string>{"linear_qkv", "embedding", "mlp"}),
+           *rc::gen::elementOf(std::vector<double>{0.5, 2.0})});
+    }
+    if (*rc::gen::inRange(0, 4) == 0) o.grouping.decoupled_lr = 5e-4;
+
+    SchedulerConfig& s = c.scheduler;
+    s.lr_decay_style = *rc::gen::elementOf(std::vector<LrDecayStyle>{
+        LrDecayStyle::kConstant, LrDecayStyle::kLinear, LrDecayStyle::kCosine,
+        LrDecayStyle::kInverseSquareRoot, LrDecayStyle::kWSD});
+    s.lr_decay_steps = 64 * *rc::gen::inRange<int64_t>(1, 8);
+    s.lr_warmup_steps = *rc::gen::elementOf(std::vector<int64_t>{0, 8, 32});
+    if (s.lr_decay_style == LrDecayStyle::kWSD) s.wsd_decay_steps = s.lr_decay_steps / 2;
+    s.init_lr = s.lr_warmup_steps > 0 ? 1e-5 : 0.0;
+    if (*rc::gen::inRange(0, 3) == 0) {
+      s.wd_incr_style = *rc::gen::elementOf(std::vector<WdIncrStyle>{WdIncrStyle::kLinear, WdIncrStyle::kCosine});
+      s.start_wd = 0.01;
+      s.end_wd = 0.1;
+      s.wd_incr_steps = s.lr_decay_steps;
+    }
+
+    DataConfig& d = c.data;
+    d.dp_size = layout.dp();
+    d.micro_batch_size = *rc::gen::elementOf(std::vector<int64_t>{1, 2});
+    d.global_batch_size = d.micro_batch_size * d.dp_size * *rc::gen::elementOf(std::vector<int64_t>{1, 2, 3});
+    // Few samples, so that runs cross epoch boundaries.
+    d.num_samples = d.global_batch_size * *rc::gen::inRange<int64_t>(1, 4) + *rc::gen::inRange<int64_t>(0, 3);
+    d.shuffle = *rc::gen::elementOf(std::vector<bool>{true, false});
+    d.seed = *rc::gen::inRange<uint64_t>(1, 1000);
+
+    // Freeze a few parameters, sometimes.
+    const std::vector<ParameterSpec> params = ModelParameters(model);
+    const int frozen = *rc::gen::elementOf(std::vector<int>{0, 0, 1, 2});
+    for (int i = 0; i < frozen; ++i) {
+      const std::string& name = (*rc::gen::elementOf(params)).name;
+      if (std::find(c.frozen.begin(), c.frozen.end(), name) == c.frozen.end()) c.frozen.push_back(name);
+    }
+    const Status valid = ValidateTrainingConfig(c);
+    if (!valid.ok()) RC_FAIL("TrainingConfigFor built an invalid config: " + valid.ToString());
+    return c;
+  });
+}
+
+rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict) {
+  return rc::gen::exec([allow_conflict] {
+    LoadFlags f;
+    // Mostly plain resumes; each flag sometimes.
+    auto sometimes = [] { return *rc::gen::inRange(0, 5) == 0; };
+    f.finetune = sometimes();
+    f.no_load_optim = sometimes();
+    f.no_load_rng = sometimes();
+    f.override_scheduler = sometimes();
+    f.use_checkpoint_scheduler = sometimes();
+    if (f.override_scheduler && f.use_checkpoint_scheduler && !allow_conflict) {
+      f.use_checkpoint_scheduler = false;
+    }
+    f.reset_dataloader = sometimes();
+    return f;
+  });
+}
+
+}  // namespace gen
+
+std::string DescribeLoadFlags(const LoadFlags& f) {
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += " ";
+    s += name;
+  };
+  add(f.finetune, "--finetune");
+  add(f.no_load_optim, "--no-load-optim");
+  add(f.no_load_rng, "--no-load-rng");
+  add(f.override_scheduler, "--override-opt_param-scheduler");
+  add(f.use_checkpoint_scheduler, "--use-checkpoint-opt_param-scheduler");
+  add(f.reset_dataloader, "--reset-dataloader");
+  return s.empty() ? "(no flags)" : s;
+}
+
+std::string DescribeTrainingConfig(const TrainingConfig& c) {
+  std::ostringstream os;
+  os << "model " << DescribeModel(c.model) << "; seed " << c.seed << "; optimizer "
+     << (c.optimizer.chaining == Chaining::kDenseExpert ? "dense+expert chained" : "single")
+     << ", step per " << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "parameter");
+  if (c.optimizer.cpu_offload_fraction > 0) os << ", cpu offload " << c.optimizer.cpu_offload_fraction;
+  for (const auto& o : c.optimizer.grouping.lr_mult_overrides) {
+    os << ", lr_mult " << o.lr_mult << " for *" << o.name_contains << "*";
+  }
+  if (c.optimizer.grouping.decoupled_lr) os << ", decoupled lr " << *c.optimizer.grouping.decoupled_lr;
+  os << "; scheduler " << LrDecayStyleName(c.scheduler.lr_decay_style) << " warmup "
+     << c.scheduler.lr_warmup_steps << " decay " << c.scheduler.lr_decay_steps << "; data "
+     << c.data.num_samples << " samples, gbs " << c.data.global_batch_size << ", mbs "
+     << c.data.micro_batch_size << ", dp " << c.data.dp_size << (c.data.shuffle ? ", shuffled" : "")
+     << "; rerun " << RerunModeName(c.rerun_mode);
+  if (c.data_parallel_random_init) os << "; data_parallel_random_init";
+  if (!c.frozen.empty()) {
+    os << "; frozen";
+    for (const auto& name : c.frozen) os << " " << name;
+  }
+  return os.str();
+}
+
+void showValue(const TrainingConfig& config, std::ostream& os) { os << DescribeTrainingConfig(config); }
+void showValue(const LoadFlags& flags, std::ostream& os) { os << DescribeLoadFlags(flags); }
+
+}  // namespace ckptspec
