@@ -33,9 +33,10 @@ Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
   return Status::OK();
 }
 
-Status CheckOptimizerFormat(const CheckpointDescriptor& ckpt, const Layout& now) {
-  if (ckpt.optimizer_format == OptimizerFormat::kFullyReshardable) return Status::OK();
-  const Layout& was = ckpt.layout;
+}  // namespace
+
+Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& was, const Layout& now) {
+  if (format == OptimizerFormat::kFullyReshardable) return Status::OK();
   const struct {
     const char* name;
     int64_t a, b;
@@ -51,6 +52,20 @@ Status CheckOptimizerFormat(const CheckpointDescriptor& ckpt, const Layout& now)
   }
   return Status::OK();
 }
+
+int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
+                 bool data_parallel_random_init) {
+  int best = -1;
+  for (size_t c = 0; c < saved.size(); ++c) {
+    const RankCoords& have = saved[c];
+    if (have.tp != want.tp || have.pp != want.pp || have.ep != want.ep || have.etp != want.etp) continue;
+    if (data_parallel_random_init && have.dp != want.dp) continue;
+    if (best < 0 || have.dp < saved[best].dp) best = static_cast<int>(c);
+  }
+  return best;
+}
+
+namespace {
 
 // L3: the saved optimizer state, matched by identity, into `out` (fresh groups of the new config).
 Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
@@ -106,13 +121,7 @@ Status LoadRng(const CheckpointDescriptor& ckpt, const LoadRequest& req, Trainin
   const TrainingState& saved = ckpt.state;
   for (size_t r = 0; r < req.config.ranks.size(); ++r) {
     const RankCoords& want = req.config.ranks[r];
-    int best = -1;
-    for (size_t c = 0; c < saved.config.ranks.size(); ++c) {
-      const RankCoords& have = saved.config.ranks[c];
-      if (have.tp != want.tp || have.pp != want.pp || have.ep != want.ep || have.etp != want.etp) continue;
-      if (req.config.data_parallel_random_init && have.dp != want.dp) continue;
-      if (best < 0 || have.dp < saved.config.ranks[best].dp) best = static_cast<int>(c);
-    }
+    const int best = MatchRngRank(saved.config.ranks, want, req.config.data_parallel_random_init);
     if (best < 0) {
       return Status::NotFound("the checkpoint holds no RNG state for the rank at " + DescribeCoords(want));
     }
@@ -152,7 +161,7 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadReques
   // L3 / L4.
   const bool load_optim = !f.finetune && !f.no_load_optim;
   if (load_optim) {
-    CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormat(ckpt, req.layout));
+    CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(ckpt.optimizer_format, ckpt.layout, req.layout));
     CKPTSPEC_RETURN_IF_ERROR(LoadOptimizer(saved, &s));
   } else {
     RefreshMastersFromModel(&s);

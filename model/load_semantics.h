@@ -75,6 +75,16 @@ struct LoadRequest {
   LoadFlags flags;
 };
 
+// L3's format rule alone: OK for fully_reshardable; for dp_reshardable FailedPrecondition naming
+// the first of TP, PP, CP, EP, ETP that differs between `saved` and `now`.
+Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& saved, const Layout& now);
+
+// L7's matching rule alone: the index in `saved` of the rank whose RNG state the rank at `want`
+// takes (same tp, pp, ep and etp, and dp under data_parallel_random_init; the lowest dp, first in
+// list order among equals), or -1.
+int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
+                 bool data_parallel_random_init);
+
 Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadRequest& req,
                               TrainingState* out);
 

@@ -1,0 +1,116 @@
+#include "model/chunk_resolve.h"
+
+#include <cstring>
+#include <map>
+
+namespace ckptspec {
+
+namespace {
+
+// Row-major strides of a shape.
+Dims Strides(const Dims& shape) {
+  Dims s(shape.size(), 1);
+  for (int a = static_cast<int>(shape.size()) - 2; a >= 0; --a) s[a] = s[a + 1] * shape[a + 1];
+  return s;
+}
+
+// Copies the elements of `region` (inside both boxes) from `src` (laid out over src_box) to
+// `dst` (over dst_box); `covered` marks the destination elements written.
+void CopyRegion(const Box& region, const Box& src_box, const uint8_t* src, const Box& dst_box,
+                uint8_t* dst, size_t elem, std::vector<bool>* covered) {
+  const Dims ss = Strides(src_box.shape), ds = Strides(dst_box.shape);
+  const int n = region.rank();
+  const int64_t count = Volume(region.shape);
+  Dims idx(n, 0);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t si = 0, di = 0;
+    for (int a = 0; a < n; ++a) {
+      const int64_t g = region.offset[a] + idx[a];
+      si += (g - src_box.offset[a]) * ss[a];
+      di += (g - dst_box.offset[a]) * ds[a];
+    }
+    std::memcpy(dst + di * elem, src + si * elem, elem);
+    (*covered)[static_cast<size_t>(di)] = true;
+    for (int a = n - 1; a >= 0; --a) {
+      if (++idx[a] < region.shape[a]) break;
+      idx[a] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Status FillTensorFromChunks(const std::vector<const ShardedTensor*>& saved, ShardedTensor* target) {
+  const TensorSpec& t = target->spec;
+  const size_t elem = static_cast<size_t>(DTypeSize(t.dtype));
+  int64_t volume = 0;
+  if (!CheckedVolume(t.local_shape, &volume)) {
+    return Status::InvalidArgument("template of '" + t.key + "' has an invalid local shape " +
+                                   DimsToString(t.local_shape));
+  }
+  target->data.assign(static_cast<size_t>(volume) * elem, 0);
+  std::vector<bool> covered(static_cast<size_t>(volume), false);
+  const Box dst_box = t.box();
+  for (const ShardedTensor* c : saved) {
+    if (c->spec.key != t.key) continue;
+    if (c->spec.dtype != t.dtype) {
+      return Status::InvalidArgument("'" + t.key + "': requested dtype " + DTypeName(t.dtype) +
+                                     ", saved " + DTypeName(c->spec.dtype));
+    }
+    if (c->spec.global_shape != t.global_shape) {
+      return Status::InvalidArgument("'" + t.key + "': global shape mismatch: requested " +
+                                     DimsToString(t.global_shape) + ", saved " +
+                                     DimsToString(c->spec.global_shape));
+    }
+    int64_t saved_volume = 0;
+    if (!CheckedVolume(c->spec.local_shape, &saved_volume) ||
+        c->data.size() != static_cast<size_t>(saved_volume) * elem) {
+      return Status::Corruption("'" + t.key + "': saved chunk " + BoxToString(c->spec.box()) +
+                                " holds " + std::to_string(c->data.size()) + " bytes");
+    }
+    Box region;
+    if (!Intersect(c->spec.box(), dst_box, &region)) continue;
+    CopyRegion(region, c->spec.box(), c->data.data(), dst_box, target->data.data(), elem, &covered);
+  }
+  for (size_t i = 0; i < covered.size(); ++i) {
+    if (!covered[i]) {
+      return Status::NotFound("'" + t.key + "': element " + std::to_string(i) + " of the chunk " +
+                              BoxToString(dst_box) + " is in no saved chunk");
+    }
+  }
+  return Status::OK();
+}
+
+Status FillObjectFromSaved(const std::vector<const ShardedObject*>& saved, ShardedObject* target) {
+  const std::string want = target->spec.UniqueKey();
+  for (const ShardedObject* o : saved) {
+    if (o->spec.UniqueKey() == want) {
+      target->data = o->data;
+      return Status::OK();
+    }
+  }
+  return Status::NotFound("missing object '" + want + "'");
+}
+
+Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, ShardedStateDict* request) {
+  std::map<std::string, std::vector<const ShardedTensor*>> tensors;
+  std::vector<const ShardedObject*> objects;
+  for (const ShardedStateDict& d : saved) {
+    for (const ShardedTensor& t : d.tensors) {
+      if (IsMainReplica(t.spec.replica_id)) tensors[t.spec.key].push_back(&t);
+    }
+    for (const ShardedObject& o : d.objects) {
+      if (IsMainReplica(o.spec.replica_id)) objects.push_back(&o);
+    }
+  }
+  for (ShardedTensor& t : request->tensors) {
+    auto it = tensors.find(t.spec.key);
+    if (it == tensors.end()) return Status::NotFound("missing tensor '" + t.spec.key + "'");
+    CKPTSPEC_RETURN_IF_ERROR(FillTensorFromChunks(it->second, &t));
+  }
+  for (ShardedObject& o : request->objects) CKPTSPEC_RETURN_IF_ERROR(FillObjectFromSaved(objects, &o));
+  request->common = saved.empty() ? nlohmann::json::object() : saved.front().common;
+  return Status::OK();
+}
+
+}  // namespace ckptspec

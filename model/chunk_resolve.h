@@ -1,0 +1,33 @@
+// Loading by chunk intersection, in memory: fills the chunks a rank requests (a template) from
+// the chunks a save wrote. This is the resharding rule of Megatron-core's load (SEMANTICS.md §4):
+// tensors match by key and global shape and are copied element by element where the boxes
+// intersect, whatever the grids; objects match by unique key exactly and are never resharded.
+//
+// Pure (no I/O): the reference checkpointer and the tests use it on chunks they hold.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/sharded.h"
+#include "model/status.h"
+
+namespace ckptspec {
+
+// Resizes target->data to the template's local volume and fills it from the saved chunks of
+// target->spec.key. Every saved chunk must agree with the template on dtype and global shape
+// (InvalidArgument naming the key and both values); chunks of other keys are ignored. Saved
+// chunks whose data size does not match their local shape are Corruption. Every element of the
+// template must be covered (NotFound naming the key and the first uncovered element); elements
+// covered by several saved chunks take the last one (callers pass main replicas only).
+Status FillTensorFromChunks(const std::vector<const ShardedTensor*>& saved, ShardedTensor* target);
+
+// Copies the data of the saved object with target->spec's unique key (NotFound otherwise).
+Status FillObjectFromSaved(const std::vector<const ShardedObject*>& saved, ShardedObject* target);
+
+// What a checkpoint holds: the main replicas (IsMainReplica) of every rank's tensors and
+// objects, and the lowest rank's common state. Fills every entry of `request` from it and sets
+// request->common. Errors name the rank-independent key that failed.
+Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, ShardedStateDict* request);
+
+}  // namespace ckptspec

@@ -1,0 +1,31 @@
+// JSON forms of the run-level state the canonical sharding keeps in common state or in per-module
+// objects (state_sharding.h): param groups, sub-optimizers, layouts, the sharding config. Readers
+// never throw: a missing or mistyped field is Corruption naming the field.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/layout.h"
+#include "model/status.h"
+#include "model/training_state.h"
+
+namespace ckptspec {
+
+// {"wd_mult", "lr_mult", "is_expert_parallel", "is_decoupled_lr", "max_lr", "min_lr" (null for
+// None), "lr", "weight_decay", "betas": [b1, b2], "eps", "step", "params": [indices]}; identity
+// fields that are absent from the group (ParamGroupIdentity::absent) are left out, as Python would.
+nlohmann::json ParamGroupToJson(const ParamGroup& g);
+Status ParamGroupFromJson(const nlohmann::json& j, ParamGroup* out);
+
+// [{"name", "param_groups": [...]}, ...].
+nlohmann::json SubOptimizersToJson(const std::vector<SubOptimizer>& subs);
+Status SubOptimizersFromJson(const nlohmann::json& j, std::vector<SubOptimizer>* out);
+
+// [{"name", "first_rank", "world_size", "tp", "pp", "dp", "cp", "ep", "etp", "order"}, ...].
+nlohmann::json HeterogeneousLayoutToJson(const HeterogeneousLayout& layout);
+Status HeterogeneousLayoutFromJson(const nlohmann::json& j, HeterogeneousLayout* out);
+
+}  // namespace ckptspec

@@ -1,0 +1,427 @@
+#include "model/state_entries.h"
+
+#include <cstring>
+
+#include "model/data_iterator.h"
+#include "model/rerun_state_machine.h"
+#include "model/rng_streams.h"
+#include "model/scheduler.h"
+#include "model/state_common.h"
+
+namespace ckptspec {
+
+std::string OptimizerPrefix(const std::string& module) {
+  return module.empty() ? std::string("optimizer.") : "optimizer.mimo." + module + ".";
+}
+
+std::string OriginModule(const std::string& module) { return module.empty() ? std::string("model") : module; }
+
+namespace {
+
+Dims PrependedOffsets(const ParameterSpec& p) {
+  Dims d;
+  if (p.prepend_axis_num > (p.is_expert() ? 1 : 0)) d.push_back(p.layer);
+  if (p.is_expert()) d.push_back(p.expert);
+  return d;
+}
+
+void PutLE(uint64_t bits, int size, uint8_t* out) {
+  for (int b = 0; b < size; ++b) out[b] = static_cast<uint8_t>(bits >> (8 * b));
+}
+
+uint32_t FloatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// The value of slot `slot` of parameter `p` at instance index `i`, as raw bits of the entry dtype.
+uint64_t SlotBits(const TrainingState& s, int p, int slot, int64_t i) {
+  const ParamState& ps = s.params[p];
+  switch (slot) {
+    case kSlotModel: return ps.model[i];
+    case kSlotExpAvg: return FloatBits(ps.exp_avg[i]);
+    case kSlotExpAvgSq: return FloatBits(ps.exp_avg_sq[i]);
+    case kSlotMaster: return FloatBits(static_cast<float>(MasterValue(s, p, i)));
+    case kSlotStep: return static_cast<uint64_t>(ps.step);
+  }
+  return 0;
+}
+
+ShardedTensor Sized(TensorSpec spec) {
+  ShardedTensor t;
+  t.data.assign(static_cast<size_t>(Volume(spec.local_shape)) * DTypeSize(spec.dtype), 0);
+  t.spec = std::move(spec);
+  return t;
+}
+
+ShardedObject Obj(std::string key, Dims shape, Dims offset, ReplicaId replica, std::string origin) {
+  ShardedObject o;
+  o.spec.key = std::move(key);
+  o.spec.global_shape = std::move(shape);
+  o.spec.global_offset = std::move(offset);
+  o.spec.replica_id = std::move(replica);
+  o.spec.origin = std::move(origin);
+  return o;
+}
+
+bool IsExpertSub(const SubOptimizer& s) { return s.name == "expert"; }
+
+}  // namespace
+
+Status StatePlan::Make(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                       const ShardingConfig& sharding, StatePlan* out) {
+  if (configs.size() != layout.modules().size()) {
+    return Status::InvalidArgument(std::to_string(configs.size()) + " configs for " +
+                                   std::to_string(layout.modules().size()) + " layout modules");
+  }
+  if (sharding.optimizer_format == OptimizerFormat::kDpReshardable) {
+    CKPTSPEC_RETURN_IF_ERROR(ValidateBufferConfig(sharding.buffers));
+  }
+  StatePlan plan;
+  plan.layout_ = layout;
+  plan.sharding_ = sharding;
+  std::vector<ModelConfig> models;
+  for (const TrainingConfig& c : configs) models.push_back(c.model);
+  CKPTSPEC_RETURN_IF_ERROR(ParameterSharding::Make(layout, models, &plan.params_));
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const ModuleLayout& ml = layout.modules()[i];
+    const std::string label = "module '" + ml.name + "'";
+    if (configs[i].data.dp_size != ml.layout.dp()) {
+      return Status::InvalidArgument(label + ": data.dp_size = " + std::to_string(configs[i].data.dp_size) +
+                                     " differs from the layout's DP = " + std::to_string(ml.layout.dp()));
+    }
+    Module m;
+    m.config = configs[i];
+    CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(configs[i], &m.structure).WithContext(label));
+    for (size_t p = 0; p < m.structure.specs.size(); ++p) {
+      m.instance[{m.structure.specs[p].key, PrependedOffsets(m.structure.specs[p])}] = static_cast<int>(p);
+    }
+    std::map<std::string, int> frozen_of_key;  // key -> first instance's frozen flag
+    for (size_t p = 0; p < m.structure.specs.size(); ++p) {
+      const ParameterSpec& ps = m.structure.specs[p];
+      const int frozen = m.structure.params[p].frozen ? 1 : 0;
+      auto it = frozen_of_key.emplace(ps.key, frozen).first;
+      if (it->second != frozen) {
+        return Status::NotSupported(label + ": " + ps.name + " is " + (frozen ? "frozen" : "trainable") +
+                                    " but another instance of its stacked key '" + ps.key + "' is not; the "
+                                    "optimizer state of that key would have gaps (freeze every instance)");
+      }
+    }
+    m.sub_of_param.assign(m.structure.specs.size(), -1);
+    for (size_t o = 0; o < m.structure.optimizers.size(); ++o) {
+      const SubOptimizer& sub = m.structure.optimizers[o];
+      for (const ParamGroup& g : sub.groups) {
+        for (int p : g.params) {
+          m.sub_of_param[p] = static_cast<int>(o);
+          if (sharding.optimizer_format == OptimizerFormat::kDpReshardable && !IsExpertSub(sub) &&
+              m.structure.specs[p].is_expert()) {
+            return Status::NotSupported(label + ": dp_reshardable shards expert parameters over the "
+                                        "expert-DP group and needs the dense + expert chained optimizer (" +
+                                        m.structure.specs[p].name + " is in sub-optimizer '" + sub.name + "')");
+          }
+        }
+      }
+    }
+    plan.modules_.push_back(std::move(m));
+  }
+  *out = std::move(plan);
+  return Status::OK();
+}
+
+ObjectSpec StatePlan::RngObjectSpec(const std::string& module, const Layout& layout,
+                                    bool data_parallel_random_init, int64_t local_rank,
+                                    std::vector<int64_t>* holders) {
+  const RankCoords c = layout.Coords(local_rank);
+  const bool by_dp = layout.ep() > 1 || layout.etp() != layout.tp() || data_parallel_random_init;
+  ObjectSpec o;
+  o.key = (module.empty() ? std::string() : module + ".") + "rng_state";
+  o.origin = OriginModule(module) + ":rng";
+  holders->clear();
+  if (by_dp) {
+    o.global_shape = {layout.pp(), layout.tp(), layout.GroupSize(GroupKind::kDataContext)};
+    o.global_offset = {c.pp, c.tp, c.dp_cp};
+    o.replica_id = {0};
+    holders->push_back(local_rank);
+  } else {
+    o.global_shape = {layout.pp(), layout.tp()};
+    o.global_offset = {c.pp, c.tp};
+    o.replica_id = {c.dp_cp};
+    *holders = layout.Group(GroupKind::kDataContext, local_rank);
+  }
+  return o;
+}
+
+nlohmann::json StatePlan::ModuleCommon(const TrainingState& s) {
+  return nlohmann::json{{"optimizer", SubOptimizersToJson(s.optimizers)},
+                        {"opt_param_scheduler", SchedulerStateToJson(s.scheduler)}};
+}
+
+void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local_rank, bool moments,
+                                RankEntries* out) const {
+  const ModuleLayout& ml = layout_.modules()[module_index];
+  const RankCoords c = ml.layout.Coords(local_rank);
+  const bool mixed = m.config.model.params_dtype != DType::kFloat32;
+  const size_t nsubs = m.structure.optimizers.size();
+  const std::string origin = OriginModule(ml.name) + ":optimizer.";
+  const size_t nchunks = out->chunks.size();
+  for (size_t k = 0; k < nchunks; ++k) {
+    const int p = out->chunks[k].param;
+    const int sub = m.sub_of_param[p];
+    if (sub < 0) continue;
+    const bool chained = nsubs > 1 && (sharding_.optimizer_format != OptimizerFormat::kFullyReshardable ||
+                                       !sharding_.chained_avoid_prefix);
+    const std::string prefix = (chained ? "chained_" + std::to_string(sub) + "." : std::string()) +
+                               OptimizerPrefix(ml.name);
+    const TensorSpec& model = out->chunks[k].spec;
+    struct {
+      const char* name;
+      int slot;
+    } states[] = {{"exp_avg", kSlotExpAvg}, {"exp_avg_sq", kSlotExpAvgSq}, {"fp32_param", kSlotMaster}};
+    for (const auto& st : states) {
+      if (!moments || (st.slot == kSlotMaster && !mixed)) continue;
+      TensorSpec t = model;
+      t.key = prefix + "state." + st.name + "." + model.key;
+      t.dtype = DType::kFloat32;
+      t.origin = origin + st.name;
+      out->dict.tensors.push_back(Sized(std::move(t)));
+      TensorRole role;
+      role.kind = EntryKind::kOptimState;
+      role.slot = st.slot;
+      role.chunk = static_cast<int>(k);
+      out->tensor_roles.push_back(role);
+    }
+    TensorSpec step;
+    step.key = prefix + "state.step." + model.key;
+    step.dtype = DType::kInt64;
+    step.prepend_axis_num = model.prepend_axis_num;
+    for (int a = 0; a < model.prepend_axis_num; ++a) {
+      step.global_shape.push_back(model.global_shape[a]);
+      step.global_offset.push_back(model.global_offset[a]);
+      step.axis_fragmentations.push_back(model.axis_fragmentations[a]);
+    }
+    step.global_shape.push_back(1);
+    step.global_offset.push_back(0);
+    step.axis_fragmentations.push_back(1);
+    step.local_shape = {1};
+    step.replica_id = model.replica_id;
+    step.replica_id[1] = m.structure.specs[p].is_expert() ? c.etp : c.tp;
+    step.origin = origin + "step";
+    out->dict.tensors.push_back(Sized(std::move(step)));
+    TensorRole role;
+    role.kind = EntryKind::kOptimStep;
+    role.slot = kSlotStep;
+    role.chunk = static_cast<int>(k);
+    out->tensor_roles.push_back(role);
+  }
+}
+
+void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_rank, bool slice_index,
+                              RankEntries* out) const {
+  const ModuleLayout& ml = layout_.modules()[module_index];
+  const Layout& L = ml.layout;
+  const RankCoords c = L.Coords(local_rank);
+  const bool mixed = m.config.model.params_dtype != DType::kFloat32;
+  const size_t nsubs = m.structure.optimizers.size();
+  const std::string origin = OriginModule(ml.name) + ":optimizer.";
+  for (size_t sub = 0; sub < nsubs; ++sub) {
+    const bool expert = IsExpertSub(m.structure.optimizers[sub]);
+    const int64_t dp_size = expert ? L.edp() : L.GroupSize(GroupKind::kDataContext);
+    const int64_t dp_rank = expert ? c.edp : c.dp_cp;
+    const int64_t mp = expert ? c.etp + L.etp() * (c.ep + L.ep() * c.pp) : c.tp + L.tp() * c.pp;
+    const std::string prefix = (nsubs > 1 ? "chained_" + std::to_string(sub) + "." : std::string()) +
+                               OptimizerPrefix(ml.name) + "distributed.dp_group_idx_" + std::to_string(mp) + ".";
+    std::vector<int> chunk_of;  // buffer input index -> chunk
+    std::vector<int64_t> numels;
+    for (size_t k = 0; k < out->chunks.size(); ++k) {
+      if (m.sub_of_param[out->chunks[k].param] != static_cast<int>(sub)) continue;
+      chunk_of.push_back(static_cast<int>(k));
+      numels.push_back(Volume(out->chunks[k].spec.local_shape));
+    }
+    const BufferLayout buf = LayoutBuffer(numels, sharding_.buffers, dp_size);
+    nlohmann::json index = nlohmann::json::array();
+    for (size_t b = 0; b < buf.buckets.size(); ++b) {
+      int64_t begin = 0, end = 0;
+      buf.Slice(static_cast<int>(b), dp_rank, &begin, &end);
+      if (end <= begin) continue;
+      std::vector<BucketPiece> pieces;
+      for (const BufferParam& bp : buf.params) {
+        if (bp.bucket != static_cast<int>(b)) continue;
+        const int64_t lo = std::max(bp.start_in_bucket, begin);
+        const int64_t hi = std::min(bp.start_in_bucket + bp.numel, end);
+        if (hi <= lo) continue;
+        BucketPiece piece;
+        piece.chunk = chunk_of[bp.input_index];
+        piece.dst = lo - begin;
+        piece.src = lo - bp.start_in_bucket;
+        piece.length = hi - lo;
+        pieces.push_back(piece);
+        index.push_back(nlohmann::json{{"param", m.structure.specs[out->chunks[piece.chunk].param].name},
+                                       {"bucket", b}, {"begin", piece.src}, {"end", piece.src + piece.length}});
+      }
+      struct {
+        const char* name;
+        int slot;
+      } states[] = {{"param", kSlotMaster}, {"exp_avg", kSlotExpAvg}, {"exp_avg_sq", kSlotExpAvgSq}};
+      for (const auto& st : states) {
+        if (st.slot == kSlotMaster && !mixed) continue;
+        TensorSpec t;
+        t.key = prefix + "gbuf_idx_0.dtype_" + DTypeName(m.config.model.params_dtype) + ".bucket_idx_" +
+                std::to_string(b) + "." + st.name;
+        t.dtype = DType::kFloat32;
+        t.global_shape = {buf.buckets[b].numel_unpadded};
+        t.global_offset = {begin};
+        t.local_shape = {end - begin};
+        t.replica_id = {0, 0, 0};
+        t.origin = origin + st.name;
+        out->dict.tensors.push_back(Sized(std::move(t)));
+        TensorRole role;
+        role.kind = EntryKind::kBucket;
+        role.slot = st.slot;
+        role.pieces = pieces;
+        out->tensor_roles.push_back(std::move(role));
+      }
+    }
+    if (slice_index) {
+      ShardedObject o = Obj(prefix + "param_state", {dp_size}, {dp_rank}, {0, 0, 0},
+                            OriginModule(ml.name) + ":optimizer.param_state");
+      o.data = index.dump();
+      out->dict.objects.push_back(std::move(o));
+      ObjectRole role;
+      role.kind = EntryKind::kSliceIndex;
+      out->object_roles.push_back(role);
+    }
+  }
+}
+
+Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const TrainingState* state,
+                            RankEntries* out) const {
+  RankEntries e;
+  e.module = layout_.ModuleOf(rank);
+  const ModuleLayout& ml = layout_.modules()[e.module];
+  const Module& m = modules_[e.module];
+  const int64_t local = layout_.LocalRank(rank);
+  const RankCoords c = ml.layout.Coords(local);
+
+  // Model chunks (always computed: the optimizer entries derive from them).
+  for (TensorSpec& t : params_.RankTensors(rank)) {
+    ParamChunk chunk;
+    const Dims pre(t.global_offset.begin(), t.global_offset.begin() + t.prepend_axis_num);
+    auto it = m.instance.find({t.key, pre});
+    if (it == m.instance.end()) {
+      return Status::InvalidArgument("no parameter instance for '" + t.key + "' at " + DimsToString(pre));
+    }
+    chunk.param = it->second;
+    const Dims& shape = m.structure.specs[chunk.param].shape;
+    Box box;
+    box.offset.assign(t.global_offset.begin() + t.prepend_axis_num, t.global_offset.end());
+    box.shape = t.local_shape;
+    const int64_t n = Volume(box.shape);
+    chunk.instance_index.resize(static_cast<size_t>(n));
+    Dims idx(box.shape.size(), 0);
+    for (int64_t k = 0; k < n; ++k) {
+      Dims g(box.shape.size());
+      for (size_t a = 0; a < g.size(); ++a) g[a] = box.offset[a] + idx[a];
+      chunk.instance_index[k] = LinearIndex(g, shape);
+      for (int a = static_cast<int>(idx.size()) - 1; a >= 0; --a) {
+        if (++idx[a] < box.shape[a]) break;
+        idx[a] = 0;
+      }
+    }
+    chunk.spec = std::move(t);
+    e.chunks.push_back(std::move(chunk));
+  }
+  if (filter.model) {
+    for (size_t k = 0; k < e.chunks.size(); ++k) {
+      e.dict.tensors.push_back(Sized(e.chunks[k].spec));
+      TensorRole role;
+      role.kind = EntryKind::kModel;
+      role.slot = kSlotModel;
+      role.chunk = static_cast<int>(k);
+      e.tensor_roles.push_back(role);
+    }
+  }
+  if (filter.optimizer) {
+    if (sharding_.optimizer_format == OptimizerFormat::kFullyReshardable) {
+      AppendOptimizer(m, e.module, local, /*moments=*/true, &e);
+    } else {
+      AppendBuckets(m, e.module, local, filter.slice_index, &e);
+      AppendOptimizer(m, e.module, local, /*moments=*/false, &e);
+    }
+    if (!ml.name.empty()) {
+      ShardedObject o = Obj(OptimizerPrefix(ml.name) + "common_state", {1}, {0}, {c.pp, c.tp, c.dp_cp},
+                            OriginModule(ml.name) + ":optimizer.common");
+      if (state) o.data = ModuleCommon(*state).dump();
+      e.dict.objects.push_back(std::move(o));
+      e.object_roles.push_back(ObjectRole{EntryKind::kModuleCommon, {}});
+    }
+  }
+  if (filter.rng) {
+    ObjectRole role;
+    role.kind = EntryKind::kRng;
+    ShardedObject o;
+    o.spec = RngObjectSpec(ml.name, ml.layout, m.config.data_parallel_random_init, local, &role.saved_ranks);
+    if (state) {
+      int found = -1;
+      for (size_t r = 0; r < state->config.ranks.size() && found < 0; ++r) {
+        if (state->config.ranks[r] == c) found = static_cast<int>(r);
+      }
+      if (found < 0 || static_cast<size_t>(found) >= state->rng.size()) {
+        return Status::NotFound("module '" + ml.name + "': the state holds no RNG for rank " +
+                                std::to_string(rank) + " at " + DescribeCoords(c));
+      }
+      o.data = RankRngStateToJson(state->rng[found]).dump();
+    }
+    e.dict.objects.push_back(std::move(o));
+    e.object_roles.push_back(std::move(role));
+  }
+  if (filter.rerun) {
+    ShardedObject o = Obj("rerun_state_machine_state", {layout_.world_size()}, {rank}, {0},
+                          "run:rerun_state_machine");
+    if (state) {
+      nlohmann::json payload;
+      CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(state->rerun, &payload));
+      o.data = payload.dump();
+    }
+    e.dict.objects.push_back(std::move(o));
+    e.object_roles.push_back(ObjectRole{EntryKind::kRerun, {}});
+  }
+  if (filter.data) {
+    ShardedObject o = Obj((ml.name.empty() ? std::string() : ml.name + ".") + "data_iterator",
+                          {ml.layout.dp()}, {c.dp}, {c.pp, c.tp, c.cp}, OriginModule(ml.name) + ":data_iterator");
+    if (state) o.data = DataIteratorStateToJson(state->data).dump();
+    e.dict.objects.push_back(std::move(o));
+    e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
+  }
+
+  // Tensor data.
+  if (state) {
+    for (size_t i = 0; i < e.dict.tensors.size(); ++i) {
+      ShardedTensor& t = e.dict.tensors[i];
+      const TensorRole& role = e.tensor_roles[i];
+      const int size = DTypeSize(t.spec.dtype);
+      if (role.kind == EntryKind::kBucket) {
+        for (const BucketPiece& piece : role.pieces) {
+          const ParamChunk& ch = e.chunks[piece.chunk];
+          for (int64_t k = 0; k < piece.length; ++k) {
+            PutLE(SlotBits(*state, ch.param, role.slot, ch.instance_index[piece.src + k]), size,
+                  t.data.data() + (piece.dst + k) * size);
+          }
+        }
+        continue;
+      }
+      const ParamChunk& ch = e.chunks[role.chunk];
+      if (role.kind == EntryKind::kOptimStep) {
+        PutLE(SlotBits(*state, ch.param, kSlotStep, 0), size, t.data.data());
+        continue;
+      }
+      for (size_t k = 0; k < ch.instance_index.size(); ++k) {
+        PutLE(SlotBits(*state, ch.param, role.slot, ch.instance_index[k]), size, t.data.data() + k * size);
+      }
+    }
+  }
+  *out = std::move(e);
+  return Status::OK();
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,131 @@
+// The entries of one rank under the canonical whole-state sharding, each with its ROLE (which
+// state it holds and where its elements come from). Shared by saving (ShardTrainingState), load
+// templates (StateTemplates) and rebuilding (RebuildTrainingState), so the three can never
+// disagree on structure. The naming and replica rules are documented in state_sharding.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/layout.h"
+#include "model/param_sharding.h"
+#include "model/sharded.h"
+#include "model/state_sharding.h"
+#include "model/status.h"
+#include "model/training_state.h"
+
+namespace ckptspec {
+
+enum class EntryKind {
+  kModel, kOptimState, kOptimStep, kBucket, kSliceIndex, kRng, kRerun, kData, kModuleCommon,
+};
+
+// Per-parameter state classes ("slots").
+enum StateSlot : int { kSlotModel = 0, kSlotExpAvg, kSlotExpAvgSq, kSlotMaster, kSlotStep, kNumSlots };
+
+// One model chunk held by the rank: parameter index and, per local element (row-major over the
+// chunk), its linear index in the parameter instance.
+struct ParamChunk {
+  int param = -1;
+  TensorSpec spec;
+  std::vector<int64_t> instance_index;
+};
+
+// A run of a flat-buffer chunk: local elements [dst, dst + length) hold chunk `chunk`'s local
+// elements [src, src + length).
+struct BucketPiece {
+  int chunk = -1;
+  int64_t dst = 0, src = 0, length = 0;
+};
+
+struct TensorRole {
+  EntryKind kind = EntryKind::kModel;
+  int slot = kSlotModel;
+  int chunk = -1;                    // kModel, kOptimState, kOptimStep
+  std::vector<BucketPiece> pieces;   // kBucket
+};
+
+struct ObjectRole {
+  EntryKind kind = EntryKind::kRng;
+  // kRng: the module-local ranks of the SAVING layout whose RNG state the object holds.
+  std::vector<int64_t> saved_ranks;
+};
+
+struct RankEntries {
+  int module = 0;
+  ShardedStateDict dict;
+  std::vector<TensorRole> tensor_roles;  // parallel to dict.tensors
+  std::vector<ObjectRole> object_roles;  // parallel to dict.objects
+  std::vector<ParamChunk> chunks;
+};
+
+// Which entry classes to build.
+struct EntryFilter {
+  bool model = true;
+  bool optimizer = true;     // moments, steps, buffers, module common object
+  bool slice_index = true;   // dp_reshardable only
+  bool rng = true;           // the save-side rng_state objects
+  bool rerun = true;
+  bool data = true;
+};
+
+class StatePlan {
+ public:
+  // Validates the configs against the layout (names, data.dp_size, models) and the sharding.
+  static Status Make(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                     const ShardingConfig& sharding, StatePlan* out);
+
+  const HeterogeneousLayout& layout() const { return layout_; }
+  const TrainingConfig& config(int module) const { return modules_[module].config; }
+  const TrainingState& structure(int module) const { return modules_[module].structure; }
+  const ShardingConfig& sharding() const { return sharding_; }
+
+  // Builds `rank`'s entries. With `state` (the rank's module state) the data is filled; without,
+  // tensor data is zeroed and object data empty.
+  Status BuildRank(int64_t rank, const EntryFilter& filter, const TrainingState* state,
+                   RankEntries* out) const;
+
+  // The rng_state object spec of the module-local `local_rank` under module layout `layout` of a
+  // run whose config is `config`, and the module-local ranks whose (identical) RNG it holds.
+  static ObjectSpec RngObjectSpec(const std::string& module, const Layout& layout,
+                                  bool data_parallel_random_init, int64_t local_rank,
+                                  std::vector<int64_t>* holders);
+
+  // The JSON of a module's optimizer common part: {"optimizer": sub-optimizers, "opt_param_scheduler"}.
+  static nlohmann::json ModuleCommon(const TrainingState& s);
+
+ private:
+  struct Module {
+    TrainingConfig config;
+    TrainingState structure;  // InitialTrainingState(config): the config-determined structure
+    std::map<std::pair<std::string, Dims>, int> instance;  // (key, prepended offsets) -> param
+    std::vector<int> sub_of_param;                         // -1: frozen
+  };
+  // fully_reshardable moments (with `moments`) and the per-parameter step tensors (always).
+  void AppendOptimizer(const Module& m, int module_index, int64_t local_rank, bool moments,
+                       RankEntries* out) const;
+  // dp_reshardable flat-buffer chunks and (with slice_index) the per-DP-rank slice index objects.
+  void AppendBuckets(const Module& m, int module_index, int64_t local_rank, bool slice_index,
+                     RankEntries* out) const;
+
+  HeterogeneousLayout layout_;
+  ShardingConfig sharding_;
+  ParameterSharding params_;
+  std::vector<Module> modules_;
+};
+
+// The load request of every rank (StateTemplates) with roles; rng_state objects carry the SAVING
+// layout's module-local ranks whose RNG they hold.
+Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                            const CheckpointInfo& saved, const LoadFlags& flags,
+                            std::vector<RankEntries>* out);
+
+// "optimizer." or "optimizer.mimo.{module}.".
+std::string OptimizerPrefix(const std::string& module);
+// "{module}" or "model".
+std::string OriginModule(const std::string& module);
+
+}  // namespace ckptspec

@@ -1,0 +1,345 @@
+// RebuildTrainingState (state_sharding.h): loaded dicts -> the checkpoint's state as the loaded
+// entries show it (a "saved view") -> the load rules (ExpectedStateAfterLoad).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "model/float_codec.h"
+#include "model/rerun_state_machine.h"
+#include "model/rng_streams.h"
+#include "model/scheduler.h"
+#include "model/state_common.h"
+#include "model/state_entries.h"
+#include "model/state_sharding.h"
+
+namespace ckptspec {
+
+namespace {
+
+using nlohmann::json;
+
+uint64_t GetLE(const uint8_t* p, int size) {
+  uint64_t v = 0;
+  for (int b = 0; b < size; ++b) v |= static_cast<uint64_t>(p[b]) << (8 * b);
+  return v;
+}
+
+float BitsToFloat(uint64_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits);
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Every element of every slot of every parameter of one module, with which were loaded.
+class Assembly {
+ public:
+  explicit Assembly(const TrainingState& structure) {
+    for (int s = 0; s < kNumSlots; ++s) {
+      values_[s].resize(structure.specs.size());
+      filled_[s].resize(structure.specs.size());
+      for (size_t p = 0; p < structure.specs.size(); ++p) {
+        const size_t n = s == kSlotStep ? 1 : structure.params[p].model.size();
+        values_[s][p].assign(n, 0);
+        filled_[s][p].assign(n, false);
+      }
+    }
+  }
+  Status Put(int slot, int param, int64_t index, uint64_t bits, const std::string& where) {
+    uint64_t& v = values_[slot][param][static_cast<size_t>(index)];
+    std::vector<bool>& filled = filled_[slot][param];
+    const size_t i = static_cast<size_t>(index);
+    if (filled[i] && v != bits) {
+      return Status::Corruption(where + ": replicas disagree at element " + std::to_string(index));
+    }
+    v = bits;
+    filled[i] = true;
+    return Status::OK();
+  }
+  // NotFound naming the parameter and the first element no loaded entry held.
+  Status Complete(int slot, int param, const std::string& what) const {
+    const auto& f = filled_[slot][param];
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (!f[i]) return Status::NotFound(what + ": element " + std::to_string(i) + " was in no loaded entry");
+    }
+    return Status::OK();
+  }
+  const std::vector<uint64_t>& values(int slot, int param) const { return values_[slot][param]; }
+
+ private:
+  std::vector<std::vector<uint64_t>> values_[kNumSlots];
+  std::vector<std::vector<bool>> filled_[kNumSlots];
+};
+
+std::string TensorWhere(int64_t rank, const TensorSpec& t) {
+  return "rank " + std::to_string(rank) + " tensor '" + t.key + "' " + BoxToString(t.box());
+}
+
+// Pairs the loaded dict of `rank` with its template; out[i] = loaded index of template entry i.
+Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& templ,
+             std::vector<const ShardedTensor*>* tensors, std::vector<const ShardedObject*>* objects) {
+  std::map<std::pair<std::string, Dims>, size_t> tindex;
+  for (size_t i = 0; i < templ.dict.tensors.size(); ++i) {
+    tindex[{templ.dict.tensors[i].spec.key, templ.dict.tensors[i].spec.global_offset}] = i;
+  }
+  tensors->assign(templ.dict.tensors.size(), nullptr);
+  for (const ShardedTensor& t : loaded.tensors) {
+    auto it = tindex.find({t.spec.key, t.spec.global_offset});
+    if (it == tindex.end()) return Status::InvalidArgument(TensorWhere(rank, t.spec) + " is unexpected");
+    const TensorSpec& want = templ.dict.tensors[it->second].spec;
+    if (t.spec.dtype != want.dtype || t.spec.global_shape != want.global_shape ||
+        t.spec.local_shape != want.local_shape ||
+        t.data.size() != static_cast<size_t>(Volume(want.local_shape)) * DTypeSize(want.dtype)) {
+      return Status::InvalidArgument(TensorWhere(rank, t.spec) + " is misshapen: " + DTypeName(t.spec.dtype) +
+                                     " " + DimsToString(t.spec.global_shape) + " local " +
+                                     DimsToString(t.spec.local_shape) + ", " + std::to_string(t.data.size()) +
+                                     " bytes; expected " + DTypeName(want.dtype) + " " +
+                                     DimsToString(want.global_shape) + " local " + DimsToString(want.local_shape));
+    }
+    (*tensors)[it->second] = &t;
+  }
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    if (!(*tensors)[i]) {
+      return Status::NotFound(TensorWhere(rank, templ.dict.tensors[i].spec) + " is missing");
+    }
+  }
+  std::map<std::string, size_t> oindex;
+  for (size_t i = 0; i < templ.dict.objects.size(); ++i) oindex[templ.dict.objects[i].spec.UniqueKey()] = i;
+  objects->assign(templ.dict.objects.size(), nullptr);
+  for (const ShardedObject& o : loaded.objects) {
+    auto it = oindex.find(o.spec.UniqueKey());
+    if (it == oindex.end()) {
+      return Status::InvalidArgument("rank " + std::to_string(rank) + " object '" + o.spec.UniqueKey() +
+                                     "' is unexpected");
+    }
+    (*objects)[it->second] = &o;
+  }
+  for (size_t i = 0; i < objects->size(); ++i) {
+    if (!(*objects)[i]) {
+      return Status::NotFound("rank " + std::to_string(rank) + " object '" +
+                              templ.dict.objects[i].spec.UniqueKey() + "' is missing");
+    }
+  }
+  return Status::OK();
+}
+
+Status ParseJson(const std::string& bytes, const std::string& what, json* out) {
+  json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(what + " is not valid JSON");
+  *out = std::move(j);
+  return Status::OK();
+}
+
+// A value every loaded copy must agree on.
+Status Agree(std::optional<json>* slot, json value, const std::string& what) {
+  if (*slot && **slot != value) return Status::Corruption(what + " differs between ranks");
+  *slot = std::move(value);
+  return Status::OK();
+}
+
+struct ModuleLoaded {
+  std::optional<json> module_common, rerun, data;
+  std::map<int64_t, RankRngState> rng;  // saved module-local rank -> state
+};
+
+}  // namespace
+
+Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                            const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                            std::vector<TrainingState>* out) {
+  if (static_cast<int64_t>(loaded.size()) != layout.world_size()) {
+    return Status::InvalidArgument(std::to_string(loaded.size()) + " loaded dicts for a world of " +
+                                   std::to_string(layout.world_size()));
+  }
+  const json* common = nullptr;
+  for (const ShardedStateDict& d : loaded) {
+    if (d.common.is_object() && !d.common.empty()) {
+      common = &d.common;
+      break;
+    }
+  }
+  if (!common) return Status::NotFound("no loaded dict holds the checkpoint's common state");
+  CheckpointInfo info;
+  CKPTSPEC_RETURN_IF_ERROR(ReadCheckpointInfo(*common, &info));
+  std::vector<RankEntries> templ;
+  CKPTSPEC_RETURN_IF_ERROR(BuildTemplateEntries(layout, configs, info, flags, &templ));
+
+  const size_t nmod = configs.size();
+  std::vector<TrainingState> structures(nmod);
+  std::vector<Assembly> assembly;
+  for (size_t m = 0; m < nmod; ++m) {
+    CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(configs[m], &structures[m]));
+    assembly.emplace_back(structures[m]);
+  }
+  std::vector<ModuleLoaded> got(nmod);
+
+  for (int64_t r = 0; r < layout.world_size(); ++r) {
+    const RankEntries& e = templ[r];
+    std::vector<const ShardedTensor*> tensors;
+    std::vector<const ShardedObject*> objects;
+    CKPTSPEC_RETURN_IF_ERROR(Match(r, loaded[r], e, &tensors, &objects));
+    Assembly& a = assembly[e.module];
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const TensorRole& role = e.tensor_roles[i];
+      const ShardedTensor& t = *tensors[i];
+      const int size = DTypeSize(t.spec.dtype);
+      const std::string where = TensorWhere(r, t.spec);
+      if (role.kind == EntryKind::kBucket) {
+        for (const BucketPiece& piece : role.pieces) {
+          const ParamChunk& ch = e.chunks[piece.chunk];
+          for (int64_t k = 0; k < piece.length; ++k) {
+            CKPTSPEC_RETURN_IF_ERROR(a.Put(role.slot, ch.param, ch.instance_index[piece.src + k],
+                                           GetLE(t.data.data() + (piece.dst + k) * size, size), where));
+          }
+        }
+        continue;
+      }
+      const ParamChunk& ch = e.chunks[role.chunk];
+      if (role.kind == EntryKind::kOptimStep) {
+        CKPTSPEC_RETURN_IF_ERROR(a.Put(kSlotStep, ch.param, 0, GetLE(t.data.data(), size), where));
+        continue;
+      }
+      for (size_t k = 0; k < ch.instance_index.size(); ++k) {
+        CKPTSPEC_RETURN_IF_ERROR(
+            a.Put(role.slot, ch.param, ch.instance_index[k], GetLE(t.data.data() + k * size, size), where));
+      }
+    }
+    ModuleLoaded& g = got[e.module];
+    for (size_t i = 0; i < objects.size(); ++i) {
+      const ObjectRole& role = e.object_roles[i];
+      const ShardedObject& o = *objects[i];
+      const std::string what = "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
+      json j;
+      CKPTSPEC_RETURN_IF_ERROR(ParseJson(o.data, what, &j));
+      switch (role.kind) {
+        case EntryKind::kModuleCommon: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what)); break;
+        case EntryKind::kRerun: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.rerun, j, what)); break;
+        case EntryKind::kData: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, j, what)); break;
+        case EntryKind::kSliceIndex: {
+          json want;
+          CKPTSPEC_RETURN_IF_ERROR(ParseJson(e.dict.objects[i].data, what, &want));
+          if (j != want) {
+            return Status::Corruption(what + ": the dp_reshardable slice index differs from this layout's "
+                                      "(the bucket layout changed)");
+          }
+          break;
+        }
+        case EntryKind::kRng: {
+          RankRngState rng;
+          CKPTSPEC_RETURN_IF_ERROR(RankRngStateFromJson(j, &rng).WithContext(what));
+          for (int64_t s : role.saved_ranks) g.rng[s] = rng;
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+
+  const bool load_optim = !flags.finetune && !flags.no_load_optim;
+  std::vector<TrainingState> result;
+  for (size_t m = 0; m < nmod; ++m) {
+    const ModuleLayout& was = info.layout.modules()[m];
+    const std::string label = "module '" + was.name + "'";
+    const Assembly& a = assembly[m];
+    const TrainingState& st = structures[m];
+    TrainingConfig vcfg = configs[m];
+    // The view's data config only has to carry the saved DP size (L0); its batch sizes are
+    // placeholders that keep it valid (the resumed iterator uses the new config's).
+    vcfg.data.dp_size = was.layout.dp();
+    vcfg.data.micro_batch_size = 1;
+    vcfg.data.global_batch_size = was.layout.dp();
+    vcfg.data_parallel_random_init = info.data_parallel_random_init[m];
+    vcfg.ranks.clear();
+    for (const auto& kv : got[m].rng) vcfg.ranks.push_back(was.layout.Coords(kv.first));
+    if (vcfg.ranks.empty()) {
+      RankCoords none;  // matches no rank: nothing was loaded
+      none.tp = -1;
+      vcfg.ranks.push_back(none);
+    }
+    TrainingState view;
+    CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(vcfg, &view).WithContext(label + " saved view"));
+    size_t ri = 0;
+    for (const auto& kv : got[m].rng) view.rng[ri++] = kv.second;
+    if (!(*common)["iteration"].is_number_integer()) return Status::Corruption("common 'iteration' is not an integer");
+    view.iteration = (*common)["iteration"].get<int64_t>();
+    const bool mixed = vcfg.model.params_dtype != DType::kFloat32;
+    for (size_t p = 0; p < st.specs.size(); ++p) {
+      const std::string& name = st.specs[p].name;
+      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotModel, static_cast<int>(p), "model weight of " + name));
+      const auto& mv = a.values(kSlotModel, static_cast<int>(p));
+      for (size_t e = 0; e < mv.size(); ++e) view.params[p].model[e] = static_cast<uint32_t>(mv[e]);
+      if (!load_optim || view.params[p].frozen) continue;
+      ParamState& ps = view.params[p];
+      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvg, static_cast<int>(p), "exp_avg of " + name));
+      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvgSq, static_cast<int>(p), "exp_avg_sq of " + name));
+      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotStep, static_cast<int>(p), "step of " + name));
+      if (mixed) CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotMaster, static_cast<int>(p), "fp32 master of " + name));
+      for (size_t e = 0; e < ps.model.size(); ++e) {
+        ps.exp_avg[e] = BitsToFloat(a.values(kSlotExpAvg, static_cast<int>(p))[e]);
+        ps.exp_avg_sq[e] = BitsToFloat(a.values(kSlotExpAvgSq, static_cast<int>(p))[e]);
+        const float master = mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
+                                   : static_cast<float>(DecodeToDouble(vcfg.model.params_dtype, ps.model[e]));
+        if (!ps.main.empty()) ps.main[e] = master;
+        if (!ps.offload.empty()) ps.offload[e] = master;
+      }
+      ps.step = static_cast<int64_t>(a.values(kSlotStep, static_cast<int>(p))[0]);
+    }
+    if (load_optim) {
+      const json* mc = common;
+      if (!was.name.empty()) {
+        if (!got[m].module_common) return Status::NotFound(label + ": no optimizer common_state was loaded");
+        mc = &*got[m].module_common;
+      }
+      if (!mc->contains("optimizer") || !mc->contains("opt_param_scheduler")) {
+        return Status::Corruption(label + ": optimizer common state lacks 'optimizer' or 'opt_param_scheduler'");
+      }
+      CKPTSPEC_RETURN_IF_ERROR(SubOptimizersFromJson((*mc)["optimizer"], &view.optimizers).WithContext(label));
+      CKPTSPEC_RETURN_IF_ERROR(
+          SchedulerStateFromJson((*mc)["opt_param_scheduler"], configs[m].scheduler, &view.scheduler).WithContext(label));
+    }
+    // The rerun machine: the common head, with the rank payload when it was loaded.
+    if (!common->contains("rerun_state_machine")) return Status::Corruption("common state lacks 'rerun_state_machine'");
+    json payload;
+    if (got[m].rerun) {
+      payload = *got[m].rerun;
+      for (const char* f : {"mode", "state", "current_iteration"}) {
+        if (!payload.contains(f) || payload[f] != (*common)["rerun_state_machine"][f]) {
+          return Status::Corruption(label + ": rerun payload '" + f + "' differs from the common state's");
+        }
+      }
+    } else {
+      CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 0), &payload));
+      for (const char* f : {"mode", "state", "current_iteration"}) payload[f] = (*common)["rerun_state_machine"][f];
+    }
+    CKPTSPEC_RETURN_IF_ERROR(PayloadFromJson(payload, &view.rerun).WithContext(label));
+    if (got[m].data) {
+      CKPTSPEC_RETURN_IF_ERROR(DataIteratorStateFromJson(*got[m].data, &view.data).WithContext(label));
+    }
+    CheckpointDescriptor ckpt;
+    ckpt.state = std::move(view);
+    ckpt.layout = was.layout;
+    ckpt.optimizer_format = info.sharding.optimizer_format;
+    ckpt.has_rng = true;
+    LoadRequest req;
+    req.config = configs[m];
+    req.layout = layout.modules()[m].layout;
+    req.flags = flags;
+    TrainingState s;
+    CKPTSPEC_RETURN_IF_ERROR(ExpectedStateAfterLoad(ckpt, req, &s).WithContext(label));
+    result.push_back(std::move(s));
+  }
+  *out = std::move(result);
+  return Status::OK();
+}
+
+Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const Layout& layout,
+                            const TrainingConfig& config, const LoadFlags& flags, TrainingState* out) {
+  std::vector<TrainingState> states;
+  CKPTSPEC_RETURN_IF_ERROR(RebuildTrainingState(loaded, HeterogeneousLayout::Single(layout, config.model.name),
+                                                {config}, flags, &states));
+  *out = std::move(states[0]);
+  return Status::OK();
+}
+
+}  // namespace ckptspec

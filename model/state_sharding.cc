@@ -1,0 +1,211 @@
+#include "model/state_sharding.h"
+
+#include "model/rerun_state_machine.h"
+#include "model/state_common.h"
+#include "model/state_entries.h"
+
+namespace ckptspec {
+
+namespace {
+
+// Megatron's checkpoint_version.
+constexpr double kCheckpointVersion = 3.0;
+
+nlohmann::json RerunHead(const RerunStateMachine& m) {
+  return nlohmann::json{{"mode", RerunModeName(m.mode)},
+                        {"state", static_cast<int>(m.state)},
+                        {"current_iteration", m.current_iteration}};
+}
+
+}  // namespace
+
+const char* OptimizerFormatName(OptimizerFormat f) {
+  return f == OptimizerFormat::kDpReshardable ? "dp_reshardable" : "fully_reshardable";
+}
+
+std::vector<RankCoords> RankCoordsOf(const Layout& layout) {
+  std::vector<RankCoords> out;
+  out.reserve(static_cast<size_t>(layout.world_size()));
+  for (int64_t r = 0; r < layout.world_size(); ++r) out.push_back(layout.Coords(r));
+  return out;
+}
+
+Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
+                          const ShardingConfig& sharding, std::vector<ShardedStateDict>* out) {
+  std::vector<TrainingConfig> configs;
+  for (const TrainingState& s : states) configs.push_back(s.config);
+  StatePlan plan;
+  CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, configs, sharding, &plan));
+  for (size_t m = 0; m < states.size(); ++m) {
+    const std::string label = "module '" + layout.modules()[m].name + "'";
+    const TrainingState& s = states[m];
+    const TrainingState& structure = plan.structure(static_cast<int>(m));
+    if (s.params.size() != structure.params.size() || s.specs.size() != structure.specs.size()) {
+      return Status::InvalidArgument(label + ": the state holds " + std::to_string(s.params.size()) +
+                                     " parameters, its config " + std::to_string(structure.params.size()));
+    }
+    for (size_t p = 0; p < s.params.size(); ++p) {
+      if (s.params[p].frozen != structure.params[p].frozen) {
+        return Status::InvalidArgument(label + ": parameter " + s.specs[p].name +
+                                       " is frozen in the state but not in its config (or the reverse)");
+      }
+    }
+    if (s.iteration != states[0].iteration ||
+        RerunHead(s.rerun) != RerunHead(states[0].rerun)) {
+      return Status::InvalidArgument(label + ": iteration or rerun state differs from module '" +
+                                     layout.modules()[0].name + "' (one training loop drives all modules)");
+    }
+  }
+  nlohmann::json common;
+  common["checkpoint_version"] = kCheckpointVersion;
+  common["iteration"] = states.empty() ? 0 : states[0].iteration;
+  common["parallel_layout"] = HeterogeneousLayoutToJson(layout);
+  common["optimizer_sharding"] = {
+      {"param_state_sharding_type", OptimizerFormatName(sharding.optimizer_format)},
+      {"bucket_size", sharding.buffers.bucket_size},
+      {"param_alignment", sharding.buffers.param_alignment},
+      {"chained_avoid_prefix", sharding.chained_avoid_prefix}};
+  nlohmann::json dpri = nlohmann::json::array();
+  for (const TrainingState& s : states) dpri.push_back(s.config.data_parallel_random_init);
+  common["data_parallel_random_init"] = dpri;
+  if (!states.empty()) common["rerun_state_machine"] = RerunHead(states[0].rerun);
+  if (states.size() == 1 && layout.modules()[0].name.empty()) {
+    const nlohmann::json mc = StatePlan::ModuleCommon(states[0]);
+    common["optimizer"] = mc["optimizer"];
+    common["opt_param_scheduler"] = mc["opt_param_scheduler"];
+  }
+  std::vector<ShardedStateDict> dicts;
+  dicts.reserve(static_cast<size_t>(layout.world_size()));
+  for (int64_t r = 0; r < layout.world_size(); ++r) {
+    RankEntries e;
+    CKPTSPEC_RETURN_IF_ERROR(
+        plan.BuildRank(r, EntryFilter(), &states[layout.ModuleOf(r)], &e).WithContext("rank " + std::to_string(r)));
+    e.dict.common = common;
+    dicts.push_back(std::move(e.dict));
+  }
+  *out = std::move(dicts);
+  return Status::OK();
+}
+
+Status ShardTrainingState(const Layout& layout, const TrainingState& state, const ShardingConfig& sharding,
+                          std::vector<ShardedStateDict>* out) {
+  return ShardTrainingState(HeterogeneousLayout::Single(layout, state.config.model.name), {state}, sharding, out);
+}
+
+Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
+  if (!common.is_object()) return Status::Corruption("common state is not an object");
+  CheckpointInfo info;
+  auto pl = common.find("parallel_layout");
+  if (pl == common.end()) return Status::Corruption("common state lacks 'parallel_layout'");
+  CKPTSPEC_RETURN_IF_ERROR(HeterogeneousLayoutFromJson(*pl, &info.layout));
+  auto os = common.find("optimizer_sharding");
+  if (os == common.end() || !os->is_object()) {
+    return Status::Corruption("common state lacks the object 'optimizer_sharding'");
+  }
+  auto type = os->find("param_state_sharding_type");
+  if (type == os->end() || !type->is_string()) {
+    return Status::Corruption("optimizer_sharding lacks the string 'param_state_sharding_type'");
+  }
+  if (*type == "dp_reshardable") {
+    info.sharding.optimizer_format = OptimizerFormat::kDpReshardable;
+  } else if (*type == "fully_reshardable") {
+    info.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
+  } else {
+    return Status::Corruption("unknown param_state_sharding_type " + type->dump());
+  }
+  for (const char* f : {"bucket_size", "param_alignment"}) {
+    auto it = os->find(f);
+    if (it == os->end() || !it->is_number_integer()) {
+      return Status::Corruption(std::string("optimizer_sharding lacks the integer '") + f + "'");
+    }
+  }
+  info.sharding.buffers.bucket_size = (*os)["bucket_size"].get<int64_t>();
+  info.sharding.buffers.param_alignment = (*os)["param_alignment"].get<int64_t>();
+  auto avoid = os->find("chained_avoid_prefix");
+  if (avoid == os->end() || !avoid->is_boolean()) {
+    return Status::Corruption("optimizer_sharding lacks the boolean 'chained_avoid_prefix'");
+  }
+  info.sharding.chained_avoid_prefix = avoid->get<bool>();
+  auto dpri = common.find("data_parallel_random_init");
+  if (dpri == common.end() || !dpri->is_array() || dpri->size() != info.layout.modules().size()) {
+    return Status::Corruption("common state lacks 'data_parallel_random_init' with one flag per module");
+  }
+  for (const auto& b : *dpri) {
+    if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
+    info.data_parallel_random_init.push_back(b.get<bool>());
+  }
+  *out = std::move(info);
+  return Status::OK();
+}
+
+Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                            const CheckpointInfo& saved, const LoadFlags& flags,
+                            std::vector<RankEntries>* out) {
+  StatePlan plan;
+  CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, configs, saved.sharding, &plan));
+  const auto& now_modules = layout.modules();
+  const auto& was_modules = saved.layout.modules();
+  if (now_modules.size() != was_modules.size()) {
+    return Status::InvalidArgument("the checkpoint has " + std::to_string(was_modules.size()) +
+                                   " modules, the run " + std::to_string(now_modules.size()));
+  }
+  const bool load_optim = !flags.finetune && !flags.no_load_optim;
+  for (size_t m = 0; m < now_modules.size(); ++m) {
+    if (now_modules[m].name != was_modules[m].name) {
+      return Status::InvalidArgument("module " + std::to_string(m) + " is '" + now_modules[m].name +
+                                     "', the checkpoint's '" + was_modules[m].name + "'");
+    }
+    if (load_optim) {
+      CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(saved.sharding.optimizer_format,
+                                                          was_modules[m].layout, now_modules[m].layout)
+                                   .WithContext("module '" + now_modules[m].name + "'"));
+    }
+  }
+  std::vector<RankEntries> all;
+  for (int64_t r = 0; r < layout.world_size(); ++r) {
+    const int m = layout.ModuleOf(r);
+    const Layout& now = now_modules[m].layout;
+    const Layout& was = was_modules[m].layout;
+    const TrainingConfig& config = configs[m];
+    const bool same_dp = now.dp() == was.dp() && now.cp() == was.cp() && now.edp() == was.edp();
+    EntryFilter f;
+    f.optimizer = load_optim;
+    f.slice_index = same_dp;
+    f.rng = false;
+    f.rerun = !flags.finetune && config.rerun_mode != RerunMode::kDisabled &&
+              layout.world_size() == saved.layout.world_size() && now.world_size() == was.world_size() &&
+              now.tp() == was.tp() && now.pp() == was.pp() && now.dp() == was.dp();
+    f.data = !flags.finetune && !flags.reset_dataloader && now.dp() == was.dp();
+    RankEntries e;
+    CKPTSPEC_RETURN_IF_ERROR(plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
+    const bool rng = !flags.finetune && !flags.no_load_rng && now.tp() == was.tp() && now.pp() == was.pp();
+    if (rng) {
+      const int s = MatchRngRank(RankCoordsOf(was), now.Coords(layout.LocalRank(r)),
+                                 config.data_parallel_random_init);
+      if (s >= 0) {
+        ObjectRole role;
+        role.kind = EntryKind::kRng;
+        ShardedObject o;
+        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was, saved.data_parallel_random_init[m], s,
+                                          &role.saved_ranks);
+        e.dict.objects.push_back(std::move(o));
+        e.object_roles.push_back(std::move(role));
+      }
+    }
+    all.push_back(std::move(e));
+  }
+  *out = std::move(all);
+  return Status::OK();
+}
+
+Status StateTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                      const CheckpointInfo& saved, const LoadFlags& flags,
+                      std::vector<ShardedStateDict>* out) {
+  std::vector<RankEntries> entries;
+  CKPTSPEC_RETURN_IF_ERROR(BuildTemplateEntries(layout, configs, saved, flags, &entries));
+  out->clear();
+  for (RankEntries& e : entries) out->push_back(std::move(e.dict));
+  return Status::OK();
+}
+
+}  // namespace ckptspec
