@@ -225,7 +225,11 @@ TEST(StateSharding, HeterogeneousModulesNeverCollide) {
 
 TEST(StateSharding, DpReshardableUnevenSlicesKeepPerRankListsOutOfCommon) {
   const Layout l = MakeLayout(4, 1, 1);  // DP4
-  const TrainingState s = Trained(Config(l), 1);
+  TrainingConfig c = Config(l);
+  c.model.hidden_size = 6;  // odd-sized parameters: bucket padding and empty slices matter
+  c.model.num_attention_heads = 2;
+  c.model.vocab_size = 15;
+  const TrainingState s = Trained(c, 1);
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, DpReshardable(150, 1), &dicts).ok());
   EXPECT_EQ(Violations(dicts), "");
