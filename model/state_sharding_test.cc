@@ -167,7 +167,9 @@ TEST(StateSharding, MoeWithEpAndExpertTpIsValidChainedAndRoundTrips) {
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
   for (const auto& o : dicts[5].objects) {
-    if (o.spec.key == "rng_state") EXPECT_EQ(o.spec.global_shape, (Dims{1, 2, 4}));
+    if (o.spec.key == "rng_state") {
+      EXPECT_EQ(o.spec.global_shape, (Dims{1, 2, 4}));
+    }
   }
 }
 
@@ -304,7 +306,9 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
     const Status gs = LoadOne(dicts, k.to, c2, k.flags, &got);
     EXPECT_EQ(es.ok(), k.ok) << es.ToString();
     ASSERT_EQ(gs.ok(), es.ok()) << gs.ToString() << " vs " << es.ToString();
-    if (es.ok()) EXPECT_EQ(FirstDifference(got, expected), "");
+    if (es.ok()) {
+      EXPECT_EQ(FirstDifference(got, expected), "");
+    }
   }
 }
 
