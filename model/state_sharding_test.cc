@@ -167,7 +167,9 @@ TEST(StateSharding, MoeWithEpAndExpertTpIsValidChainedAndRoundTrips) {
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
   for (const auto& o : dicts[5].objects) {
-    if (o.spec.key == "rng_state") EXPECT_EQ(o.spec.global_shape, (Dims{1, 2, 4}));
+    if (o.spec.key == "rng_state") {
+      EXPECT_EQ(o.spec.global_shape, (Dims{1, 2, 4}));
+    }
   }
 }
 
@@ -225,7 +227,11 @@ TEST(StateSharding, HeterogeneousModulesNeverCollide) {
 
 TEST(StateSharding, DpReshardableUnevenSlicesKeepPerRankListsOutOfCommon) {
   const Layout l = MakeLayout(4, 1, 1);  // DP4
-  const TrainingState s = Trained(Config(l), 1);
+  TrainingConfig c = Config(l);
+  c.model.hidden_size = 6;  // odd-sized parameters: bucket padding and empty slices matter
+  c.model.num_attention_heads = 2;
+  c.model.vocab_size = 15;
+  const TrainingState s = Trained(c, 1);
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, DpReshardable(150, 1), &dicts).ok());
   EXPECT_EQ(Violations(dicts), "");
@@ -300,7 +306,9 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
     const Status gs = LoadOne(dicts, k.to, c2, k.flags, &got);
     EXPECT_EQ(es.ok(), k.ok) << es.ToString();
     ASSERT_EQ(gs.ok(), es.ok()) << gs.ToString() << " vs " << es.ToString();
-    if (es.ok()) EXPECT_EQ(FirstDifference(got, expected), "");
+    if (es.ok()) {
+      EXPECT_EQ(FirstDifference(got, expected), "");
+    }
   }
 }
 
