@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "generators/layout_gen.h"
+#include "model/describe.h"
 #include "model/scheduler.h"
 
 namespace ckptspec {
@@ -59,12 +60,17 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
     d.shuffle = *rc::gen::elementOf(std::vector<bool>{true, false});
     d.seed = *rc::gen::inRange<uint64_t>(1, 1000);
 
-    // Freeze a few parameters, sometimes.
+    // Freeze a few parameters, sometimes: every instance of a stacked checkpoint key together
+    // (a stacked key's optimizer state cannot have holes; state_sharding.h).
     const std::vector<ParameterSpec> params = ModelParameters(model);
-    const int frozen = *rc::gen::elementOf(std::vector<int>{0, 0, 1, 2});
-    for (int i = 0; i < frozen; ++i) {
-      const std::string& name = (*rc::gen::elementOf(params)).name;
-      if (std::find(c.frozen.begin(), c.frozen.end(), name) == c.frozen.end()) c.frozen.push_back(name);
+    const int frozen_keys = *rc::gen::elementOf(std::vector<int>{0, 0, 1, 2});
+    for (int i = 0; i < frozen_keys; ++i) {
+      const std::string key = (*rc::gen::elementOf(params)).key;
+      for (const ParameterSpec& p : params) {
+        if (p.key == key && std::find(c.frozen.begin(), c.frozen.end(), p.name) == c.frozen.end()) {
+          c.frozen.push_back(p.name);
+        }
+      }
     }
     const Status valid = ValidateTrainingConfig(c);
     if (!valid.ok()) RC_FAIL("TrainingConfigFor built an invalid config: " + valid.ToString());
@@ -91,45 +97,6 @@ rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict) {
 }
 
 }  // namespace gen
-
-std::string DescribeLoadFlags(const LoadFlags& f) {
-  std::string s;
-  auto add = [&](bool on, const char* name) {
-    if (!on) return;
-    if (!s.empty()) s += " ";
-    s += name;
-  };
-  add(f.finetune, "--finetune");
-  add(f.no_load_optim, "--no-load-optim");
-  add(f.no_load_rng, "--no-load-rng");
-  add(f.override_scheduler, "--override-opt_param-scheduler");
-  add(f.use_checkpoint_scheduler, "--use-checkpoint-opt_param-scheduler");
-  add(f.reset_dataloader, "--reset-dataloader");
-  return s.empty() ? "(no flags)" : s;
-}
-
-std::string DescribeTrainingConfig(const TrainingConfig& c) {
-  std::ostringstream os;
-  os << "model " << DescribeModel(c.model) << "; seed " << c.seed << "; optimizer "
-     << (c.optimizer.chaining == Chaining::kDenseExpert ? "dense+expert chained" : "single")
-     << ", step per " << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "parameter");
-  if (c.optimizer.cpu_offload_fraction > 0) os << ", cpu offload " << c.optimizer.cpu_offload_fraction;
-  for (const auto& o : c.optimizer.grouping.lr_mult_overrides) {
-    os << ", lr_mult " << o.lr_mult << " for *" << o.name_contains << "*";
-  }
-  if (c.optimizer.grouping.decoupled_lr) os << ", decoupled lr " << *c.optimizer.grouping.decoupled_lr;
-  os << "; scheduler " << LrDecayStyleName(c.scheduler.lr_decay_style) << " warmup "
-     << c.scheduler.lr_warmup_steps << " decay " << c.scheduler.lr_decay_steps << "; data "
-     << c.data.num_samples << " samples, gbs " << c.data.global_batch_size << ", mbs "
-     << c.data.micro_batch_size << ", dp " << c.data.dp_size << (c.data.shuffle ? ", shuffled" : "")
-     << "; rerun " << RerunModeName(c.rerun_mode);
-  if (c.data_parallel_random_init) os << "; data_parallel_random_init";
-  if (!c.frozen.empty()) {
-    os << "; frozen";
-    for (const auto& name : c.frozen) os << " " << name;
-  }
-  return os.str();
-}
 
 void showValue(const TrainingConfig& config, std::ostream& os) { os << DescribeTrainingConfig(config); }
 void showValue(const LoadFlags& flags, std::ostream& os) { os << DescribeLoadFlags(flags); }

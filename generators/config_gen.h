@@ -29,8 +29,6 @@ rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict);
 
 }  // namespace gen
 
-std::string DescribeTrainingConfig(const TrainingConfig& config);
-std::string DescribeLoadFlags(const LoadFlags& flags);
 void showValue(const TrainingConfig& config, std::ostream& os);
 void showValue(const LoadFlags& flags, std::ostream& os);
 

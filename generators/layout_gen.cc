@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "model/describe.h"
+
 namespace ckptspec {
 namespace gen {
 namespace {
@@ -202,25 +204,6 @@ rc::Gen<InvalidLayoutCase> InvalidLayout() {
 }
 
 }  // namespace gen
-
-std::string DescribeModel(const ModelConfig& m) {
-  std::ostringstream os;
-  if (!m.name.empty()) os << m.name << ": ";
-  os << m.num_layers << " layers";
-  if (m.pipeline_split.first_stage_layers >= 0 || m.pipeline_split.last_stage_layers >= 0) {
-    os << " (first stage " << m.pipeline_split.first_stage_layers << ", last "
-       << m.pipeline_split.last_stage_layers << ")";
-  }
-  os << ", hidden " << m.hidden_size << ", heads " << m.num_attention_heads << "/"
-     << m.query_groups() << " groups, ffn " << m.ffn() << ", vocab " << m.vocab_size;
-  if (m.num_experts > 0) {
-    os << ", " << m.num_experts << " experts (ffn " << m.moe_ffn() << ", every "
-       << m.moe_layer_freq << " layer)";
-  }
-  os << (m.tie_embeddings ? ", tied" : ", untied") << (m.gated_linear_unit ? ", glu" : "")
-     << (m.add_bias ? ", bias" : "") << ", " << DTypeName(m.params_dtype);
-  return os.str();
-}
 
 void showValue(const Layout& layout, std::ostream& os) { os << layout.ToString(); }
 void showValue(const ModelConfig& model, std::ostream& os) { os << DescribeModel(model); }

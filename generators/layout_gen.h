@@ -57,6 +57,5 @@ void showValue(const ModelConfig& model, std::ostream& os);
 void showValue(const LayoutAndModel& value, std::ostream& os);
 void showValue(const HeterogeneousCase& value, std::ostream& os);
 void showValue(const InvalidLayoutCase& value, std::ostream& os);
-std::string DescribeModel(const ModelConfig& model);
 
 }  // namespace ckptspec

@@ -117,7 +117,7 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
 }
 
 // L7.
-Status LoadRng(const CheckpointDescriptor& ckpt, const LoadRequest& req, TrainingState* out) {
+Status LoadRng(const CheckpointDescriptor& ckpt, const ResumeRequest& req, TrainingState* out) {
   const TrainingState& saved = ckpt.state;
   for (size_t r = 0; r < req.config.ranks.size(); ++r) {
     const RankCoords& want = req.config.ranks[r];
@@ -132,7 +132,7 @@ Status LoadRng(const CheckpointDescriptor& ckpt, const LoadRequest& req, Trainin
 
 }  // namespace
 
-Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadRequest& req, TrainingState* out) {
+Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequest& req, TrainingState* out) {
   const LoadFlags& f = req.flags;
   // L0.
   if (f.override_scheduler && f.use_checkpoint_scheduler) {
@@ -155,8 +155,10 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadReques
   CKPTSPEC_RETURN_IF_ERROR(CheckModel(saved, s));
   for (size_t i = 0; i < s.params.size(); ++i) s.params[i].model = saved.params[i].model;
 
-  // L2.
+  // L2. A rerun machine that L8 does not load starts at the resumed iteration: it counts the
+  // training loop's iterations, and the loop resumes here.
   s.iteration = f.finetune ? 0 : saved.iteration;
+  s.rerun.current_iteration = s.iteration;
 
   // L3 / L4.
   const bool load_optim = !f.finetune && !f.no_load_optim;

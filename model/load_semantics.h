@@ -12,7 +12,8 @@
 // | L1 | model weights    | always loaded, under any layout change (the model is reshardable). The    |
 // |    |                  | parameter lists (names, shapes, dtype) must agree: error naming the first |
 // |    |                  | difference. Frozen parameters load too.                                   |
-// | L2 | iteration        | finetune: 0. Otherwise the checkpoint's.                                  |
+// | L2 | iteration        | finetune: 0. Otherwise the checkpoint's. A rerun machine L8 does not load |
+// |    |                  | starts at this iteration (it counts the loop's iterations).               |
 // | L3 | optimizer state  | skipped under finetune or no_load_optim. Otherwise: fully_reshardable     |
 // |    |                  | loads under any layout change; dp_reshardable only when TP, PP, CP, EP    |
 // |    |                  | and ETP are unchanged (error naming the changed size). Groups match by    |
@@ -69,7 +70,7 @@ struct CheckpointDescriptor {
   bool has_rng = true;
 };
 
-struct LoadRequest {
+struct ResumeRequest {
   TrainingConfig config;
   Layout layout;
   LoadFlags flags;
@@ -85,7 +86,7 @@ Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& saved, c
 int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
                  bool data_parallel_random_init);
 
-Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const LoadRequest& req,
+Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequest& req,
                               TrainingState* out);
 
 }  // namespace ckptspec

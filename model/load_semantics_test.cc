@@ -59,8 +59,8 @@ CheckpointDescriptor Checkpoint(int iterations, TrainingConfig cfg = Config()) {
   return c;
 }
 
-LoadRequest Request(TrainingConfig cfg = Config()) {
-  LoadRequest r;
+ResumeRequest Request(TrainingConfig cfg = Config()) {
+  ResumeRequest r;
   r.config = cfg;
   r.layout = Sizes(2, 2);
   return r;
@@ -88,7 +88,7 @@ RC_GTEST_PROP(LoadSemantics, LoadingOwnCheckpointResumesExactly, ()) {
 }
 
 TEST(LoadSemantics, L0BothSchedulerFlagsAndDpMismatchAreErrors) {
-  LoadRequest r = Request();
+  ResumeRequest r = Request();
   r.flags.override_scheduler = r.flags.use_checkpoint_scheduler = true;
   TrainingState out;
   EXPECT_EQ(ExpectedStateAfterLoad(Checkpoint(1), r, &out).code(), Status::Code::kInvalidArgument);
@@ -99,7 +99,7 @@ TEST(LoadSemantics, L0BothSchedulerFlagsAndDpMismatchAreErrors) {
 
 TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
   const CheckpointDescriptor ckpt = Checkpoint(2);
-  LoadRequest r = Request();
+  ResumeRequest r = Request();
   r.layout = Sizes(4, 2);
   r.flags.no_load_optim = true;
   TrainingState out;
@@ -114,7 +114,7 @@ TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
 
 TEST(LoadSemantics, L2FinetuneStartsAtIterationZeroWithNothingButTheModel) {
   const CheckpointDescriptor ckpt = Checkpoint(3);
-  LoadRequest r = Request();
+  ResumeRequest r = Request();
   r.flags.finetune = true;
   TrainingState out, fresh;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
@@ -136,7 +136,7 @@ TEST(LoadSemantics, L2FinetuneStartsAtIterationZeroWithNothingButTheModel) {
 TEST(LoadSemantics, L3OptimizerFormatsUnderLayoutChanges) {
   CheckpointDescriptor ckpt = Checkpoint(2);
   TrainingState out;
-  LoadRequest tp = Request();
+  ResumeRequest tp = Request();
   tp.layout = Sizes(4, 2);
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());  // fully_reshardable
   EXPECT_EQ(out.params[1].exp_avg, ckpt.state.params[1].exp_avg);
@@ -147,7 +147,7 @@ TEST(LoadSemantics, L3OptimizerFormatsUnderLayoutChanges) {
   TrainingConfig dp4 = Config();
   dp4.data.dp_size = 4;
   dp4.data.global_batch_size = 8;
-  LoadRequest dp = Request(dp4);
+  ResumeRequest dp = Request(dp4);
   dp.layout = Sizes(2, 4);
   dp.flags.reset_dataloader = true;
   dp.flags.use_checkpoint_scheduler = true;
@@ -186,7 +186,7 @@ TEST(LoadSemantics, L3FrozenParametersAndOptimizerState) {
 
 TEST(LoadSemantics, L4WithoutOptimizerStateMastersFollowTheLoadedModel) {  // B03, B12
   const CheckpointDescriptor ckpt = Checkpoint(3);
-  LoadRequest r = Request();
+  ResumeRequest r = Request();
   r.flags.no_load_optim = true;
   TrainingState out;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
@@ -211,12 +211,12 @@ TEST(LoadSemantics, L5SchedulerRules) {
   TrainingState out;
   Status s = ExpectedStateAfterLoad(ckpt, Request(changed), &out);
   EXPECT_NE(s.message().find("max_lr"), std::string::npos) << s.ToString();
-  LoadRequest use_ckpt = Request(changed);
+  ResumeRequest use_ckpt = Request(changed);
   use_ckpt.flags.use_checkpoint_scheduler = true;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, use_ckpt, &out).ok());
   EXPECT_EQ(out.scheduler.config.max_lr, 1e-2);
   EXPECT_EQ(out.scheduler.num_steps, 12);
-  LoadRequest no_optim = Request(changed);
+  ResumeRequest no_optim = Request(changed);
   no_optim.flags.no_load_optim = true;  // also skips the scheduler: no mismatch check, num_steps 0
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, no_optim, &out).ok());
   EXPECT_EQ(out.scheduler.num_steps, 0);
@@ -229,7 +229,7 @@ TEST(LoadSemantics, L6OverrideTakesGroupBoundsFromTheNewConfig) {  // B05
   changed.scheduler.max_lr = 2e-2;
   changed.scheduler.min_lr = 2e-3;
   changed.optimizer.grouping.decoupled_lr = 8e-3;
-  LoadRequest r = Request(changed);
+  ResumeRequest r = Request(changed);
   r.flags.override_scheduler = true;
   TrainingState out;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
@@ -253,11 +253,11 @@ TEST(LoadSemantics, L7RngOnlyWhereTheRankStillExists) {
   ASSERT_TRUE(InitialTrainingState(Config(), &fresh).ok());
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
   EXPECT_EQ(out.rng, ckpt.state.rng);
-  LoadRequest no_rng = Request();
+  ResumeRequest no_rng = Request();
   no_rng.flags.no_load_rng = true;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, no_rng, &out).ok());
   EXPECT_EQ(out.rng, fresh.rng);
-  LoadRequest tp = Request();
+  ResumeRequest tp = Request();
   tp.layout = Sizes(1, 2);
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());
   EXPECT_EQ(out.rng, fresh.rng);
@@ -277,10 +277,11 @@ TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
   TrainingState out;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
   EXPECT_EQ(out.rerun.current_iteration, 3);
-  LoadRequest tp = Request();
+  ResumeRequest tp = Request();
   tp.layout = Sizes(1, 2);
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, tp, &out).ok());  // sentinel: skipped
-  EXPECT_EQ(out.rerun.current_iteration, 0);
+  EXPECT_EQ(out.rerun.state, RerunState::kNotRunningYet);
+  EXPECT_EQ(out.rerun.current_iteration, 3);  // a fresh machine at the resumed iteration (L2)
   ckpt.state.rerun.state = RerunState::kWillRerunFromCheckpoint;
   const Status s = ExpectedStateAfterLoad(ckpt, tp, &out);
   EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
@@ -302,7 +303,7 @@ TEST(LoadSemantics, L9DataIteratorUnderDpChangeNeedsReset) {
   EXPECT_EQ(out.data.consumed_samples, 12);
   TrainingConfig dp1 = Config();
   dp1.data.dp_size = 1;
-  LoadRequest r = Request(dp1);
+  ResumeRequest r = Request(dp1);
   r.layout = Sizes(2, 1);
   const Status s = ExpectedStateAfterLoad(ckpt, r, &out);
   EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);

@@ -129,11 +129,24 @@ Status StatePlan::Make(const HeterogeneousLayout& layout, const std::vector<Trai
   return Status::OK();
 }
 
+// True when two ranks of one DP-CP group differ in their expert coordinates (ep, etp), so their
+// expert RNG trackers differ and one (pp, tp) cell cannot hold them all. With pp last this follows
+// from ep > 1 or etp != tp; other rank orders can interleave the expert axes with DP-CP.
+static bool ExpertCoordsVaryWithinDataContext(const Layout& layout) {
+  for (int64_t rank = 0; rank < layout.world_size(); ++rank) {
+    const RankCoords c = layout.Coords(rank);
+    const RankCoords base = layout.Coords(layout.Group(GroupKind::kDataContext, rank).front());
+    if (c.ep != base.ep || c.etp != base.etp) return true;
+  }
+  return false;
+}
+
 ObjectSpec StatePlan::RngObjectSpec(const std::string& module, const Layout& layout,
                                     bool data_parallel_random_init, int64_t local_rank,
                                     std::vector<int64_t>* holders) {
   const RankCoords c = layout.Coords(local_rank);
-  const bool by_dp = layout.ep() > 1 || layout.etp() != layout.tp() || data_parallel_random_init;
+  const bool by_dp = layout.ep() > 1 || layout.etp() != layout.tp() || data_parallel_random_init ||
+                     ExpertCoordsVaryWithinDataContext(layout);
   ObjectSpec o;
   o.key = (module.empty() ? std::string() : module + ".") + "rng_state";
   o.origin = OriginModule(module) + ":rng";

@@ -321,7 +321,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
     ckpt.layout = was.layout;
     ckpt.optimizer_format = info.sharding.optimizer_format;
     ckpt.has_rng = true;
-    LoadRequest req;
+    ResumeRequest req;
     req.config = configs[m];
     req.layout = layout.modules()[m].layout;
     req.flags = flags;

@@ -300,7 +300,7 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
     ASSERT_TRUE(ShardTrainingState(l1, s, k.sharding, &dicts).ok());
     const TrainingConfig c2 = Config(k.to);
     CheckpointDescriptor ckpt{s, l1, k.sharding.optimizer_format, true};
-    LoadRequest req{c2, k.to, k.flags};
+    ResumeRequest req{c2, k.to, k.flags};
     TrainingState expected, got;
     const Status es = ExpectedStateAfterLoad(ckpt, req, &expected);
     const Status gs = LoadOne(dicts, k.to, c2, k.flags, &got);

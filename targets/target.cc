@@ -34,30 +34,31 @@ ShardedStateDict TemplateOf(const ShardedStateDict& state) {
   return t;
 }
 
-Status CanonicalFramework::ToStateDicts(const ParameterSharding& sharding, uint64_t seed,
+Status CanonicalFramework::ToStateDicts(const HeterogeneousLayout& layout,
+                                        const std::vector<TrainingState>& states,
+                                        const ShardingConfig& sharding,
                                         std::vector<ShardedStateDict>* every_rank) const {
-  every_rank->clear();
-  for (int64_t rank = 0; rank < sharding.world_size(); ++rank) {
-    every_rank->push_back(sharding.RankStateDict(rank, seed));
-  }
-  return Status::OK();
+  return ShardTrainingState(layout, states, sharding, every_rank);
 }
 
-Status CanonicalFramework::LoadTemplates(const ParameterSharding& sharding,
+Status CanonicalFramework::ReadCheckpointInfo(const nlohmann::json& common,
+                                              CheckpointInfo* info) const {
+  return ckptspec::ReadCheckpointInfo(common, info);
+}
+
+Status CanonicalFramework::LoadTemplates(const HeterogeneousLayout& layout,
+                                         const std::vector<TrainingConfig>& configs,
+                                         const CheckpointInfo& saved, const LoadFlags& flags,
                                          std::vector<ShardedStateDict>* every_rank) const {
-  every_rank->clear();
-  for (int64_t rank = 0; rank < sharding.world_size(); ++rank) {
-    ShardedStateDict t;
-    for (const TensorSpec& spec : sharding.RankTensors(rank)) {
-      int64_t n = 0;
-      if (!CheckedVolume(spec.local_shape, &n)) {
-        return Status::InvalidArgument("tensor '" + spec.key + "': bad local shape");
-      }
-      t.tensors.push_back(ShardedTensor{spec, std::vector<uint8_t>(n * DTypeSize(spec.dtype), 0)});
-    }
-    every_rank->push_back(std::move(t));
-  }
-  return Status::OK();
+  return StateTemplates(layout, configs, saved, flags, every_rank);
+}
+
+Status CanonicalFramework::FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                                          const HeterogeneousLayout& layout,
+                                          const std::vector<TrainingConfig>& configs,
+                                          const LoadFlags& flags,
+                                          std::vector<TrainingState>* states) const {
+  return RebuildTrainingState(loaded, layout, configs, flags, states);
 }
 
 }  // namespace ckptspec

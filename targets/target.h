@@ -24,11 +24,10 @@
 #include <nlohmann/json.hpp>
 
 #include "model/sharded.h"
+#include "model/state_sharding.h"
 #include "model/status.h"
 
 namespace ckptspec {
-
-class ParameterSharding;
 
 // Megatron's StrictHandling (SEMANTICS.md §4). With "unexpected" = keys a rank requests that the
 // checkpoint lacks, "missing" = checkpoint keys that no rank requests (computed by *_ALL only):
@@ -108,27 +107,49 @@ class Engine {
   virtual Status Load(LoadRequest request, LoadResult* result) = 0;
 };
 
-// The framework layer. Its training state is, for now, the parameters of a ParameterSharding
-// with generator content under a seed; the full training state (optimizer, scheduler, RNG, data
-// iterator, rerun state) joins through this interface when model/ provides it.
+// The framework layer: training state <-> per-rank sharded state dicts. The canonical framework
+// is the spec's own (model/state_sharding.h); a mutant overrides one method to reproduce a bug;
+// an adapter may bring its own.
+//
+// Contracts (every implementation):
+//  - ToStateDicts: every rank's dict for a save of `states` (one per module of `layout`).
+//  - ReadCheckpointInfo: the saving layout and sharding config, from a checkpoint's common state.
+//  - LoadTemplates: what every rank of the loading `layout` requests for a run with `configs`
+//    under `flags` from the checkpoint `saved` describes (specs of the NEW layout; buffers sized).
+//  - FromStateDicts: the training states after the load, from the filled templates, with the load
+//    rules applied (flags, copy refresh, scheduler, RNG, data iterator); named errors otherwise.
 class FrameworkLayer {
  public:
   virtual ~FrameworkLayer() = default;
-  // Every rank's state dict for a save.
-  virtual Status ToStateDicts(const ParameterSharding& sharding, uint64_t seed,
+  virtual Status ToStateDicts(const HeterogeneousLayout& layout,
+                              const std::vector<TrainingState>& states,
+                              const ShardingConfig& sharding,
                               std::vector<ShardedStateDict>* every_rank) const = 0;
-  // Every rank's load template: the same specs with zeroed buffers.
-  virtual Status LoadTemplates(const ParameterSharding& sharding,
+  virtual Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* info) const = 0;
+  virtual Status LoadTemplates(const HeterogeneousLayout& layout,
+                               const std::vector<TrainingConfig>& configs,
+                               const CheckpointInfo& saved, const LoadFlags& flags,
                                std::vector<ShardedStateDict>* every_rank) const = 0;
+  virtual Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                                const HeterogeneousLayout& layout,
+                                const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                                std::vector<TrainingState>* states) const = 0;
 };
 
-// The canonical framework layer: ParameterSharding's dicts as they are.
+// The canonical framework layer: model/state_sharding.h as it is.
 class CanonicalFramework : public FrameworkLayer {
  public:
-  Status ToStateDicts(const ParameterSharding& sharding, uint64_t seed,
+  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
+                      const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override;
-  Status LoadTemplates(const ParameterSharding& sharding,
+  Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* info) const override;
+  Status LoadTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                       const CheckpointInfo& saved, const LoadFlags& flags,
                        std::vector<ShardedStateDict>* every_rank) const override;
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                        const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override;
 };
 
 // A target: a name, a framework layer and an engine layer.

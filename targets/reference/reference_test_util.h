@@ -39,15 +39,21 @@ inline ParameterSharding MakeSharding(int64_t world, int64_t tp, int64_t pp,
   return sharding;
 }
 
+// Every rank's parameter dict with generator content under `seed`.
 inline std::vector<ShardedStateDict> DictsOf(const ParameterSharding& sharding, uint64_t seed) {
   std::vector<ShardedStateDict> dicts;
-  CanonicalFramework().ToStateDicts(sharding, seed, &dicts);
+  for (int64_t rank = 0; rank < sharding.world_size(); ++rank) {
+    dicts.push_back(sharding.RankStateDict(rank, seed));
+  }
   return dicts;
 }
 
+// Every rank's load template for the parameters: the same specs with zeroed buffers.
 inline std::vector<ShardedStateDict> TemplatesOf(const ParameterSharding& sharding) {
   std::vector<ShardedStateDict> templates;
-  CanonicalFramework().LoadTemplates(sharding, &templates);
+  for (int64_t rank = 0; rank < sharding.world_size(); ++rank) {
+    templates.push_back(TemplateOf(sharding.RankStateDict(rank, 0)));
+  }
   return templates;
 }
 

@@ -1,0 +1,29 @@
+// Generators of whole runs (layout, per-module training configs, checkpoint sharding config) and
+// of layout changes for a resume.
+//
+// Contracts:
+//  - RunUpTo yields a RunSpec whose states build (InitialStates ok) and shard: one module mostly,
+//    two non-colocated named modules sometimes; both optimizer formats (dp_reshardable forces
+//    dense+expert chaining on models with experts, as Megatron always chains them).
+//  - ResumeRunFor yields the run a resume uses: the same configs on the same layout, or on another
+//    layout that fits every module's model (data.dp_size and ranks follow the new layout).
+#pragma once
+
+#include <ostream>
+
+#include <rapidcheck.h>
+
+#include "model/run_spec.h"
+
+namespace ckptspec {
+namespace gen {
+
+rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous = true);
+// Same module count and models; `change_layout` false keeps the layout.
+rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout);
+
+}  // namespace gen
+
+void showValue(const RunSpec& run, std::ostream& os);
+
+}  // namespace ckptspec

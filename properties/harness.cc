@@ -1,0 +1,85 @@
+#include "properties/harness.h"
+
+#include <sstream>
+
+#include "targets/reference/reference_target.h"
+
+namespace ckptspec {
+
+namespace {
+
+class ReferenceUnderTest : public TargetUnderTest {
+ public:
+  explicit ReferenceUnderTest(const TargetOptions& options) {
+    env_.CreateDir(kRoot);
+    env_.SyncDir("/");
+    env_.ResetOpCount();
+    ReferenceTargetParts parts;
+    parts.engine.env = &env_;
+    parts.engine.root = kRoot;
+    parts.engine.keep_last = options.keep_last;
+    parts.engine.async_execution =
+        options.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
+    target_ = std::make_unique<ReferenceTarget>(std::move(parts));
+  }
+  Target& target() override { return *target_; }
+  MemEnv* mem_env() override { return &env_; }
+  std::string root() const override { return kRoot; }
+
+ private:
+  static constexpr const char* kRoot = "/ckpt";
+  MemEnv env_;  // declared before the target, destroyed after it
+  std::unique_ptr<ReferenceTarget> target_;
+};
+
+}  // namespace
+
+TargetFactory ReferenceTargetFactory() {
+  TargetFactory factory;
+  factory.name = "reference";
+  factory.make = [](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
+    return std::make_unique<ReferenceUnderTest>(options);
+  };
+  factory.capabilities = factory.make(TargetOptions())->target().engine().capabilities();
+  factory.fault_injection = true;
+  return factory;
+}
+
+Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingState>& states,
+               int64_t iteration, const SaveOptions& options) {
+  std::vector<ShardedStateDict> dicts;
+  CKPTSPEC_RETURN_IF_ERROR(
+      target.framework().ToStateDicts(run.layout, states, run.sharding, &dicts).WithContext("framework"));
+  return target.engine().Save(iteration, dicts, options);
+}
+
+Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& options,
+                 std::vector<TrainingState>* states, CheckpointInfo* info) {
+  // Read the common state first: one empty template per rank requests no key.
+  LoadRequest probe;
+  probe.iteration = options.iteration;
+  probe.templates.resize(run.layout.world_size());
+  LoadResult probed;
+  CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(probe), &probed));
+  if (probed.state.empty()) return Status::Corruption("the engine returned no common state");
+  CheckpointInfo saved;
+  CKPTSPEC_RETURN_IF_ERROR(
+      target.framework().ReadCheckpointInfo(probed.state[0].common, &saved).WithContext("framework"));
+  LoadRequest request;
+  request.iteration = probed.iteration;
+  request.strict = options.strict;
+  CKPTSPEC_RETURN_IF_ERROR(target.framework()
+                               .LoadTemplates(run.layout, run.configs, saved, options.flags,
+                                              &request.templates)
+                               .WithContext("framework"));
+  LoadResult loaded;
+  CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(request), &loaded));
+  CKPTSPEC_RETURN_IF_ERROR(target.framework()
+                               .FromStateDicts(loaded.state, run.layout, run.configs,
+                                               options.flags, states)
+                               .WithContext("framework"));
+  if (info) *info = std::move(saved);
+  return Status::OK();
+}
+
+}  // namespace ckptspec

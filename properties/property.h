@@ -1,0 +1,39 @@
+// The property catalog: every invariant of DESIGN.md §5 (P1-P19), written once against the
+// harness (harness.h) and run against any target: the reference in ctest, mutants and adapters
+// through the same table.
+//
+// Contract of a property's `check`: it is a RapidCheck property body. It generates one case
+// (*gen... values), runs it on fresh targets from the factory, and RC_ASSERTs the invariant; on
+// failure it has RC_LOG'ed a readable scenario (layout, config, operations) so RapidCheck's
+// report of the shrunk case reads as a story. It never throws anything but RapidCheck's own
+// results, and never leaves state behind.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "properties/harness.h"
+
+namespace ckptspec {
+
+struct Property {
+  const char* id;    // "P1"
+  const char* name;  // "resume equivalence"
+  const char* bugs;  // the BUGS.md entries it is meant to catch, e.g. "B06 B10 B16"
+  // Empty when the property applies to the factory's targets (their declared capabilities, and
+  // whether their storage takes fault injection); else the reason it does not (reported as
+  // "n/a", never as a pass).
+  std::string (*not_applicable)(const TargetFactory& factory);
+  void (*check)(const TargetFactory& factory);
+};
+
+// The catalog, in id order.
+const std::vector<Property>& AllProperties();
+// The property with this id ("P7"), or null.
+const Property* FindProperty(const std::string& id);
+
+// Property bodies (one file each).
+void CheckResumeEquivalence(const TargetFactory& factory);      // P1
+void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
+
+}  // namespace ckptspec

@@ -1,0 +1,26 @@
+// The property catalog instantiated for the reference target: every property must hold.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "properties/property.h"
+
+namespace ckptspec {
+namespace {
+
+const TargetFactory& Reference() {
+  static const TargetFactory factory = ReferenceTargetFactory();
+  return factory;
+}
+
+RC_GTEST_PROP(ReferenceTarget, P1_ResumeEquivalence, ()) { CheckResumeEquivalence(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentity(Reference()); }
+
+// The reference declares every capability, so no property may be "not applicable" to it.
+TEST(ReferenceTarget, EveryPropertyApplies) {
+  for (const Property& p : AllProperties()) {
+    EXPECT_EQ(p.not_applicable(Reference()), "") << p.id;
+  }
+}
+
+}  // namespace
+}  // namespace ckptspec
