@@ -1,0 +1,124 @@
+#include "properties/runner.h"
+
+#include <chrono>
+#include <sstream>
+
+#include <rapidcheck.h>
+#include <rapidcheck/detail/Configuration.h>
+#include <rapidcheck/detail/TestListener.h>
+
+namespace ckptspec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Records when the first failing case finished; prints nothing.
+class FirstFailureListener : public rc::detail::TestListener {
+ public:
+  explicit FirstFailureListener(Clock::time_point start) : start_(start) {}
+  void onTestCaseFinished(const rc::detail::CaseDescription& description) override {
+    if (description.result.type == rc::detail::CaseResult::Type::Failure && first_failure_s_ < 0) {
+      first_failure_s_ = SecondsSince(start_);
+    }
+  }
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+  double first_failure_s() const { return first_failure_s_; }
+
+ private:
+  Clock::time_point start_;
+  double first_failure_s_ = -1;
+};
+
+}  // namespace
+
+const char* VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kPass: return "pass";
+    case Verdict::kFail: return "FAIL";
+    case Verdict::kNotApplicable: return "n/a";
+    case Verdict::kGaveUp: return "gave up";
+    case Verdict::kError: return "error";
+  }
+  return "?";
+}
+
+PropertyOutcome RunProperty(const Property& property, const TargetFactory& factory,
+                            const RunParams& params) {
+  PropertyOutcome outcome;
+  outcome.property = property.id;
+  outcome.target = factory.name;
+  const std::string reason = property.not_applicable(factory);
+  if (!reason.empty()) {
+    outcome.verdict = Verdict::kNotApplicable;
+    outcome.message = reason;
+    return outcome;
+  }
+  rc::detail::TestParams test_params;
+  test_params.seed = params.seed;
+  test_params.maxSuccess = params.max_success;
+  test_params.maxSize = params.max_size;
+  test_params.disableShrinking = !params.shrink;
+  rc::detail::TestMetadata metadata;
+  metadata.id = factory.name + "/" + property.id;
+  metadata.description = property.name;
+
+  const auto start = Clock::now();
+  FirstFailureListener listener(start);
+  const rc::detail::TestResult result = rc::detail::checkProperty(
+      rc::detail::toProperty([&] { property.check(factory); }), metadata, test_params, listener);
+  outcome.seconds = SecondsSince(start);
+
+  rc::detail::SuccessResult success;
+  rc::detail::FailureResult failure;
+  rc::detail::GaveUpResult gave_up;
+  rc::detail::Error error;
+  if (result.match(success)) {
+    outcome.verdict = Verdict::kPass;
+    outcome.cases = success.numSuccess;
+  } else if (result.match(failure)) {
+    outcome.verdict = Verdict::kFail;
+    outcome.cases = failure.numSuccess + 1;
+    outcome.time_to_failure_s = listener.first_failure_s() >= 0 ? listener.first_failure_s() : outcome.seconds;
+    outcome.message = failure.description;
+    outcome.counterexample = failure.counterExample;
+    for (const auto& [name, value] : failure.counterExample) outcome.shrunk_size += value.size();
+    rc::detail::Configuration config;
+    config.testParams = test_params;
+    config.reproduce[metadata.id] = failure.reproduce;
+    std::ostringstream reproduce;
+    reproduce << config;
+    outcome.reproduce = reproduce.str();
+  } else if (result.match(gave_up)) {
+    outcome.verdict = Verdict::kGaveUp;
+    outcome.cases = gave_up.numSuccess;
+    outcome.message = gave_up.description;
+  } else if (result.match(error)) {
+    outcome.verdict = Verdict::kError;
+    outcome.message = error.description;
+  }
+  return outcome;
+}
+
+std::string DescribeOutcome(const PropertyOutcome& o) {
+  std::ostringstream os;
+  os << o.target << " " << o.property << ": " << VerdictName(o.verdict) << " (" << o.cases
+     << " cases, " << o.seconds << " s)";
+  if (o.verdict == Verdict::kNotApplicable || o.verdict == Verdict::kGaveUp ||
+      o.verdict == Verdict::kError) {
+    os << ": " << o.message << "\n";
+    return os.str();
+  }
+  os << "\n";
+  if (o.verdict != Verdict::kFail) return os.str();
+  os << "  first failure after " << o.time_to_failure_s << " s\n  counterexample:\n";
+  for (const auto& [name, value] : o.counterexample) os << "    " << name << ": " << value << "\n";
+  os << "  " << o.message << "\n  reproduce: RC_PARAMS=\"" << o.reproduce << "\"\n";
+  return os.str();
+}
+
+}  // namespace ckptspec

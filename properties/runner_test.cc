@@ -1,0 +1,87 @@
+#include "properties/runner.h"
+
+#include <gtest/gtest.h>
+
+#include "targets/reference/reference_target.h"
+
+namespace ckptspec {
+namespace {
+
+// A framework that loses the iteration on load: what the runner must report as a failure.
+class IterationLosingFramework : public CanonicalFramework {
+ public:
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    for (TrainingState& s : *states) s.iteration = 0;
+    return Status::OK();
+  }
+};
+
+class BrokenUnderTest : public TargetUnderTest {
+ public:
+  BrokenUnderTest() {
+    env_.CreateDir("/ckpt");
+    env_.SyncDir("/");
+    ReferenceTargetParts parts;
+    parts.name = "iteration-losing";
+    parts.framework = std::make_unique<IterationLosingFramework>();
+    parts.engine.env = &env_;
+    parts.engine.root = "/ckpt";
+    parts.engine.async_execution = AsyncExecution::kDeferred;
+    target_ = std::make_unique<ReferenceTarget>(std::move(parts));
+  }
+  Target& target() override { return *target_; }
+  MemEnv* mem_env() override { return &env_; }
+  std::string root() const override { return "/ckpt"; }
+
+ private:
+  MemEnv env_;
+  std::unique_ptr<ReferenceTarget> target_;
+};
+
+TargetFactory BrokenFactory() {
+  TargetFactory factory = ReferenceTargetFactory();
+  factory.name = "iteration-losing";
+  factory.make = [](const TargetOptions&) -> std::unique_ptr<TargetUnderTest> {
+    return std::make_unique<BrokenUnderTest>();
+  };
+  return factory;
+}
+
+TEST(Runner, ReferencePassesP2) {
+  RunParams params;
+  params.max_success = 20;
+  const PropertyOutcome o = RunProperty(*FindProperty("P2"), ReferenceTargetFactory(), params);
+  EXPECT_EQ(o.verdict, Verdict::kPass) << DescribeOutcome(o);
+  EXPECT_EQ(o.cases, 20);
+}
+
+TEST(Runner, BrokenFrameworkFailsWithAReproducibleShrunkCase) {
+  RunParams params;
+  params.seed = 7;
+  const PropertyOutcome o = RunProperty(*FindProperty("P2"), BrokenFactory(), params);
+  ASSERT_EQ(o.verdict, Verdict::kFail) << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("iteration"), std::string::npos) << o.message;
+  EXPECT_NE(o.reproduce.find("reproduce="), std::string::npos) << o.reproduce;
+  EXPECT_FALSE(o.counterexample.empty());
+  EXPECT_GT(o.shrunk_size, 0u);
+  EXPECT_LE(o.time_to_failure_s, o.seconds);
+  // Deterministic: the same seed finds and shrinks to the same case.
+  const PropertyOutcome again = RunProperty(*FindProperty("P2"), BrokenFactory(), params);
+  EXPECT_EQ(again.cases, o.cases);
+  EXPECT_EQ(again.counterexample, o.counterexample);
+}
+
+TEST(Runner, NotApplicableNeverRuns) {
+  Property p = *FindProperty("P2");
+  p.not_applicable = [](const TargetFactory&) { return std::string("needs a capability"); };
+  p.check = [](const TargetFactory&) { FAIL() << "must not run"; };
+  const PropertyOutcome o = RunProperty(p, ReferenceTargetFactory(), RunParams());
+  EXPECT_EQ(o.verdict, Verdict::kNotApplicable);
+  EXPECT_EQ(o.message, "needs a capability");
+}
+
+}  // namespace
+}  // namespace ckptspec
