@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "model/content_encode.h"
 #include "model/dtype.h"
 #include "model/float_codec.h"
 #include "model/host_device.h"
@@ -52,7 +53,7 @@ CKPTSPEC_HD constexpr uint64_t ContentBits(uint64_t seed, uint64_t key_hash, uin
 
 // A value in [-1, 1) with 24 bits of resolution, exact in fp32.
 CKPTSPEC_HD inline float ContentUnitFloat(uint64_t bits) {
-  const int32_t r = static_cast<int32_t>(bits >> 40) - (1 << 23);  // [-2^23, 2^23)
+  const int32_t r = ContentUnitNumerator(bits);  // [-2^23, 2^23)
   return static_cast<float>(r) * (1.0f / 8388608.0f);
 }
 
@@ -62,7 +63,8 @@ CKPTSPEC_HD inline uint64_t ContentElementBits(DType dtype, uint64_t seed, uint6
   switch (dtype) {
     case DType::kInt32: return bits & 0xFFFFFFFFull;
     case DType::kInt64: return bits;
-    default: return EncodeFloat(dtype, ContentUnitFloat(bits));
+    // == EncodeFloat(dtype, ContentUnitFloat(bits)), by a branch-free path (content_encode.h).
+    default: return EncodeContentUnit(dtype, bits);
   }
 }
 
