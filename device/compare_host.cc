@@ -66,6 +66,7 @@ __attribute__((always_inline)) inline CompareAccumulator CompareRangeImpl(const 
   const bool flag_nans = EqualNaNsMismatch(params);
   const uint8_t* actual = static_cast<const uint8_t*>(job.actual);
   Bits<D> generated[kGenerated ? kChunk : 1];
+  [[maybe_unused]] const uint64_t stream = ContentStream(job.seed, job.key_hash);
   int64_t i = begin;
   while (i < end) {
     const uint64_t run_global = ix.GlobalIndexOf(i);
@@ -75,9 +76,13 @@ __attribute__((always_inline)) inline CompareAccumulator CompareRangeImpl(const 
       const uint8_t* a = actual + i * static_cast<int64_t>(sizeof(Bits<D>));
       const uint8_t* e;
       if constexpr (kGenerated) {
+        // ContentElementBits(D, seed, key_hash, global + j), with the stream hoisted and the
+        // index term stepped by addition (model/content.h).
+        uint64_t term = ContentIndexTerm(global);
         for (int64_t j = 0; j < n; ++j) {
           generated[j] = static_cast<Bits<D>>(
-              ContentElementBits(D, job.seed, job.key_hash, global + static_cast<uint64_t>(j)));
+              ContentElementFromBits(D, ContentBitsFromTerm(stream, term)));
+          term += kContentIndexGolden;
         }
         e = reinterpret_cast<const uint8_t*>(generated);
       } else {
@@ -87,9 +92,11 @@ __attribute__((always_inline)) inline CompareAccumulator CompareRangeImpl(const 
       uint64_t sum = 0;
       uint64_t differ = 0;
       uint64_t nans = 0;
+      uint64_t element_salt = salt;  // (global + j) * kChecksumSalt, stepped by addition
       for (int64_t j = 0; j < n; ++j) {
         const uint64_t av = LoadAt<D>(a, j);
-        sum += Mix64(av ^ (salt + static_cast<uint64_t>(j) * kChecksumSalt));
+        sum += Mix64(av ^ element_salt);
+        element_salt += kChecksumSalt;
         differ |= av ^ LoadAt<D>(e, j);
         if constexpr (ElementTraits<D>::kFloating) nans |= static_cast<uint64_t>(IsNaN<D>(av));
       }

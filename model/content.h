@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "model/content_encode.h"
 #include "model/dtype.h"
 #include "model/float_codec.h"
 #include "model/host_device.h"
@@ -43,27 +44,47 @@ constexpr uint64_t KeyHash(std::string_view key) {
   return Mix64(h);
 }
 
-// Mix64(Mix64(seed ^ key_hash * golden) + index * golden'): distinct (seed, key) pairs give
-// independent streams; consecutive indices give independent words.
+// Mix64(Mix64(seed ^ key_hash * golden) + (index + 1) * golden'): distinct (seed, key) pairs give
+// independent streams; consecutive indices give independent words. Split into its parts so a loop
+// over consecutive indices can hoist the stream and step the index term by addition:
+// ContentIndexTerm(i + 1) == ContentIndexTerm(i) + kContentIndexGolden (mod 2^64).
+inline constexpr uint64_t kContentIndexGolden = 0xD1B54A32D192ED03ull;
+
+CKPTSPEC_HD constexpr uint64_t ContentStream(uint64_t seed, uint64_t key_hash) {
+  return Mix64(seed ^ (key_hash * 0x9E3779B97F4A7C15ull));
+}
+
+CKPTSPEC_HD constexpr uint64_t ContentIndexTerm(uint64_t index) {
+  return (index + 1) * kContentIndexGolden;
+}
+
+CKPTSPEC_HD constexpr uint64_t ContentBitsFromTerm(uint64_t stream, uint64_t index_term) {
+  return Mix64(stream + index_term);
+}
+
 CKPTSPEC_HD constexpr uint64_t ContentBits(uint64_t seed, uint64_t key_hash, uint64_t index) {
-  const uint64_t stream = Mix64(seed ^ (key_hash * 0x9E3779B97F4A7C15ull));
-  return Mix64(stream + (index + 1) * 0xD1B54A32D192ED03ull);
+  return ContentBitsFromTerm(ContentStream(seed, key_hash), ContentIndexTerm(index));
 }
 
 // A value in [-1, 1) with 24 bits of resolution, exact in fp32.
 CKPTSPEC_HD inline float ContentUnitFloat(uint64_t bits) {
-  const int32_t r = static_cast<int32_t>(bits >> 40) - (1 << 23);  // [-2^23, 2^23)
+  const int32_t r = ContentUnitNumerator(bits);  // [-2^23, 2^23)
   return static_cast<float>(r) * (1.0f / 8388608.0f);
+}
+
+// The element's bits in `dtype` given its ContentBits word.
+CKPTSPEC_HD inline uint64_t ContentElementFromBits(DType dtype, uint64_t bits) {
+  switch (dtype) {
+    case DType::kInt32: return bits & 0xFFFFFFFFull;
+    case DType::kInt64: return bits;
+    // == EncodeFloat(dtype, ContentUnitFloat(bits)), by a branch-free path (content_encode.h).
+    default: return EncodeContentUnit(dtype, bits);
+  }
 }
 
 CKPTSPEC_HD inline uint64_t ContentElementBits(DType dtype, uint64_t seed, uint64_t key_hash,
                                                uint64_t global_index) {
-  const uint64_t bits = ContentBits(seed, key_hash, global_index);
-  switch (dtype) {
-    case DType::kInt32: return bits & 0xFFFFFFFFull;
-    case DType::kInt64: return bits;
-    default: return EncodeFloat(dtype, ContentUnitFloat(bits));
-  }
+  return ContentElementFromBits(dtype, ContentBits(seed, key_hash, global_index));
 }
 
 }  // namespace ckptspec

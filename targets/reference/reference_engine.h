@@ -25,7 +25,8 @@
 //
 // Load: see reference_load.cc: chunks resolved by box intersection (resharding), objects by
 // unique key, every StrictMode, checksums verified on every read, global-shape mismatch an
-// error unless allowed.
+// error unless allowed. LoadToDestinations is the same load writing tensor data through a
+// DestinationProvider (targets/device/ uses it to load straight into CUDA device memory).
 //
 // Thread-safety: one caller at a time (the background writer is internal).
 #pragma once
@@ -39,6 +40,7 @@
 #include "targets/env/env.h"
 #include "targets/reference/format.h"
 #include "targets/reference/save_plan.h"
+#include "targets/reference/tensor_destination.h"
 #include "targets/target.h"
 
 namespace ckptspec {
@@ -65,6 +67,12 @@ class ReferenceEngine : public Engine {
               const SaveOptions& options) override;
   Status Finalize() override;
   Status Load(LoadRequest request, LoadResult* result) override;
+  // Load, except that every loaded tensor's bytes go to the destination `provider` opens for it
+  // (tensor_destination.h; host or device memory) instead of the template's buffer. Templates'
+  // data buffers are not read or size-checked, and the result's tensors have empty data; the
+  // rest of the result (iteration, objects, common, strict-mode fields) is as for Load.
+  Status LoadToDestinations(LoadRequest request, DestinationProvider* provider,
+                            LoadResult* result);
 
   // The iteration the tracker names (NotFound without a tracker).
   Status LatestIteration(int64_t* iteration);
@@ -86,7 +94,7 @@ class ReferenceEngine : public Engine {
   Status EnsureRoot();
   Status RemoveLeftovers();
   Status ApplyRetention();
-  Status LoadImpl(LoadRequest& request, LoadResult* result);
+  Status LoadImpl(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
 
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;

@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "targets/reference/reference_engine.h"
+#include "targets/reference/tensor_destination.h"
 
 namespace ckptspec {
 
@@ -35,31 +36,38 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return s + "]";
 }
 
-// Copies the elements of `piece` from a row-major buffer over `src_box` into one over `dst_box`.
+// Copies the elements of `piece` from a row-major buffer over `src_box` into a destination
+// holding a row-major buffer over `dst_box`, one Write per run that is contiguous in both (the
+// trailing axes the piece spans entirely in both boxes merge into one run).
 // Precondition: piece lies inside both boxes.
-void CopyBox(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box& dst_box,
-             const Box& piece, int elem) {
+Status CopyBox(const uint8_t* src, const Box& src_box, TensorDestination* dst, const Box& dst_box,
+               const Box& piece, int elem) {
   const int rank = piece.rank();
-  if (rank == 0) {
-    std::memcpy(dst, src, elem);
-    return;
-  }
+  if (rank == 0) return dst->Write(0, src, elem);
   const int64_t total = Volume(piece.shape);
-  if (total == 0) return;
-  const int64_t row = piece.shape[rank - 1];
+  if (total == 0) return Status::OK();
+  int outer = rank - 1;  // axes [outer, rank) make one contiguous run
+  int64_t run = piece.shape[rank - 1];
+  while (outer > 0 && piece.shape[outer] == src_box.shape[outer] &&
+         piece.shape[outer] == dst_box.shape[outer]) {
+    --outer;
+    run *= piece.shape[outer];
+  }
   Dims coord(rank, 0), s(rank), d(rank);
-  for (int64_t done = 0; done < total; done += row) {
+  for (int64_t done = 0; done < total; done += run) {
     for (int a = 0; a < rank; ++a) {
       s[a] = piece.offset[a] + coord[a] - src_box.offset[a];
       d[a] = piece.offset[a] + coord[a] - dst_box.offset[a];
     }
-    std::memcpy(dst + LinearIndex(d, dst_box.shape) * elem, src + LinearIndex(s, src_box.shape) * elem,
-                static_cast<size_t>(row) * elem);
-    for (int a = rank - 2; a >= 0; --a) {
+    CKPTSPEC_RETURN_IF_ERROR(dst->Write(static_cast<uint64_t>(LinearIndex(d, dst_box.shape)) * elem,
+                                        src + LinearIndex(s, src_box.shape) * elem,
+                                        static_cast<uint64_t>(run) * elem));
+    for (int a = outer - 1; a >= 0; --a) {
       if (++coord[a] < piece.shape[a]) break;
       coord[a] = 0;
     }
   }
+  return Status::OK();
 }
 
 class CheckpointReader {
@@ -103,24 +111,25 @@ class CheckpointReader {
     return Status::OK();
   }
 
+  // Fills `dst`, the destination of a shard with spec `spec`.
   Status LoadTensor(size_t t, const std::string& who, bool allow_shape_mismatch,
-                    ShardedTensor* dst) {
+                    const TensorSpec& spec, TensorDestination* dst) {
     const TensorEntry& entry = m_.tensors[t];
     const std::string metadata_path = JoinPath(dir_, kMetadataFileName);
-    if (entry.dtype != dst->spec.dtype) {
+    if (entry.dtype != spec.dtype) {
       return Status::InvalidArgument(who + "tensor '" + entry.key + "': checkpoint dtype " +
                                      DTypeName(entry.dtype) + ", requested " +
-                                     DTypeName(dst->spec.dtype));
+                                     DTypeName(spec.dtype));
     }
-    const Box dst_box = dst->spec.box();
+    const Box dst_box = spec.box();
     Box want = dst_box;
-    if (entry.global_shape != dst->spec.global_shape) {
-      if (!allow_shape_mismatch || entry.global_shape.size() != dst->spec.global_shape.size()) {
+    if (entry.global_shape != spec.global_shape) {
+      if (!allow_shape_mismatch || entry.global_shape.size() != spec.global_shape.size()) {
         return Status::InvalidArgument(who + "global shape mismatch for tensor '" + entry.key +
                                        "': checkpoint " + DimsToString(entry.global_shape) +
-                                       ", requested " + DimsToString(dst->spec.global_shape));
+                                       ", requested " + DimsToString(spec.global_shape));
       }
-      std::fill(dst->data.begin(), dst->data.end(), 0);
+      CKPTSPEC_RETURN_IF_ERROR(dst->Zero());
       const Box whole{Dims(entry.global_shape.size(), 0), entry.global_shape};
       if (!Intersect(dst_box, whole, &want)) return Status::OK();
     }
@@ -150,16 +159,19 @@ class CheckpointReader {
     const int elem = DTypeSize(entry.dtype);
     for (const auto& [c, piece] : pieces) {
       const ChunkEntry& chunk = entry.chunks[c];
-      if (chunk.box == dst_box && piece == dst_box && !cache_.count({t, c})) {
-        // Same chunk as requested: read straight into the destination.
+      if (chunk.box == dst_box && piece == dst_box && !cache_.count({t, c}) &&
+          dst->host_data() != nullptr && chunk.extent.size == dst->size()) {
+        // Same chunk as requested, host memory: read straight into the destination.
         CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
             chunk.extent, "chunk " + BoxToString(chunk.box) + " of tensor '" + entry.key + "'",
-            dst->data.data()));
+            dst->host_data()));
         continue;
       }
+      // Otherwise the chunk is read once into host staging memory (verified there, and cached
+      // for the other ranks that need it) and each piece is written to the destination.
       const uint8_t* src = nullptr;
       CKPTSPEC_RETURN_IF_ERROR(Chunk(t, c, &src));
-      CopyBox(src, chunk.box, dst->data.data(), dst_box, piece, elem);
+      CKPTSPEC_RETURN_IF_ERROR(CopyBox(src, chunk.box, dst, dst_box, piece, elem));
     }
     return Status::OK();
   }
@@ -182,13 +194,14 @@ class CheckpointReader {
   uint64_t cached_bytes_ = 0;
 };
 
-Status ValidateTemplate(size_t rank, const ShardedStateDict& dict) {
+// `check_buffers`: each tensor's data must have its shard's size (loading into the templates).
+Status ValidateTemplate(size_t rank, const ShardedStateDict& dict, bool check_buffers) {
   for (const ShardedTensor& t : dict.tensors) {
     const Status s = ValidateTensorSpec(t.spec);
     if (!s.ok()) return s.WithContext("load template of rank " + std::to_string(rank));
     int64_t volume = 0;
     CheckedVolume(t.spec.local_shape, &volume);
-    if (t.data.size() != static_cast<uint64_t>(volume) * DTypeSize(t.spec.dtype)) {
+    if (check_buffers && t.data.size() != static_cast<uint64_t>(volume) * DTypeSize(t.spec.dtype)) {
       return Status::InvalidArgument("load template of rank " + std::to_string(rank) +
                                      ": tensor '" + t.spec.key + "' buffer holds " +
                                      std::to_string(t.data.size()) + " bytes, its local shape needs " +
@@ -246,10 +259,21 @@ Status ReferenceEngine::Load(LoadRequest request, LoadResult* result) {
   if (options_.env == nullptr || options_.root.empty()) {
     return Status::InvalidArgument("reference engine needs an Env and a root directory");
   }
-  return LoadImpl(request, result);
+  return LoadImpl(request, nullptr, result);
 }
 
-Status ReferenceEngine::LoadImpl(LoadRequest& request, LoadResult* result) {
+Status ReferenceEngine::LoadToDestinations(LoadRequest request, DestinationProvider* provider,
+                                           LoadResult* result) {
+  if (provider == nullptr) return Status::InvalidArgument("destination provider is null");
+  CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  if (options_.env == nullptr || options_.root.empty()) {
+    return Status::InvalidArgument("reference engine needs an Env and a root directory");
+  }
+  return LoadImpl(request, provider, result);
+}
+
+Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* provider,
+                                 LoadResult* result) {
   int64_t iteration;
   if (request.iteration) {
     iteration = *request.iteration;
@@ -263,7 +287,7 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, LoadResult* result) {
   CKPTSPEC_RETURN_IF_ERROR(ReadMetadata(iteration, &m));
   const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
   for (size_t r = 0; r < request.templates.size(); ++r) {
-    CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r]));
+    CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r], provider == nullptr));
   }
 
   std::unordered_map<std::string, size_t> tensor_by_key;
@@ -363,8 +387,25 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, LoadResult* result) {
         return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " + dir);
       }
       dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
-      CKPTSPEC_RETURN_IF_ERROR(
-          reader.LoadTensor(it->second, who, request.allow_shape_mismatch, &dict.tensors.back()));
+      ShardedTensor& loaded = dict.tensors.back();
+      if (provider == nullptr) {
+        HostTensorDestination dst(&loaded.data);
+        CKPTSPEC_RETURN_IF_ERROR(
+            reader.LoadTensor(it->second, who, request.allow_shape_mismatch, loaded.spec, &dst));
+      } else {
+        std::vector<uint8_t>().swap(loaded.data);  // the provider's destination holds the data
+        TensorDestination* dst = nullptr;
+        const uint64_t bytes = static_cast<uint64_t>(Volume(loaded.spec.local_shape)) *
+                               static_cast<uint64_t>(DTypeSize(loaded.spec.dtype));
+        CKPTSPEC_RETURN_IF_ERROR(provider->Open(r, loaded.spec, bytes, &dst));
+        if (dst == nullptr || dst->size() != bytes) {
+          return Status::InvalidArgument(who + "tensor '" + loaded.spec.key +
+                                         "': the destination provider returned no destination "
+                                         "of " + std::to_string(bytes) + " bytes");
+        }
+        CKPTSPEC_RETURN_IF_ERROR(
+            reader.LoadTensor(it->second, who, request.allow_shape_mismatch, loaded.spec, dst));
+      }
     }
     for (ShardedObject& o : request.templates[r].objects) {
       if (drop_unexpected && drop.count(o.spec.key)) continue;
