@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/layout_command.h"
+#include "cli/run_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ckptspec: an executable specification of distributed training-checkpoint "
@@ -12,6 +13,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ckptspec::LayoutOptions layout_options;
   CLI::App* layout = ckptspec::AddLayoutCommand(app, &layout_options);
+  ckptspec::RunOptions run_options;
+  CLI::App* run = ckptspec::AddRunCommand(app, &run_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -19,5 +22,6 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (layout->parsed()) return ckptspec::RunLayoutCommand(layout_options, std::cout, std::cerr);
+  if (run->parsed()) return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
   return 2;
 }

@@ -1,0 +1,48 @@
+// `ckptspec run`: runs the property catalog against targets and prints the matrix
+// (target × property: pass, FAIL with time to detection and shrunk size, or n/a), with optional
+// JSON and JUnit reports.
+//
+// Exit codes: 0 every selected property passes (or is n/a) on every selected target;
+// 1 some property failed (or gave up, or errored); 2 invalid arguments.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "properties/runner.h"
+
+namespace ckptspec {
+
+struct RunOptions {
+  std::vector<std::string> targets{"reference"};
+  std::string properties;  // comma-separated ids; empty: all
+  uint64_t seed = 1;
+  // "N" cases per property, or a time such as "30s" / "2m" spread over the properties (runs
+  // batches of 100 cases with successive seeds until the time is up or a case fails).
+  std::string budget = "100";
+  std::string json_out;
+  std::string junit_out;
+  bool quiet = false;  // no progress line
+};
+
+CLI::App* AddRunCommand(CLI::App& app, RunOptions* options);
+
+int RunRunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+// Parses --budget: cases (> 0) or seconds (> 0). Errors name the value.
+struct Budget {
+  int cases = 0;
+  double seconds = 0;
+};
+Status ParseBudget(const std::string& text, Budget* out);
+
+// The reports, from the outcomes of one run.
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes);
+std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed);
+std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes);
+
+}  // namespace ckptspec
