@@ -1,0 +1,29 @@
+// Fuzzes what a load reads from a checkpoint's common state and objects before trusting it: the
+// canonical framework's checkpoint info, a rank's RNG state, the rerun state machine's payload.
+// Any bytes give a Status (Corruption naming the field), never a crash.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzz/fuzz_target.h"
+#include "model/rerun_state_machine.h"
+#include "model/rng_streams.h"
+#include "model/state_sharding.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace ckptspec;
+  const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return 0;
+  CheckpointInfo info;
+  ReadCheckpointInfo(j, &info);
+  RankRngState rng;
+  if (RankRngStateFromJson(j, &rng).ok()) {
+    RankRngState again;
+    CKPTSPEC_FUZZ_CHECK(RankRngStateFromJson(RankRngStateToJson(rng), &again).ok() && again == rng,
+                        "RNG state does not round-trip");
+  }
+  RerunLoadContext context;
+  RerunStateMachine machine = NewRerunStateMachine(RerunMode::kValidateResults, 0);
+  LoadRerunPayload(j, context, &machine);
+  return 0;
+}
