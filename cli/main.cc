@@ -6,6 +6,7 @@
 
 #include "cli/layout_command.h"
 #include "cli/run_command.h"
+#include "cli/verify_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ckptspec: an executable specification of distributed training-checkpoint "
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
   CLI::App* layout = ckptspec::AddLayoutCommand(app, &layout_options);
   ckptspec::RunOptions run_options;
   CLI::App* run = ckptspec::AddRunCommand(app, &run_options);
+  ckptspec::VerifyPlanOptions verify_plan_options;
+  CLI::App* verify_plan = ckptspec::AddVerifyPlanCommand(app, &verify_plan_options);
+  ckptspec::VerifyOptions verify_options;
+  CLI::App* verify = ckptspec::AddVerifyCommand(app, &verify_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,5 +28,9 @@ int main(int argc, char** argv) {
   }
   if (layout->parsed()) return ckptspec::RunLayoutCommand(layout_options, std::cout, std::cerr);
   if (run->parsed()) return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
+  if (verify_plan->parsed()) {
+    return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
+  }
+  if (verify->parsed()) return ckptspec::RunVerifyCommand(verify_options, std::cout, std::cerr);
   return 2;
 }

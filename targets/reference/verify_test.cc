@@ -1,0 +1,56 @@
+#include "targets/reference/verify.h"
+
+#include <gtest/gtest.h>
+
+#include "targets/reference/format.h"
+#include "targets/reference/reference_test_util.h"
+
+namespace ckptspec {
+namespace {
+
+using testing_util::DictsOf;
+using testing_util::MakeSharding;
+using testing_util::MemHarness;
+
+TEST(Verify, SoundCheckpointHasNoFindings) {
+  MemHarness h;
+  const ParameterSharding sharding = MakeSharding(4, 2, 2);
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(sharding, 1), SaveOptions()).ok());
+  ASSERT_TRUE(h.engine->Save(5, DictsOf(sharding, 2), SaveOptions()).ok());
+  VerifyReport report;
+  ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", /*all_iterations=*/true, &report).ok());
+  EXPECT_TRUE(report.ok()) << report.findings.front();
+  EXPECT_EQ(report.iterations, (std::vector<int64_t>{3, 5}));
+  EXPECT_GT(report.chunks_checked, 0);
+  EXPECT_GT(report.bytes_checked, 0u);
+}
+
+TEST(Verify, FlippedByteIsAFindingNamingTheFile) {
+  MemHarness h;
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
+  const std::string shard = "/ckpt/" + IterationDirName(3) + "/" + ShardFileName(1);
+  ASSERT_TRUE(h.env.CorruptStoredByte(shard, 17, 0x40).ok());
+  VerifyReport report;
+  ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_NE(report.findings[0].find("checksum mismatch in " + shard), std::string::npos) << report.findings[0];
+}
+
+TEST(Verify, TrackerNamingAMissingIterationIsAFinding) {
+  MemHarness h;
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
+  ASSERT_TRUE(ReplaceFileAtomically(&h.env, "/ckpt/latest_checkpointed_iteration.txt", EncodeTracker(9)).ok());
+  VerifyReport report;
+  ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.findings[0].find("tracker names iteration 9"), std::string::npos) << report.findings[0];
+}
+
+TEST(Verify, MissingRootIsAnError) {
+  MemEnv env;
+  VerifyReport report;
+  EXPECT_EQ(VerifyCheckpoint(&env, "/nowhere", false, &report).code(), Status::Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace ckptspec
