@@ -14,6 +14,7 @@ const std::vector<Property>& AllProperties() {
       {"P4", "sharding integrity", "B02 B08", Always, CheckSaveShardingIntegrity},
       {"P5", "key injectivity", "B02 B08", Always, CheckSaveKeyInjectivity},
       {"P6", "constant structure", "B04", Always, CheckConstantStructure},
+      {"P7", "plan-cache safety", "B04 B09", PlanCacheNotApplicable, CheckPlanCacheSafety},
       {"P11", "common-state invariance", "B02 B07", Always, CheckCommonStateInvariance},
   };
   return kCatalog;

@@ -29,6 +29,7 @@ struct Property {
 
 // The catalog, in id order.
 const std::vector<Property>& AllProperties();
+// The property with this id ("P7"), or null.
 const Property* FindProperty(const std::string& id);
 
 // Property bodies (one file each).
@@ -37,6 +38,8 @@ void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckSaveShardingIntegrity(const TargetFactory& factory);  // P4
 void CheckSaveKeyInjectivity(const TargetFactory& factory);     // P5
 void CheckConstantStructure(const TargetFactory& factory);      // P6
+std::string PlanCacheNotApplicable(const TargetFactory& factory);  // P7
+void CheckPlanCacheSafety(const TargetFactory& factory);        // P7
 void CheckCommonStateInvariance(const TargetFactory& factory);  // P11
 
 }  // namespace ckptspec

@@ -17,6 +17,7 @@ RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentit
 RC_GTEST_PROP(ReferenceTarget, P4_ShardingIntegrity, ()) { CheckSaveShardingIntegrity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P5_KeyInjectivity, ()) { CheckSaveKeyInjectivity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P6_ConstantStructure, ()) { CheckConstantStructure(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P7_PlanCacheSafety, ()) { CheckPlanCacheSafety(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P11_CommonStateInvariance, ()) { CheckCommonStateInvariance(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
