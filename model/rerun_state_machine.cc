@@ -42,16 +42,59 @@ bool ValidationCall::operator<(const ValidationCall& o) const {
   return std::tie(message, rank, sequence) < std::tie(o.message, o.rank, o.sequence);
 }
 
+namespace {
+
+// Results and maxima are often NaN or infinite (that is what faults look like), and JSON has no
+// such numbers (nlohmann writes them as null): they are written as the strings "NaN",
+// "Infinity" and "-Infinity"; finite values stay numbers.
+nlohmann::json DoubleToJson(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+bool DoubleFromJson(const nlohmann::json& j, double* out) {
+  if (j.is_number()) {
+    *out = j.get<double>();
+    return true;
+  }
+  if (!j.is_string()) return false;
+  const std::string& t = j.get_ref<const std::string&>();
+  if (t == "NaN") *out = std::numeric_limits<double>::quiet_NaN();
+  else if (t == "Infinity") *out = std::numeric_limits<double>::infinity();
+  else if (t == "-Infinity") *out = -std::numeric_limits<double>::infinity();
+  else return false;
+  return true;
+}
+
+// Equal values, or both NaN (a persisted NaN result is the same result).
+bool SameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+bool SameOptionalDouble(const std::optional<double>& a, const std::optional<double>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  return !a || SameDouble(*a, *b);
+}
+
+bool SameDoubleMap(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+    if (i->first != j->first || !SameDouble(i->second, j->second)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool RerunShardedState::operator==(const RerunShardedState& o) const {
   return rerun_requested == o.rerun_requested && checkpoint_requested == o.checkpoint_requested &&
          restart_again_requested == o.restart_again_requested &&
          continue_requested == o.continue_requested &&
          error_injector_injected == o.error_injector_injected &&
          failed_validation_call == o.failed_validation_call &&
-         initial_result == o.initial_result && suspicious_node == o.suspicious_node &&
+         SameOptionalDouble(initial_result, o.initial_result) && suspicious_node == o.suspicious_node &&
          suspicious_device == o.suspicious_device &&
          data_iterator_checkpoint == o.data_iterator_checkpoint &&
-         large_value_counts == o.large_value_counts && max_values == o.max_values;
+         large_value_counts == o.large_value_counts && SameDoubleMap(max_values, o.max_values);
 }
 
 RerunStateMachine NewRerunStateMachine(RerunMode mode, int64_t current_iteration) {
@@ -269,7 +312,7 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
                            {"rank", f.failed_validation_call->rank},
                            {"sequence", f.failed_validation_call->sequence}}
           : nlohmann::json(nullptr);
-  s["initial_result"] = f.initial_result ? nlohmann::json(*f.initial_result) : nlohmann::json(nullptr);
+  s["initial_result"] = f.initial_result ? DoubleToJson(*f.initial_result) : nlohmann::json(nullptr);
   s["suspicious_node"] = f.suspicious_node ? nlohmann::json(*f.suspicious_node) : nlohmann::json(nullptr);
   s["suspicious_device"] =
       f.suspicious_device ? nlohmann::json(*f.suspicious_device) : nlohmann::json(nullptr);
@@ -277,7 +320,9 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
                                        ? nlohmann::json::array({DataIteratorStateToJson(*f.data_iterator_checkpoint)})
                                        : nlohmann::json(nullptr);
   s["large_value_counts"] = f.large_value_counts;
-  s["max_values"] = f.max_values;
+  nlohmann::json max_values = nlohmann::json::object();
+  for (const auto& [k, v] : f.max_values) max_values[k] = DoubleToJson(v);
+  s["max_values"] = max_values;
   *out = nlohmann::json{{"mode", RerunModeName(m.mode)},
                         {"state", static_cast<int>(m.state)},
                         {"current_iteration", m.current_iteration},
@@ -356,8 +401,9 @@ Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
   }
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "initial_result", ".sharded", &v));
   if (!v->is_null()) {
-    if (!v->is_number()) return Bad("initial_result", "is not null or a number");
-    f.initial_result = v->get<double>();
+    double d = 0.0;
+    if (!DoubleFromJson(*v, &d)) return Bad("initial_result", "is not null, a number, \"NaN\" or \"[-]Infinity\"");
+    f.initial_result = d;
   }
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "suspicious_node", ".sharded", &v));
   if (!v->is_null()) {
@@ -387,8 +433,9 @@ Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "max_values", ".sharded", &v));
   if (!v->is_object()) return Bad("max_values", "is not an object");
   for (auto it = v->begin(); it != v->end(); ++it) {
-    if (!it->is_number()) return Bad("max_values", "holds a non-number");
-    f.max_values[it.key()] = it->get<double>();
+    double d = 0.0;
+    if (!DoubleFromJson(*it, &d)) return Bad("max_values", "holds a non-number");
+    f.max_values[it.key()] = d;
   }
   *out = std::move(m);
   return Status::OK();

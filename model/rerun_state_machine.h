@@ -166,7 +166,9 @@ CheckpointAndExit ShouldCheckpointAndExit(RerunStateMachine* m);
 // True where the state can be persisted (see the rule above).
 bool IsPersistableRerunState(RerunState s);
 
-// The payload: {"mode", "state" (int), "current_iteration", "sharded": {every field}}.
+// The payload: {"mode", "state" (int), "current_iteration", "sharded": {every field}}. A NaN or
+// infinite initial_result or max value is written as "NaN" / "Infinity" / "-Infinity" (JSON has
+// no such numbers) and reads back as itself: a NaN-loss fault survives the checkpoint.
 // FailedPrecondition for a state that is not persistable (naming it).
 Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out);
 

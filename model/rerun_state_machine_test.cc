@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cmath>
 #include <set>
 
 namespace ckptspec {
@@ -210,6 +211,33 @@ RC_GTEST_PROP(RerunStateMachine, PayloadStructureIsTheSameInEveryState, ()) {
     RC_ASSERT(back.sharded == m.sharded);
     RC_ASSERT(back.current_iteration == m.current_iteration);
   }
+}
+
+// A NaN loss is what a fault usually looks like: the payload's text form (what a checkpoint
+// stores) must bring back the NaN initial result and infinite maxima, not drop them (JSON has no
+// NaN; nlohmann writes null). Found by property P7 resuming a fault save.
+TEST(RerunStateMachine, NonFiniteResultsSurviveThePayloadText) {
+  Env env;
+  RerunStateMachine m = ToRerunInPlace(&env);
+  ASSERT_TRUE(ValidateResult(&m, "loss", 0, Result(NAN, true, true, "node-a")).ok());
+  EXPECT_FALSE(Step(&m, &env));
+  ASSERT_EQ(m.state, RerunState::kWillRerunFromCheckpoint);
+  ASSERT_TRUE(m.sharded.initial_result.has_value());
+  ASSERT_TRUE(std::isnan(*m.sharded.initial_result));
+  m.sharded.max_values["loss"] = INFINITY;
+  m.sharded.max_values["grad"] = -INFINITY;
+  nlohmann::json payload;
+  ASSERT_TRUE(CheckpointPayload(m, &payload).ok());
+  EXPECT_EQ(payload["sharded"]["initial_result"], "NaN");
+  RerunStateMachine back;
+  ASSERT_TRUE(PayloadFromJson(nlohmann::json::parse(payload.dump()), &back).ok());
+  ASSERT_TRUE(back.sharded.initial_result.has_value());
+  EXPECT_TRUE(std::isnan(*back.sharded.initial_result));
+  EXPECT_EQ(back.sharded.max_values.at("loss"), INFINITY);
+  EXPECT_EQ(back.sharded.max_values.at("grad"), -INFINITY);
+  EXPECT_TRUE(back.sharded == m.sharded);
+  payload["sharded"]["initial_result"] = "nan?";
+  EXPECT_EQ(PayloadFromJson(payload, &back).code(), Status::Code::kCorruption);
 }
 
 TEST(RerunStateMachine, MalformedPayloadsAreNamedErrors) {

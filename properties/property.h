@@ -35,5 +35,11 @@ const Property* FindProperty(const std::string& id);
 // Property bodies (one file each).
 void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
+void CheckSaveShardingIntegrity(const TargetFactory& factory);  // P4
+void CheckSaveKeyInjectivity(const TargetFactory& factory);     // P5
+void CheckConstantStructure(const TargetFactory& factory);      // P6
+std::string PlanCacheNotApplicable(const TargetFactory& factory);  // P7
+void CheckPlanCacheSafety(const TargetFactory& factory);        // P7
+void CheckCommonStateInvariance(const TargetFactory& factory);  // P11
 
 }  // namespace ckptspec
