@@ -5,12 +5,17 @@ namespace {
 
 std::string Always(const TargetFactory&) { return ""; }
 
+std::string NeedsResharding(const TargetFactory& f) {
+  return f.capabilities.resharding ? "" : "the target does not load under another layout";
+}
+
 }  // namespace
 
 const std::vector<Property>& AllProperties() {
   static const std::vector<Property> kCatalog = {
       {"P1", "resume equivalence", "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence},
       {"P2", "round-trip identity", "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
+      {"P3", "resharding equivalence", "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
   };
   return kCatalog;
 }

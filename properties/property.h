@@ -35,5 +35,6 @@ const Property* FindProperty(const std::string& id);
 // Property bodies (one file each).
 void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
+void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
 
 }  // namespace ckptspec
