@@ -16,6 +16,7 @@ const std::vector<Property>& AllProperties() {
       {"P1", "resume equivalence", "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence},
       {"P2", "round-trip identity", "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
       {"P3", "resharding equivalence", "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
+      {"P8", "param-group identity", "B01 B05", Always, CheckParamGroupIdentity},
   };
   return kCatalog;
 }

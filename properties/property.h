@@ -36,5 +36,6 @@ const Property* FindProperty(const std::string& id);
 void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
+void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
 
 }  // namespace ckptspec

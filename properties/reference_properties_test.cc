@@ -15,6 +15,7 @@ const TargetFactory& Reference() {
 RC_GTEST_PROP(ReferenceTarget, P1_ResumeEquivalence, ()) { CheckResumeEquivalence(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P3_ReshardingEquivalence, ()) { CheckReshardingEquivalence(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P8_ParamGroupIdentity, ()) { CheckParamGroupIdentity(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
