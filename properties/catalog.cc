@@ -17,6 +17,7 @@ const std::vector<Property>& AllProperties() {
       {"P2", "round-trip identity", "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
       {"P3", "resharding equivalence", "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
       {"P8", "param-group identity", "B01 B05", Always, CheckParamGroupIdentity},
+      {"P9", "copy coherence", "B03 B12", Always, CheckCopyCoherence},
   };
   return kCatalog;
 }

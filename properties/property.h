@@ -37,5 +37,6 @@ void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
 void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
+void CheckCopyCoherence(const TargetFactory& factory);          // P9
 
 }  // namespace ckptspec

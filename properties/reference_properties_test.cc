@@ -16,6 +16,7 @@ RC_GTEST_PROP(ReferenceTarget, P1_ResumeEquivalence, ()) { CheckResumeEquivalenc
 RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P3_ReshardingEquivalence, ()) { CheckReshardingEquivalence(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P8_ParamGroupIdentity, ()) { CheckParamGroupIdentity(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P9_CopyCoherence, ()) { CheckCopyCoherence(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
