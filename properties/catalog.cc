@@ -9,6 +9,10 @@ std::string NeedsResharding(const TargetFactory& f) {
   return f.capabilities.resharding ? "" : "the target does not load under another layout";
 }
 
+std::string NeedsObjects(const TargetFactory& f) {
+  return f.capabilities.objects ? "" : "the target does not store ShardedObjects (RNG, rerun state)";
+}
+
 }  // namespace
 
 const std::vector<Property>& AllProperties() {
@@ -18,6 +22,7 @@ const std::vector<Property>& AllProperties() {
       {"P3", "resharding equivalence", "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
       {"P8", "param-group identity", "B01 B05", Always, CheckParamGroupIdentity},
       {"P9", "copy coherence", "B03 B12", Always, CheckCopyCoherence},
+      {"P12", "per-rank state", "B10 B11 B16 B17", NeedsObjects, CheckPerRankState},
   };
   return kCatalog;
 }

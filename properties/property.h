@@ -38,5 +38,6 @@ void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
 void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
 void CheckCopyCoherence(const TargetFactory& factory);          // P9
+void CheckPerRankState(const TargetFactory& factory);           // P12
 
 }  // namespace ckptspec
