@@ -23,6 +23,7 @@ const std::vector<Property>& AllProperties() {
       {"P8", "param-group identity", "B01 B05", Always, CheckParamGroupIdentity},
       {"P9", "copy coherence", "B03 B12", Always, CheckCopyCoherence},
       {"P12", "per-rank state", "B10 B11 B16 B17", NeedsObjects, CheckPerRankState},
+      {"P19", "rerun state machine", "B04 B06", NeedsObjects, CheckRerunStateMachine},
   };
   return kCatalog;
 }

@@ -39,5 +39,6 @@ void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
 void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
 void CheckCopyCoherence(const TargetFactory& factory);          // P9
 void CheckPerRankState(const TargetFactory& factory);           // P12
+void CheckRerunStateMachine(const TargetFactory& factory);      // P19
 
 }  // namespace ckptspec

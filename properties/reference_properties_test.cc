@@ -18,6 +18,7 @@ RC_GTEST_PROP(ReferenceTarget, P3_ReshardingEquivalence, ()) { CheckReshardingEq
 RC_GTEST_PROP(ReferenceTarget, P8_ParamGroupIdentity, ()) { CheckParamGroupIdentity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P9_CopyCoherence, ()) { CheckCopyCoherence(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P12_PerRankState, ()) { CheckPerRankState(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P19_RerunStateMachine, ()) { CheckRerunStateMachine(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
