@@ -22,6 +22,7 @@ const std::vector<Property>& AllProperties() {
       {"P3", "resharding equivalence", "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
       {"P8", "param-group identity", "B01 B05", Always, CheckParamGroupIdentity},
       {"P9", "copy coherence", "B03 B12", Always, CheckCopyCoherence},
+      {"P10", "scheduler and iteration semantics", "B05", Always, CheckSchedulerIteration},
       {"P12", "per-rank state", "B10 B11 B16 B17", NeedsObjects, CheckPerRankState},
       {"P19", "rerun state machine", "B04 B06", NeedsObjects, CheckRerunStateMachine},
   };

@@ -38,6 +38,7 @@ void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
 void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
 void CheckCopyCoherence(const TargetFactory& factory);          // P9
+void CheckSchedulerIteration(const TargetFactory& factory);     // P10
 void CheckPerRankState(const TargetFactory& factory);           // P12
 void CheckRerunStateMachine(const TargetFactory& factory);      // P19
 

@@ -17,6 +17,7 @@ RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentit
 RC_GTEST_PROP(ReferenceTarget, P3_ReshardingEquivalence, ()) { CheckReshardingEquivalence(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P8_ParamGroupIdentity, ()) { CheckParamGroupIdentity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P9_CopyCoherence, ()) { CheckCopyCoherence(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P10_SchedulerIteration, ()) { CheckSchedulerIteration(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P12_PerRankState, ()) { CheckPerRankState(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P19_RerunStateMachine, ()) { CheckRerunStateMachine(Reference()); }
 
