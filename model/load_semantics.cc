@@ -202,6 +202,14 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
     ctx.saved_pp = static_cast<int>(ckpt.layout.pp());
     ctx.saved_dp = static_cast<int>(ckpt.layout.dp());
     ctx.world = static_cast<int>(req.layout.world_size());
+    // The payload is keyed by global rank: the module's ranks stay put only when the run's world
+    // is unchanged too. A change of the run's world is a change for every module.
+    const int64_t saved_run_world = ckpt.run_world_size > 0 ? ckpt.run_world_size : ckpt.layout.world_size();
+    const int64_t run_world = req.run_world_size > 0 ? req.run_world_size : req.layout.world_size();
+    if (saved_run_world != run_world) {
+      ctx.saved_world = static_cast<int>(saved_run_world);
+      ctx.world = static_cast<int>(run_world);
+    }
     ctx.tp = static_cast<int>(req.layout.tp());
     ctx.pp = static_cast<int>(req.layout.pp());
     ctx.dp = static_cast<int>(req.layout.dp());

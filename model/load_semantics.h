@@ -41,7 +41,10 @@
 // |    |                  | Otherwise each rank is freshly seeded.                                    |
 // | L8 | rerun state      | loaded (LoadRerunPayload) unless finetune or the new mode is DISABLED;    |
 // |    |                  | needs world, TP, PP and DP unchanged: under a change a sentinel payload is|
-// |    |                  | skipped and a pending rerun is an error.                                  |
+// |    |                  | skipped and a pending rerun is an error. "World" is both the module's and |
+// |    |                  | the RUN's (every module's ranks): the payload is keyed by global rank, so |
+// |    |                  | a module whose own layout is unchanged still skips it when another        |
+// |    |                  | module's change altered the run's world size.                             |
 // | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise a DP change is an     |
 // |    |                  | error; else ResumeDataIterator (continues the exact sample sequence).     |
 #pragma once
@@ -68,12 +71,16 @@ struct CheckpointDescriptor {
   Layout layout;
   OptimizerFormat optimizer_format = OptimizerFormat::kFullyReshardable;
   bool has_rng = true;
+  // The saving run's world size (every module's ranks), for L8; 0: layout.world_size().
+  int64_t run_world_size = 0;
 };
 
 struct ResumeRequest {
   TrainingConfig config;
   Layout layout;
   LoadFlags flags;
+  // The resuming run's world size (every module's ranks), for L8; 0: layout.world_size().
+  int64_t run_world_size = 0;
 };
 
 // L3's format rule alone: OK for fully_reshardable; for dp_reshardable FailedPrecondition naming

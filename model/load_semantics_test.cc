@@ -296,6 +296,39 @@ TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
   EXPECT_EQ(ExpectedStateAfterLoad(ckpt, Request(), &out).code(), Status::Code::kFailedPrecondition);
 }
 
+// L8 counts the run's world as well as the module's: a module whose own layout is unchanged skips
+// the payload when the run's world changed (another module was resized), and a resized module
+// skips it even when the run's world is unchanged -- as the framework does (the object is keyed
+// by global rank). Found by P10 and P3 on heterogeneous runs in report_determinism_stats mode.
+TEST(LoadSemantics, L8RerunStateNeedsTheRunsWorldUnchanged) {
+  CheckpointDescriptor ckpt = Checkpoint(3);
+  ckpt.state.rerun.sharded.error_injector_injected = 2;  // persisted, not a default
+  ckpt.run_world_size = 6;
+  ResumeRequest req = Request();
+  req.run_world_size = 6;
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, req, &out).ok());
+  EXPECT_EQ(out.rerun.sharded.error_injector_injected, 2);
+  req.run_world_size = 5;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, req, &out).ok());  // sentinel state: skipped
+  EXPECT_EQ(out.rerun.sharded.error_injector_injected, 0);
+  EXPECT_EQ(out.rerun.current_iteration, 3);
+  ckpt.state.rerun.state = RerunState::kWillRerunFromCheckpoint;
+  const Status s = ExpectedStateAfterLoad(ckpt, req, &out);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("pending rerun"), std::string::npos);
+  // Run world unchanged, the module's own world changed (CP 1 -> 2 keeps TP, PP and DP).
+  ckpt.state.rerun.state = RerunState::kNotRunningYet;
+  ParallelSizes p;
+  p.tp = 2;
+  p.dp = 2;
+  p.cp = 2;
+  ASSERT_TRUE(Layout::Make(8, p, RankOrder(), &req.layout).ok());
+  req.run_world_size = 6;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, req, &out).ok());
+  EXPECT_EQ(out.rerun.sharded.error_injector_injected, 0);
+}
+
 TEST(LoadSemantics, L9DataIteratorUnderDpChangeNeedsReset) {
   const CheckpointDescriptor ckpt = Checkpoint(3);
   TrainingState out;

@@ -320,11 +320,13 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
     ckpt.state = std::move(view);
     ckpt.layout = was.layout;
     ckpt.optimizer_format = info.sharding.optimizer_format;
+    ckpt.run_world_size = info.layout.world_size();
     ckpt.has_rng = true;
     ResumeRequest req;
     req.config = configs[m];
     req.layout = layout.modules()[m].layout;
     req.flags = flags;
+    req.run_world_size = layout.world_size();
     TrainingState s;
     CKPTSPEC_RETURN_IF_ERROR(ExpectedStateAfterLoad(ckpt, req, &s).WithContext(label));
     result.push_back(std::move(s));

@@ -35,11 +35,17 @@ const Property* FindProperty(const std::string& id);
 // Property bodies (one file each).
 void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
+void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
 void CheckSaveShardingIntegrity(const TargetFactory& factory);  // P4
 void CheckSaveKeyInjectivity(const TargetFactory& factory);     // P5
 void CheckConstantStructure(const TargetFactory& factory);      // P6
 std::string PlanCacheNotApplicable(const TargetFactory& factory);  // P7
 void CheckPlanCacheSafety(const TargetFactory& factory);        // P7
+void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
+void CheckCopyCoherence(const TargetFactory& factory);          // P9
+void CheckSchedulerIteration(const TargetFactory& factory);     // P10
 void CheckCommonStateInvariance(const TargetFactory& factory);  // P11
+void CheckPerRankState(const TargetFactory& factory);           // P12
+void CheckRerunStateMachine(const TargetFactory& factory);      // P19
 
 }  // namespace ckptspec
