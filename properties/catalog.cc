@@ -5,12 +5,17 @@ namespace {
 
 std::string Always(const TargetFactory&) { return ""; }
 
+std::string NeedsFaultInjection(const TargetFactory& factory) {
+  return factory.fault_injection ? "" : "its storage is no MemEnv (fault_injection): no faults, no copies";
+}
+
 }  // namespace
 
 const std::vector<Property>& AllProperties() {
   static const std::vector<Property> kCatalog = {
       {"P1", "resume equivalence", "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence},
       {"P2", "round-trip identity", "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
+      {"P13", "crash consistency", "B19", NeedsFaultInjection, CheckCrashConsistency},
   };
   return kCatalog;
 }

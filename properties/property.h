@@ -35,5 +35,6 @@ const Property* FindProperty(const std::string& id);
 // Property bodies (one file each).
 void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
+void CheckCrashConsistency(const TargetFactory& factory);       // P13
 
 }  // namespace ckptspec
