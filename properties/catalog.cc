@@ -9,6 +9,11 @@ std::string NeedsFaultInjection(const TargetFactory& factory) {
   return factory.fault_injection ? "" : "its storage is no MemEnv (fault_injection): no faults, no copies";
 }
 
+std::string NeedsAsyncAndFaultInjection(const TargetFactory& factory) {
+  if (!factory.capabilities.async) return "no async saves (capabilities.async)";
+  return NeedsFaultInjection(factory);
+}
+
 }  // namespace
 
 const std::vector<Property>& AllProperties() {
@@ -16,6 +21,7 @@ const std::vector<Property>& AllProperties() {
       {"P1", "resume equivalence", "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence},
       {"P2", "round-trip identity", "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
       {"P13", "crash consistency", "B19", NeedsFaultInjection, CheckCrashConsistency},
+      {"P14", "async isolation", "B09 B19", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
   };
   return kCatalog;
 }

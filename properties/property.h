@@ -36,5 +36,6 @@ const Property* FindProperty(const std::string& id);
 void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckCrashConsistency(const TargetFactory& factory);       // P13
+void CheckAsyncIsolation(const TargetFactory& factory);         // P14
 
 }  // namespace ckptspec

@@ -15,6 +15,7 @@ const TargetFactory& Reference() {
 RC_GTEST_PROP(ReferenceTarget, P1_ResumeEquivalence, ()) { CheckResumeEquivalence(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P13_CrashConsistency, ()) { CheckCrashConsistency(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P14_AsyncIsolation, ()) { CheckAsyncIsolation(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
