@@ -14,6 +14,10 @@ std::string NeedsAsyncAndFaultInjection(const TargetFactory& factory) {
   return NeedsFaultInjection(factory);
 }
 
+std::string NeedsStrictModes(const TargetFactory& factory) {
+  return factory.capabilities.strict_modes ? "" : "not every StrictMode (capabilities.strict_modes)";
+}
+
 }  // namespace
 
 const std::vector<Property>& AllProperties() {
@@ -22,6 +26,7 @@ const std::vector<Property>& AllProperties() {
       {"P2", "round-trip identity", "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
       {"P13", "crash consistency", "B19", NeedsFaultInjection, CheckCrashConsistency},
       {"P14", "async isolation", "B09 B19", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
+      {"P15", "strict handling", "B20", NeedsStrictModes, CheckStrictHandling},
   };
   return kCatalog;
 }

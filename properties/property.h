@@ -37,5 +37,6 @@ void CheckResumeEquivalence(const TargetFactory& factory);      // P1
 void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckCrashConsistency(const TargetFactory& factory);       // P13
 void CheckAsyncIsolation(const TargetFactory& factory);         // P14
+void CheckStrictHandling(const TargetFactory& factory);         // P15
 
 }  // namespace ckptspec

@@ -16,6 +16,7 @@ RC_GTEST_PROP(ReferenceTarget, P1_ResumeEquivalence, ()) { CheckResumeEquivalenc
 RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentity(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P13_CrashConsistency, ()) { CheckCrashConsistency(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P14_AsyncIsolation, ()) { CheckAsyncIsolation(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P15_StrictHandling, ()) { CheckStrictHandling(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
