@@ -27,6 +27,7 @@ const std::vector<Property>& AllProperties() {
       {"P13", "crash consistency", "B19", NeedsFaultInjection, CheckCrashConsistency},
       {"P14", "async isolation", "B09 B19", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
       {"P15", "strict handling", "B20", NeedsStrictModes, CheckStrictHandling},
+      {"P16", "corruption", "B20", NeedsFaultInjection, CheckCorruption},
   };
   return kCatalog;
 }

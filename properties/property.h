@@ -38,5 +38,6 @@ void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
 void CheckCrashConsistency(const TargetFactory& factory);       // P13
 void CheckAsyncIsolation(const TargetFactory& factory);         // P14
 void CheckStrictHandling(const TargetFactory& factory);         // P15
+void CheckCorruption(const TargetFactory& factory);             // P16
 
 }  // namespace ckptspec

@@ -17,6 +17,7 @@ RC_GTEST_PROP(ReferenceTarget, P2_RoundTripIdentity, ()) { CheckRoundTripIdentit
 RC_GTEST_PROP(ReferenceTarget, P13_CrashConsistency, ()) { CheckCrashConsistency(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P14_AsyncIsolation, ()) { CheckAsyncIsolation(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P15_StrictHandling, ()) { CheckStrictHandling(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P16_Corruption, ()) { CheckCorruption(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
