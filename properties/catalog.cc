@@ -14,6 +14,11 @@ std::string NeedsAsyncAndFaultInjection(const TargetFactory& factory) {
   return NeedsFaultInjection(factory);
 }
 
+std::string NeedsDeterminismAndFaultInjection(const TargetFactory& factory) {
+  if (!factory.capabilities.deterministic) return "does not claim byte-identical saves (capabilities.deterministic)";
+  return NeedsFaultInjection(factory);
+}
+
 std::string NeedsStrictModes(const TargetFactory& factory) {
   return factory.capabilities.strict_modes ? "" : "not every StrictMode (capabilities.strict_modes)";
 }
@@ -28,6 +33,7 @@ const std::vector<Property>& AllProperties() {
       {"P14", "async isolation", "B09 B19", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
       {"P15", "strict handling", "B20", NeedsStrictModes, CheckStrictHandling},
       {"P16", "corruption", "B20", NeedsFaultInjection, CheckCorruption},
+      {"P17", "determinism", "", NeedsDeterminismAndFaultInjection, CheckDeterminism},
   };
   return kCatalog;
 }

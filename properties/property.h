@@ -39,5 +39,6 @@ void CheckCrashConsistency(const TargetFactory& factory);       // P13
 void CheckAsyncIsolation(const TargetFactory& factory);         // P14
 void CheckStrictHandling(const TargetFactory& factory);         // P15
 void CheckCorruption(const TargetFactory& factory);             // P16
+void CheckDeterminism(const TargetFactory& factory);            // P17
 
 }  // namespace ckptspec
