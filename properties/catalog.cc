@@ -34,6 +34,7 @@ const std::vector<Property>& AllProperties() {
       {"P15", "strict handling", "B20", NeedsStrictModes, CheckStrictHandling},
       {"P16", "corruption", "B20", NeedsFaultInjection, CheckCorruption},
       {"P17", "determinism", "", NeedsDeterminismAndFaultInjection, CheckDeterminism},
+      {"P18", "backward compatibility", "B01 B20", NeedsFaultInjection, CheckBackwardCompatibility},
   };
   return kCatalog;
 }

@@ -40,5 +40,6 @@ void CheckAsyncIsolation(const TargetFactory& factory);         // P14
 void CheckStrictHandling(const TargetFactory& factory);         // P15
 void CheckCorruption(const TargetFactory& factory);             // P16
 void CheckDeterminism(const TargetFactory& factory);            // P17
+void CheckBackwardCompatibility(const TargetFactory& factory);  // P18
 
 }  // namespace ckptspec

@@ -19,6 +19,7 @@ RC_GTEST_PROP(ReferenceTarget, P14_AsyncIsolation, ()) { CheckAsyncIsolation(Ref
 RC_GTEST_PROP(ReferenceTarget, P15_StrictHandling, ()) { CheckStrictHandling(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P16_Corruption, ()) { CheckCorruption(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P17_Determinism, ()) { CheckDeterminism(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P18_BackwardCompatibility, ()) { CheckBackwardCompatibility(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.
 TEST(ReferenceTarget, EveryPropertyApplies) {
