@@ -11,6 +11,7 @@
 // The templates are the framework's own for the same run, edited: some keys removed from every
 // rank (missing), some renamed on every rank (missing and unexpected), extra per-rank tensors and
 // objects (unexpected).
+// The unedited templates of a plain resume request every saved key (no "missing" at all).
 // Catches: strict-mode lists computed per rank instead of globally (or the reverse), unexpected
 // entries left in the result, missing keys that raise in the wrong mode, partial loads.
 #include <algorithm>
@@ -204,6 +205,11 @@ void CheckStrictHandling(const TargetFactory& factory) {
     if (!requested.count(key)) missing.push_back(key);
   }
   const bool any_missing = !missing.empty();
+  if (dropped.empty() && renamed.empty() && any_missing) {
+    // The framework's own templates for a plain resume (same run, no flags) request every saved
+    // key; otherwise strict=raise_all would refuse every ordinary resume.
+    RC_FAIL("the unedited templates leave saved keys unrequested: " + Join(missing));
+  }
 
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << k
            << ", save, load on the same layout with strict=" << StrictModeName(mode)
