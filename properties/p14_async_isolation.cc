@@ -97,7 +97,7 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
     CKPTSPEC_RC_ASSERT_OK(dry->target().engine().Finalize());
     completion_ops = dry->mem_env()->op_count();
     RC_PRE(completion_ops > 0);
-    k = *rc::gen::inRange<int64_t>(0, completion_ops);
+    k = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(0, completion_ops));
   }
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a << ", save (sync), train to "
            << b << ", save (async), scribble over the dicts handed to it, train " << m
