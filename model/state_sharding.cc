@@ -77,9 +77,15 @@ Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<T
   std::vector<ShardedStateDict> dicts;
   dicts.reserve(static_cast<size_t>(layout.world_size()));
   for (int64_t r = 0; r < layout.world_size(); ++r) {
+    const TrainingState& state = states[layout.ModuleOf(r)];
+    // Megatron emits the rerun object (a sentinel in steady state) unless the mode is disabled
+    // (SEMANTICS.md §3, PR #4448); load templates never request it then, so saving it anyway
+    // made it a "missing" key that refused every raise_all resume.
+    EntryFilter filter;
+    filter.rerun = state.config.rerun_mode != RerunMode::kDisabled;
     RankEntries e;
     CKPTSPEC_RETURN_IF_ERROR(
-        plan.BuildRank(r, EntryFilter(), &states[layout.ModuleOf(r)], &e).WithContext("rank " + std::to_string(r)));
+        plan.BuildRank(r, filter, &state, &e).WithContext("rank " + std::to_string(r)));
     e.dict.common = common;
     dicts.push_back(std::move(e.dict));
   }

@@ -141,6 +141,23 @@ TEST(StateSharding, DenseTp2Pp2Dp2WithTiedEmbeddingsIsValidAndRoundTrips) {
   }
 }
 
+TEST(StateSharding, DisabledRerunModeSavesNoRerunObject) {
+  // Found by P15: the object was saved but never requested, so a plain resume under
+  // strict=raise_all failed on the "missing" key rerun_state_machine_state.
+  const Layout l = MakeLayout(4, 2, 1);
+  TrainingConfig c = Config(l);
+  c.rerun_mode = RerunMode::kDisabled;
+  const TrainingState s = Trained(c, 1);
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
+  EXPECT_EQ(Violations(dicts), "");
+  EXPECT_FALSE(Keys(dicts).count("rerun_state_machine_state"));
+  TrainingState back;
+  const Status st = LoadOne(dicts, l, s.config, LoadFlags(), &back);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(FirstDifference(back, s), "");
+}
+
 TEST(StateSharding, MoeWithEpAndExpertTpIsValidChainedAndRoundTrips) {
   const Layout l = MakeLayout(8, 2, 1, 1, 2, 1);  // tp2 dp4 | ep2 etp1 edp4
   const TrainingState s = Trained(Config(l, 4), 2);

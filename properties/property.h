@@ -46,6 +46,12 @@ void CheckCopyCoherence(const TargetFactory& factory);          // P9
 void CheckSchedulerIteration(const TargetFactory& factory);     // P10
 void CheckCommonStateInvariance(const TargetFactory& factory);  // P11
 void CheckPerRankState(const TargetFactory& factory);           // P12
+void CheckCrashConsistency(const TargetFactory& factory);       // P13
+void CheckAsyncIsolation(const TargetFactory& factory);         // P14
+void CheckStrictHandling(const TargetFactory& factory);         // P15
+void CheckCorruption(const TargetFactory& factory);             // P16
+void CheckDeterminism(const TargetFactory& factory);            // P17
+void CheckBackwardCompatibility(const TargetFactory& factory);  // P18
 void CheckRerunStateMachine(const TargetFactory& factory);      // P19
 
 }  // namespace ckptspec

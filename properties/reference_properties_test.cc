@@ -24,6 +24,12 @@ RC_GTEST_PROP(ReferenceTarget, P9_CopyCoherence, ()) { CheckCopyCoherence(Refere
 RC_GTEST_PROP(ReferenceTarget, P10_SchedulerIteration, ()) { CheckSchedulerIteration(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P11_CommonStateInvariance, ()) { CheckCommonStateInvariance(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P12_PerRankState, ()) { CheckPerRankState(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P13_CrashConsistency, ()) { CheckCrashConsistency(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P14_AsyncIsolation, ()) { CheckAsyncIsolation(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P15_StrictHandling, ()) { CheckStrictHandling(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P16_Corruption, ()) { CheckCorruption(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P17_Determinism, ()) { CheckDeterminism(Reference()); }
+RC_GTEST_PROP(ReferenceTarget, P18_BackwardCompatibility, ()) { CheckBackwardCompatibility(Reference()); }
 RC_GTEST_PROP(ReferenceTarget, P19_RerunStateMachine, ()) { CheckRerunStateMachine(Reference()); }
 
 // The reference declares every capability, so no property may be "not applicable" to it.

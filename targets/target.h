@@ -75,9 +75,11 @@ struct LoadResult {
   // (every mode but assume_ok_unexpected); `common` is the checkpoint's common state. After an
   // error its content is unspecified.
   std::vector<ShardedStateDict> state;
-  // Per rank: the requested keys the checkpoint lacks (return_* modes; also filled by log_*).
+  // Per rank: the requested keys the checkpoint lacks (return_* modes only; log_* modes name them
+  // in `warnings`).
   std::vector<std::vector<std::string>> unexpected;
-  // Checkpoint keys no rank requested (*_all modes).
+  // Checkpoint keys no rank requested (return_all only; log_all names them in `warnings`,
+  // raise_all in its error).
   std::vector<std::string> missing;
   // Lines the log_* modes emit.
   std::vector<std::string> warnings;

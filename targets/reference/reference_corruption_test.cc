@@ -223,6 +223,15 @@ TEST_F(ReferenceCorruption, HostileTrackerFile) {
   EXPECT_TRUE(Load().ok());
 }
 
+TEST_F(ReferenceCorruption, TrackerNamingAMissingIterationIsNamed) {
+  // The error names the tracker (the wrong file), not only the directory it points at.
+  ASSERT_TRUE(WriteFileSynced(&h_.env, "/ckpt/latest_checkpointed_iteration.txt", "6").ok());
+  const Status s = Load();
+  EXPECT_EQ(s.code(), Status::Code::kNotFound) << s.ToString();
+  EXPECT_NE(s.message().find("latest_checkpointed_iteration.txt"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("iter_0000006"), std::string::npos) << s.ToString();
+}
+
 TEST_F(ReferenceCorruption, MetadataDecoderNeverThrowsOnMutatedInput) {
   // Every single-byte change of a valid metadata text decodes to OK or a named error.
   json j = Metadata();

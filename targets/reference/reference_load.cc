@@ -275,6 +275,7 @@ Status ReferenceEngine::LoadToDestinations(LoadRequest request, DestinationProvi
 Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* provider,
                                  LoadResult* result) {
   int64_t iteration;
+  bool from_tracker = false;
   if (request.iteration) {
     iteration = *request.iteration;
     if (iteration < 0 || iteration > kMaxIteration) {
@@ -282,9 +283,17 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
     }
   } else {
     CKPTSPEC_RETURN_IF_ERROR(LatestIteration(&iteration));
+    from_tracker = true;
   }
   CheckpointMetadata m;
-  CKPTSPEC_RETURN_IF_ERROR(ReadMetadata(iteration, &m));
+  Status read = ReadMetadata(iteration, &m);
+  if (read.code() == Status::Code::kNotFound && from_tracker) {
+    // The tracker names a checkpoint that is not there: say which file is wrong (P16).
+    read = read.WithContext("the tracker " + JoinPath(options_.root, kTrackerFileName) +
+                            " names iteration " + std::to_string(iteration) +
+                            ", which has no complete checkpoint");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(read);
   const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
   for (size_t r = 0; r < request.templates.size(); ++r) {
     CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r], provider == nullptr));

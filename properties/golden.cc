@@ -1,0 +1,166 @@
+#include "properties/golden.h"
+
+#include <nlohmann/json.hpp>
+
+#ifndef CKPTSPEC_SOURCE_DIR
+#error "CKPTSPEC_SOURCE_DIR must name the source directory (properties/CMakeLists.txt)"
+#endif
+
+namespace ckptspec {
+
+namespace {
+
+constexpr uint64_t kMaxScenarioJson = 1 << 20;
+
+ModelConfig TinyModel(const std::string& name) {
+  ModelConfig m;
+  m.name = name;
+  m.num_layers = 2;
+  m.hidden_size = 8;
+  m.num_attention_heads = 2;
+  m.ffn_hidden_size = 16;
+  m.vocab_size = 16;
+  return m;
+}
+
+TrainingConfig ConfigFor(const Layout& layout, const ModelConfig& model) {
+  TrainingConfig c;
+  c.model = model;
+  c.data.num_samples = 32;
+  c.data.micro_batch_size = 1;
+  c.data.dp_size = layout.dp();
+  c.data.global_batch_size = 2 * layout.dp();
+  c.ranks.clear();
+  for (int64_t rank = 0; rank < layout.world_size(); ++rank) c.ranks.push_back(layout.Coords(rank));
+  return c;
+}
+
+Layout MakeLayout(int64_t world, const ParallelSizes& sizes) {
+  Layout layout;
+  const Status s = Layout::Make(world, sizes, RankOrder(), &layout);
+  if (!s.ok()) throw std::logic_error("golden layout: " + s.ToString());
+  return layout;
+}
+
+GoldenScenario DenseTp2Pp2Dp2() {
+  GoldenScenario g;
+  g.name = "dense_tp2_pp2_dp2_bf16_fully_reshardable";
+  ParallelSizes sizes;
+  sizes.tp = 2;
+  sizes.pp = 2;
+  const Layout layout = MakeLayout(8, sizes);
+  g.run.layout = HeterogeneousLayout::Single(layout);
+  g.run.configs = {ConfigFor(layout, TinyModel(""))};
+  g.run.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
+  g.iteration = 3;
+  return g;
+}
+
+GoldenScenario MoeEp2DpReshardable() {
+  GoldenScenario g;
+  g.name = "moe_ep2_dp2_dp_reshardable";
+  ParallelSizes sizes;
+  sizes.ep = 2;
+  const Layout layout = MakeLayout(2, sizes);
+  ModelConfig model = TinyModel("");
+  model.num_experts = 2;
+  model.moe_ffn_hidden_size = 8;
+  g.run.layout = HeterogeneousLayout::Single(layout);
+  g.run.configs = {ConfigFor(layout, model)};
+  g.run.configs[0].optimizer.chaining = Chaining::kDenseExpert;  // Megatron chains with experts
+  g.run.sharding.optimizer_format = OptimizerFormat::kDpReshardable;
+  g.iteration = 2;
+  return g;
+}
+
+GoldenScenario HeterogeneousTwoModules() {
+  GoldenScenario g;
+  g.name = "heterogeneous_vision_tp2_language_dp2";
+  ParallelSizes vision_sizes;
+  vision_sizes.tp = 2;
+  const Layout vision = MakeLayout(2, vision_sizes);
+  const Layout language = MakeLayout(2, ParallelSizes());
+  const Status s = HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 2, language}},
+                                             &g.run.layout);
+  if (!s.ok()) throw std::logic_error("golden layout: " + s.ToString());
+  g.run.configs = {ConfigFor(vision, TinyModel("vision")), ConfigFor(language, TinyModel("language"))};
+  g.run.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
+  g.iteration = 2;
+  return g;
+}
+
+}  // namespace
+
+const std::vector<GoldenScenario>& GoldenScenarios() {
+  static const std::vector<GoldenScenario> kScenarios = {DenseTp2Pp2Dp2(), MoeEp2DpReshardable(),
+                                                        HeterogeneousTwoModules()};
+  return kScenarios;
+}
+
+std::string GoldenCorpusDir() { return std::string(CKPTSPEC_SOURCE_DIR) + "/corpus/golden"; }
+
+Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& factory, Env* env,
+                           const std::string& dir) {
+  std::vector<TrainingState> states;
+  CKPTSPEC_RETURN_IF_ERROR(InitialStates(scenario.run, &states));
+  CKPTSPEC_RETURN_IF_ERROR(TrainRun(&states, scenario.iteration));
+  auto target = factory.make(TargetOptions());
+  if (!target->mem_env()) return Status::InvalidArgument("golden checkpoints need a MemEnv target");
+  CKPTSPEC_RETURN_IF_ERROR(
+      SaveRun(target->target(), scenario.run, states, scenario.iteration, SaveOptions()));
+  CKPTSPEC_RETURN_IF_ERROR(target->target().engine().Finalize());
+  StorageTree tree;
+  CKPTSPEC_RETURN_IF_ERROR(ReadTree(target->mem_env(), target->root(), &tree));
+
+  nlohmann::json j;
+  j["scenario"] = scenario.name;
+  j["description"] = DescribeRun(scenario.run);
+  j["format_version"] = kGoldenFormatVersion;
+  j["iteration"] = scenario.iteration;
+  j["world_size"] = scenario.run.layout.world_size();
+  j["optimizer_format"] = OptimizerFormatName(scenario.run.sharding.optimizer_format);
+  j["writer"] = factory.name;
+  j["files"] = nlohmann::json::object();
+  for (const auto& [path, content] : tree) j["files"][path] = content.size();
+
+  if (env->FileExists(dir).ok()) CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, dir));
+  CKPTSPEC_RETURN_IF_ERROR(CreateDirs(env, JoinPath(dir, "checkpoint")));
+  CKPTSPEC_RETURN_IF_ERROR(WriteTree(env, JoinPath(dir, "checkpoint"), tree));
+  return WriteFileSynced(env, JoinPath(dir, "scenario.json"), j.dump(1) + "\n");
+}
+
+Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::string& dir,
+                          GoldenCheckpoint* out) {
+  const std::string json_path = JoinPath(dir, "scenario.json");
+  std::string text;
+  CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, json_path, kMaxScenarioJson, &text));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.value("format_version", nlohmann::json()).is_number_integer() ||
+      !j.value("iteration", nlohmann::json()).is_number_integer() ||
+      !j.value("files", nlohmann::json()).is_object()) {
+    return Status::Corruption(json_path + ": not a scenario description");
+  }
+  if (j.value("scenario", std::string()) != scenario.name) {
+    return Status::Corruption(json_path + ": describes '" + j.value("scenario", std::string()) +
+                              "', not '" + scenario.name + "'");
+  }
+  out->format_version = j["format_version"].get<int>();
+  out->iteration = j["iteration"].get<int64_t>();
+  if (out->iteration != scenario.iteration) {
+    return Status::Corruption(json_path + ": iteration " + std::to_string(out->iteration) +
+                              " but the scenario's code says " + std::to_string(scenario.iteration));
+  }
+  CKPTSPEC_RETURN_IF_ERROR(ReadTree(env, JoinPath(dir, "checkpoint"), &out->tree));
+  for (const auto& [path, size] : j["files"].items()) {
+    auto it = out->tree.find(path);
+    if (it == out->tree.end() || !size.is_number_unsigned() || it->second.size() != size.get<uint64_t>()) {
+      return Status::Corruption(json_path + ": file '" + path + "' missing or of another size");
+    }
+  }
+  if (out->tree.size() != j["files"].size()) {
+    return Status::Corruption(json_path + ": checkpoint/ holds files scenario.json does not list");
+  }
+  return Status::OK();
+}
+
+}  // namespace ckptspec

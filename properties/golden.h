@@ -1,0 +1,55 @@
+// Golden checkpoints (P18): small checkpoints written by a reference of a known format version,
+// committed under corpus/golden/<scenario>/ as real files, that every later version must load.
+//
+// Layout of one scenario directory:
+//   scenario.json   {"scenario", "description", "format_version", "iteration", "world_size",
+//                    "optimizer_format", "files": {relative path: size}}
+//   checkpoint/     the checkpoint root as the writing target left it (tracker, iter_N/, ...)
+//
+// Contracts:
+//  - GoldenScenarios() is fixed: each scenario's run is built by code (no randomness), so the
+//    run a golden checkpoint was written from can always be rebuilt; a scenario is never changed
+//    once its checkpoint is committed (add a new one instead).
+//  - WriteGoldenScenario saves the run trained to `iteration` through a fresh target of `factory`
+//    and writes scenario.json and checkpoint/ under `dir` on `env` (replacing what is there).
+//    Only the make_golden tool calls it: goldens are regenerated deliberately, never in CI.
+//  - ReadGoldenScenario reads them back and checks scenario.json against the tree and the code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/run_spec.h"
+#include "properties/harness.h"
+#include "properties/storage_util.h"
+
+namespace ckptspec {
+
+struct GoldenScenario {
+  std::string name;
+  RunSpec run;
+  int64_t iteration = 0;
+};
+
+// TP2·PP2·DP2 dense bf16 fully_reshardable; MoE EP2 dp_reshardable; two heterogeneous modules.
+const std::vector<GoldenScenario>& GoldenScenarios();
+
+// corpus/golden in the source tree (a compile definition of the source directory).
+std::string GoldenCorpusDir();
+
+// The format version the current reference writes into scenario.json.
+inline constexpr int kGoldenFormatVersion = 1;
+
+Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& factory, Env* env,
+                           const std::string& dir);
+
+struct GoldenCheckpoint {
+  int format_version = 0;
+  int64_t iteration = 0;
+  StorageTree tree;  // checkpoint/, relative paths
+};
+Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::string& dir,
+                          GoldenCheckpoint* out);
+
+}  // namespace ckptspec

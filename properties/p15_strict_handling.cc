@@ -1,0 +1,309 @@
+// P15, strict handling: for every StrictMode, a load whose templates request keys the checkpoint
+// lacks ("unexpected", per rank) and leave checkpoint keys requested by no rank ("missing")
+// follows the mode table of SEMANTICS.md §4 exactly:
+//   error:      assume_ok_unexpected and raise_unexpected iff some rank has unexpected keys;
+//               raise_all iff unexpected or missing keys; no other mode errs.
+//   reported:   return_* give `unexpected` equal to the true per-rank sets, return_all `missing`
+//               equal to the true set; other modes report nothing there.
+//   warnings:   log_* name every unexpected key, log_all every missing key; no other mode warns.
+//   loaded:     unexpected entries removed, every other requested entry present and holding the
+//               saved data.
+// The templates are the framework's own for the same run, edited: some keys removed from every
+// rank (missing), some renamed on every rank (missing and unexpected), extra per-rank tensors and
+// objects (unexpected).
+// The unedited templates of a plain resume request every saved key (no "missing" at all).
+// Catches: strict-mode lists computed per rank instead of globally (or the reverse), unexpected
+// entries left in the result, missing keys that raise in the wrong mode, partial loads.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "generators/run_gen.h"
+#include "properties/property.h"
+#include "properties/property_util.h"
+
+namespace ckptspec {
+
+namespace {
+
+using KeySet = std::set<std::string>;
+
+KeySet KeysOf(const ShardedStateDict& d) {
+  KeySet keys;
+  for (const ShardedTensor& t : d.tensors) keys.insert(t.spec.key);
+  for (const ShardedObject& o : d.objects) keys.insert(o.spec.key);
+  return keys;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s + "]";
+}
+
+bool Mentions(const std::vector<std::string>& lines, const std::string& key) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(key) != std::string::npos; });
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// What the save wrote, by place: tensors by (key, offset, shape), objects by unique key; the
+// main replica's data (what the checkpoint holds).
+struct SavedIndex {
+  std::map<std::string, const std::vector<uint8_t>*> tensors;
+  std::map<std::string, const std::string*> objects;
+};
+
+std::string TensorPlace(const TensorSpec& spec) {
+  std::string s = spec.key + "@";
+  for (int64_t o : spec.global_offset) s += std::to_string(o) + ",";
+  s += "/";
+  for (int64_t d : spec.local_shape) s += std::to_string(d) + ",";
+  return s;
+}
+
+SavedIndex IndexSaved(const std::vector<ShardedStateDict>& saved) {
+  SavedIndex index;
+  for (const ShardedStateDict& d : saved) {
+    for (const ShardedTensor& t : d.tensors) {
+      if (IsMainReplica(t.spec.replica_id)) index.tensors[TensorPlace(t.spec)] = &t.data;
+    }
+    for (const ShardedObject& o : d.objects) {
+      if (IsMainReplica(o.spec.replica_id)) index.objects[o.spec.UniqueKey()] = &o.data;
+    }
+  }
+  return index;
+}
+
+// Every loaded entry holds what the save wrote at its place.
+std::string CompareWithSaved(const ShardedStateDict& got, const SavedIndex& saved, size_t r) {
+  const std::string who = "rank " + std::to_string(r) + ": ";
+  for (const ShardedTensor& t : got.tensors) {
+    auto it = saved.tensors.find(TensorPlace(t.spec));
+    if (it == saved.tensors.end()) return who + "loaded tensor '" + TensorPlace(t.spec) + "' was never saved";
+    if (*it->second != t.data) return who + "tensor '" + TensorPlace(t.spec) + "' differs from the saved data";
+  }
+  for (const ShardedObject& o : got.objects) {
+    auto it = saved.objects.find(o.spec.UniqueKey());
+    if (it == saved.objects.end()) return who + "loaded object '" + o.spec.UniqueKey() + "' was never saved";
+    if (*it->second != o.data) return who + "object '" + o.spec.UniqueKey() + "' differs from the saved data";
+  }
+  return "";
+}
+
+}  // namespace
+
+void CheckStrictHandling(const TargetFactory& factory) {
+  const RunSpec run = *gen::RunUpTo(8);
+  const int64_t k = *rc::gen::inRange<int64_t>(0, 3);
+  std::vector<StrictMode> modes;
+  for (int m = 0; m < kNumStrictModes; ++m) modes.push_back(static_cast<StrictMode>(m));
+  const StrictMode mode = *rc::gen::elementOf(modes);
+
+  std::vector<TrainingState> states;
+  CKPTSPEC_RC_ASSERT_OK(InitialStates(run, &states));
+  CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
+  auto under_test = factory.make(TargetOptions());
+  Target& target = under_test->target();
+  std::vector<ShardedStateDict> saved;
+  CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, states, run.sharding, &saved));
+  CKPTSPEC_RC_ASSERT_OK(target.engine().Save(k, saved, SaveOptions()));
+  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
+
+  // The framework's own templates for the same run.
+  LoadRequest probe;
+  probe.templates.resize(run.layout.world_size());
+  LoadResult probed;
+  CKPTSPEC_RC_ASSERT_OK(target.engine().Load(std::move(probe), &probed));
+  RC_ASSERT(!probed.state.empty());
+  CheckpointInfo info;
+  CKPTSPEC_RC_ASSERT_OK(target.framework().ReadCheckpointInfo(probed.state[0].common, &info));
+  std::vector<ShardedStateDict> templates;
+  CKPTSPEC_RC_ASSERT_OK(
+      target.framework().LoadTemplates(run.layout, run.configs, info, LoadFlags(), &templates));
+  const size_t world = templates.size();
+
+  // Edits: keys dropped everywhere, keys renamed everywhere, extra per-rank entries.
+  KeySet requested_before;
+  for (const ShardedStateDict& t : templates) {
+    const KeySet keys = KeysOf(t);
+    requested_before.insert(keys.begin(), keys.end());
+  }
+  std::vector<std::string> pool(requested_before.begin(), requested_before.end());
+  auto pick = [&pool]() {
+    const size_t i = *rc::gen::inRange<size_t>(0, pool.size());
+    const std::string key = pool[i];
+    pool.erase(pool.begin() + i);
+    return key;
+  };
+  const int n_drop = *rc::gen::inRange(0, 3);
+  const int n_rename = *rc::gen::inRange(0, 3);
+  const int n_extra = *rc::gen::inRange(0, 4);
+  KeySet dropped, renamed;
+  for (int i = 0; i < n_drop && !pool.empty(); ++i) dropped.insert(pick());
+  for (int i = 0; i < n_rename && !pool.empty(); ++i) renamed.insert(pick());
+  std::vector<std::string> extras;
+  for (int i = 0; i < n_extra; ++i) {
+    const size_t r = *rc::gen::inRange<size_t>(0, world);
+    const bool object = *rc::gen::arbitrary<bool>();
+    const std::string key = "p15_extra_" + std::string(object ? "object" : "tensor") + "_" +
+                            std::to_string(i) + ".rank" + std::to_string(r);
+    if (object) {
+      ShardedObject o;
+      o.spec.key = key;
+      templates[r].objects.push_back(o);
+    } else {
+      ShardedTensor t;
+      t.spec.key = key;
+      t.spec.dtype = DType::kInt32;
+      t.spec.global_shape = {1};
+      t.spec.global_offset = {0};
+      t.spec.local_shape = {1};
+      t.data.assign(4, 0);
+      templates[r].tensors.push_back(t);
+    }
+    extras.push_back("rank " + std::to_string(r) + ": " + key);
+  }
+  for (ShardedStateDict& t : templates) {
+    auto gone = [&](const std::string& key) { return dropped.count(key) > 0; };
+    t.tensors.erase(std::remove_if(t.tensors.begin(), t.tensors.end(),
+                                   [&](const ShardedTensor& e) { return gone(e.spec.key); }),
+                    t.tensors.end());
+    t.objects.erase(std::remove_if(t.objects.begin(), t.objects.end(),
+                                   [&](const ShardedObject& e) { return gone(e.spec.key); }),
+                    t.objects.end());
+    for (ShardedTensor& e : t.tensors) {
+      if (renamed.count(e.spec.key)) e.spec.key += ".p15_renamed";
+    }
+    for (ShardedObject& e : t.objects) {
+      if (renamed.count(e.spec.key)) e.spec.key += ".p15_renamed";
+    }
+  }
+
+  // The true sets.
+  KeySet in_checkpoint;
+  for (const ShardedStateDict& d : saved) {
+    const KeySet keys = KeysOf(d);
+    in_checkpoint.insert(keys.begin(), keys.end());
+  }
+  std::vector<std::vector<std::string>> unexpected(world);
+  KeySet requested;
+  bool any_unexpected = false;
+  for (size_t r = 0; r < world; ++r) {
+    for (const std::string& key : KeysOf(templates[r])) {
+      requested.insert(key);
+      if (!in_checkpoint.count(key)) unexpected[r].push_back(key);
+    }
+    any_unexpected = any_unexpected || !unexpected[r].empty();
+  }
+  std::vector<std::string> missing;
+  for (const std::string& key : in_checkpoint) {
+    if (!requested.count(key)) missing.push_back(key);
+  }
+  const bool any_missing = !missing.empty();
+  if (dropped.empty() && renamed.empty() && any_missing) {
+    // The framework's own templates for a plain resume (same run, no flags) request every saved
+    // key; otherwise strict=raise_all would refuse every ordinary resume.
+    RC_FAIL("the unedited templates leave saved keys unrequested: " + Join(missing));
+  }
+
+  RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << k
+           << ", save, load on the same layout with strict=" << StrictModeName(mode)
+           << "\n  templates: dropped everywhere " << Join({dropped.begin(), dropped.end()})
+           << ", renamed everywhere " << Join({renamed.begin(), renamed.end()}) << ", extra "
+           << Join(extras) << "\n  true missing " << Join(missing) << "\n";
+  RC_TAG(StrictModeName(mode));
+  RC_CLASSIFY(any_unexpected, "unexpected keys");
+  RC_CLASSIFY(any_missing, "missing keys");
+
+  LoadRequest request;
+  request.iteration = k;
+  request.strict = mode;
+  request.templates = templates;
+  LoadResult result;
+  const Status status = target.engine().Load(std::move(request), &result);
+  RC_LOG() << "  load returned: " << status.ToString() << "\n";
+
+  const bool expect_error =
+      (any_unexpected && (mode == StrictMode::kAssumeOkUnexpected ||
+                          mode == StrictMode::kRaiseUnexpected || mode == StrictMode::kRaiseAll)) ||
+      (any_missing && mode == StrictMode::kRaiseAll);
+  if (expect_error) {
+    RC_ASSERT(!status.ok());
+    // The error names what is wrong: some unexpected key (the raise modes name all of them), or
+    // under raise_all without unexpected keys, the missing ones.
+    std::vector<std::string> all_unexpected;
+    for (const auto& v : unexpected) all_unexpected.insert(all_unexpected.end(), v.begin(), v.end());
+    const std::vector<std::string> message{status.message()};
+    if (mode == StrictMode::kAssumeOkUnexpected) {
+      RC_ASSERT(std::any_of(all_unexpected.begin(), all_unexpected.end(),
+                            [&](const std::string& key) { return Mentions(message, key); }));
+    } else {
+      for (const std::string& key : any_unexpected ? all_unexpected : missing) {
+        if (!Mentions(message, key)) RC_FAIL("the error does not name '" + key + "'");
+      }
+    }
+    return;
+  }
+  CKPTSPEC_RC_ASSERT_OK(status);
+
+  const bool returns_unexpected =
+      mode == StrictMode::kReturnUnexpected || mode == StrictMode::kReturnAll;
+  for (size_t r = 0; r < std::max(world, result.unexpected.size()); ++r) {
+    const std::vector<std::string> got =
+        r < result.unexpected.size() ? Sorted(result.unexpected[r]) : std::vector<std::string>{};
+    const std::vector<std::string> want =
+        returns_unexpected && r < world ? unexpected[r] : std::vector<std::string>{};
+    if (got != want) {
+      RC_FAIL("rank " + std::to_string(r) + ": result.unexpected " + Join(got) + ", expected " +
+              Join(want));
+    }
+  }
+  const std::vector<std::string> want_missing =
+      mode == StrictMode::kReturnAll ? missing : std::vector<std::string>{};
+  if (Sorted(result.missing) != want_missing) {
+    RC_FAIL("result.missing " + Join(Sorted(result.missing)) + ", expected " + Join(want_missing));
+  }
+  const bool logs = mode == StrictMode::kLogUnexpected || mode == StrictMode::kLogAll;
+  if (!logs && !result.warnings.empty()) RC_FAIL("unexpected warnings " + Join(result.warnings));
+  if (logs) {
+    for (size_t r = 0; r < world; ++r) {
+      for (const std::string& key : unexpected[r]) {
+        if (!Mentions(result.warnings, key)) RC_FAIL("no warning names unexpected '" + key + "'");
+      }
+    }
+  }
+  if (mode == StrictMode::kLogAll) {
+    for (const std::string& key : missing) {
+      if (!Mentions(result.warnings, key)) RC_FAIL("no warning names missing '" + key + "'");
+    }
+  }
+
+  // Loaded: exactly the requested entries minus the unexpected ones, with the saved data.
+  RC_ASSERT(result.state.size() == world);
+  const SavedIndex index = IndexSaved(saved);
+  for (size_t r = 0; r < world; ++r) {
+    KeySet want = KeysOf(templates[r]);
+    for (const std::string& key : unexpected[r]) want.erase(key);
+    const KeySet got = KeysOf(result.state[r]);
+    if (got != want) {
+      std::vector<std::string> diff;
+      std::set_symmetric_difference(got.begin(), got.end(), want.begin(), want.end(),
+                                    std::back_inserter(diff));
+      RC_FAIL("rank " + std::to_string(r) + ": loaded keys differ from requested minus unexpected: " +
+              Join(diff));
+    }
+    // No entry twice: as many entries as requested ones that are not unexpected.
+    size_t kept = 0;
+    for (const ShardedTensor& t : templates[r].tensors) kept += want.count(t.spec.key);
+    for (const ShardedObject& o : templates[r].objects) kept += want.count(o.spec.key);
+    RC_ASSERT(result.state[r].tensors.size() + result.state[r].objects.size() == kept);
+    CKPTSPEC_RC_ASSERT_SAME(CompareWithSaved(result.state[r], index, r), "loaded data");
+  }
+}
+
+}  // namespace ckptspec
