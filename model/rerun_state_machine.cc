@@ -1,5 +1,7 @@
 #include "model/rerun_state_machine.h"
 
+#include <cstring>
+
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -42,16 +44,34 @@ bool ValidationCall::operator<(const ValidationCall& o) const {
   return std::tie(message, rank, sequence) < std::tie(o.message, o.rank, o.sequence);
 }
 
+namespace {
+
+// Results compare by bits, as FirstDifference compares floats: a NaN result (the usual fault) is
+// equal to itself, so a state is equal to its own copy.
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool SameBits(const std::optional<double>& a, const std::optional<double>& b) {
+  return a.has_value() == b.has_value() && (!a || SameBits(*a, *b));
+}
+bool SameBits(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+    if (i->first != j->first || !SameBits(i->second, j->second)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool RerunShardedState::operator==(const RerunShardedState& o) const {
   return rerun_requested == o.rerun_requested && checkpoint_requested == o.checkpoint_requested &&
          restart_again_requested == o.restart_again_requested &&
          continue_requested == o.continue_requested &&
          error_injector_injected == o.error_injector_injected &&
          failed_validation_call == o.failed_validation_call &&
-         initial_result == o.initial_result && suspicious_node == o.suspicious_node &&
+         SameBits(initial_result, o.initial_result) && suspicious_node == o.suspicious_node &&
          suspicious_device == o.suspicious_device &&
          data_iterator_checkpoint == o.data_iterator_checkpoint &&
-         large_value_counts == o.large_value_counts && max_values == o.max_values;
+         large_value_counts == o.large_value_counts && SameBits(max_values, o.max_values);
 }
 
 RerunStateMachine NewRerunStateMachine(RerunMode mode, int64_t current_iteration) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <limits>
 #include <set>
 
 namespace ckptspec {
@@ -274,6 +275,25 @@ TEST(RerunStateMachine, LoadRules) {
   EXPECT_EQ(m.state, RerunState::kWillRerunFromCheckpoint);
   EXPECT_EQ(m.current_iteration, 7);
   EXPECT_TRUE(m.sharded.checkpoint_requested);
+}
+
+// A NaN result (the usual fault) is recorded as the initial result; a state must still equal its
+// own copy (results compare by bits), or no comparison of fault states could ever succeed.
+TEST(RerunStateMachine, NaNResultsCompareByBits) {
+  RerunShardedState a;
+  a.initial_result = std::numeric_limits<double>::quiet_NaN();
+  a.max_values["loss"] = std::numeric_limits<double>::quiet_NaN();
+  const RerunShardedState copy = a;
+  EXPECT_TRUE(a == copy);
+  RerunShardedState b = a;
+  b.initial_result = 0.0;
+  EXPECT_FALSE(a == b);
+  b = a;
+  b.initial_result.reset();
+  EXPECT_FALSE(a == b);
+  b = a;
+  b.max_values["loss"] = 1.0;
+  EXPECT_FALSE(a == b);
 }
 
 }  // namespace
