@@ -16,7 +16,9 @@
 // |    |                  | starts at this iteration (it counts the loop's iterations).               |
 // | L3 | optimizer state  | skipped under finetune or no_load_optim. Otherwise: fully_reshardable     |
 // |    |                  | loads under any layout change; dp_reshardable only when TP, PP, CP, EP    |
-// |    |                  | and ETP are unchanged (error naming the changed size). Groups match by    |
+// |    |                  | and ETP are unchanged (error naming the changed size) and no parameter    |
+// |    |                  | trainable when saved is frozen now (its buffers are laid out over the     |
+// |    |                  | trainable parameters: error naming it). Groups match by                   |
 // |    |                  | identity (IdentityKeySet::kCore) as a bijection (param_groups.h; saved    |
 // |    |                  | groups whose parameters are all frozen now are dropped first); each       |
 // |    |                  | current group takes the saved group's hyper-parameters and step. Moments, |
