@@ -60,6 +60,28 @@ bool SameBits(const std::map<std::string, double>& a, const std::map<std::string
   return true;
 }
 
+// JSON has no NaN or infinity (nlohmann writes them as null), yet a NaN result is the usual
+// fault: non-finite results travel as the strings "nan", "inf" and "-inf".
+nlohmann::json ResultToJson(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+bool ResultFromJson(const nlohmann::json& j, double* out) {
+  if (j.is_number()) {
+    *out = j.get<double>();
+    return true;
+  }
+  if (!j.is_string()) return false;
+  const std::string& s = j.get_ref<const std::string&>();
+  if (s == "nan") *out = std::numeric_limits<double>::quiet_NaN();
+  else if (s == "inf") *out = std::numeric_limits<double>::infinity();
+  else if (s == "-inf") *out = -std::numeric_limits<double>::infinity();
+  else return false;
+  return true;
+}
+
 }  // namespace
 
 bool RerunShardedState::operator==(const RerunShardedState& o) const {
@@ -289,7 +311,7 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
                            {"rank", f.failed_validation_call->rank},
                            {"sequence", f.failed_validation_call->sequence}}
           : nlohmann::json(nullptr);
-  s["initial_result"] = f.initial_result ? nlohmann::json(*f.initial_result) : nlohmann::json(nullptr);
+  s["initial_result"] = f.initial_result ? ResultToJson(*f.initial_result) : nlohmann::json(nullptr);
   s["suspicious_node"] = f.suspicious_node ? nlohmann::json(*f.suspicious_node) : nlohmann::json(nullptr);
   s["suspicious_device"] =
       f.suspicious_device ? nlohmann::json(*f.suspicious_device) : nlohmann::json(nullptr);
@@ -297,7 +319,9 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
                                        ? nlohmann::json::array({DataIteratorStateToJson(*f.data_iterator_checkpoint)})
                                        : nlohmann::json(nullptr);
   s["large_value_counts"] = f.large_value_counts;
-  s["max_values"] = f.max_values;
+  nlohmann::json max_values = nlohmann::json::object();
+  for (const auto& [message, value] : f.max_values) max_values[message] = ResultToJson(value);
+  s["max_values"] = max_values;
   *out = nlohmann::json{{"mode", RerunModeName(m.mode)},
                         {"state", static_cast<int>(m.state)},
                         {"current_iteration", m.current_iteration},
@@ -376,8 +400,11 @@ Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
   }
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "initial_result", ".sharded", &v));
   if (!v->is_null()) {
-    if (!v->is_number()) return Bad("initial_result", "is not null or a number");
-    f.initial_result = v->get<double>();
+    double result;
+    if (!ResultFromJson(*v, &result)) {
+      return Bad("initial_result", "is not null, a number, \"nan\", \"inf\" or \"-inf\"");
+    }
+    f.initial_result = result;
   }
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "suspicious_node", ".sharded", &v));
   if (!v->is_null()) {
@@ -407,8 +434,9 @@ Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "max_values", ".sharded", &v));
   if (!v->is_object()) return Bad("max_values", "is not an object");
   for (auto it = v->begin(); it != v->end(); ++it) {
-    if (!it->is_number()) return Bad("max_values", "holds a non-number");
-    f.max_values[it.key()] = it->get<double>();
+    double value;
+    if (!ResultFromJson(*it, &value)) return Bad("max_values", "holds a non-number");
+    f.max_values[it.key()] = value;
   }
   *out = std::move(m);
   return Status::OK();

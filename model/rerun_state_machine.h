@@ -166,7 +166,9 @@ CheckpointAndExit ShouldCheckpointAndExit(RerunStateMachine* m);
 // True where the state can be persisted (see the rule above).
 bool IsPersistableRerunState(RerunState s);
 
-// The payload: {"mode", "state" (int), "current_iteration", "sharded": {every field}}.
+// The payload: {"mode", "state" (int), "current_iteration", "sharded": {every field}}. Results
+// (initial_result, max_values) are JSON numbers, or "nan" / "inf" / "-inf" when not finite (JSON
+// has no literal for them: a NaN loss, the usual fault, must survive the text round trip).
 // FailedPrecondition for a state that is not persistable (naming it).
 Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out);
 

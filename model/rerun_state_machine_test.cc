@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -294,6 +295,28 @@ TEST(RerunStateMachine, NaNResultsCompareByBits) {
   b = a;
   b.max_values["loss"] = 1.0;
   EXPECT_FALSE(a == b);
+}
+
+// A NaN result is the usual fault; its payload must survive the text form a checkpoint stores
+// (JSON has no NaN: it would come back as null, i.e. no result at all).
+TEST(RerunStateMachine, NonFiniteResultsSurviveThePayloadText) {
+  RerunStateMachine m = NewRerunStateMachine(RerunMode::kValidateResults, 4);
+  m.state = RerunState::kWillRerunFromCheckpoint;
+  m.sharded.initial_result = std::numeric_limits<double>::quiet_NaN();
+  m.sharded.max_values["loss"] = std::numeric_limits<double>::infinity();
+  m.sharded.max_values["grad"] = -std::numeric_limits<double>::infinity();
+  m.sharded.max_values["finite"] = 2.5;
+  nlohmann::json payload;
+  ASSERT_TRUE(CheckpointPayload(m, &payload).ok());
+  RerunStateMachine back;
+  const Status s = PayloadFromJson(nlohmann::json::parse(payload.dump()), &back);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(back.sharded.initial_result.has_value());
+  EXPECT_TRUE(std::isnan(*back.sharded.initial_result));
+  EXPECT_TRUE(back.sharded == m.sharded);
+
+  payload["sharded"]["initial_result"] = "NaN?";
+  EXPECT_FALSE(PayloadFromJson(payload, &back).ok());
 }
 
 }  // namespace
