@@ -217,6 +217,8 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
     ctx.tp = static_cast<int>(req.layout.tp());
     ctx.pp = static_cast<int>(req.layout.pp());
     ctx.dp = static_cast<int>(req.layout.dp());
+    ctx.saved_job_world = static_cast<int>(ckpt.job_world_size);
+    ctx.job_world = static_cast<int>(req.job_world_size);
     CKPTSPEC_RETURN_IF_ERROR(LoadRerunPayload(payload, ctx, &s.rerun));
   }
 

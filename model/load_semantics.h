@@ -42,8 +42,8 @@
 // |    |                  | data_parallel_random_init; else the lowest dp): missing is an error.      |
 // |    |                  | Otherwise each rank is freshly seeded.                                    |
 // | L8 | rerun state      | loaded (LoadRerunPayload) unless finetune or the new mode is DISABLED;    |
-// |    |                  | needs world, TP, PP and DP unchanged: under a change a sentinel payload is|
-// |    |                  | skipped and a pending rerun is an error.                                  |
+// |    |                  | needs world (the module's and the job's), TP, PP and DP unchanged: under  |
+// |    |                  | a change a sentinel payload is skipped and a pending rerun is an error.   |
 // | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise a DP change is an     |
 // |    |                  | error; else ResumeDataIterator (continues the exact sample sequence).     |
 #pragma once
@@ -70,12 +70,16 @@ struct CheckpointDescriptor {
   Layout layout;
   OptimizerFormat optimizer_format = OptimizerFormat::kFullyReshardable;
   bool has_rng = true;
+  // The whole job's world size when `layout` is one module of a heterogeneous job; 0: the job is
+  // this layout (L8 compares the job's world size too).
+  int64_t job_world_size = 0;
 };
 
 struct ResumeRequest {
   TrainingConfig config;
   Layout layout;
   LoadFlags flags;
+  int64_t job_world_size = 0;  // as CheckpointDescriptor::job_world_size, for the new job
 };
 
 // L3's format rule alone: OK for fully_reshardable; for dp_reshardable FailedPrecondition naming

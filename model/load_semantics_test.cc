@@ -315,6 +315,25 @@ TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
   EXPECT_EQ(ExpectedStateAfterLoad(ckpt, Request(), &out).code(), Status::Code::kFailedPrecondition);
 }
 
+// A module of a heterogeneous job: its own layout may stay while another module's changes the
+// job's world size, which Megatron's guard reads; the rerun state then loads only as a sentinel.
+TEST(LoadSemantics, L8ComparesTheJobsWorldSizeToo) {
+  CheckpointDescriptor ckpt = Checkpoint(3);
+  ckpt.job_world_size = 6;
+  ckpt.state.rerun.sharded.rerun_requested = true;  // a steady-state field the load would restore
+  ResumeRequest same = Request();
+  same.job_world_size = 6;
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, same, &out).ok());
+  EXPECT_TRUE(out.rerun.sharded.rerun_requested);
+  ResumeRequest grown = Request();
+  grown.job_world_size = 8;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, grown, &out).ok());  // sentinel: skipped
+  EXPECT_FALSE(out.rerun.sharded.rerun_requested);
+  ckpt.state.rerun.state = RerunState::kWillRerunFromCheckpoint;
+  EXPECT_EQ(ExpectedStateAfterLoad(ckpt, grown, &out).code(), Status::Code::kFailedPrecondition);
+}
+
 TEST(LoadSemantics, L9DataIteratorUnderDpChangeNeedsReset) {
   const CheckpointDescriptor ckpt = Checkpoint(3);
   TrainingState out;

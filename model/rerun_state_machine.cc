@@ -448,7 +448,8 @@ Status LoadRerunPayload(const nlohmann::json& payload, const RerunLoadContext& c
   RerunStateMachine loaded;
   CKPTSPEC_RETURN_IF_ERROR(PayloadFromJson(payload, &loaded));
   const bool same_layout = ctx.saved_world == ctx.world && ctx.saved_tp == ctx.tp &&
-                           ctx.saved_pp == ctx.pp && ctx.saved_dp == ctx.dp;
+                           ctx.saved_pp == ctx.pp && ctx.saved_dp == ctx.dp &&
+                           ctx.saved_job_world == ctx.job_world;
   if (!same_layout) {
     if (loaded.state == RerunState::kNotRunningYet) return Status::OK();
     return Status::FailedPrecondition(

@@ -39,9 +39,9 @@
 //    RERUNNING_IN_PLACE is never checkpointed (B06: Megatron saved it with exit code 17 and the
 //    resume subscripted None); CheckpointPayload refuses the other states, and PayloadFromJson
 //    rejects a payload that holds one.
-// Loading: a no-op in DISABLED mode and under finetune; otherwise requires unchanged world size,
-// TP, PP and DP. Under a change a sentinel (NOT_RUNNING_YET) payload is skipped, but a pending
-// rerun cannot be honoured and is an error.
+// Loading: a no-op in DISABLED mode and under finetune; otherwise requires unchanged world size
+// (the module's and, in a heterogeneous job, the job's), TP, PP and DP. Under a change a sentinel
+// (NOT_RUNNING_YET) payload is skipped, but a pending rerun cannot be honoured and is an error.
 #pragma once
 
 #include <cstdint>
@@ -180,6 +180,9 @@ struct RerunLoadContext {
   bool finetune = false;
   int saved_world = 1, saved_tp = 1, saved_pp = 1, saved_dp = 1;
   int world = 1, tp = 1, pp = 1, dp = 1;
+  // A module of a heterogeneous job: the whole job's world size then and now (Megatron's guard
+  // reads the job's world size); 0 when the job is the module.
+  int saved_job_world = 0, job_world = 0;
 };
 
 // Loads a payload into `m` (Megatron's load_state_dict with the checkpointing.py guards):

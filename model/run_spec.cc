@@ -31,10 +31,12 @@ Status ExpectedResume(const RunSpec& saved_run, const std::vector<TrainingState>
     ckpt.state = saved[i];
     ckpt.layout = saved_run.layout.modules()[i].layout;
     ckpt.optimizer_format = saved_run.sharding.optimizer_format;
+    ckpt.job_world_size = saved_run.layout.world_size();
     ResumeRequest request;
     request.config = run.configs[i];
     request.layout = run.layout.modules()[i].layout;
     request.flags = flags;
+    request.job_world_size = run.layout.world_size();
     TrainingState expected;
     CKPTSPEC_RETURN_IF_ERROR(ExpectedStateAfterLoad(ckpt, request, &expected)
                                  .WithContext(run.layout.modules()[i].name.empty()
