@@ -282,7 +282,7 @@ class Restart : public StatefulCommand {
     }
   }
   void apply(StatefulModel& m) const override {
-    const RunSpec run_ = RunFor(m);
+    const RunSpec resume_run = RunFor(m);
     m.expect_exit_ok = m.alive ? ResolvePending(&m) : true;
     m.pending.reset();
     m.pending_refused = false;
@@ -291,15 +291,15 @@ class Restart : public StatefulCommand {
     if (!m.committed) {
       // Nothing to resume: the resume fails and the new process starts from scratch.
       m.expect_ok = false;
-      m.alive = InitialStates(run_, &m.states).ok();
+      m.alive = InitialStates(resume_run, &m.states).ok();
     } else {
       std::vector<TrainingState> expected;
-      m.expect_ok = ExpectedResume(m.committed->run, m.committed->states, run_, flags_, &expected).ok();
+      m.expect_ok = ExpectedResume(m.committed->run, m.committed->states, resume_run, flags_, &expected).ok();
       m.alive = m.expect_ok;
       m.states = m.expect_ok ? std::move(expected) : std::vector<TrainingState>();
     }
     if (m.alive && kind_ != Kind::kSameRun) {
-      m.run = run_;
+      m.run = resume_run;
       ++m.run_version;
     }
   }
@@ -308,7 +308,7 @@ class Restart : public StatefulCommand {
                : kind_ == Kind::kOtherRun ? "Restart other layout/flags"
                                           : "Restart added parameter");
     const StatefulModel next = nextState(m);
-    const RunSpec run_ = RunFor(m);
+    const RunSpec resume_run = RunFor(m);
     if (sut.alive) {
       const Status exit = sut.under_test->target().engine().Finalize();
       if (exit.ok() != next.expect_exit_ok) {
@@ -320,14 +320,14 @@ class Restart : public StatefulCommand {
     ResumeOptions options;
     options.flags = flags_;
     std::vector<TrainingState> resumed;
-    const Status status = ResumeRun(sut.under_test->target(), run_, options, &resumed);
+    const Status status = ResumeRun(sut.under_test->target(), resume_run, options, &resumed);
     sut.alive = status.ok();
     sut.states = std::move(resumed);
-    if (!next.committed && !status.ok()) sut.alive = InitialStates(run_, &sut.states).ok();
-    if (sut.alive) sut.run = run_;
+    if (!next.committed && !status.ok()) sut.alive = InitialStates(resume_run, &sut.states).ok();
+    if (sut.alive) sut.run = resume_run;
     if (!next.expect_ok && sut.stats) ++sut.stats->by_kind["  (restart refused by the spec)"];
-    for (size_t i = 0; kind_ == Kind::kOtherRun && i < run_.layout.modules().size(); ++i) {
-      if (run_.layout.modules()[i].layout.ToString() != m.run.layout.modules()[i].layout.ToString()) {
+    for (size_t i = 0; kind_ == Kind::kOtherRun && i < resume_run.layout.modules().size(); ++i) {
+      if (resume_run.layout.modules()[i].layout.ToString() != m.run.layout.modules()[i].layout.ToString()) {
         sut.events.insert("layout change");
       }
     }
