@@ -164,6 +164,18 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   const bool load_optim = !f.finetune && !f.no_load_optim;
   if (load_optim) {
     CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(ckpt.optimizer_format, ckpt.layout, req.layout));
+    if (ckpt.optimizer_format == OptimizerFormat::kDpReshardable) {
+      // dp_reshardable buffers are laid out over the trainable parameters: a parameter frozen
+      // since the save changes every later offset, so its state cannot be dropped as
+      // fully_reshardable's can.
+      for (size_t i = 0; i < s.params.size(); ++i) {
+        if (s.params[i].frozen && !saved.params[i].frozen) {
+          return Status::FailedPrecondition(
+              "dp_reshardable optimizer state cannot be loaded: parameter '" + s.specs[i].name +
+              "' was trainable when saved and is frozen now (the buffer layout changed)");
+        }
+      }
+    }
     CKPTSPEC_RETURN_IF_ERROR(LoadOptimizer(saved, &s));
   } else {
     RefreshMastersFromModel(&s);

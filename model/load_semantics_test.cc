@@ -184,6 +184,25 @@ TEST(LoadSemantics, L3FrozenParametersAndOptimizerState) {
   EXPECT_NE(s.message().find("no optimizer state"), std::string::npos) << s.ToString();
 }
 
+// dp_reshardable buffers are laid out over the trainable parameters: freezing one since the save
+// is an error (fully_reshardable drops its state instead, above); without the optimizer it loads.
+TEST(LoadSemantics, L3DpReshardableNeedsTheSameTrainableParameters) {
+  CheckpointDescriptor ckpt = Checkpoint(2);
+  ckpt.optimizer_format = OptimizerFormat::kDpReshardable;
+  TrainingConfig frozen = Config();
+  frozen.frozen = {ckpt.state.specs[1].name};
+  TrainingState out;
+  Status s = ExpectedStateAfterLoad(ckpt, Request(frozen), &out);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("'" + ckpt.state.specs[1].name + "' was trainable when saved"),
+            std::string::npos)
+      << s.ToString();
+  ResumeRequest no_optim = Request(frozen);
+  no_optim.flags.no_load_optim = true;
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, no_optim, &out).ok());
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+}
+
 TEST(LoadSemantics, L4WithoutOptimizerStateMastersFollowTheLoadedModel) {  // B03, B12
   const CheckpointDescriptor ckpt = Checkpoint(3);
   ResumeRequest r = Request();

@@ -1,5 +1,7 @@
 #include "model/rerun_state_machine.h"
 
+#include <cstring>
+
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -44,42 +46,39 @@ bool ValidationCall::operator<(const ValidationCall& o) const {
 
 namespace {
 
-// Results and maxima are often NaN or infinite (that is what faults look like), and JSON has no
-// such numbers (nlohmann writes them as null): they are written as the strings "NaN",
-// "Infinity" and "-Infinity"; finite values stay numbers.
-nlohmann::json DoubleToJson(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+// Results compare by bits, as FirstDifference compares floats: a NaN result (the usual fault) is
+// equal to itself, so a state is equal to its own copy.
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool SameBits(const std::optional<double>& a, const std::optional<double>& b) {
+  return a.has_value() == b.has_value() && (!a || SameBits(*a, *b));
+}
+bool SameBits(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+    if (i->first != j->first || !SameBits(i->second, j->second)) return false;
+  }
+  return true;
+}
+
+// JSON has no NaN or infinity (nlohmann writes them as null), yet a NaN result is the usual
+// fault: non-finite results travel as the strings "nan", "inf" and "-inf".
+nlohmann::json ResultToJson(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
 
-bool DoubleFromJson(const nlohmann::json& j, double* out) {
+bool ResultFromJson(const nlohmann::json& j, double* out) {
   if (j.is_number()) {
     *out = j.get<double>();
     return true;
   }
   if (!j.is_string()) return false;
-  const std::string& t = j.get_ref<const std::string&>();
-  if (t == "NaN") *out = std::numeric_limits<double>::quiet_NaN();
-  else if (t == "Infinity") *out = std::numeric_limits<double>::infinity();
-  else if (t == "-Infinity") *out = -std::numeric_limits<double>::infinity();
+  const std::string& s = j.get_ref<const std::string&>();
+  if (s == "nan") *out = std::numeric_limits<double>::quiet_NaN();
+  else if (s == "inf") *out = std::numeric_limits<double>::infinity();
+  else if (s == "-inf") *out = -std::numeric_limits<double>::infinity();
   else return false;
-  return true;
-}
-
-// Equal values, or both NaN (a persisted NaN result is the same result).
-bool SameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
-
-bool SameOptionalDouble(const std::optional<double>& a, const std::optional<double>& b) {
-  if (a.has_value() != b.has_value()) return false;
-  return !a || SameDouble(*a, *b);
-}
-
-bool SameDoubleMap(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
-  if (a.size() != b.size()) return false;
-  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
-    if (i->first != j->first || !SameDouble(i->second, j->second)) return false;
-  }
   return true;
 }
 
@@ -91,10 +90,10 @@ bool RerunShardedState::operator==(const RerunShardedState& o) const {
          continue_requested == o.continue_requested &&
          error_injector_injected == o.error_injector_injected &&
          failed_validation_call == o.failed_validation_call &&
-         SameOptionalDouble(initial_result, o.initial_result) && suspicious_node == o.suspicious_node &&
+         SameBits(initial_result, o.initial_result) && suspicious_node == o.suspicious_node &&
          suspicious_device == o.suspicious_device &&
          data_iterator_checkpoint == o.data_iterator_checkpoint &&
-         large_value_counts == o.large_value_counts && SameDoubleMap(max_values, o.max_values);
+         large_value_counts == o.large_value_counts && SameBits(max_values, o.max_values);
 }
 
 RerunStateMachine NewRerunStateMachine(RerunMode mode, int64_t current_iteration) {
@@ -312,7 +311,7 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
                            {"rank", f.failed_validation_call->rank},
                            {"sequence", f.failed_validation_call->sequence}}
           : nlohmann::json(nullptr);
-  s["initial_result"] = f.initial_result ? DoubleToJson(*f.initial_result) : nlohmann::json(nullptr);
+  s["initial_result"] = f.initial_result ? ResultToJson(*f.initial_result) : nlohmann::json(nullptr);
   s["suspicious_node"] = f.suspicious_node ? nlohmann::json(*f.suspicious_node) : nlohmann::json(nullptr);
   s["suspicious_device"] =
       f.suspicious_device ? nlohmann::json(*f.suspicious_device) : nlohmann::json(nullptr);
@@ -321,7 +320,7 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
                                        : nlohmann::json(nullptr);
   s["large_value_counts"] = f.large_value_counts;
   nlohmann::json max_values = nlohmann::json::object();
-  for (const auto& [k, v] : f.max_values) max_values[k] = DoubleToJson(v);
+  for (const auto& [message, value] : f.max_values) max_values[message] = ResultToJson(value);
   s["max_values"] = max_values;
   *out = nlohmann::json{{"mode", RerunModeName(m.mode)},
                         {"state", static_cast<int>(m.state)},
@@ -401,9 +400,11 @@ Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
   }
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "initial_result", ".sharded", &v));
   if (!v->is_null()) {
-    double d = 0.0;
-    if (!DoubleFromJson(*v, &d)) return Bad("initial_result", "is not null, a number, \"NaN\" or \"[-]Infinity\"");
-    f.initial_result = d;
+    double result;
+    if (!ResultFromJson(*v, &result)) {
+      return Bad("initial_result", "is not null, a number, \"nan\", \"inf\" or \"-inf\"");
+    }
+    f.initial_result = result;
   }
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "suspicious_node", ".sharded", &v));
   if (!v->is_null()) {
@@ -433,9 +434,9 @@ Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
   CKPTSPEC_RETURN_IF_ERROR(Need(*s, "max_values", ".sharded", &v));
   if (!v->is_object()) return Bad("max_values", "is not an object");
   for (auto it = v->begin(); it != v->end(); ++it) {
-    double d = 0.0;
-    if (!DoubleFromJson(*it, &d)) return Bad("max_values", "holds a non-number");
-    f.max_values[it.key()] = d;
+    double value;
+    if (!ResultFromJson(*it, &value)) return Bad("max_values", "holds a non-number");
+    f.max_values[it.key()] = value;
   }
   *out = std::move(m);
   return Status::OK();

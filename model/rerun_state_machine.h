@@ -39,9 +39,9 @@
 //    RERUNNING_IN_PLACE is never checkpointed (B06: Megatron saved it with exit code 17 and the
 //    resume subscripted None); CheckpointPayload refuses the other states, and PayloadFromJson
 //    rejects a payload that holds one.
-// Loading: a no-op in DISABLED mode and under finetune; otherwise requires unchanged world size,
-// TP, PP and DP. Under a change a sentinel (NOT_RUNNING_YET) payload is skipped, but a pending
-// rerun cannot be honoured and is an error.
+// Loading: a no-op in DISABLED mode and under finetune; otherwise requires unchanged world size
+// (the module's and, in a heterogeneous job, the job's), TP, PP and DP. Under a change a sentinel
+// (NOT_RUNNING_YET) payload is skipped, but a pending rerun cannot be honoured and is an error.
 #pragma once
 
 #include <cstdint>
@@ -166,9 +166,9 @@ CheckpointAndExit ShouldCheckpointAndExit(RerunStateMachine* m);
 // True where the state can be persisted (see the rule above).
 bool IsPersistableRerunState(RerunState s);
 
-// The payload: {"mode", "state" (int), "current_iteration", "sharded": {every field}}. A NaN or
-// infinite initial_result or max value is written as "NaN" / "Infinity" / "-Infinity" (JSON has
-// no such numbers) and reads back as itself: a NaN-loss fault survives the checkpoint.
+// The payload: {"mode", "state" (int), "current_iteration", "sharded": {every field}}. Results
+// (initial_result, max_values) are JSON numbers, or "nan" / "inf" / "-inf" when not finite (JSON
+// has no literal for them: a NaN loss, the usual fault, must survive the text round trip).
 // FailedPrecondition for a state that is not persistable (naming it).
 Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out);
 

@@ -10,24 +10,33 @@ namespace {
 
 class ReferenceUnderTest : public TargetUnderTest {
  public:
-  explicit ReferenceUnderTest(const TargetOptions& options) {
+  explicit ReferenceUnderTest(const TargetOptions& options) : options_(options) {
     env_.CreateDir(kRoot);
     env_.SyncDir("/");
     env_.ResetOpCount();
-    ReferenceTargetParts parts;
-    parts.engine.env = &env_;
-    parts.engine.root = kRoot;
-    parts.engine.keep_last = options.keep_last;
-    parts.engine.async_execution =
-        options.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
-    target_ = std::make_unique<ReferenceTarget>(std::move(parts));
+    StartProcess();
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return &env_; }
   std::string root() const override { return kRoot; }
+  void NewProcess() override {
+    target_.reset();
+    StartProcess();
+  }
 
  private:
+  void StartProcess() {
+    ReferenceTargetParts parts;
+    parts.engine.env = &env_;
+    parts.engine.root = kRoot;
+    parts.engine.keep_last = options_.keep_last;
+    parts.engine.async_execution =
+        options_.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
+    target_ = std::make_unique<ReferenceTarget>(std::move(parts));
+  }
+
   static constexpr const char* kRoot = "/ckpt";
+  TargetOptions options_;
   MemEnv env_;  // declared before the target, destroyed after it
   std::unique_ptr<ReferenceTarget> target_;
 };

@@ -32,6 +32,10 @@ class TargetUnderTest {
   virtual MemEnv* mem_env() = 0;
   // The checkpoint root directory on mem_env().
   virtual std::string root() const = 0;
+  // Ends the target's process and starts a new one over the same storage: a fresh framework and
+  // engine (no plan cache, no pending save). The old engine is destroyed first; whatever it still
+  // held is left to its destructor, so a clean exit calls engine().Finalize() before this.
+  virtual void NewProcess() = 0;
 };
 
 struct TargetOptions {

@@ -5,6 +5,7 @@
 #include "generators/run_gen.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
+#include "properties/scenarios.h"
 
 namespace ckptspec {
 
@@ -19,26 +20,7 @@ void CheckResumeEquivalence(const TargetFactory& factory) {
   RC_TAG(run.configs.size() > 1 ? "heterogeneous" : "one module");
   RC_TAG(async ? "async save" : "sync save");
 
-  std::vector<TrainingState> states;
-  CKPTSPEC_RC_ASSERT_OK(InitialStates(run, &states));
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
-
-  auto under_test = factory.make(TargetOptions());
-  Target& target = under_test->target();
-  SaveOptions save;
-  save.async = async;
-  CKPTSPEC_RC_ASSERT_OK(SaveRun(target, run, states, states.front().iteration, save));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
-
-  std::vector<TrainingState> resumed;
-  CKPTSPEC_RC_ASSERT_OK(ResumeRun(target, run, ResumeOptions(), &resumed));
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&resumed, m));
-
-  std::vector<TrainingState> uninterrupted;
-  CKPTSPEC_RC_ASSERT_OK(InitialStates(run, &uninterrupted));
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&uninterrupted, k + m));
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, uninterrupted),
-                          "resumed run differs from the uninterrupted one");
+  CKPTSPEC_RC_ASSERT_OK(ResumeEquivalenceScenario(factory, run, k, m, async));
 }
 
 }  // namespace ckptspec

@@ -6,6 +6,7 @@
 #include "generators/run_gen.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
+#include "properties/scenarios.h"
 
 namespace ckptspec {
 
@@ -16,18 +17,7 @@ void CheckRoundTripIdentity(const TargetFactory& factory) {
            << ", save, load on the same layout, compare every state class\n";
   RC_TAG(OptimizerFormatName(run.sharding.optimizer_format));
 
-  std::vector<TrainingState> states;
-  CKPTSPEC_RC_ASSERT_OK(InitialStates(run, &states));
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
-
-  auto under_test = factory.make(TargetOptions());
-  Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(SaveRun(target, run, states, states.front().iteration, SaveOptions()));
-  std::vector<TrainingState> loaded;
-  CKPTSPEC_RC_ASSERT_OK(ResumeRun(target, run, ResumeOptions(), &loaded));
-  std::vector<TrainingState> expected;
-  for (const TrainingState& s : states) expected.push_back(Restarted(s));
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(loaded, expected), "loaded state differs from the saved one");
+  CKPTSPEC_RC_ASSERT_OK(RoundTripScenario(factory, run, k));
 }
 
 }  // namespace ckptspec

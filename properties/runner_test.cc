@@ -24,6 +24,13 @@ class BrokenUnderTest : public TargetUnderTest {
   BrokenUnderTest() {
     env_.CreateDir("/ckpt");
     env_.SyncDir("/");
+    NewProcess();
+  }
+  Target& target() override { return *target_; }
+  MemEnv* mem_env() override { return &env_; }
+  std::string root() const override { return "/ckpt"; }
+  void NewProcess() override {
+    target_.reset();
     ReferenceTargetParts parts;
     parts.name = "iteration-losing";
     parts.framework = std::make_unique<IterationLosingFramework>();
@@ -32,9 +39,6 @@ class BrokenUnderTest : public TargetUnderTest {
     parts.engine.async_execution = AsyncExecution::kDeferred;
     target_ = std::make_unique<ReferenceTarget>(std::move(parts));
   }
-  Target& target() override { return *target_; }
-  MemEnv* mem_env() override { return &env_; }
-  std::string root() const override { return "/ckpt"; }
 
  private:
   MemEnv env_;

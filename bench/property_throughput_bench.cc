@@ -1,0 +1,79 @@
+// Property throughput on the reference target with the in-memory Env: RapidCheck cases per second
+// for P1 and P2, and commands per second for the stateful test. Each benchmark iteration runs one
+// batch of kCasesPerBatch cases through rc::detail::checkProperty (fixed seed, RapidCheck's default
+// size schedule, shrinking disabled: a failure aborts the benchmark instead of shrinking).
+//
+// Counters: cases/s (items_per_second for P1, P2) and commands/s for the stateful test.
+// Adding a property: one more BENCHMARK_CAPTURE(BM_Property, ...) line below (P4 goes there).
+#include <benchmark/benchmark.h>
+#include <rapidcheck.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "properties/property.h"
+#include "properties/stateful_commands.h"
+
+namespace ckptspec {
+namespace {
+
+constexpr int kCasesPerBatch = 100;
+
+const TargetFactory& Reference() {
+  static const TargetFactory factory = ReferenceTargetFactory();
+  return factory;
+}
+
+rc::detail::TestParams BatchParams(uint64_t seed) {
+  rc::detail::TestParams params;
+  params.seed = seed;
+  params.maxSuccess = kCasesPerBatch;
+  params.maxSize = 100;
+  params.disableShrinking = true;
+  return params;
+}
+
+template <typename Body>
+void RunBatch(benchmark::State& state, uint64_t seed, Body body) {
+  const rc::detail::TestResult result =
+      rc::detail::checkProperty(rc::detail::toProperty(body), rc::detail::TestMetadata(),
+                                BatchParams(seed));
+  if (!result.template is<rc::detail::SuccessResult>()) {
+    rc::detail::printResultMessage(result, std::cerr);
+    state.SkipWithError("the property failed");
+  }
+}
+
+void BM_Property(benchmark::State& state, void (*check)(const TargetFactory&)) {
+  uint64_t seed = 1;
+  for (auto _ : state) RunBatch(state, seed++, [check] { check(Reference()); });
+  state.SetItemsProcessed(state.iterations() * kCasesPerBatch);
+  state.counters["cases/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kCasesPerBatch),
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_Property, P1_ResumeEquivalence, &CheckResumeEquivalence)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Property, P2_RoundTripIdentity, &CheckRoundTripIdentity)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+// P4 (sharding integrity): BENCHMARK_CAPTURE(BM_Property, P4_ShardingIntegrity, &Check...) here.
+
+void BM_Stateful(benchmark::State& state) {
+  uint64_t seed = 1;
+  StatefulStats stats;
+  for (auto _ : state) RunBatch(state, seed++, [&stats] { CheckStateful(Reference(), &stats); });
+  const int64_t commands = stats.commands;
+  state.counters["cases/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kCasesPerBatch),
+                         benchmark::Counter::kIsRate);
+  state.counters["commands/s"] =
+      benchmark::Counter(static_cast<double>(commands), benchmark::Counter::kIsRate);
+  state.counters["commands/case"] =
+      static_cast<double>(commands) / static_cast<double>(state.iterations() * kCasesPerBatch);
+}
+BENCHMARK(BM_Stateful)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+}  // namespace
+}  // namespace ckptspec
+
+BENCHMARK_MAIN();

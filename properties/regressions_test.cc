@@ -1,0 +1,110 @@
+// Replays every kept failure under corpus/regressions/ (regression_case.h) on the reference, and
+// checks the file format itself: round trip, named errors.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "properties/regression_case.h"
+
+#ifndef CKPTSPEC_SOURCE_DIR
+#error "CKPTSPEC_SOURCE_DIR must name the source tree (set by properties/CMakeLists.txt)"
+#endif
+
+namespace ckptspec {
+namespace {
+
+namespace fs = std::filesystem;
+
+const TargetFactory& Reference() {
+  static const TargetFactory factory = ReferenceTargetFactory();
+  return factory;
+}
+
+std::vector<fs::path> CorpusFiles() {
+  std::vector<fs::path> files;
+  const fs::path dir = fs::path(CKPTSPEC_SOURCE_DIR) / "corpus" / "regressions";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+TEST(Regressions, EveryKeptFailurePassesOnTheReference) {
+  const std::vector<fs::path> files = CorpusFiles();
+  ASSERT_GE(files.size(), 2u) << "corpus/regressions lost its cases";
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    RegressionCase c;
+    const Status parsed = ParseRegressionCase(ReadAll(file), &c);
+    ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+    EXPECT_EQ(c.name + ".json", file.filename().string()) << "a file is named after its case";
+    const Status replay = ReplayRegression(c, Reference());
+    EXPECT_TRUE(replay.ok()) << c.property << " on\n  " << DescribeRun(c.run) << "\nfailed: "
+                             << replay.ToString();
+  }
+}
+
+TEST(Regressions, FormatRoundTrips) {
+  for (const fs::path& file : CorpusFiles()) {
+    SCOPED_TRACE(file.filename().string());
+    RegressionCase c, again;
+    ASSERT_TRUE(ParseRegressionCase(ReadAll(file), &c).ok());
+    const nlohmann::json j = RegressionCaseToJson(c);
+    const Status s = RegressionCaseFromJson(j, &again);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(RegressionCaseToJson(again), j);
+    EXPECT_EQ(DescribeRun(again.run), DescribeRun(c.run));
+  }
+}
+
+TEST(Regressions, ErrorsNameTheField) {
+  RegressionCase c;
+  ASSERT_TRUE(ParseRegressionCase(ReadAll(CorpusFiles().front()), &c).ok());
+  nlohmann::json j = RegressionCaseToJson(c);
+
+  nlohmann::json typo = j;
+  typo["run"]["modules"][0]["model"]["hiden_size"] = 8;
+  Status s = RegressionCaseFromJson(typo, &c);
+  EXPECT_NE(s.message().find("run.modules[0].model.hiden_size: unknown field"), std::string::npos)
+      << s.ToString();
+
+  nlohmann::json type = j;
+  type["run"]["modules"][0]["training"]["data"]["shuffle"] = "no";
+  s = RegressionCaseFromJson(type, &c);
+  EXPECT_NE(s.message().find("run.modules[0].training.data.shuffle: is not a boolean"),
+            std::string::npos)
+      << s.ToString();
+
+  nlohmann::json value = j;
+  value["run"]["modules"][0]["training"]["rerun_mode"] = "sometimes";
+  s = RegressionCaseFromJson(value, &c);
+  EXPECT_NE(s.message().find("rerun_mode: unknown value \"sometimes\""), std::string::npos)
+      << s.ToString();
+
+  nlohmann::json layout = j;
+  layout["run"]["modules"][0]["tp"] = 3;
+  s = RegressionCaseFromJson(layout, &c);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("run.modules[0]"), std::string::npos) << s.ToString();
+
+  nlohmann::json property = j;
+  property["property"] = "P99";
+  s = RegressionCaseFromJson(property, &c);
+  EXPECT_NE(s.message().find("regression.property"), std::string::npos) << s.ToString();
+
+  EXPECT_FALSE(ParseRegressionCase("{not json", &c).ok());
+}
+
+}  // namespace
+}  // namespace ckptspec
