@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/plugin.h"
 #include "properties/target_registry.h"
 
 namespace ckptspec {
@@ -16,7 +17,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run the property catalog (P1-P19) against targets and print the kill matrix");
   cmd->add_option("--target", o->targets,
-                  "target name (repeatable): reference, or all")->capture_default_str();
+                  "target name (repeatable): reference, a mutant id (B04) or name, all, all-mutants, or a "
+                  "target a --plugin registered")->capture_default_str();
+  cmd->add_option("--plugin", o->plugins,
+                  "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
   cmd->add_option("--seed", o->seed, "RapidCheck seed")->capture_default_str();
   cmd->add_option("--budget", o->budget,
@@ -217,9 +221,17 @@ std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes) {
 }
 
 int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  std::vector<TargetFactory> plugged;
+  for (const std::string& path : o.plugins) {
+    const Status s = LoadTargetPlugin(path, &plugged);
+    if (!s.ok()) {
+      err << "ckptspec run: " << s.message() << "\n";
+      return 2;
+    }
+  }
   std::vector<TargetFactory> targets;
   for (const std::string& name : o.targets) {
-    const Status s = ResolveTargets(name, &targets);
+    const Status s = ResolveTargets(name, &targets, plugged);
     if (!s.ok()) {
       err << "ckptspec run: " << s.message() << "\n";
       return 2;

@@ -19,6 +19,9 @@ namespace ckptspec {
 
 struct RunOptions {
   std::vector<std::string> targets{"reference"};
+  // Shared libraries to load before resolving targets (properties/plugin.h); their targets can
+  // then be named by --target.
+  std::vector<std::string> plugins;
   std::string properties;  // comma-separated ids; empty: all
   uint64_t seed = 1;
   // "N" cases per property, or a time such as "30s" / "2m" spread over the properties (runs

@@ -1,13 +1,29 @@
 #include "properties/target_registry.h"
 
+#include "targets/mutants/catalog.h"
+
 namespace ckptspec {
 
-std::vector<TargetFactory> RegisteredTargets() { return {ReferenceTargetFactory()}; }
+std::vector<TargetFactory> RegisteredTargets() {
+  std::vector<TargetFactory> all = {ReferenceTargetFactory()};
+  for (const MutantInfo& m : MutantCatalog()) all.push_back(MutantFactory(m));
+  return all;
+}
 
-Status ResolveTargets(const std::string& name, std::vector<TargetFactory>* out) {
-  const std::vector<TargetFactory> all = RegisteredTargets();
+Status ResolveTargets(const std::string& name, std::vector<TargetFactory>* out,
+                      const std::vector<TargetFactory>& extra) {
+  std::vector<TargetFactory> all = RegisteredTargets();
+  all.insert(all.end(), extra.begin(), extra.end());
   if (name == "all") {
     out->insert(out->end(), all.begin(), all.end());
+    return Status::OK();
+  }
+  if (name == "all-mutants") {
+    for (const MutantInfo& m : MutantCatalog()) out->push_back(MutantFactory(m));
+    return Status::OK();
+  }
+  if (const MutantInfo* m = FindMutant(name)) {  // also by its name: "cached-plan-drops-rerun"
+    out->push_back(MutantFactory(*m));
     return Status::OK();
   }
   std::string known;
@@ -18,7 +34,8 @@ Status ResolveTargets(const std::string& name, std::vector<TargetFactory>* out) 
     }
     known += (known.empty() ? "" : ", ") + f.name;
   }
-  return Status::InvalidArgument("unknown target '" + name + "' (known: " + known + ", all)");
+  return Status::InvalidArgument("unknown target '" + name + "' (known: " + known +
+                                 ", all, all-mutants)");
 }
 
 }  // namespace ckptspec

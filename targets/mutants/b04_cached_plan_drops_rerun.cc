@@ -1,0 +1,121 @@
+// B04 cached-plan-drops-rerun. Upstream: https://github.com/NVIDIA/Megatron-LM/pull/4448
+// (issue #4378).
+//
+// Mechanism: with --ckpt-assume-constant-structure the save plan is cached after the first save
+// and create_local_plan() never runs again (the local plan is frozen), with sharding validation
+// off. Through v0.17 RerunStateMachine.state_dict() returned None in steady state and a
+// ShardedObject "rerun_state_machine_state" only in a fault: the stale plan silently omits it while
+// the common state marks the machine active; the tracker moves on; the resume raises "Missing key
+// ... rerun_state_machine_state/shard_X_<ws>". Two parts, both reproduced:
+//  - the deviation: StaleKeySetPlanCache::Lookup returns the cached plan whatever the fingerprint
+//    (the reference re-plans whenever the structure changed: P7);
+//  - the trigger it needs, Megatron before v0.18: the framework emits the rerun object only when the
+//    machine is not in steady state (payload state != NOT_RUNNING_YET), requests it on load only
+//    when the checkpoint's common state marks the machine active, and otherwise rebuilds with the
+//    steady-state sentinel. On its own this framework is correct (the reference cache re-plans).
+// S->L: the fault save "succeeds", the resume fails.
+// Expected killers: P6 (constant structure), P7 (plan-cache safety), P4.
+#include "targets/mutants/b04_cached_plan_drops_rerun.h"
+
+#include <mutex>
+
+namespace ckptspec {
+namespace {
+
+constexpr const char* kRerunKey = "rerun_state_machine_state";
+
+class StaleKeySetPlanCache : public PlanCache {
+ public:
+  const SavePlan* Lookup(uint64_t /*fingerprint*/) const override {
+    if (!plan_) return nullptr;
+    ++hits_;
+    return &*plan_;
+  }
+};
+
+bool SteadyPayload(const std::string& data) {
+  const nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+  return j.is_object() && j.contains("state") && j["state"] == 0;
+}
+
+class PreV018RerunFramework : public CanonicalFramework {
+ public:
+  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
+                      const ShardingConfig& sharding,
+                      std::vector<ShardedStateDict>* every_rank) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    for (ShardedStateDict& d : *every_rank) {  // state_dict() returns None in steady state
+      auto& objs = d.objects;
+      for (size_t i = objs.size(); i-- > 0;) {
+        if (objs[i].spec.key == kRerunKey && SteadyPayload(objs[i].data)) objs.erase(objs.begin() + i);
+      }
+    }
+    return Status::OK();
+  }
+  Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* info) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_ = common.contains("rerun_state_machine") && common["rerun_state_machine"].contains("state") &&
+              common["rerun_state_machine"]["state"] != 0;
+    head_ = common.value("rerun_state_machine", nlohmann::json::object());
+    return CanonicalFramework::ReadCheckpointInfo(common, info);
+  }
+  Status LoadTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                       const CheckpointInfo& saved, const LoadFlags& flags,
+                       std::vector<ShardedStateDict>* every_rank) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::LoadTemplates(layout, configs, saved, flags, every_rank));
+    std::lock_guard<std::mutex> lock(mu_);
+    unrequested_.assign(every_rank->size(), {});
+    if (active_) return Status::OK();
+    for (size_t r = 0; r < every_rank->size(); ++r) {
+      auto& objs = (*every_rank)[r].objects;
+      for (size_t i = objs.size(); i-- > 0;) {
+        if (objs[i].spec.key != kRerunKey) continue;
+        unrequested_[r].push_back(objs[i].spec);
+        objs.erase(objs.begin() + i);
+      }
+    }
+    return Status::OK();
+  }
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override {
+    std::vector<ShardedStateDict> with_sentinel = loaded;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      nlohmann::json sentinel;
+      CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(RerunStateMachine(), &sentinel));
+      for (const char* f : {"mode", "state", "current_iteration"}) {
+        if (head_.contains(f)) sentinel[f] = head_[f];
+      }
+      for (size_t r = 0; r < unrequested_.size() && r < with_sentinel.size(); ++r) {
+        for (const ObjectSpec& spec : unrequested_[r]) {
+          with_sentinel[r].objects.push_back(ShardedObject{spec, sentinel.dump()});
+        }
+      }
+    }
+    return CanonicalFramework::FromStateDicts(with_sentinel, layout, configs, flags, states);
+  }
+
+ private:
+  // What ReadCheckpointInfo learnt and LoadTemplates left out, for the FromStateDicts that follows
+  // (ResumeRun calls the three in this order).
+  mutable std::mutex mu_;
+  mutable bool active_ = false;
+  mutable nlohmann::json head_;
+  mutable std::vector<std::vector<ObjectSpec>> unrequested_;
+};
+
+}  // namespace
+
+std::unique_ptr<FrameworkLayer> PreV018RerunFrameworkForTest() {
+  return std::make_unique<PreV018RerunFramework>();
+}
+
+MutantParts B04Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<PreV018RerunFramework>();
+  parts.plan_cache = std::make_unique<StaleKeySetPlanCache>();
+  return parts;
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,49 @@
+// B06 rerun-inplace-resume. Upstream: https://github.com/NVIDIA/Megatron-LM/pull/3981 (#3884).
+//
+// Mechanism: a transient NaN leaves the RerunStateMachine in RERUNNING_IN_PLACE and a forensic
+// checkpoint is saved (exit code 17). The state enum is persisted but saved_state (the in-memory
+// RNG snapshot the in-place rerun restores) deliberately is not, so _restore_state() subscripts
+// None on resume. The spec refuses to checkpoint that state (CheckpointPayload). The mutant:
+// ToStateDicts persists it anyway -- it builds the payload as for a persistable state and writes
+// RERUNNING_IN_PLACE into every rank's rerun object and the common state. The save succeeds; the
+// resume fails (the payload names a state whose data was never saved). S->L.
+// Expected killers: P19 (a persisted state never needs unpersisted data), P1.
+#include "targets/mutants/b06_rerun_inplace_resume.h"
+
+namespace ckptspec {
+namespace {
+
+class InPlacePersistingFramework : public CanonicalFramework {
+ public:
+  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
+                      const ShardingConfig& sharding,
+                      std::vector<ShardedStateDict>* every_rank) const override {
+    if (states.empty() || states[0].rerun.state != RerunState::kRerunningInPlace) {
+      return CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank);
+    }
+    std::vector<TrainingState> copy = states;  // the payload of every field that IS persisted
+    for (TrainingState& s : copy) s.rerun.state = RerunState::kWillRerunFromCheckpoint;
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, copy, sharding, every_rank));
+    const int in_place = static_cast<int>(RerunState::kRerunningInPlace);
+    for (ShardedStateDict& d : *every_rank) {
+      if (d.common.contains("rerun_state_machine")) d.common["rerun_state_machine"]["state"] = in_place;
+      for (ShardedObject& o : d.objects) {
+        if (o.spec.key != "rerun_state_machine_state" || o.data.empty()) continue;
+        nlohmann::json j = nlohmann::json::parse(o.data);
+        j["state"] = in_place;
+        o.data = j.dump();
+      }
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+MutantParts B06Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<InPlacePersistingFramework>();
+  return parts;
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,43 @@
+// B07 dpresh-common-list. Upstream: https://github.com/radixark/Megatron-LM/pull/66 (cf. ms-swift
+// #8240).
+//
+// Mechanism: under dp_reshardable the per-parameter param_state list went into rank-0 common
+// state, but its length is per rank: with uneven parameter sizes the equal-byte DP bucket slices
+// hold different parameters, and merging common state fails ("Cannot merge two lists with
+// different lengths"). The mutant: ToStateDicts also writes each rank's slice index (the list the
+// canonical sharding keeps in the per-DP-rank "...param_state" object) into that rank's common
+// state as "optimizer_param_state". Common state becomes rank-variant: the reference's save
+// validation refuses it (loud), and without validation only rank 0's list survives.
+// Expected killers: P11 (common state identical on every rank); P1/P2 on dp_reshardable runs.
+#include "targets/mutants/b07_dpresh_common_list.h"
+
+namespace ckptspec {
+namespace {
+
+class CommonSliceListFramework : public CanonicalFramework {
+ public:
+  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
+                      const ShardingConfig& sharding,
+                      std::vector<ShardedStateDict>* every_rank) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    for (ShardedStateDict& d : *every_rank) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const ShardedObject& o : d.objects) {
+        if (o.spec.origin.find("optimizer.param_state") == std::string::npos || o.data.empty()) continue;
+        for (const auto& item : nlohmann::json::parse(o.data)) list.push_back(item);
+      }
+      if (!list.empty()) d.common["optimizer_param_state"] = list;
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+MutantParts B07Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<CommonSliceListFramework>();
+  return parts;
+}
+
+}  // namespace ckptspec

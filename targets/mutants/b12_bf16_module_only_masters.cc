@@ -1,0 +1,42 @@
+// B12 bf16-module-only-masters. Upstream: https://github.com/deepspeedai/DeepSpeed/pull/4141.
+//
+// Mechanism: after load_module_only=True, DeepSpeed called refresh_fp32_params() only when
+// fp16_enabled(), so bf16 runs kept their random-init fp32 masters and the first step jumped.
+// The mutant: FromStateDicts applies the load rules (L4 refreshes every master copy from the
+// loaded weights after a load without optimizer state) and, for a bf16 model, puts the main and
+// offload copies back to their initial values: the refresh ran for fp16 only. Silent.
+// Expected killers: P9 (copy coherence); P1-style comparisons of a model-only load.
+#include "targets/mutants/b12_bf16_module_only_masters.h"
+
+namespace ckptspec {
+namespace {
+
+class Fp16OnlyRefreshFramework : public CanonicalFramework {
+ public:
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    if (!flags.finetune && !flags.no_load_optim) return Status::OK();  // L4 did not run
+    for (TrainingState& s : *states) {
+      if (s.config.model.params_dtype != DType::kBFloat16) continue;  // if fp16_enabled(): refresh
+      TrainingState init;
+      CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(s.config, &init));
+      for (size_t p = 0; p < s.params.size(); ++p) {
+        s.params[p].main = init.params[p].main;
+        s.params[p].offload = init.params[p].offload;
+      }
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+MutantParts B12Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<Fp16OnlyRefreshFramework>();
+  return parts;
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,11 @@
+// B14 frozen-dtype (DeepSpeed PR #8378): one category's fp32 master entries carry the model-dtype copy.
+// Mechanism, killers and contract: see b14_frozen_dtype.cc and docs/MUTANTS.md.
+#pragma once
+
+#include "targets/mutants/mutant_target.h"
+
+namespace ckptspec {
+
+MutantParts B14Parts();
+
+}  // namespace ckptspec

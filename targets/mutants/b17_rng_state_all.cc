@@ -1,0 +1,41 @@
+// B17 rng-state-all. Upstream: https://github.com/huggingface/transformers/pull/23045.
+//
+// Mechanism: the Trainer saved torch.cuda.get_rng_state_all() (every device) but loaded with
+// torch.cuda.set_rng_state(), which sets only the current device: the other GPUs kept their
+// fresh seeding. The mutant: FromStateDicts applies the load rules (L7 restores every rank) and
+// then, for every rank but the first of each module (the "current device"), puts the CUDA state
+// -- the "cuda" stream and the CUDA RNG tracker states -- back to its fresh seeding; CPU streams
+// stay restored. Silent; needs more than one rank and draws before the save.
+// Expected killers: P12 (per-rank RNG comes back to the rank that saved it), P1.
+#include "targets/mutants/b17_rng_state_all.h"
+
+namespace ckptspec {
+namespace {
+
+class CurrentDeviceRngFramework : public CanonicalFramework {
+ public:
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    for (TrainingState& s : *states) {
+      for (size_t r = 1; r < s.rng.size() && r < s.config.ranks.size(); ++r) {
+        const RankRngState fresh =
+            InitialRankRng(s.config.seed, s.config.ranks[r], s.config.data_parallel_random_init);
+        s.rng[r].streams["cuda"] = fresh.streams.at("cuda");
+        s.rng[r].trackers = fresh.trackers;
+      }
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+MutantParts B17Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<CurrentDeviceRngFramework>();
+  return parts;
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,37 @@
+// B18 gas-skip-count. Upstream: https://github.com/huggingface/transformers/pull/8624 (#5605).
+//
+// Mechanism: the Trainer computed the batches to skip on resume in optimizer steps and never
+// multiplied by gradient_accumulation_steps, so it skipped steps micro-batches instead of
+// steps x gas and resumed at the wrong sample. The mutant: FromStateDicts applies the load rules
+// (L9 resumes at consumed_samples = iterations x global_batch_size) and then repositions the
+// iterator at consumed_samples / GradAccumSteps -- one micro-batch set per step. Silent; only with
+// gradient accumulation (global_batch_size > micro_batch_size x dp_size) and k > 0.
+// Expected killers: P10 (iteration semantics), P1, P12.
+#include "targets/mutants/b18_gas_skip_count.h"
+
+namespace ckptspec {
+namespace {
+
+class StepCountingSkipFramework : public CanonicalFramework {
+ public:
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    for (TrainingState& s : *states) {
+      s.data.consumed_samples /= GradAccumSteps(s.config.data);  // skip count not multiplied by gas
+      s.data.epoch = s.data.consumed_samples / s.config.data.num_samples;
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+MutantParts B18Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<StepCountingSkipFramework>();
+  return parts;
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,41 @@
+// The mutant catalog: one entry per BUGS.md bug (DESIGN.md §7), each the reference target with one
+// faithful deviation that reproduces the bug's mechanism (see each bNN_*.cc for the mechanism and
+// the upstream thread; docs/MUTANTS.md for the table).
+//
+// Contracts:
+//  - ids are "B01".."B20" in BUGS.md order (entries not yet implemented are absent: see
+//    docs/MUTANTS.md); a target built from an entry is named by its id.
+//  - killers are the P-ids BUGS.md's invariant column maps to (its legend), the properties
+//    expected to kill the mutant; the kill matrix of `ckptspec run --target all-mutants` checks it.
+//  - parts() builds fresh, independent parts each call.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "properties/harness.h"
+#include "targets/env/env.h"
+#include "targets/mutants/mutant_target.h"
+
+namespace ckptspec {
+
+struct MutantInfo {
+  const char* id;        // "B04"
+  const char* name;      // "cached-plan-drops-rerun"
+  const char* upstream;  // the upstream thread
+  const char* killers;   // expected killing properties, e.g. "P6 P7 P4"
+  MutantParts (*parts)();
+};
+
+const std::vector<MutantInfo>& MutantCatalog();
+// The entry with this id ("B04") or name ("cached-plan-drops-rerun"), or null.
+const MutantInfo* FindMutant(const std::string& id_or_name);
+
+// The mutant as a target on `env` under `root` (the factory function per entry).
+std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
+                                          AsyncExecution async = AsyncExecution::kDeferred);
+// A TargetFactory (fresh MemEnv per target) named by the id.
+TargetFactory MutantFactory(const MutantInfo& info);
+
+}  // namespace ckptspec

@@ -1,0 +1,203 @@
+// Each mutant's deviation, shown directly on a small hand-picked scenario, next to the reference
+// on the same scenario: save a trained run, resume it, compare with the specification's expected
+// state after the load (ExpectedResume). A mutant that behaved like the reference fails here.
+#include <gtest/gtest.h>
+
+#include "model/run_spec.h"
+#include "properties/harness.h"
+#include "targets/mutants/catalog.h"
+
+namespace ckptspec {
+namespace {
+
+struct Scenario {
+  int64_t world = 1, tp = 1;
+  DType dtype = DType::kFloat32;
+  int64_t global_batch = 8, micro_batch = 2, num_samples = 64;
+  double offload = 0.0;
+  int64_t k = 2;  // iterations before the save
+  LoadFlags flags;
+  SaveOptions save;
+};
+
+RunSpec MakeRun(const Scenario& sc) {
+  ParallelSizes sizes;
+  sizes.tp = sc.tp;
+  Layout layout;
+  EXPECT_TRUE(Layout::Make(sc.world, sizes, RankOrder(), &layout).ok());
+  TrainingConfig c;
+  c.model.num_layers = 2;
+  c.model.hidden_size = 16;
+  c.model.num_attention_heads = 4;
+  c.model.ffn_hidden_size = 32;
+  c.model.vocab_size = 32;
+  c.model.params_dtype = sc.dtype;
+  c.data.dp_size = layout.dp();
+  c.data.global_batch_size = sc.global_batch;
+  c.data.micro_batch_size = sc.micro_batch;
+  c.data.num_samples = sc.num_samples;
+  c.optimizer.cpu_offload_fraction = sc.offload;
+  c.ranks = RankCoordsOf(layout);
+  RunSpec run;
+  run.layout = HeterogeneousLayout::Single(layout);
+  run.configs = {c};
+  return run;
+}
+
+struct Outcome {
+  Status save, resume;
+  std::string diff;  // resumed vs the specification's expected state after the load
+};
+
+Outcome SaveAndResume(const TargetFactory& factory, const Scenario& sc) {
+  const RunSpec run = MakeRun(sc);
+  std::vector<TrainingState> states;
+  EXPECT_TRUE(InitialStates(run, &states).ok());
+  EXPECT_TRUE(TrainRun(&states, sc.k).ok());
+  auto under_test = factory.make(TargetOptions());
+  Outcome o;
+  o.save = SaveRun(under_test->target(), run, states, states[0].iteration, sc.save);
+  if (o.save.ok()) o.save = under_test->target().engine().Finalize();
+  if (!o.save.ok()) return o;
+  std::vector<TrainingState> resumed, expected;
+  ResumeOptions ro;
+  ro.flags = sc.flags;
+  o.resume = ResumeRun(under_test->target(), run, ro, &resumed);
+  if (!o.resume.ok()) return o;
+  std::vector<TrainingState> restarted;
+  for (const TrainingState& s : states) restarted.push_back(Restarted(s));
+  EXPECT_TRUE(ExpectedResume(run, restarted, run, sc.flags, &expected).ok());
+  o.diff = FirstRunDifference(resumed, expected);
+  return o;
+}
+
+TargetFactory Mutant(const char* id) {
+  const MutantInfo* m = FindMutant(id);
+  EXPECT_NE(m, nullptr) << id;
+  return MutantFactory(*m);
+}
+
+// The reference passes, the mutant shows a silent difference (S bugs).
+void ExpectSilentDeviation(const char* id, const Scenario& sc) {
+  const Outcome ref = SaveAndResume(ReferenceTargetFactory(), sc);
+  ASSERT_TRUE(ref.save.ok()) << ref.save.ToString();
+  ASSERT_TRUE(ref.resume.ok()) << ref.resume.ToString();
+  EXPECT_EQ(ref.diff, "") << "reference";
+  const Outcome mut = SaveAndResume(Mutant(id), sc);
+  ASSERT_TRUE(mut.save.ok()) << id << ": " << mut.save.ToString();
+  ASSERT_TRUE(mut.resume.ok()) << id << ": " << mut.resume.ToString();
+  EXPECT_NE(mut.diff, "") << id << " behaves like the reference";
+}
+
+TEST(Mutants, CatalogIsComplete) {
+  for (const MutantInfo& m : MutantCatalog()) {
+    EXPECT_EQ(MutantFactory(m).name, m.id);
+    EXPECT_NE(std::string(m.killers), "");
+  }
+  EXPECT_NE(FindMutant("cached-plan-drops-rerun"), nullptr);
+}
+
+TEST(Mutants, B01SavesGroupsWithoutLrMultAndTheResumeFails) {
+  Scenario sc;
+  const Outcome mut = SaveAndResume(Mutant("B01"), sc);
+  ASSERT_TRUE(mut.save.ok()) << mut.save.ToString();
+  EXPECT_FALSE(mut.resume.ok());
+  EXPECT_NE(mut.resume.ToString().find("lr_mult"), std::string::npos) << mut.resume.ToString();
+  const Outcome ref = SaveAndResume(ReferenceTargetFactory(), sc);
+  EXPECT_TRUE(ref.resume.ok()) << ref.resume.ToString();
+}
+
+TEST(Mutants, B03OffloadCopiesStayStaleAfterAModelOnlyLoad) {
+  Scenario sc;
+  sc.dtype = DType::kBFloat16;
+  sc.offload = 1.0;
+  sc.flags.no_load_optim = true;
+  ExpectSilentDeviation("B03", sc);
+}
+
+TEST(Mutants, B06PersistsRerunningInPlaceAndTheResumeFails) {
+  Scenario sc;
+  const RunSpec run = MakeRun(sc);
+  std::vector<TrainingState> states;
+  ASSERT_TRUE(InitialStates(run, &states).ok());
+  states[0].rerun.state = RerunState::kRerunningInPlace;
+  auto ref = ReferenceTargetFactory().make(TargetOptions());
+  EXPECT_FALSE(SaveRun(ref->target(), run, states, 0, SaveOptions()).ok());  // the spec refuses
+  auto mut = Mutant("B06").make(TargetOptions());
+  ASSERT_TRUE(SaveRun(mut->target(), run, states, 0, SaveOptions()).ok());
+  std::vector<TrainingState> resumed;
+  EXPECT_FALSE(ResumeRun(mut->target(), run, ResumeOptions(), &resumed).ok());
+}
+
+TEST(Mutants, B09LaterCachedAsyncSavesWriteTheFirstSavesData) {
+  Scenario sc;
+  const RunSpec run = MakeRun(sc);
+  SaveOptions so;
+  so.async = true;
+  so.assume_constant_structure = true;
+  for (const char* id : {"reference", "B09"}) {
+    const TargetFactory f = std::string(id) == "reference" ? ReferenceTargetFactory() : Mutant(id);
+    auto t = f.make(TargetOptions());
+    std::vector<TrainingState> states;
+    ASSERT_TRUE(InitialStates(run, &states).ok());
+    ASSERT_TRUE(TrainRun(&states, 1).ok());
+    ASSERT_TRUE(SaveRun(t->target(), run, states, 1, so).ok());
+    ASSERT_TRUE(TrainRun(&states, 2).ok());
+    ASSERT_TRUE(SaveRun(t->target(), run, states, 3, so).ok());
+    ASSERT_TRUE(t->target().engine().Finalize().ok());
+    std::vector<TrainingState> resumed, expected;
+    ASSERT_TRUE(ResumeRun(t->target(), run, ResumeOptions(), &resumed).ok());
+    std::vector<TrainingState> restarted = {Restarted(states[0])};
+    ASSERT_TRUE(ExpectedResume(run, restarted, run, LoadFlags(), &expected).ok());
+    if (std::string(id) == "reference") {
+      EXPECT_EQ(FirstRunDifference(resumed, expected), "");
+    } else {
+      EXPECT_NE(FirstRunDifference(resumed, expected), "") << "B09 wrote the second save's data";
+    }
+  }
+}
+
+TEST(Mutants, B11RngReseededAfterLoad) { ExpectSilentDeviation("B11", Scenario()); }
+
+TEST(Mutants, B12Bf16MastersNotRefreshedAfterAModelOnlyLoad) {
+  Scenario sc;
+  sc.dtype = DType::kBFloat16;
+  sc.flags.no_load_optim = true;
+  ExpectSilentDeviation("B12", sc);
+  sc.dtype = DType::kFloat16;  // fp16 is refreshed: no deviation
+  const Outcome fp16 = SaveAndResume(Mutant("B12"), sc);
+  EXPECT_EQ(fp16.diff, "");
+}
+
+TEST(Mutants, B13Bf16OptimizerStateLost) {
+  Scenario sc;
+  sc.dtype = DType::kBFloat16;
+  ExpectSilentDeviation("B13", sc);
+}
+
+TEST(Mutants, B14NoWeightDecayMastersSavedInModelDtype) {
+  Scenario sc;
+  sc.dtype = DType::kBFloat16;
+  ExpectSilentDeviation("B14", sc);
+}
+
+TEST(Mutants, B16SamplerEpochResetOnResume) {
+  Scenario sc;
+  sc.num_samples = 12;  // k = 2 iterations of 8: epoch 1, mid-epoch
+  ExpectSilentDeviation("B16", sc);
+}
+
+TEST(Mutants, B17OnlyTheFirstRanksCudaRngRestored) {
+  Scenario sc;
+  sc.world = 2;
+  sc.tp = 2;
+  ExpectSilentDeviation("B17", sc);
+}
+
+TEST(Mutants, B18SkipCountedInSteps) {
+  Scenario sc;  // global 8, micro 2, dp 1: 4 accumulation steps
+  ExpectSilentDeviation("B18", sc);
+}
+
+}  // namespace
+}  // namespace ckptspec
