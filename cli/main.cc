@@ -1,10 +1,14 @@
 // The ckptspec command: one subcommand per verb; each verb's flags are declared once, in its
 // Add*Command function, and drive both parsing and --help.
+#include <unistd.h>
+
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/layout_command.h"
+#include "cli/list_command.h"
+#include "cli/replay_command.h"
 #include "cli/run_command.h"
 #include "cli/verify_commands.h"
 
@@ -16,6 +20,9 @@ int main(int argc, char** argv) {
   CLI::App* layout = ckptspec::AddLayoutCommand(app, &layout_options);
   ckptspec::RunOptions run_options;
   CLI::App* run = ckptspec::AddRunCommand(app, &run_options);
+  ckptspec::ReplayOptions replay_options;
+  CLI::App* replay = ckptspec::AddReplayCommand(app, &replay_options);
+  CLI::App* list = ckptspec::AddListCommand(app);
   ckptspec::VerifyPlanOptions verify_plan_options;
   CLI::App* verify_plan = ckptspec::AddVerifyPlanCommand(app, &verify_plan_options);
   ckptspec::VerifyOptions verify_options;
@@ -27,7 +34,13 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (layout->parsed()) return ckptspec::RunLayoutCommand(layout_options, std::cout, std::cerr);
-  if (run->parsed()) return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
+  if (run->parsed()) {
+    // The progress line rewrites itself with carriage returns: only on a terminal.
+    if (!isatty(STDERR_FILENO)) run_options.quiet = true;
+    return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
+  }
+  if (replay->parsed()) return ckptspec::RunReplayCommand(replay_options, std::cout, std::cerr);
+  if (list->parsed()) return ckptspec::RunListCommand(std::cout);
   if (verify_plan->parsed()) {
     return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
   }

@@ -17,8 +17,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run the property catalog (P1-P19) against targets and print the kill matrix");
   cmd->add_option("--target", o->targets,
-                  "target name (repeatable): reference, a mutant id (B04) or name, all, all-mutants, or a "
-                  "target a --plugin registered")->capture_default_str();
+                  "target name (repeatable): reference, a mutant id (B04) or name, all (the reference and "
+                  "every mutant), all-mutants, or a target a --plugin registered")->capture_default_str();
   cmd->add_option("--plugin", o->plugins,
                   "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
@@ -29,6 +29,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_option("--json", o->json_out, "write a JSON report to FILE");
   cmd->add_option("--junit", o->junit_out, "write a JUnit XML report to FILE");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
+  cmd->add_flag("--details", o->details,
+                "describe every kill of a mutant (default: its fastest kill only)");
   return cmd;
 }
 
@@ -144,7 +146,20 @@ std::string XmlEscape(const std::string& s) {
 
 }  // namespace
 
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes) {
+TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const std::string& target,
+                          bool expect_killed) {
+  bool killed = false, clean = true;
+  for (const PropertyOutcome& o : outcomes) {
+    if (o.target != target) continue;
+    if (o.verdict == Verdict::kFail) killed = true;
+    if (o.verdict != Verdict::kPass && o.verdict != Verdict::kNotApplicable) clean = false;
+  }
+  if (expect_killed) return {killed ? "killed" : "SURVIVED", killed};
+  return {clean ? "clean" : "FAILED", clean};
+}
+
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
+                       const std::vector<std::string>& expect_killed) {
   std::vector<std::string> targets, properties;
   std::map<std::pair<std::string, std::string>, const PropertyOutcome*> cell;
   for (const PropertyOutcome& o : outcomes) {
@@ -156,25 +171,44 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes) {
   }
   size_t name_width = 6;
   for (const auto& t : targets) name_width = std::max(name_width, t.size());
+  size_t cell_width = 4;
+  for (const PropertyOutcome& o : outcomes) cell_width = std::max(cell_width, Cell(o).size());
+  const int name_w = static_cast<int>(name_width) + 2, cell_w = static_cast<int>(cell_width) + 2;
   std::ostringstream os;
-  os << std::left << std::setw(static_cast<int>(name_width) + 2) << "target";
-  for (const auto& p : properties) os << std::setw(22) << p;
-  os << "\n";
+  os << std::left << std::setw(name_w) << "target";
+  for (const auto& p : properties) os << std::setw(cell_w) << p;
+  os << "verdict\n";
   for (const auto& t : targets) {
-    os << std::setw(static_cast<int>(name_width) + 2) << t;
+    os << std::setw(name_w) << t;
     for (const auto& p : properties) {
       auto it = cell.find({t, p});
-      os << std::setw(22) << (it == cell.end() ? "-" : Cell(*it->second));
+      os << std::setw(cell_w) << (it == cell.end() ? "-" : Cell(*it->second));
     }
-    os << "\n";
+    const bool mutant = std::find(expect_killed.begin(), expect_killed.end(), t) != expect_killed.end();
+    os << JudgeTarget(outcomes, t, mutant).text << "\n";
   }
   os << "(KILLED t/c/b: time to the first failing case, cases run, printed size of the shrunk "
-        "counterexample in bytes)\n";
+        "counterexample in bytes; verdict: clean or FAILED for the reference, killed or SURVIVED for "
+        "a mutant)\n";
   return os.str();
 }
 
-std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed) {
+std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
+                         const std::vector<std::string>& expect_killed) {
   nlohmann::json j = {{"format", "ckptspec.run"}, {"version", 1}, {"seed", seed}};
+  j["targets"] = nlohmann::json::array();
+  std::vector<std::string> seen;
+  for (const PropertyOutcome& o : outcomes) {
+    if (std::find(seen.begin(), seen.end(), o.target) != seen.end()) continue;
+    seen.push_back(o.target);
+    const bool mutant =
+        std::find(expect_killed.begin(), expect_killed.end(), o.target) != expect_killed.end();
+    const TargetVerdict verdict = JudgeTarget(outcomes, o.target, mutant);
+    j["targets"].push_back({{"name", o.target},
+                            {"expect", mutant ? "killed" : "clean"},
+                            {"verdict", verdict.text},
+                            {"met", verdict.met}});
+  }
   j["outcomes"] = nlohmann::json::array();
   for (const PropertyOutcome& o : outcomes) {
     nlohmann::json e = {{"target", o.target},   {"property", o.property},
@@ -258,13 +292,31 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       outcomes.push_back(RunWithinBudget(p, target, o.seed, budget, per_property_s));
     }
   }
-  if (!o.quiet) err << "\r" << std::string(60, ' ') << "\r";
-  out << MatrixText(outcomes);
-  bool clean = true;
-  for (const PropertyOutcome& outcome : outcomes) {
-    if (outcome.verdict == Verdict::kPass || outcome.verdict == Verdict::kNotApplicable) continue;
-    clean = false;
-    out << "\n" << DescribeOutcome(outcome);
+  if (!o.quiet) err << "\r" << std::string(79, ' ') << "\r" << std::flush;
+  std::vector<std::string> mutants;
+  for (const TargetFactory& target : targets) {
+    if (target.expect_killed) mutants.push_back(target.name);
+  }
+  out << MatrixText(outcomes, mutants);
+  // Every unexpected outcome in full; for a killed mutant, its fastest kill (all with --details).
+  bool met = true;
+  for (const TargetFactory& target : targets) {
+    const TargetVerdict verdict = JudgeTarget(outcomes, target.name, target.expect_killed);
+    met = met && verdict.met;
+    const PropertyOutcome* fastest = nullptr;
+    for (const PropertyOutcome& outcome : outcomes) {
+      if (outcome.target != target.name) continue;
+      if (outcome.verdict == Verdict::kPass || outcome.verdict == Verdict::kNotApplicable) continue;
+      if (!target.expect_killed || o.details || outcome.verdict != Verdict::kFail) {
+        out << "\n" << DescribeOutcome(outcome);
+      } else if (!fastest || outcome.time_to_failure_s < fastest->time_to_failure_s) {
+        fastest = &outcome;
+      }
+    }
+    if (target.expect_killed && !verdict.met) {
+      out << "\n" << target.name << ": SURVIVED every selected property (no case failed)\n";
+    }
+    if (fastest) out << "\n" << target.name << " fastest kill:\n" << DescribeOutcome(*fastest);
   }
   auto write = [&](const std::string& path, const std::string& text) {
     if (path.empty()) return true;
@@ -276,10 +328,10 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     return true;
   };
-  if (!write(o.json_out, OutcomesJson(outcomes, o.seed)) || !write(o.junit_out, OutcomesJUnit(outcomes))) {
+  if (!write(o.json_out, OutcomesJson(outcomes, o.seed, mutants)) || !write(o.junit_out, OutcomesJUnit(outcomes))) {
     return 2;
   }
-  return clean ? 0 : 1;
+  return met ? 0 : 1;
 }
 
 }  // namespace ckptspec

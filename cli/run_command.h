@@ -1,9 +1,12 @@
-// `ckptspec run`: runs the property catalog against targets and prints the matrix
-// (target × property: pass, FAIL with time to detection and shrunk size, or n/a), with optional
-// JSON and JUnit reports.
+// `ckptspec run`: runs the property catalog against targets and prints the kill matrix
+// (target × property: pass, KILLED with time to detection, cases and shrunk size, or n/a; then each
+// target's verdict against its expectation), with optional JSON and JUnit reports. With no
+// --target, the reference and every catalog mutant.
 //
-// Exit codes: 0 every selected property passes (or is n/a) on every selected target;
-// 1 some property failed (or gave up, or errored); 2 invalid arguments.
+// Exit codes: 0 every selected target meets its expectation: the reference (and any target not
+// marked expect_killed) passes every selected property or finds it n/a, and every mutant is
+// KILLED by at least one; 1 some target does not (a failure on the reference, a mutant that
+// survived, a property that gave up or errored on the reference); 2 invalid arguments.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +21,7 @@
 namespace ckptspec {
 
 struct RunOptions {
-  std::vector<std::string> targets{"reference"};
+  std::vector<std::string> targets{"all"};
   // Shared libraries to load before resolving targets (properties/plugin.h); their targets can
   // then be named by --target.
   std::vector<std::string> plugins;
@@ -29,7 +32,8 @@ struct RunOptions {
   std::string budget = "100";
   std::string json_out;
   std::string junit_out;
-  bool quiet = false;  // no progress line
+  bool quiet = false;    // no progress line
+  bool details = false;  // also describe every kill of a mutant (not only the first)
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunOptions* options);
@@ -43,9 +47,22 @@ struct Budget {
 };
 Status ParseBudget(const std::string& text, Budget* out);
 
-// The reports, from the outcomes of one run.
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes);
-std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed);
+// A target's verdict from its outcomes: "clean" / "FAILED" for a target expected to pass,
+// "killed" / "SURVIVED" for a mutant. met is whether that is the expectation.
+struct TargetVerdict {
+  std::string text;
+  bool met = false;
+};
+TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const std::string& target,
+                          bool expect_killed);
+
+// The reports, from the outcomes of one run. expect_killed names the mutant targets.
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
+                       const std::vector<std::string>& expect_killed = {});
+// JSON: {"format": "ckptspec.run", "version": 1, "seed", "targets": [{name, expect, verdict, met}],
+// "outcomes": [...]}.
+std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
+                         const std::vector<std::string>& expect_killed = {});
 std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes);
 
 }  // namespace ckptspec

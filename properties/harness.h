@@ -49,6 +49,10 @@ struct TargetFactory {
   Capabilities capabilities;
   // make() gives targets whose storage is a MemEnv (mem_env() non-null): faults can be injected.
   bool fault_injection = false;
+  // What the run expects of the target: false, every property passes (or is n/a); true, the target
+  // is a mutant that at least one property must kill (`ckptspec run` exits 0 only when every
+  // selected target meets its expectation).
+  bool expect_killed = false;
   std::function<std::unique_ptr<TargetUnderTest>(const TargetOptions&)> make;
 };
 

@@ -1,7 +1,9 @@
 #include "properties/runner.h"
 
 #include <chrono>
+#include <iostream>
 #include <sstream>
+#include <unordered_map>
 
 #include <rapidcheck.h>
 #include <rapidcheck/detail/Configuration.h>
@@ -34,7 +36,50 @@ class FirstFailureListener : public rc::detail::TestListener {
   double first_failure_s_ = -1;
 };
 
+// RapidCheck prints its global configuration ("Using configuration: seed=...") to stderr the first
+// time anything asks for it. The runner passes its own parameters to every check, so that line
+// names a seed nothing uses: it is swallowed once, here, before the first check.
+void InitRapidCheckQuietly() {
+  static const bool done = [] {
+    std::streambuf* saved = std::cerr.rdbuf(nullptr);
+    rc::detail::configuration();
+    std::cerr.rdbuf(saved);
+    return true;
+  }();
+  (void)done;
+}
+
+std::string MetadataId(const std::string& target, const std::string& property) {
+  return target + "/" + property;
+}
+
+Status ParseReproduceConfig(const std::string& reproduce, rc::detail::Configuration* config) {
+  try {
+    *config = rc::detail::configFromString(reproduce);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("reproduce string does not parse: " + std::string(e.what()));
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+Status ParseReproduceKey(const std::string& reproduce, std::string* target, std::string* property) {
+  rc::detail::Configuration config;
+  CKPTSPEC_RETURN_IF_ERROR(ParseReproduceConfig(reproduce, &config));
+  if (config.reproduce.size() != 1) {
+    return Status::InvalidArgument("reproduce string holds " + std::to_string(config.reproduce.size()) +
+                                   " reproduce entries; expected exactly one (target/property)");
+  }
+  const std::string& id = config.reproduce.begin()->first;
+  const size_t slash = id.rfind('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == id.size()) {
+    return Status::InvalidArgument("reproduce entry '" + id + "' is not of the form target/property");
+  }
+  *target = id.substr(0, slash);
+  *property = id.substr(slash + 1);
+  return Status::OK();
+}
 
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
@@ -58,19 +103,33 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     outcome.message = reason;
     return outcome;
   }
+  InitRapidCheckQuietly();
   rc::detail::TestParams test_params;
   test_params.seed = params.seed;
   test_params.maxSuccess = params.max_success;
   test_params.maxSize = params.max_size;
   test_params.disableShrinking = !params.shrink;
   rc::detail::TestMetadata metadata;
-  metadata.id = factory.name + "/" + property.id;
+  metadata.id = MetadataId(factory.name, property.id);
   metadata.description = property.name;
+  std::unordered_map<std::string, rc::detail::Reproduce> reproduce;
+  if (!params.reproduce.empty()) {
+    rc::detail::Configuration config;
+    const Status s = ParseReproduceConfig(params.reproduce, &config);
+    if (!s.ok() || config.reproduce.count(metadata.id) == 0) {
+      outcome.verdict = Verdict::kError;
+      outcome.message = s.ok() ? "the reproduce string has no entry for " + metadata.id : s.message();
+      return outcome;
+    }
+    test_params = config.testParams;
+    reproduce = config.reproduce;
+  }
 
   const auto start = Clock::now();
   FirstFailureListener listener(start);
   const rc::detail::TestResult result = rc::detail::checkProperty(
-      rc::detail::toProperty([&] { property.check(factory); }), metadata, test_params, listener);
+      rc::detail::toProperty([&] { property.check(factory); }), metadata, test_params, listener,
+      reproduce);
   outcome.seconds = SecondsSince(start);
 
   rc::detail::SuccessResult success;

@@ -24,6 +24,10 @@ struct RunParams {
   int max_success = 100;  // cases that must pass
   int max_size = 100;     // RapidCheck's size bound
   bool shrink = true;
+  // An RC_PARAMS string from PropertyOutcome::reproduce. When set, its test parameters and its
+  // reproduce entry for this target and property replace the fields above: the run replays the
+  // recorded counterexample (and shrinks no further).
+  std::string reproduce;
 };
 
 enum class Verdict { kPass, kFail, kNotApplicable, kGaveUp, kError };
@@ -45,6 +49,10 @@ struct PropertyOutcome {
 
 PropertyOutcome RunProperty(const Property& property, const TargetFactory& factory,
                             const RunParams& params);
+
+// The target and property a reproduce string (PropertyOutcome::reproduce) is for. InvalidArgument
+// naming the problem when the string does not parse or holds no single "target/property" entry.
+Status ParseReproduceKey(const std::string& reproduce, std::string* target, std::string* property);
 
 // Multi-line human form of an outcome (scenario, counterexample, reproduce line).
 std::string DescribeOutcome(const PropertyOutcome& outcome);

@@ -66,6 +66,7 @@ TargetFactory MutantTargetFactory(const std::string& name, std::function<MutantP
   };
   factory.capabilities = factory.make(TargetOptions())->target().engine().capabilities();
   factory.fault_injection = true;
+  factory.expect_killed = true;
   return factory;
 }
 

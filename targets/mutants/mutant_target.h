@@ -7,7 +7,8 @@
 //  - BuildMutantTarget makes the target on `env` under `root` (the engine creates it on the first
 //    save); `env` must outlive the target.
 //  - MutantTargetFactory makes independent targets on a fresh MemEnv each (fault injection works,
-//    like the reference's factory in properties/harness.h).
+//    like the reference's factory in properties/harness.h), expected to be killed
+//    (TargetFactory::expect_killed); NewProcess builds fresh parts over the same storage.
 #pragma once
 
 #include <functional>

@@ -1,0 +1,38 @@
+#include "cli/replay_command.h"
+
+#include "properties/plugin.h"
+#include "properties/runner.h"
+#include "properties/target_registry.h"
+
+namespace ckptspec {
+
+CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "Replay the failing case of a reproduce string printed by `ckptspec run`");
+  cmd->add_option("reproduce", o->reproduce, "the RC_PARAMS value after \"reproduce:\"")->required();
+  cmd->add_option("--plugin", o->plugins, "shared library registering the target (repeatable)");
+  return cmd;
+}
+
+int RunReplayCommand(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
+  std::string target_name, property_id;
+  Status s = ParseReproduceKey(o.reproduce, &target_name, &property_id);
+  std::vector<TargetFactory> plugged, targets;
+  for (const std::string& path : o.plugins) {
+    if (s.ok()) s = LoadTargetPlugin(path, &plugged);
+  }
+  if (s.ok()) s = ResolveTargets(target_name, &targets, plugged);
+  const Property* property = FindProperty(property_id);
+  if (s.ok() && !property) s = Status::InvalidArgument("unknown property '" + property_id + "'");
+  if (!s.ok()) {
+    err << "ckptspec replay: " << s.message() << "\n";
+    return 2;
+  }
+  RunParams params;
+  params.reproduce = o.reproduce;
+  const PropertyOutcome outcome = RunProperty(*property, targets.front(), params);
+  out << DescribeOutcome(outcome);
+  return outcome.verdict == Verdict::kPass ? 0 : 1;
+}
+
+}  // namespace ckptspec

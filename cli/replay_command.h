@@ -1,0 +1,25 @@
+// `ckptspec replay REPRODUCE`: runs the one failing case a reproduce string names (the RC_PARAMS
+// value `ckptspec run` prints under "reproduce:" and writes to its JSON report), on the target and
+// property it was recorded for, and prints the outcome with its scenario.
+//
+// Exit codes: 0 the case passes now (the failure no longer reproduces); 1 it fails again (or the
+// property errors); 2 invalid arguments (a string that does not parse, an unknown target or
+// property, a plugin that does not load).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ckptspec {
+
+struct ReplayOptions {
+  std::string reproduce;
+  std::vector<std::string> plugins;  // for a target a plugin registered
+};
+CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* options);
+int RunReplayCommand(const ReplayOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace ckptspec
