@@ -1,10 +1,10 @@
 // Property throughput on the reference target with the in-memory Env: RapidCheck cases per second
-// for P1 and P2, and commands per second for the stateful test. Each benchmark iteration runs one
+// for P1, P2 and P4, and commands per second for the stateful test. Each benchmark iteration runs one
 // batch of kCasesPerBatch cases through rc::detail::checkProperty (fixed seed, RapidCheck's default
 // size schedule, shrinking disabled: a failure aborts the benchmark instead of shrinking).
 //
-// Counters: cases/s (items_per_second for P1, P2) and commands/s for the stateful test.
-// Adding a property: one more BENCHMARK_CAPTURE(BM_Property, ...) line below (P4 goes there).
+// Counters: cases/s (items_per_second for P1, P2, P4) and commands/s for the stateful test.
+// Adding a property: one more BENCHMARK_CAPTURE(BM_Property, ...) line below.
 #include <benchmark/benchmark.h>
 #include <rapidcheck.h>
 
@@ -56,7 +56,8 @@ BENCHMARK_CAPTURE(BM_Property, P1_ResumeEquivalence, &CheckResumeEquivalence)
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Property, P2_RoundTripIdentity, &CheckRoundTripIdentity)
     ->Unit(benchmark::kMillisecond)->Iterations(1);
-// P4 (sharding integrity): BENCHMARK_CAPTURE(BM_Property, P4_ShardingIntegrity, &Check...) here.
+BENCHMARK_CAPTURE(BM_Property, P4_ShardingIntegrity, &CheckSaveShardingIntegrity)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_Stateful(benchmark::State& state) {
   uint64_t seed = 1;

@@ -51,12 +51,15 @@ DataIteratorState InitialDataIterator(const DataConfig& c) {
   return s;
 }
 
-std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, int64_t consumed) {
+namespace {
+
+// The samples at the given sequence positions (permutations cached per epoch).
+std::vector<int64_t> SamplesAt(const DataConfig& c, const std::vector<int64_t>& positions) {
   std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(c.global_batch_size));
+  out.reserve(positions.size());
   int64_t cached_epoch = -1;
   std::vector<int64_t> perm;
-  for (int64_t p = consumed; p < consumed + c.global_batch_size; ++p) {
+  for (int64_t p : positions) {
     const int64_t epoch = p / c.num_samples;
     if (epoch != cached_epoch) {
       if (c.shuffle) {
@@ -70,6 +73,29 @@ std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, int64_t consumed) {
     out.push_back(perm[static_cast<size_t>(p % c.num_samples)]);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, int64_t consumed) {
+  DataIteratorState correct;
+  correct.consumed_samples = consumed;
+  return FlatSamplesOfStep(c, correct);
+}
+
+int64_t SamplerPosition(const DataConfig& c, const DataIteratorState& s, int64_t consumed) {
+  if (s.pass_origin < 0 || consumed < s.pass_origin) return consumed;
+  const int64_t pass_length = c.num_samples - s.pass_origin % c.num_samples;
+  return s.pass_origin + (consumed - s.pass_origin) % pass_length;
+}
+
+std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, const DataIteratorState& s) {
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<size_t>(c.global_batch_size));
+  for (int64_t p = s.consumed_samples; p < s.consumed_samples + c.global_batch_size; ++p) {
+    positions.push_back(SamplerPosition(c, s, p));
+  }
+  return SamplesAt(c, positions);
 }
 
 StepSamples SamplesOfStep(const DataConfig& c, int64_t consumed) {

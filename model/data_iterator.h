@@ -49,6 +49,12 @@ struct DataIteratorState {
   int64_t consumed_samples = 0;
   int64_t epoch = 0;
   uint64_t seed = 0;
+  // The in-memory sampler, not part of the checkpoint (neither persisted nor compared): a sampler
+  // built at a resume from consumed_samples c either re-derives every epoch pass from the running
+  // count (correct; pass_origin = -1), or keeps c frozen and re-applies it at each new pass
+  // (pass_origin = c: BUGS.md B10), so every later pass restarts at position c and replays the
+  // tail of c's epoch. Only what it samples can tell the two apart.
+  int64_t pass_origin = -1;
   bool operator==(const DataIteratorState& o) const {
     return consumed_samples == o.consumed_samples && epoch == o.epoch && seed == o.seed;
   }
@@ -64,6 +70,15 @@ StepSamples SamplesOfStep(const DataConfig& c, int64_t consumed_samples);
 // Flattened in the same order (global_batch_size ids): the sequence positions
 // consumed_samples .. consumed_samples + global_batch_size - 1.
 std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, int64_t consumed_samples);
+
+// The sequence position the sampler of `s` draws for the loop's count `consumed`: `consumed` itself
+// for a correct sampler; for a frozen one (pass_origin o >= 0, consumed >= o), the passes restart
+// at o, each num_samples - o % num_samples long.
+int64_t SamplerPosition(const DataConfig& c, const DataIteratorState& s, int64_t consumed);
+
+// The iteration's samples as the sampler of `s` draws them (the training step's input): equal to
+// FlatSamplesOfStep(c, s.consumed_samples) for a correct sampler.
+std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, const DataIteratorState& s);
 
 // One iteration: consumed_samples += global_batch_size; epoch follows.
 void AdvanceDataIterator(const DataConfig& c, DataIteratorState* s);

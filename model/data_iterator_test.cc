@@ -91,12 +91,38 @@ RC_GTEST_PROP(DataIterator, ResumeContinuesTheExactSequence, ()) {
   RC_ASSERT(ResumeDataIterator(c, saved, &resumed).ok());
   std::vector<int64_t> got;
   for (int i = 0; i < m; ++i) {
-    const auto ids = FlatSamplesOfStep(c, resumed.consumed_samples);
+    const auto ids = FlatSamplesOfStep(c, resumed);
     got.insert(got.end(), ids.begin(), ids.end());
     AdvanceDataIterator(c, &resumed);
   }
   RC_ASSERT(got == expected);
   RC_ASSERT(resumed == straight);
+}
+
+// A sampler that froze its resume position (B10) draws the resume epoch's tail again at every
+// later pass; the correct one continues into the next epochs.
+TEST(DataIterator, AFrozenSamplerReplaysTheTailOfItsResumeEpoch) {
+  DataConfig c;
+  c.num_samples = 5;
+  c.global_batch_size = 2;
+  c.micro_batch_size = 1;
+  c.dp_size = 1;
+  c.shuffle = false;
+  DataIteratorState s = InitialDataIterator(c);
+  s.consumed_samples = 3;  // resumed mid-epoch 0: the tail is samples 3, 4
+  EXPECT_EQ(FlatSamplesOfStep(c, s), (std::vector<int64_t>{3, 4}));
+  s.pass_origin = 3;
+  std::vector<int64_t> frozen, correct;
+  for (int i = 0; i < 3; ++i) {
+    const auto a = FlatSamplesOfStep(c, s);
+    frozen.insert(frozen.end(), a.begin(), a.end());
+    const auto b = FlatSamplesOfStep(c, s.consumed_samples);
+    correct.insert(correct.end(), b.begin(), b.end());
+    AdvanceDataIterator(c, &s);
+  }
+  EXPECT_EQ(frozen, (std::vector<int64_t>{3, 4, 3, 4, 3, 4}));
+  EXPECT_EQ(correct, (std::vector<int64_t>{3, 4, 0, 1, 2, 3}));
+  EXPECT_EQ(SamplerPosition(c, s, 2), 2);  // before the origin: unaffected
 }
 
 TEST(DataIterator, ResumeRejectsInconsistentState) {

@@ -69,7 +69,7 @@ Status TrainStep(TrainingState* s) {
       return Status::FailedPrecondition("rerun state machine keeps rerunning a fault-free step");
     }
     for (size_t r = 1; r < s->rng.size(); ++r) s->rng[r] = rng_at_start[r];
-    const std::vector<int64_t> samples = FlatSamplesOfStep(dc, s->data.consumed_samples);
+    const std::vector<int64_t> samples = FlatSamplesOfStep(dc, s->data);
     for (RankRngState& r : s->rng) AdvanceAll(&r, static_cast<uint64_t>(GradAccumSteps(dc)));
     double loss = 0.0;
     bool have_loss = false;

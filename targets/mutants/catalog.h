@@ -5,8 +5,8 @@
 // Contracts:
 //  - ids are "B01".."B20" in BUGS.md order (entries not yet implemented are absent: see
 //    docs/MUTANTS.md); a target built from an entry is named by its id.
-//  - killers are the P-ids BUGS.md's invariant column maps to (its legend), the properties
-//    expected to kill the mutant; the kill matrix of `ckptspec run --target all-mutants` checks it.
+//  - killers are the properties that kill the mutant (`ckptspec run --target ID --seed 1` shows
+//    each of them KILLED); bench/time_to_detection_bench sweeps seeds over exactly these.
 //  - parts() builds fresh, independent parts each call.
 #pragma once
 
@@ -24,7 +24,7 @@ struct MutantInfo {
   const char* id;        // "B04"
   const char* name;      // "cached-plan-drops-rerun"
   const char* upstream;  // the upstream thread
-  const char* killers;   // expected killing properties, e.g. "P6 P7 P4"
+  const char* killers;   // killing properties, most direct first, e.g. "P6 P7 P19"
   MutantParts (*parts)();
 };
 

@@ -1,0 +1,36 @@
+// B10 ft-sampler-offset. Upstream: https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/4601.
+//
+// Mechanism: the fine-tuning batch sampler took consumed_samples at construction (the resume
+// point) and never advanced its own copy; cyclic_iter starts a new pass of the sampler at every
+// epoch end, and each pass recomputed its start from the frozen value, so every later epoch skipped
+// the dataset's head and replayed the tail of the resume epoch. The mutant: FromStateDicts resumes
+// the iterator by the load rules (L9) and then builds its sampler the frozen way
+// (DataIteratorState::pass_origin = the resumed consumed_samples). The loaded state itself is
+// right (consumed_samples, epoch and seed all equal the spec's); only the samples drawn after the
+// first epoch boundary past the resume differ, and only for a mid-epoch resume.
+// Expected killers: P1 (resume equivalence: the trained parameters see other data), P12.
+#include "targets/mutants/b10_ft_sampler_offset.h"
+
+namespace ckptspec {
+namespace {
+
+class FrozenSamplerFramework : public CanonicalFramework {
+ public:
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+                        std::vector<TrainingState>* states) const override {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    for (TrainingState& s : *states) s.data.pass_origin = s.data.consumed_samples;
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+MutantParts B10Parts() {
+  MutantParts parts;
+  parts.framework = std::make_unique<FrozenSamplerFramework>();
+  return parts;
+}
+
+}  // namespace ckptspec
