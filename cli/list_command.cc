@@ -18,7 +18,8 @@ int RunListCommand(std::ostream& out) {
     if (*p.bugs) out << " catches " << p.bugs;
     out << "\n";
   }
-  out << "targets:\n  reference  the canonical framework over the reference engine (expected clean)\n";
+  out << "targets:\n  reference  the canonical framework over the reference engine (expected clean)\n"
+      << "  reference-per-writer  the same, saving in the per-writer index layout (expected clean)\n";
   for (const MutantInfo& m : MutantCatalog()) {
     out << "  " << std::setw(10) << m.id << " " << std::setw(26) << m.name << " " << m.upstream
         << "; expected killers " << m.killers << "\n";

@@ -100,7 +100,7 @@ TEST(RunCommand, UnknownNamesAreInvalidArguments) {
   o.targets = {"nonesuch"};
   std::ostringstream out, err;
   EXPECT_EQ(RunRunCommand(o, out, err), 2);
-  EXPECT_NE(err.str().find("unknown target 'nonesuch' (known: reference, B01, "), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("unknown target 'nonesuch' (known: reference, reference-per-writer, B01, "), std::string::npos) << err.str();
   o.targets = {"reference"};
   o.properties = "P1,P99";
   std::ostringstream out2, err2;

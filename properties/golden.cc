@@ -89,11 +89,29 @@ GoldenScenario HeterogeneousTwoModules() {
   return g;
 }
 
+// Format version 2's per-writer index: a TP2·DP2 dense fp32 run whose four ranks each write.
+GoldenScenario DenseTp2Dp2PerWriterIndex() {
+  GoldenScenario g;
+  g.name = "dense_tp2_dp2_fp32_per_writer_index";
+  ParallelSizes sizes;
+  sizes.tp = 2;
+  const Layout layout = MakeLayout(4, sizes);
+  ModelConfig model = TinyModel("");
+  model.params_dtype = DType::kFloat32;
+  g.run.layout = HeterogeneousLayout::Single(layout);
+  g.run.configs = {ConfigFor(layout, model)};
+  g.run.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
+  g.iteration = 2;
+  g.index_layout = IndexLayout::kPerWriter;
+  return g;
+}
+
 }  // namespace
 
 const std::vector<GoldenScenario>& GoldenScenarios() {
   static const std::vector<GoldenScenario> kScenarios = {DenseTp2Pp2Dp2(), MoeEp2DpReshardable(),
-                                                        HeterogeneousTwoModules()};
+                                                        HeterogeneousTwoModules(),
+                                                        DenseTp2Dp2PerWriterIndex()};
   return kScenarios;
 }
 
@@ -115,7 +133,8 @@ Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& 
   nlohmann::json j;
   j["scenario"] = scenario.name;
   j["description"] = DescribeRun(scenario.run);
-  j["format_version"] = kGoldenFormatVersion;
+  j["format_version"] = scenario.index_layout == IndexLayout::kSingle ? kSingleIndexFormatVersion
+                                                                      : kPerWriterIndexFormatVersion;
   j["iteration"] = scenario.iteration;
   j["world_size"] = scenario.run.layout.world_size();
   j["optimizer_format"] = OptimizerFormatName(scenario.run.sharding.optimizer_format);

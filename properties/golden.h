@@ -11,7 +11,8 @@
 //    run a golden checkpoint was written from can always be rebuilt; a scenario is never changed
 //    once its checkpoint is committed (add a new one instead).
 //  - WriteGoldenScenario saves the run trained to `iteration` through a fresh target of `factory`
-//    and writes scenario.json and checkpoint/ under `dir` on `env` (replacing what is there).
+//    (a reference saving in the scenario's index layout) and writes scenario.json (with the
+//    layout's format version) and checkpoint/ under `dir` on `env` (replacing what is there).
 //    Only the make_golden tool calls it: goldens are regenerated deliberately, never in CI.
 //  - ReadGoldenScenario reads them back and checks scenario.json against the tree and the code.
 #pragma once
@@ -30,16 +31,16 @@ struct GoldenScenario {
   std::string name;
   RunSpec run;
   int64_t iteration = 0;
+  // The index layout the golden was written in (make_golden uses ReferenceTargetFactory(this)).
+  IndexLayout index_layout = IndexLayout::kSingle;
 };
 
-// TP2·PP2·DP2 dense bf16 fully_reshardable; MoE EP2 dp_reshardable; two heterogeneous modules.
+// TP2·PP2·DP2 dense bf16 fully_reshardable; MoE EP2 dp_reshardable; two heterogeneous modules
+// (all format version 1, single index); TP2·DP2 dense fp32 in format version 2's per-writer index.
 const std::vector<GoldenScenario>& GoldenScenarios();
 
 // corpus/golden in the source tree (a compile definition of the source directory).
 std::string GoldenCorpusDir();
-
-// The format version the current reference writes into scenario.json.
-inline constexpr int kGoldenFormatVersion = 1;
 
 Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& factory, Env* env,
                            const std::string& dir);

@@ -10,7 +10,8 @@ namespace {
 
 class ReferenceUnderTest : public TargetUnderTest {
  public:
-  explicit ReferenceUnderTest(const TargetOptions& options) : options_(options) {
+  ReferenceUnderTest(const TargetOptions& options, IndexLayout layout)
+      : options_(options), layout_(layout) {
     env_.CreateDir(kRoot);
     env_.SyncDir("/");
     env_.ResetOpCount();
@@ -30,6 +31,8 @@ class ReferenceUnderTest : public TargetUnderTest {
     parts.engine.env = &env_;
     parts.engine.root = kRoot;
     parts.engine.keep_last = options_.keep_last;
+    parts.engine.index_layout = layout_;
+    if (layout_ == IndexLayout::kPerWriter) parts.name = "reference-per-writer";
     parts.engine.async_execution =
         options_.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
     target_ = std::make_unique<ReferenceTarget>(std::move(parts));
@@ -37,17 +40,18 @@ class ReferenceUnderTest : public TargetUnderTest {
 
   static constexpr const char* kRoot = "/ckpt";
   TargetOptions options_;
+  IndexLayout layout_;
   MemEnv env_;  // declared before the target, destroyed after it
   std::unique_ptr<ReferenceTarget> target_;
 };
 
 }  // namespace
 
-TargetFactory ReferenceTargetFactory() {
+TargetFactory ReferenceTargetFactory(IndexLayout layout) {
   TargetFactory factory;
-  factory.name = "reference";
-  factory.make = [](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
-    return std::make_unique<ReferenceUnderTest>(options);
+  factory.name = layout == IndexLayout::kSingle ? "reference" : "reference-per-writer";
+  factory.make = [layout](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
+    return std::make_unique<ReferenceUnderTest>(options, layout);
   };
   factory.capabilities = factory.make(TargetOptions())->target().engine().capabilities();
   factory.fault_injection = true;

@@ -20,6 +20,7 @@
 
 #include "model/run_spec.h"
 #include "targets/env/mem_env.h"
+#include "targets/reference/format.h"
 #include "targets/target.h"
 
 namespace ckptspec {
@@ -56,8 +57,10 @@ struct TargetFactory {
   std::function<std::unique_ptr<TargetUnderTest>(const TargetOptions&)> make;
 };
 
-// The reference: the canonical framework and the reference engine on a fresh MemEnv.
-TargetFactory ReferenceTargetFactory();
+// The reference: the canonical framework and the reference engine on a fresh MemEnv, saving in
+// the given index layout (targets/reference/format.h); named "reference" for the single index,
+// "reference-per-writer" for the per-writer one.
+TargetFactory ReferenceTargetFactory(IndexLayout layout = IndexLayout::kSingle);
 
 // Every rank's dicts from the target's framework, then Engine::Save.
 Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingState>& states,

@@ -5,7 +5,8 @@
 namespace ckptspec {
 
 std::vector<TargetFactory> RegisteredTargets() {
-  std::vector<TargetFactory> all = {ReferenceTargetFactory()};
+  std::vector<TargetFactory> all = {ReferenceTargetFactory(),
+                                    ReferenceTargetFactory(IndexLayout::kPerWriter)};
   for (const MutantInfo& m : MutantCatalog()) all.push_back(MutantFactory(m));
   return all;
 }

@@ -9,7 +9,8 @@
 
 namespace ckptspec {
 
-// Every registered target: the reference first, then the mutant catalog (targets/mutants/) in id
+// Every registered target: the reference (its single-index and per-writer-index layouts) first,
+// then the mutant catalog (targets/mutants/) in id
 // order, each named by its id ("B04").
 std::vector<TargetFactory> RegisteredTargets();
 

@@ -11,13 +11,13 @@
 int main(int argc, char** argv) {
   using namespace ckptspec;
   const std::set<std::string> named(argv + 1, argv + argc);
-  const TargetFactory factory = ReferenceTargetFactory();
   Env* env = Env::Posix();
   int failures = 0;
   for (const GoldenScenario& scenario : GoldenScenarios()) {
     const std::string dir = JoinPath(GoldenCorpusDir(), scenario.name);
     if (named.empty() ? env->FileExists(dir).ok() : !named.count(scenario.name)) continue;
-    const Status s = WriteGoldenScenario(scenario, factory, env, dir);
+    const Status s =
+        WriteGoldenScenario(scenario, ReferenceTargetFactory(scenario.index_layout), env, dir);
     std::cout << scenario.name << ": " << (s.ok() ? "written to " + dir : s.ToString()) << "\n";
     failures += !s.ok();
   }

@@ -19,6 +19,7 @@
 #include "targets/mutants/b17_rng_state_all.h"
 #include "targets/mutants/b18_gas_skip_count.h"
 #include "targets/mutants/b19_async_error_swallowed.h"
+#include "targets/mutants/b20_ocdbt_detect.h"
 
 namespace ckptspec {
 
@@ -45,6 +46,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
       {"B17", "rng-state-all", "transformers PR #23045", "P12", B17Parts},
       {"B18", "gas-skip-count", "transformers #5605 / PR #8624", "P1 P10 P12", B18Parts},
       {"B19", "async-error-swallowed", "orbax #605 (PR #606); keras #23609", "P13 P14", B19Parts},
+      {"B20", "ocdbt-detect", "orbax #924", "P18", B20Parts},
   };
   return kCatalog;
 }

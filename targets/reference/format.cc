@@ -18,16 +18,30 @@ std::string IterationDirName(int64_t iteration) {
   return buf;
 }
 
-bool ParseIterationDirName(const std::string& name, int64_t* iteration) {
-  if (name.size() < 5 + 7 || name.size() > 5 + 18 || name.compare(0, 5, "iter_") != 0) return false;
+namespace {
+
+// Accepts exactly the names `format` produces: `prefix`, then at least `min_digits` and at most
+// 18 decimal digits (no overflow), spelled as `format` spells the value.
+bool ParseNumberedName(const std::string& name, const std::string& prefix, size_t min_digits,
+                       std::string (*format)(int64_t), int64_t* out) {
+  if (name.size() < prefix.size() + min_digits || name.size() > prefix.size() + 18 ||
+      name.compare(0, prefix.size(), prefix) != 0) {
+    return false;
+  }
   int64_t value = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return false;
     value = value * 10 + (name[i] - '0');
   }
-  if (IterationDirName(value) != name) return false;
-  *iteration = value;
+  if (format(value) != name) return false;
+  *out = value;
   return true;
+}
+
+}  // namespace
+
+bool ParseIterationDirName(const std::string& name, int64_t* iteration) {
+  return ParseNumberedName(name, "iter_", 7, IterationDirName, iteration);
 }
 
 std::string StagingDirName(int64_t iteration) { return IterationDirName(iteration) + ".tmp"; }
@@ -37,6 +51,20 @@ std::string ShardFileName(int64_t rank) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "shard_%05" PRId64 ".bin", rank);
   return buf;
+}
+
+const char* IndexLayoutName(IndexLayout layout) {
+  return layout == IndexLayout::kSingle ? "single" : "per-writer";
+}
+
+std::string WriterDirName(int64_t rank) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "writer_%05" PRId64, rank);
+  return buf;
+}
+
+bool ParseWriterDirName(const std::string& name, int64_t* rank) {
+  return ParseNumberedName(name, "writer_", 5, WriterDirName, rank);
 }
 
 bool IsSafeFileName(const std::string& name) {

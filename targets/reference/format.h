@@ -1,9 +1,19 @@
-// The reference checkpointer's on-disk format, version 1 (docs/FORMAT.md is the normative text).
+// The reference checkpointer's on-disk format, versions 1 and 2 (docs/FORMAT.md is the normative
+// text). Two index layouts of an iteration directory:
 //
+//   single index (version 1):
 //   <root>/latest_checkpointed_iteration.txt   decimal iteration of the latest complete checkpoint
 //   <root>/iter_0000010/metadata.json           CheckpointMetadata as JSON
 //   <root>/iter_0000010/metadata.xxh3           16 lowercase hex digits: XXH3-64 of metadata.json
 //   <root>/iter_0000010/shard_00003.bin         the chunks rank 3 wrote, back to back
+//
+//   per-writer index (version 2): no metadata.json; one directory per writing rank (and rank 0)
+//   <root>/iter_0000010/writer_00003/shard.bin   the chunks rank 3 wrote
+//   <root>/iter_0000010/writer_00003/index.json  CheckpointMetadata of those chunks and objects
+//   <root>/iter_0000010/writer_00003/index.xxh3  its checksum
+//
+// A reader tells the layouts apart by probing the directory: metadata.json present means single
+// index; otherwise writer_* directories mean per-writer index.
 //
 // DecodeMetadata trusts nothing: every field is type-checked, every size and offset is checked
 // for overflow and against the declared file sizes (the loader then checks those against the real
@@ -25,11 +35,20 @@
 
 namespace ckptspec {
 
-inline constexpr int kReferenceFormatVersion = 1;
+// The newest version this reader reads; what each index layout writes.
+inline constexpr int kReferenceFormatVersion = 2;
+inline constexpr int kSingleIndexFormatVersion = 1;
+inline constexpr int kPerWriterIndexFormatVersion = 2;
 inline constexpr const char* kReferenceFormatName = "ckptspec-reference";
 inline constexpr const char* kTrackerFileName = "latest_checkpointed_iteration.txt";
 inline constexpr const char* kMetadataFileName = "metadata.json";
 inline constexpr const char* kMetadataChecksumFileName = "metadata.xxh3";
+inline constexpr const char* kWriterIndexFileName = "index.json";
+inline constexpr const char* kWriterIndexChecksumFileName = "index.xxh3";
+inline constexpr const char* kWriterShardFileName = "shard.bin";
+
+enum class IndexLayout { kSingle, kPerWriter };
+const char* IndexLayoutName(IndexLayout layout);  // "single", "per-writer"
 // Upper bounds checked before reading (a hostile size never drives an allocation).
 inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxTrackerBytes = 64;
@@ -45,6 +64,9 @@ std::string StagingDirName(int64_t iteration);
 std::string DeletingDirName(int64_t iteration);
 // "shard_00003.bin".
 std::string ShardFileName(int64_t rank);
+// "writer_00003" (at least 5 digits), and its strict parser.
+std::string WriterDirName(int64_t rank);
+bool ParseWriterDirName(const std::string& name, int64_t* rank);
 // A file name that stays inside its directory: non-empty, at most 255 bytes, only [A-Za-z0-9._-],
 // not "." or "..".
 bool IsSafeFileName(const std::string& name);
@@ -95,7 +117,7 @@ struct ObjectEntry {
 };
 
 struct CheckpointMetadata {
-  int format_version = kReferenceFormatVersion;
+  int format_version = kSingleIndexFormatVersion;
   int64_t iteration = 0;
   int64_t world_size = 0;
   nlohmann::json layout = nlohmann::json::object();

@@ -204,8 +204,8 @@ TEST_F(ReferenceCorruption, DuplicateKeys) {
 }
 
 TEST_F(ReferenceCorruption, NewerFormatVersionIsNotSupported) {
-  ExpectError([](json& j) { j["format_version"] = 2; }, {"format_version", "newer than this reader"},
-              Status::Code::kNotSupported);
+  ExpectError([](json& j) { j["format_version"] = kReferenceFormatVersion + 1; },
+              {"format_version", "newer than this reader"}, Status::Code::kNotSupported);
   ExpectError([](json& j) { j["format"] = "torch_dist"; }, {"format"});
   ExpectError([](json& j) { j["iteration"] = 6; }, {"iteration", "iter_0000005"});
 }

@@ -145,7 +145,11 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
   size_t i = 0;
   while (i < plan.items.size()) {
     const int64_t rank = plan.items[i].rank;
-    const std::string name = ShardFileName(rank);
+    std::string name = ShardFileName(rank);
+    if (options_.index_layout == IndexLayout::kPerWriter) {
+      CKPTSPEC_RETURN_IF_ERROR(env->CreateDir(JoinPath(staging, WriterDirName(rank))));
+      name = WriterDirName(rank) + "/" + kWriterShardFileName;
+    }
     const std::string path = JoinPath(staging, name);
     const int64_t file_index = static_cast<int64_t>(m.files.size());
     std::unique_ptr<WritableFile> file;
@@ -190,10 +194,7 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
     m.files.push_back(FileEntry{name, offset});
   }
 
-  const std::string metadata = EncodeMetadata(m);
-  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(staging, kMetadataFileName), metadata));
-  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(staging, kMetadataChecksumFileName),
-                                           ChecksumHex(Checksum(metadata.data(), metadata.size())) + "\n"));
+  CKPTSPEC_RETURN_IF_ERROR(WriteIndex(staging, m));
   CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(staging));
 
   if (env->FileExists(final_dir).ok()) {
@@ -209,6 +210,73 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
   CKPTSPEC_RETURN_IF_ERROR(
       ReplaceFileAtomically(env, JoinPath(root, kTrackerFileName), EncodeTracker(iteration)));
   return ApplyRetention();
+}
+
+namespace {
+
+Status WriteIndexFiles(Env* env, const std::string& dir, const char* name, const char* checksum_name,
+                       const CheckpointMetadata& m) {
+  const std::string text = EncodeMetadata(m);
+  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(dir, name), text));
+  return WriteFileSynced(env, JoinPath(dir, checksum_name),
+                         ChecksumHex(Checksum(text.data(), text.size())) + "\n");
+}
+
+// The part of `m` that lives in file `file` (its index in m.files), as a writer's own index whose
+// one file is its shard; an empty index (no file) when file < 0.
+CheckpointMetadata WriterPart(const CheckpointMetadata& m, int64_t file) {
+  CheckpointMetadata part;
+  part.format_version = kPerWriterIndexFormatVersion;
+  part.iteration = m.iteration;
+  part.world_size = m.world_size;
+  part.layout = m.layout;
+  part.common = m.common;
+  if (file < 0) return part;
+  part.files.push_back(FileEntry{kWriterShardFileName, m.files[static_cast<size_t>(file)].size});
+  for (const TensorEntry& t : m.tensors) {
+    TensorEntry mine{t.key, t.dtype, t.global_shape, {}};
+    for (const ChunkEntry& c : t.chunks) {
+      if (c.extent.file != file) continue;
+      mine.chunks.push_back(c);
+      mine.chunks.back().extent.file = 0;
+    }
+    if (!mine.chunks.empty()) part.tensors.push_back(std::move(mine));
+  }
+  for (const ObjectEntry& o : m.objects) {
+    if (o.extent.file != file) continue;
+    part.objects.push_back(o);
+    part.objects.back().extent.file = 0;
+  }
+  return part;
+}
+
+}  // namespace
+
+Status ReferenceEngine::WriteIndex(const std::string& staging, const CheckpointMetadata& m) {
+  Env* env = options_.env;
+  if (options_.index_layout == IndexLayout::kSingle) {
+    return WriteIndexFiles(env, staging, kMetadataFileName, kMetadataChecksumFileName, m);
+  }
+  // Files are "writer_NNNNN/shard.bin", one per writing rank, in rank order. Rank 0 always has a
+  // writer directory (possibly without a shard), so a checkpoint that wrote nothing still has one.
+  bool rank0 = false;
+  for (size_t f = 0; f < m.files.size(); ++f) {
+    const std::string writer = m.files[f].name.substr(0, m.files[f].name.find('/'));
+    int64_t rank = -1;
+    ParseWriterDirName(writer, &rank);
+    rank0 = rank0 || rank == 0;
+    const std::string dir = JoinPath(staging, writer);
+    CKPTSPEC_RETURN_IF_ERROR(WriteIndexFiles(env, dir, kWriterIndexFileName,
+                                             kWriterIndexChecksumFileName,
+                                             WriterPart(m, static_cast<int64_t>(f))));
+    CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(dir));
+  }
+  if (rank0) return Status::OK();
+  const std::string dir = JoinPath(staging, WriterDirName(0));
+  CKPTSPEC_RETURN_IF_ERROR(env->CreateDir(dir));
+  CKPTSPEC_RETURN_IF_ERROR(WriteIndexFiles(env, dir, kWriterIndexFileName,
+                                           kWriterIndexChecksumFileName, WriterPart(m, -1)));
+  return env->SyncDir(dir);
 }
 
 Status ReferenceEngine::LatestIteration(int64_t* iteration) {

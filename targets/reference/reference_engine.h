@@ -54,6 +54,9 @@ struct ReferenceOptions {
   AsyncExecution async_execution = AsyncExecution::kThread;
   // The plan cache used with assume_constant_structure; null: the reference PlanCache.
   std::unique_ptr<PlanCache> plan_cache;
+  // How saves index their data (format.h): one metadata.json (version 1), or an index per writing
+  // rank (version 2). Loads read both, whatever this says.
+  IndexLayout index_layout = IndexLayout::kSingle;
 };
 
 class ReferenceEngine : public Engine {
@@ -76,8 +79,14 @@ class ReferenceEngine : public Engine {
 
   // The iteration the tracker names (NotFound without a tracker).
   Status LatestIteration(int64_t* iteration);
-  // Reads and verifies iter_N/metadata.json (checksum, schema, file sizes on disk).
+  // Reads and verifies the index of iter_N in whichever layout ProbeIndexLayout finds (checksums,
+  // schema, file sizes on disk); a per-writer index is merged into one CheckpointMetadata whose
+  // file names are relative to iter_N ("writer_00003/shard.bin").
   Status ReadMetadata(int64_t iteration, CheckpointMetadata* metadata);
+  // The index layout of an iteration directory: metadata.json present is kSingle; otherwise at
+  // least one writer_* directory is kPerWriter; neither is NotFound naming both. Virtual so that
+  // a mutant can probe the way a buggy reader does (BUGS.md B20).
+  virtual Status ProbeIndexLayout(const std::string& dir, IndexLayout* layout);
   // Iterations with a complete directory under the root, ascending.
   Status ListIterations(std::vector<int64_t>* iterations);
   bool has_pending_save() const { return pending_ != nullptr; }
@@ -95,6 +104,12 @@ class ReferenceEngine : public Engine {
   Status RemoveLeftovers();
   Status ApplyRetention();
   Status LoadImpl(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
+  // Writes the index of a finished staging directory in the configured layout.
+  Status WriteIndex(const std::string& staging, const CheckpointMetadata& m);
+  // Reads one index file and its checksum file; `m` is decoded, not yet cross-checked.
+  Status ReadIndexFile(const std::string& dir, const char* name, const char* checksum_name,
+                       CheckpointMetadata* m);
+  Status ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged);
 
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;

@@ -217,11 +217,11 @@ Status ValidateTemplate(size_t rank, const ShardedStateDict& dict, bool check_bu
 
 }  // namespace
 
-Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* metadata) {
+Status ReferenceEngine::ReadIndexFile(const std::string& dir, const char* name,
+                                      const char* checksum_name, CheckpointMetadata* m) {
   Env* env = options_.env;
-  const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
-  const std::string path = JoinPath(dir, kMetadataFileName);
-  const std::string sum_path = JoinPath(dir, kMetadataChecksumFileName);
+  const std::string path = JoinPath(dir, name);
+  const std::string sum_path = JoinPath(dir, checksum_name);
   std::string sum_text, text;
   CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, sum_path, kMaxTrackerBytes, &sum_text));
   uint64_t stored;
@@ -235,10 +235,110 @@ Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* meta
     return Status::Corruption(path + ": fails its XXH3 checksum: " + sum_path + " says " +
                               ChecksumHex(stored) + ", computed " + ChecksumHex(actual));
   }
+  return DecodeMetadata(text, path, m);
+}
+
+Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* layout) {
+  Env* env = options_.env;
+  if (env->FileExists(JoinPath(dir, kMetadataFileName)).ok()) {
+    *layout = IndexLayout::kSingle;
+    return Status::OK();
+  }
+  std::vector<std::string> names;
+  const Status listed = env->GetChildren(dir, &names);
+  if (!listed.ok() && listed.code() != Status::Code::kNotFound) return listed;
+  for (const std::string& name : names) {
+    int64_t rank;
+    if (ParseWriterDirName(name, &rank)) {
+      *layout = IndexLayout::kPerWriter;
+      return Status::OK();
+    }
+  }
+  return Status::NotFound(dir + ": no " + kMetadataFileName + " (single index) and no writer_* "
+                          "directory (per-writer index)");
+}
+
+Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged) {
+  std::vector<std::string> names;
+  CKPTSPEC_RETURN_IF_ERROR(options_.env->GetChildren(dir, &names));
+  std::sort(names.begin(), names.end());
+  std::map<std::string, size_t> tensor_index;
+  std::set<std::string> object_keys;
+  bool first = true;
+  for (const std::string& writer : names) {
+    int64_t rank;
+    if (!ParseWriterDirName(writer, &rank)) continue;
+    const std::string writer_dir = JoinPath(dir, writer);
+    const std::string path = JoinPath(writer_dir, kWriterIndexFileName);
+    CheckpointMetadata part;
+    CKPTSPEC_RETURN_IF_ERROR(
+        ReadIndexFile(writer_dir, kWriterIndexFileName, kWriterIndexChecksumFileName, &part));
+    if (part.format_version < kPerWriterIndexFormatVersion) {
+      return Status::Corruption(path + ": format_version: " + std::to_string(part.format_version) +
+                                " has no per-writer index (version " +
+                                std::to_string(kPerWriterIndexFormatVersion) + " introduced it)");
+    }
+    if (first) {
+      merged->format_version = part.format_version;
+      merged->iteration = part.iteration;
+      merged->world_size = part.world_size;
+      merged->layout = part.layout;
+      merged->common = part.common;
+      first = false;
+    } else if (part.iteration != merged->iteration || part.world_size != merged->world_size ||
+               part.common != merged->common) {
+      return Status::Corruption(path + ": iteration, world_size or common differ from the first "
+                                "writer's index");
+    }
+    const int64_t base = static_cast<int64_t>(merged->files.size());
+    for (const FileEntry& f : part.files) merged->files.push_back(FileEntry{writer + "/" + f.name, f.size});
+    for (TensorEntry& t : part.tensors) {
+      for (ChunkEntry& c : t.chunks) c.extent.file += base;
+      auto [it, inserted] = tensor_index.emplace(t.key, merged->tensors.size());
+      if (inserted) {
+        merged->tensors.push_back(std::move(t));
+        continue;
+      }
+      TensorEntry& into = merged->tensors[it->second];
+      if (into.dtype != t.dtype || into.global_shape != t.global_shape) {
+        return Status::Corruption(path + ": tensor '" + t.key + "' has dtype " + DTypeName(t.dtype) +
+                                  " and global shape " + DimsToString(t.global_shape) +
+                                  ", another writer's index says " + DTypeName(into.dtype) + " and " +
+                                  DimsToString(into.global_shape));
+      }
+      into.chunks.insert(into.chunks.end(), t.chunks.begin(), t.chunks.end());
+    }
+    for (ObjectEntry& o : part.objects) {
+      if (!object_keys.insert(o.UniqueKey()).second) {
+        return Status::Corruption(path + ": object '" + o.UniqueKey() +
+                                  "' is also in another writer's index");
+      }
+      o.extent.file += base;
+      merged->objects.push_back(std::move(o));
+    }
+  }
+  for (const TensorEntry& t : merged->tensors) {
+    if (object_keys.count(t.key)) {
+      return Status::Corruption(dir + ": key '" + t.key + "' is both a tensor and an object");
+    }
+  }
+  return Status::OK();
+}
+
+Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* metadata) {
+  Env* env = options_.env;
+  const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
+  IndexLayout layout;
+  CKPTSPEC_RETURN_IF_ERROR(ProbeIndexLayout(dir, &layout));
   CheckpointMetadata m;
-  CKPTSPEC_RETURN_IF_ERROR(DecodeMetadata(text, path, &m));
+  if (layout == IndexLayout::kSingle) {
+    CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(dir, kMetadataFileName, kMetadataChecksumFileName, &m));
+  } else {
+    CKPTSPEC_RETURN_IF_ERROR(ReadPerWriterIndex(dir, &m));
+  }
+  const std::string index = layout == IndexLayout::kSingle ? kMetadataFileName : "the writers' index";
   if (m.iteration != iteration) {
-    return Status::Corruption(path + ": iteration: " + std::to_string(m.iteration) +
+    return Status::Corruption(JoinPath(dir, index) + ": iteration: " + std::to_string(m.iteration) +
                               ", but the directory is " + IterationDirName(iteration));
   }
   for (const FileEntry& f : m.files) {
@@ -247,7 +347,7 @@ Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* meta
     CKPTSPEC_RETURN_IF_ERROR(env->GetFileSize(file_path, &size));
     if (size != f.size) {
       return Status::Corruption(file_path + ": " + std::to_string(size) + " bytes on disk, " +
-                                kMetadataFileName + " says " + std::to_string(f.size));
+                                index + " says " + std::to_string(f.size));
     }
   }
   *metadata = std::move(m);
