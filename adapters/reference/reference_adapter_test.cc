@@ -54,8 +54,8 @@ std::vector<ShardedStateDict> Dicts(int world, float base) {
 class AdapterEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ckptspec-adapter-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string tmpl = FastTempRoot() + "/ckptspec-adapter-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
   void TearDown() override { (void)RemoveRecursively(Env::Posix(), dir_); }
@@ -206,6 +206,7 @@ TEST_F(AdapterEngineTest, ACrashMidSaveLeavesThePreviousCheckpointLoadable) {
 // The catalog through the adapter: what the reference passes passes, the in-memory-Env properties
 // are n/a. A few cases each keeps this fast; `ckptspec run --adapter` runs the full budget.
 TEST(AdapterProperties, PassLikeTheReferenceOrAreNotApplicable) {
+  UseFastTempDir();
   AdapterOptions options;
   options.command = kAdapter;
   TargetFactory factory;
