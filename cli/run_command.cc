@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/adapter_target.h"
 #include "properties/plugin.h"
 #include "properties/target_registry.h"
 
@@ -17,8 +18,17 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run the property catalog (P1-P19) against targets and print the kill matrix");
   cmd->add_option("--target", o->targets,
-                  "target name (repeatable): reference, a mutant id (B04) or name, all (the reference and "
-                  "every mutant), all-mutants, or a target a --plugin registered")->capture_default_str();
+                  "target name (repeatable): reference, reference-per-writer, a mutant id (B04) or name, "
+                  "all (the references and every mutant), all-mutants, or a target a --plugin "
+                  "registered (default: all, unless --adapter is given)");
+  cmd->add_option("--adapter", o->adapters,
+                  "adapter command (repeatable), run by /bin/sh -c once per rank and spoken to in the "
+                  "adapter protocol (docs/PROTOCOL.md)");
+  cmd->add_option("--adapter-timeout", o->adapter_timeout_s, "seconds an adapter may take per request")
+      ->capture_default_str();
+  cmd->add_option("--expectations", o->expectations,
+                  "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
+                  "code is 0 only when every outcome is as expected");
   cmd->add_option("--plugin", o->plugins,
                   "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
@@ -146,33 +156,60 @@ std::string XmlEscape(const std::string& s) {
 
 }  // namespace
 
+bool RunJudging::IsMutant(const std::string& target) const {
+  return std::find(expect_killed.begin(), expect_killed.end(), target) != expect_killed.end();
+}
+
 TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const std::string& target,
-                          bool expect_killed) {
+                          const RunJudging& judging) {
+  const bool mutant = judging.IsMutant(target);
   bool killed = false, clean = true;
   for (const PropertyOutcome& o : outcomes) {
     if (o.target != target) continue;
     if (o.verdict == Verdict::kFail) killed = true;
-    if (o.verdict != Verdict::kPass && o.verdict != Verdict::kNotApplicable) clean = false;
+    if (judging.expectations && !mutant) {
+      clean = clean && Judge(judging.expectations->For(o.property), o).matches;
+    } else if (o.verdict != Verdict::kPass && o.verdict != Verdict::kNotApplicable) {
+      clean = false;
+    }
   }
-  if (expect_killed) return {killed ? "killed" : "SURVIVED", killed};
+  if (mutant) return {killed ? "killed" : "SURVIVED", killed};
+  if (judging.expectations) return {clean ? "as expected" : "UNEXPECTED", clean};
   return {clean ? "clean" : "FAILED", clean};
 }
 
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
-                       const std::vector<std::string>& expect_killed) {
-  std::vector<std::string> targets, properties;
-  std::map<std::pair<std::string, std::string>, const PropertyOutcome*> cell;
+namespace {
+
+std::string CellText(const PropertyOutcome& o, const RunJudging& judging) {
+  if (judging.expectations && !judging.IsMutant(o.target)) {
+    return Judge(judging.expectations->For(o.property), o).cell;
+  }
+  return Cell(o);
+}
+
+std::vector<std::string> TargetsInOrder(const std::vector<PropertyOutcome>& outcomes) {
+  std::vector<std::string> targets;
   for (const PropertyOutcome& o : outcomes) {
     if (std::find(targets.begin(), targets.end(), o.target) == targets.end()) targets.push_back(o.target);
+  }
+  return targets;
+}
+
+}  // namespace
+
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging) {
+  const std::vector<std::string> targets = TargetsInOrder(outcomes);
+  std::vector<std::string> properties;
+  std::map<std::pair<std::string, std::string>, const PropertyOutcome*> cell;
+  for (const PropertyOutcome& o : outcomes) {
     if (std::find(properties.begin(), properties.end(), o.property) == properties.end()) {
       properties.push_back(o.property);
     }
     cell[{o.target, o.property}] = &o;
   }
-  size_t name_width = 6;
+  size_t name_width = 6, cell_width = 4;
   for (const auto& t : targets) name_width = std::max(name_width, t.size());
-  size_t cell_width = 4;
-  for (const PropertyOutcome& o : outcomes) cell_width = std::max(cell_width, Cell(o).size());
+  for (const PropertyOutcome& o : outcomes) cell_width = std::max(cell_width, CellText(o, judging).size());
   const int name_w = static_cast<int>(name_width) + 2, cell_w = static_cast<int>(cell_width) + 2;
   std::ostringstream os;
   os << std::left << std::setw(name_w) << "target";
@@ -182,30 +219,30 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
     os << std::setw(name_w) << t;
     for (const auto& p : properties) {
       auto it = cell.find({t, p});
-      os << std::setw(cell_w) << (it == cell.end() ? "-" : Cell(*it->second));
+      os << std::setw(cell_w) << (it == cell.end() ? "-" : CellText(*it->second, judging));
     }
-    const bool mutant = std::find(expect_killed.begin(), expect_killed.end(), t) != expect_killed.end();
-    os << JudgeTarget(outcomes, t, mutant).text << "\n";
+    os << JudgeTarget(outcomes, t, judging).text << "\n";
   }
   os << "(KILLED t/c/b: time to the first failing case, cases run, printed size of the shrunk "
-        "counterexample in bytes; verdict: clean or FAILED for the reference, killed or SURVIVED for "
-        "a mutant)\n";
+        "counterexample in bytes; verdict: killed or SURVIVED for a mutant, clean or FAILED for "
+        "another target";
+  if (judging.expectations) {
+    os << ", or, judged by " << judging.expectations->source
+       << ", as expected or UNEXPECTED, where xfail is an expected failure";
+  }
+  os << ")\n";
   return os.str();
 }
 
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
-                         const std::vector<std::string>& expect_killed) {
+                         const RunJudging& judging) {
   nlohmann::json j = {{"format", "ckptspec.run"}, {"version", 1}, {"seed", seed}};
   j["targets"] = nlohmann::json::array();
-  std::vector<std::string> seen;
-  for (const PropertyOutcome& o : outcomes) {
-    if (std::find(seen.begin(), seen.end(), o.target) != seen.end()) continue;
-    seen.push_back(o.target);
-    const bool mutant =
-        std::find(expect_killed.begin(), expect_killed.end(), o.target) != expect_killed.end();
-    const TargetVerdict verdict = JudgeTarget(outcomes, o.target, mutant);
-    j["targets"].push_back({{"name", o.target},
-                            {"expect", mutant ? "killed" : "clean"},
+  for (const std::string& t : TargetsInOrder(outcomes)) {
+    const TargetVerdict verdict = JudgeTarget(outcomes, t, judging);
+    j["targets"].push_back({{"name", t},
+                            {"expect", judging.IsMutant(t) ? "killed"
+                                       : judging.expectations ? "as expected" : "clean"},
                             {"verdict", verdict.text},
                             {"met", verdict.met}});
   }
@@ -222,37 +259,125 @@ std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t 
       for (const auto& [name, value] : o.counterexample) ce.push_back({{"name", name}, {"value", value}});
       e["counterexample"] = ce;
     }
+    if (judging.expectations && !judging.IsMutant(o.target)) {
+      const Expectation& x = judging.expectations->For(o.property);
+      e["expected"] = ExpectedName(x.expected);
+      if (!x.reason.empty()) e["expected_reason"] = x.reason;
+      e["matches"] = Judge(x, o).matches;
+    }
     j["outcomes"].push_back(e);
   }
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes) {
-  int failures = 0, skipped = 0;
-  for (const PropertyOutcome& o : outcomes) {
-    if (o.verdict == Verdict::kNotApplicable) {
-      ++skipped;
-    } else if (o.verdict != Verdict::kPass) {
-      ++failures;
+namespace {
+
+// How JUnit shows an outcome: skipped (n/a, or an expected failure), failed, or passed; with the
+// reason. A mutant's outcomes are never failures (its kill is judged by a case of its own).
+enum class JUnitKind { kPassed, kSkipped, kFailed };
+JUnitKind JUnitKindOf(const PropertyOutcome& o, const RunJudging& judging, std::string* why) {
+  if (judging.IsMutant(o.target)) {
+    *why = o.verdict == Verdict::kNotApplicable ? o.message : "";
+    return o.verdict == Verdict::kNotApplicable ? JUnitKind::kSkipped : JUnitKind::kPassed;
+  }
+  if (judging.expectations) {
+    const Expectation& x = judging.expectations->For(o.property);
+    const Judgement j = Judge(x, o);
+    if (!j.matches) {
+      *why = j.cell;
+      return JUnitKind::kFailed;
     }
+    if (x.expected == Expected::kPass) return JUnitKind::kPassed;
+    *why = (x.expected == Expected::kFail ? "expected failure: " : "") + x.reason;
+    return JUnitKind::kSkipped;
+  }
+  *why = o.verdict == Verdict::kNotApplicable ? o.message : VerdictName(o.verdict);
+  if (o.verdict == Verdict::kNotApplicable) return JUnitKind::kSkipped;
+  return o.verdict == Verdict::kPass ? JUnitKind::kPassed : JUnitKind::kFailed;
+}
+
+}  // namespace
+
+std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging) {
+  int tests = 0, failures = 0, skipped = 0;
+  std::string why;
+  std::ostringstream cases;
+  for (const PropertyOutcome& o : outcomes) {
+    const JUnitKind kind = JUnitKindOf(o, judging, &why);
+    ++tests;
+    cases << "  <testcase classname=\"" << XmlEscape(o.target) << "\" name=\"" << XmlEscape(o.property)
+          << "\" time=\"" << o.seconds << "\">";
+    if (kind == JUnitKind::kSkipped) {
+      ++skipped;
+      cases << "<skipped message=\"" << XmlEscape(why) << "\"/>";
+    } else if (kind == JUnitKind::kFailed) {
+      ++failures;
+      cases << "<failure message=\"" << XmlEscape(why) << "\">" << XmlEscape(DescribeOutcome(o))
+            << "</failure>";
+    }
+    cases << "</testcase>\n";
+  }
+  for (const std::string& t : TargetsInOrder(outcomes)) {
+    if (!judging.IsMutant(t)) continue;
+    const TargetVerdict verdict = JudgeTarget(outcomes, t, judging);
+    ++tests;
+    cases << "  <testcase classname=\"" << XmlEscape(t) << "\" name=\"killed\">";
+    if (!verdict.met) {
+      ++failures;
+      cases << "<failure message=\"SURVIVED\">no selected property failed</failure>";
+    }
+    cases << "</testcase>\n";
   }
   std::ostringstream os;
-  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"ckptspec\" tests=\""
-     << outcomes.size() << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\">\n";
-  for (const PropertyOutcome& o : outcomes) {
-    os << "  <testcase classname=\"" << XmlEscape(o.target) << "\" name=\"" << XmlEscape(o.property)
-       << "\" time=\"" << o.seconds << "\">";
-    if (o.verdict == Verdict::kNotApplicable) {
-      os << "<skipped message=\"" << XmlEscape(o.message) << "\"/>";
-    } else if (o.verdict != Verdict::kPass) {
-      os << "<failure message=\"" << XmlEscape(VerdictName(o.verdict)) << "\">"
-         << XmlEscape(DescribeOutcome(o)) << "</failure>";
-    }
-    os << "</testcase>\n";
-  }
-  os << "</testsuite>\n";
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"ckptspec\" tests=\"" << tests
+     << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\">\n"
+     << cases.str() << "</testsuite>\n";
   return os.str();
 }
+
+namespace {
+
+// Below the matrix: what did not go as expected, in full; each expected failure in a line; for a
+// killed mutant, its fastest kill (every kill with `details`).
+void DescribeOutcomes(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging,
+                      bool details, std::ostream& out) {
+  for (const std::string& t : TargetsInOrder(outcomes)) {
+    const bool mutant = judging.IsMutant(t);
+    const PropertyOutcome* fastest = nullptr;
+    for (const PropertyOutcome& outcome : outcomes) {
+      if (outcome.target != t) continue;
+      if (mutant) {
+        if (outcome.verdict != Verdict::kFail) continue;
+        if (details) {
+          out << "\n" << DescribeOutcome(outcome);
+        } else if (!fastest || outcome.time_to_failure_s < fastest->time_to_failure_s) {
+          fastest = &outcome;
+        }
+      } else if (judging.expectations) {
+        const Expectation& x = judging.expectations->For(outcome.property);
+        const Judgement j = Judge(x, outcome);
+        if (j.matches) {
+          if (x.expected == Expected::kFail) {
+            out << "\nxfail " << t << " " << outcome.property << " (" << x.reason
+                << "): " << VerdictName(outcome.verdict) << ": " << outcome.message << "\n";
+          }
+          continue;
+        }
+        out << "\n" << j.cell << ": " << t << " " << outcome.property << ", expected "
+            << ExpectedName(x.expected) << (x.reason.empty() ? "" : " (" + x.reason + ")") << "\n";
+        if (outcome.verdict != Verdict::kPass) out << DescribeOutcome(outcome);
+      } else if (outcome.verdict != Verdict::kPass && outcome.verdict != Verdict::kNotApplicable) {
+        out << "\n" << DescribeOutcome(outcome);
+      }
+    }
+    if (mutant && !JudgeTarget(outcomes, t, judging).met) {
+      out << "\n" << t << ": SURVIVED every selected property (no case failed)\n";
+    }
+    if (fastest) out << "\n" << t << " fastest kill:\n" << DescribeOutcome(*fastest);
+  }
+}
+
+}  // namespace
 
 int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<TargetFactory> plugged;
@@ -264,12 +389,39 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   std::vector<TargetFactory> targets;
-  for (const std::string& name : o.targets) {
+  const std::vector<std::string> names =
+      o.targets.empty() && o.adapters.empty() ? std::vector<std::string>{"all"} : o.targets;
+  for (const std::string& name : names) {
     const Status s = ResolveTargets(name, &targets, plugged);
     if (!s.ok()) {
       err << "ckptspec run: " << s.message() << "\n";
       return 2;
     }
+  }
+  for (const std::string& command : o.adapters) {
+    AdapterOptions adapter;
+    adapter.command = command;
+    adapter.timeout_s = o.adapter_timeout_s;
+    TargetFactory factory;
+    const Status s = AdapterTargetFactory(adapter, &factory);
+    if (!s.ok()) {
+      err << "ckptspec run: " << s.ToString() << "\n";
+      return 2;
+    }
+    targets.push_back(std::move(factory));
+  }
+  Expectations expectations;
+  if (!o.expectations.empty()) {
+    const Status s = LoadExpectations(o.expectations, &expectations);
+    if (!s.ok()) {
+      err << "ckptspec run: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  RunJudging judging;
+  if (!o.expectations.empty()) judging.expectations = &expectations;
+  for (const TargetFactory& target : targets) {
+    if (target.expect_killed) judging.expect_killed.push_back(target.name);
   }
   std::vector<Property> properties;
   Budget budget;
@@ -293,31 +445,10 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   if (!o.quiet) err << "\r" << std::string(79, ' ') << "\r" << std::flush;
-  std::vector<std::string> mutants;
-  for (const TargetFactory& target : targets) {
-    if (target.expect_killed) mutants.push_back(target.name);
-  }
-  out << MatrixText(outcomes, mutants);
-  // Every unexpected outcome in full; for a killed mutant, its fastest kill (all with --details).
+  out << MatrixText(outcomes, judging);
+  DescribeOutcomes(outcomes, judging, o.details, out);
   bool met = true;
-  for (const TargetFactory& target : targets) {
-    const TargetVerdict verdict = JudgeTarget(outcomes, target.name, target.expect_killed);
-    met = met && verdict.met;
-    const PropertyOutcome* fastest = nullptr;
-    for (const PropertyOutcome& outcome : outcomes) {
-      if (outcome.target != target.name) continue;
-      if (outcome.verdict == Verdict::kPass || outcome.verdict == Verdict::kNotApplicable) continue;
-      if (!target.expect_killed || o.details || outcome.verdict != Verdict::kFail) {
-        out << "\n" << DescribeOutcome(outcome);
-      } else if (!fastest || outcome.time_to_failure_s < fastest->time_to_failure_s) {
-        fastest = &outcome;
-      }
-    }
-    if (target.expect_killed && !verdict.met) {
-      out << "\n" << target.name << ": SURVIVED every selected property (no case failed)\n";
-    }
-    if (fastest) out << "\n" << target.name << " fastest kill:\n" << DescribeOutcome(*fastest);
-  }
+  for (const std::string& t : TargetsInOrder(outcomes)) met = met && JudgeTarget(outcomes, t, judging).met;
   auto write = [&](const std::string& path, const std::string& text) {
     if (path.empty()) return true;
     std::ofstream file(path);
@@ -328,7 +459,8 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     return true;
   };
-  if (!write(o.json_out, OutcomesJson(outcomes, o.seed, mutants)) || !write(o.junit_out, OutcomesJUnit(outcomes))) {
+  if (!write(o.json_out, OutcomesJson(outcomes, o.seed, judging)) ||
+      !write(o.junit_out, OutcomesJUnit(outcomes, judging))) {
     return 2;
   }
   return met ? 0 : 1;

@@ -1,12 +1,14 @@
 // `ckptspec run`: runs the property catalog against targets and prints the kill matrix
 // (target × property: pass, KILLED with time to detection, cases and shrunk size, or n/a; then each
-// target's verdict against its expectation), with optional JSON and JUnit reports. With no
-// --target, the reference and every catalog mutant.
+// target's verdict against its expectation), with optional JSON and JUnit reports. With neither
+// --target nor --adapter: the reference (both index layouts) and every catalog mutant.
 //
-// Exit codes: 0 every selected target meets its expectation: the reference (and any target not
-// marked expect_killed) passes every selected property or finds it n/a, and every mutant is
-// KILLED by at least one; 1 some target does not (a failure on the reference, a mutant that
-// survived, a property that gave up or errored on the reference); 2 invalid arguments.
+// Expectations: a mutant (TargetFactory::expect_killed) must be KILLED by at least one selected
+// property; any other target must pass every selected property (or find it n/a), or, with
+// --expectations FILE, have exactly the outcomes the file expects (known failures, n/a).
+// Exit codes: 0 every selected target meets its expectation; 1 some target does not (a failure on
+// the reference, a mutant that survived, an outcome other than the file's); 2 invalid arguments,
+// an expectations file that does not read, or an adapter whose probe fails.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +18,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "properties/expectations.h"
 #include "properties/runner.h"
 
 namespace ckptspec {
 
 struct RunOptions {
-  std::vector<std::string> targets{"all"};
+  // Empty: "all" (the references and every mutant), unless adapters are given.
+  std::vector<std::string> targets;
+  // Adapter commands (docs/PROTOCOL.md, docs/ADAPTERS.md), each run as a target.
+  std::vector<std::string> adapters;
+  double adapter_timeout_s = 60;  // per request to an adapter
+  // A per-target expectations file (properties/expectations.h) every target is judged by.
+  std::string expectations;
   // Shared libraries to load before resolving targets (properties/plugin.h); their targets can
   // then be named by --target.
   std::vector<std::string> plugins;
@@ -33,7 +42,7 @@ struct RunOptions {
   std::string json_out;
   std::string junit_out;
   bool quiet = false;    // no progress line
-  bool details = false;  // also describe every kill of a mutant (not only the first)
+  bool details = false;  // also describe every kill of a mutant (not only the fastest)
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunOptions* options);
@@ -47,22 +56,31 @@ struct Budget {
 };
 Status ParseBudget(const std::string& text, Budget* out);
 
-// A target's verdict from its outcomes: "clean" / "FAILED" for a target expected to pass,
-// "killed" / "SURVIVED" for a mutant. met is whether that is the expectation.
+// How the outcomes of one run are judged: mutants must be killed; other targets are held to the
+// expectations file when there is one, else must pass (or find a property n/a).
+struct RunJudging {
+  const Expectations* expectations = nullptr;
+  std::vector<std::string> expect_killed;  // the mutant targets' names
+  bool IsMutant(const std::string& target) const;
+};
+
+// A target's verdict: "killed" / "SURVIVED" for a mutant; "as expected" / "UNEXPECTED" under an
+// expectations file; else "clean" / "FAILED". met is whether that is the expectation.
 struct TargetVerdict {
   std::string text;
   bool met = false;
 };
 TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const std::string& target,
-                          bool expect_killed);
+                          const RunJudging& judging);
 
-// The reports, from the outcomes of one run. expect_killed names the mutant targets.
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
-                       const std::vector<std::string>& expect_killed = {});
-// JSON: {"format": "ckptspec.run", "version": 1, "seed", "targets": [{name, expect, verdict, met}],
-// "outcomes": [...]}.
+// The reports, from the outcomes of one run. A mutant's cells are its outcomes (KILLED ...); other
+// targets' cells, under an expectations file, how each outcome compares with it ("xfail",
+// "UNEXPECTED pass", ...). The JSON has one entry per target (expect, verdict, met) and per
+// outcome (with "expected" and "matches" under a file). JUnit counts an expected failure as
+// skipped, an unexpected outcome as a failure, and a surviving mutant as a failed "killed" case.
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
-                         const std::vector<std::string>& expect_killed = {});
-std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes);
+                         const RunJudging& judging = {});
+std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
 
 }  // namespace ckptspec

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
+
+#include "targets/process/process_test_util.h"
 
 namespace ckptspec {
 namespace {
@@ -49,8 +53,10 @@ TEST(RunCommand, ReferencePassesAndReportsAreWellFormed) {
   na.message = "no async";
   const std::vector<PropertyOutcome> outcomes = {fail, na};
   EXPECT_NE(MatrixText(outcomes).find("KILLED 0.25s/3c/40b"), std::string::npos) << MatrixText(outcomes);
-  EXPECT_NE(MatrixText(outcomes, {"B04"}).find("killed\n"), std::string::npos);
-  const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 9, {"B04"}));
+  RunJudging mutant;
+  mutant.expect_killed = {"B04"};
+  EXPECT_NE(MatrixText(outcomes, mutant).find("killed\n"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 9, mutant));
   EXPECT_EQ(j["seed"], 9);
   EXPECT_EQ(j["targets"][0]["verdict"], "killed");
   EXPECT_EQ(j["targets"][0]["met"], true);
@@ -68,14 +74,27 @@ TEST(RunCommand, TargetsAreJudgedAgainstTheirExpectation) {
   pass.verdict = Verdict::kPass;
   fail.verdict = Verdict::kFail;
   na.verdict = Verdict::kNotApplicable;
-  EXPECT_EQ(JudgeTarget({pass, na}, "t", false).text, "clean");
-  EXPECT_TRUE(JudgeTarget({pass, na}, "t", false).met);
-  EXPECT_EQ(JudgeTarget({pass, fail}, "t", false).text, "FAILED");
-  EXPECT_FALSE(JudgeTarget({pass, fail}, "t", false).met);
-  EXPECT_EQ(JudgeTarget({pass, fail}, "t", true).text, "killed");
-  EXPECT_TRUE(JudgeTarget({pass, fail}, "t", true).met);
-  EXPECT_EQ(JudgeTarget({pass, na}, "t", true).text, "SURVIVED");
-  EXPECT_FALSE(JudgeTarget({pass, na}, "t", true).met);
+  const RunJudging plain;
+  RunJudging mutant;
+  mutant.expect_killed = {"t"};
+  EXPECT_EQ(JudgeTarget({pass, na}, "t", plain).text, "clean");
+  EXPECT_TRUE(JudgeTarget({pass, na}, "t", plain).met);
+  EXPECT_EQ(JudgeTarget({pass, fail}, "t", plain).text, "FAILED");
+  EXPECT_FALSE(JudgeTarget({pass, fail}, "t", plain).met);
+  EXPECT_EQ(JudgeTarget({pass, fail}, "t", mutant).text, "killed");
+  EXPECT_TRUE(JudgeTarget({pass, fail}, "t", mutant).met);
+  EXPECT_EQ(JudgeTarget({pass, na}, "t", mutant).text, "SURVIVED");
+  EXPECT_FALSE(JudgeTarget({pass, na}, "t", mutant).met);
+  // Under an expectations file, a known failure is as expected; a mutant is still judged by kills.
+  Expectations file;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P7": {"expect": "fail", "reason": "known"}}})", "inline", &file).ok());
+  fail.property = "P7";
+  RunJudging judged;
+  judged.expectations = &file;
+  EXPECT_EQ(JudgeTarget({pass, fail}, "t", judged).text, "as expected");
+  judged.expect_killed = {"t"};
+  EXPECT_EQ(JudgeTarget({pass, fail}, "t", judged).text, "killed");
 }
 
 // A mutant killed by the selected properties meets its expectation (exit 0); one they miss
@@ -106,6 +125,38 @@ TEST(RunCommand, UnknownNamesAreInvalidArguments) {
   std::ostringstream out2, err2;
   EXPECT_EQ(RunRunCommand(o, out2, err2), 2);
   EXPECT_NE(err2.str().find("unknown property 'P99'"), std::string::npos);
+}
+
+// The built-in adapter judged by expectation files: as expected (exit 0), an unexpected pass and
+// an unexpected n/a (exit 1, each named below the matrix).
+TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
+  UseFastTempDir();
+  const std::string file = ::testing::TempDir() + "run_command_expectations.json";
+  const auto run_with = [&](const std::string& properties, std::string* text) {
+    std::ofstream(file) << R"({"format": "ckptspec.expectations", "version": 1, "properties": )"
+                        << properties << "}";
+    RunOptions o;
+    o.adapters = {CKPTSPEC_REFERENCE_ADAPTER};
+    o.properties = "P2,P13";
+    o.budget = "3";
+    o.quiet = true;
+    o.expectations = file;
+    std::ostringstream out, err;
+    const int code = RunRunCommand(o, out, err);
+    *text = out.str() + err.str();
+    return code;
+  };
+  std::string text;
+  EXPECT_EQ(run_with(R"({"P13": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
+  EXPECT_NE(text.find("adapter:ckptspec_reference_adapter  pass"), std::string::npos) << text;
+  EXPECT_EQ(run_with(R"({"P2": {"expect": "fail", "reason": "a known bug"}})", &text), 1) << text;
+  EXPECT_NE(text.find("UNEXPECTED pass: adapter:ckptspec_reference_adapter P2, expected fail (a known bug)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec_reference_adapter P13, expected pass"),
+            std::string::npos) << text;
+  EXPECT_EQ(run_with(R"({"P22": {"expect": "pass"}})", &text), 2) << text;
+  EXPECT_NE(text.find("properties.P22: no such property"), std::string::npos) << text;
+  std::remove(file.c_str());
 }
 
 }  // namespace
