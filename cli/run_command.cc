@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/adapter_target.h"
 #include "properties/plugin.h"
 #include "properties/target_registry.h"
 
@@ -18,7 +19,15 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
       "run", "Run the property catalog (P1-P19) against targets and print the kill matrix");
   cmd->add_option("--target", o->targets,
                   "target name (repeatable): reference, a mutant id (B04) or name, all, all-mutants, or a "
-                  "target a --plugin registered")->capture_default_str();
+                  "target a --plugin registered (default: reference, unless --adapter is given)");
+  cmd->add_option("--adapter", o->adapters,
+                  "adapter command (repeatable), run by /bin/sh -c once per rank and spoken to in the "
+                  "adapter protocol (docs/PROTOCOL.md)");
+  cmd->add_option("--adapter-timeout", o->adapter_timeout_s, "seconds an adapter may take per request")
+      ->capture_default_str();
+  cmd->add_option("--expectations", o->expectations,
+                  "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
+                  "code is 0 only when every outcome is as expected");
   cmd->add_option("--plugin", o->plugins,
                   "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
@@ -144,7 +153,7 @@ std::string XmlEscape(const std::string& s) {
 
 }  // namespace
 
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes) {
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const Expectations* expectations) {
   std::vector<std::string> targets, properties;
   std::map<std::pair<std::string, std::string>, const PropertyOutcome*> cell;
   for (const PropertyOutcome& o : outcomes) {
@@ -164,16 +173,26 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes) {
     os << std::setw(static_cast<int>(name_width) + 2) << t;
     for (const auto& p : properties) {
       auto it = cell.find({t, p});
-      os << std::setw(22) << (it == cell.end() ? "-" : Cell(*it->second));
+      std::string text = "-";
+      if (it != cell.end()) {
+        text = expectations ? Judge(expectations->For(p), *it->second).cell : Cell(*it->second);
+      }
+      os << std::setw(22) << text;
     }
     os << "\n";
   }
-  os << "(KILLED t/c/b: time to the first failing case, cases run, printed size of the shrunk "
-        "counterexample in bytes)\n";
+  if (expectations) {
+    os << "(judged by " << expectations->source
+       << ": xfail = an expected failure; UNEXPECTED = an outcome other than the expected one)\n";
+  } else {
+    os << "(KILLED t/c/b: time to the first failing case, cases run, printed size of the shrunk "
+          "counterexample in bytes)\n";
+  }
   return os.str();
 }
 
-std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed) {
+std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
+                         const Expectations* expectations) {
   nlohmann::json j = {{"format", "ckptspec.run"}, {"version", 1}, {"seed", seed}};
   j["outcomes"] = nlohmann::json::array();
   for (const PropertyOutcome& o : outcomes) {
@@ -188,19 +207,48 @@ std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t 
       for (const auto& [name, value] : o.counterexample) ce.push_back({{"name", name}, {"value", value}});
       e["counterexample"] = ce;
     }
+    if (expectations) {
+      const Expectation& x = expectations->For(o.property);
+      e["expected"] = ExpectedName(x.expected);
+      if (!x.reason.empty()) e["expected_reason"] = x.reason;
+      e["matches"] = Judge(x, o).matches;
+    }
     j["outcomes"].push_back(e);
   }
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes) {
-  int failures = 0, skipped = 0;
-  for (const PropertyOutcome& o : outcomes) {
-    if (o.verdict == Verdict::kNotApplicable) {
-      ++skipped;
-    } else if (o.verdict != Verdict::kPass) {
-      ++failures;
+namespace {
+
+// How JUnit shows an outcome: skipped (n/a, or an expected failure), failed, or passed; with the
+// skip's reason.
+enum class JUnitKind { kPassed, kSkipped, kFailed };
+JUnitKind JUnitKindOf(const PropertyOutcome& o, const Expectations* expectations, std::string* why) {
+  if (expectations) {
+    const Expectation& x = expectations->For(o.property);
+    const Judgement j = Judge(x, o);
+    if (!j.matches) {
+      *why = j.cell;
+      return JUnitKind::kFailed;
     }
+    if (x.expected == Expected::kPass) return JUnitKind::kPassed;
+    *why = (x.expected == Expected::kFail ? "expected failure: " : "") + x.reason;
+    return JUnitKind::kSkipped;
+  }
+  *why = o.verdict == Verdict::kNotApplicable ? o.message : VerdictName(o.verdict);
+  if (o.verdict == Verdict::kNotApplicable) return JUnitKind::kSkipped;
+  return o.verdict == Verdict::kPass ? JUnitKind::kPassed : JUnitKind::kFailed;
+}
+
+}  // namespace
+
+std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const Expectations* expectations) {
+  int failures = 0, skipped = 0;
+  std::string why;
+  for (const PropertyOutcome& o : outcomes) {
+    const JUnitKind kind = JUnitKindOf(o, expectations, &why);
+    if (kind == JUnitKind::kSkipped) ++skipped;
+    if (kind == JUnitKind::kFailed) ++failures;
   }
   std::ostringstream os;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"ckptspec\" tests=\""
@@ -208,11 +256,12 @@ std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes) {
   for (const PropertyOutcome& o : outcomes) {
     os << "  <testcase classname=\"" << XmlEscape(o.target) << "\" name=\"" << XmlEscape(o.property)
        << "\" time=\"" << o.seconds << "\">";
-    if (o.verdict == Verdict::kNotApplicable) {
-      os << "<skipped message=\"" << XmlEscape(o.message) << "\"/>";
-    } else if (o.verdict != Verdict::kPass) {
-      os << "<failure message=\"" << XmlEscape(VerdictName(o.verdict)) << "\">"
-         << XmlEscape(DescribeOutcome(o)) << "</failure>";
+    const JUnitKind kind = JUnitKindOf(o, expectations, &why);
+    if (kind == JUnitKind::kSkipped) {
+      os << "<skipped message=\"" << XmlEscape(why) << "\"/>";
+    } else if (kind == JUnitKind::kFailed) {
+      os << "<failure message=\"" << XmlEscape(why) << "\">" << XmlEscape(DescribeOutcome(o))
+         << "</failure>";
     }
     os << "</testcase>\n";
   }
@@ -230,13 +279,36 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   std::vector<TargetFactory> targets;
-  for (const std::string& name : o.targets) {
+  const std::vector<std::string> names =
+      o.targets.empty() && o.adapters.empty() ? std::vector<std::string>{"reference"} : o.targets;
+  for (const std::string& name : names) {
     const Status s = ResolveTargets(name, &targets, plugged);
     if (!s.ok()) {
       err << "ckptspec run: " << s.message() << "\n";
       return 2;
     }
   }
+  for (const std::string& command : o.adapters) {
+    AdapterOptions adapter;
+    adapter.command = command;
+    adapter.timeout_s = o.adapter_timeout_s;
+    TargetFactory factory;
+    const Status s = AdapterTargetFactory(adapter, &factory);
+    if (!s.ok()) {
+      err << "ckptspec run: " << s.ToString() << "\n";
+      return 2;
+    }
+    targets.push_back(std::move(factory));
+  }
+  Expectations expectations;
+  if (!o.expectations.empty()) {
+    const Status s = LoadExpectations(o.expectations, &expectations);
+    if (!s.ok()) {
+      err << "ckptspec run: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  const Expectations* judged = o.expectations.empty() ? nullptr : &expectations;
   std::vector<Property> properties;
   Budget budget;
   Status s = SelectProperties(o.properties, &properties);
@@ -259,9 +331,25 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   if (!o.quiet) err << "\r" << std::string(60, ' ') << "\r";
-  out << MatrixText(outcomes);
+  out << MatrixText(outcomes, judged);
   bool clean = true;
   for (const PropertyOutcome& outcome : outcomes) {
+    if (judged) {
+      const Expectation& x = judged->For(outcome.property);
+      const Judgement j = Judge(x, outcome);
+      if (j.matches) {
+        if (x.expected == Expected::kFail) {
+          out << "\nxfail " << outcome.target << " " << outcome.property << " (" << x.reason
+              << "): " << VerdictName(outcome.verdict) << ": " << outcome.message << "\n";
+        }
+        continue;
+      }
+      clean = false;
+      out << "\n" << j.cell << ": " << outcome.target << " " << outcome.property << ", expected "
+          << ExpectedName(x.expected) << (x.reason.empty() ? "" : " (" + x.reason + ")") << "\n";
+      if (outcome.verdict != Verdict::kPass) out << DescribeOutcome(outcome);
+      continue;
+    }
     if (outcome.verdict == Verdict::kPass || outcome.verdict == Verdict::kNotApplicable) continue;
     clean = false;
     out << "\n" << DescribeOutcome(outcome);
@@ -276,7 +364,8 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     return true;
   };
-  if (!write(o.json_out, OutcomesJson(outcomes, o.seed)) || !write(o.junit_out, OutcomesJUnit(outcomes))) {
+  if (!write(o.json_out, OutcomesJson(outcomes, o.seed, judged)) ||
+      !write(o.junit_out, OutcomesJUnit(outcomes, judged))) {
     return 2;
   }
   return clean ? 0 : 1;

@@ -2,8 +2,10 @@
 // (target × property: pass, FAIL with time to detection and shrunk size, or n/a), with optional
 // JSON and JUnit reports.
 //
-// Exit codes: 0 every selected property passes (or is n/a) on every selected target;
-// 1 some property failed (or gave up, or errored); 2 invalid arguments.
+// Exit codes: 0 every selected property passes (or is n/a) on every selected target, or, with
+// --expectations, every outcome is the one the file expects; 1 otherwise (a property failed, gave
+// up or errored; or an outcome differs from its expectation); 2 invalid arguments, an expectations
+// file that does not read, or an adapter whose probe fails.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +15,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "properties/expectations.h"
 #include "properties/runner.h"
 
 namespace ckptspec {
 
 struct RunOptions {
-  std::vector<std::string> targets{"reference"};
+  // Empty: "reference", unless adapters are given.
+  std::vector<std::string> targets;
+  // Adapter commands (docs/PROTOCOL.md, docs/ADAPTERS.md), each run as a target.
+  std::vector<std::string> adapters;
+  double adapter_timeout_s = 60;  // per request to an adapter
+  // A per-target expectations file (properties/expectations.h) every target is judged by.
+  std::string expectations;
   // Shared libraries to load before resolving targets (properties/plugin.h); their targets can
   // then be named by --target.
   std::vector<std::string> plugins;
@@ -43,9 +52,15 @@ struct Budget {
 };
 Status ParseBudget(const std::string& text, Budget* out);
 
-// The reports, from the outcomes of one run.
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes);
-std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed);
-std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes);
+// The reports, from the outcomes of one run. With `expectations`, cells show how each outcome
+// compares with its expectation (Judge: "xfail", "UNEXPECTED pass", ...), the JSON gives each
+// outcome's "expected" and "matches", and JUnit counts an expected failure as skipped and an
+// unexpected pass or n/a as a failure.
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
+                       const Expectations* expectations = nullptr);
+std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
+                         const Expectations* expectations = nullptr);
+std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes,
+                          const Expectations* expectations = nullptr);
 
 }  // namespace ckptspec

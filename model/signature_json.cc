@@ -270,7 +270,9 @@ std::string DigestToHex(uint64_t digest) {
   return buf;
 }
 
-json TensorToJson(const TensorSpec& t) {
+}  // namespace
+
+json TensorSpecToJson(const TensorSpec& t) {
   json j = json::object();
   j["key"] = t.key;
   j["dtype"] = DTypeName(t.dtype);
@@ -285,7 +287,7 @@ json TensorToJson(const TensorSpec& t) {
   return j;
 }
 
-json ObjectToJson(const ObjectSpec& o) {
+json ObjectSpecToJson(const ObjectSpec& o) {
   json j = json::object();
   j["key"] = o.key;
   j["global_shape"] = o.global_shape;
@@ -295,6 +297,12 @@ json ObjectToJson(const ObjectSpec& o) {
   if (o.digest) j["digest"] = DigestToHex(*o.digest);
   return j;
 }
+
+Status TensorSpecFromJson(const json& value, TensorSpec* out) { return ReadTensor(value, Path(), out); }
+
+Status ObjectSpecFromJson(const json& value, ObjectSpec* out) { return ReadObject(value, Path(), out); }
+
+namespace {
 
 // Never throws: invalid UTF-8 in keys (possible in signatures built in C++) is replaced.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -307,10 +315,10 @@ json SignatureToJson(const GlobalSignature& signature) {
     json rank = json::object();
     rank["rank"] = r.rank;
     json tensors = json::array();
-    for (const TensorSpec& t : r.tensors) tensors.push_back(TensorToJson(t));
+    for (const TensorSpec& t : r.tensors) tensors.push_back(TensorSpecToJson(t));
     rank["tensors"] = std::move(tensors);
     json objects = json::array();
-    for (const ObjectSpec& o : r.objects) objects.push_back(ObjectToJson(o));
+    for (const ObjectSpec& o : r.objects) objects.push_back(ObjectSpecToJson(o));
     rank["objects"] = std::move(objects);
     if (!r.common.is_null()) rank["common"] = r.common;
     ranks.push_back(std::move(rank));
@@ -416,8 +424,8 @@ bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::stri
     for (size_t t = 0; t < ra.tensors.size(); ++t) {
       if (!(ra.tensors[t] == rb.tensors[t])) {
         return differ(at + ".tensors[" + std::to_string(t) + "]: " +
-                      Dump(TensorToJson(ra.tensors[t])) + " vs " +
-                      Dump(TensorToJson(rb.tensors[t])));
+                      Dump(TensorSpecToJson(ra.tensors[t])) + " vs " +
+                      Dump(TensorSpecToJson(rb.tensors[t])));
       }
     }
     if (ra.objects.size() != rb.objects.size()) {
@@ -427,8 +435,8 @@ bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::stri
     for (size_t o = 0; o < ra.objects.size(); ++o) {
       if (!(ra.objects[o] == rb.objects[o])) {
         return differ(at + ".objects[" + std::to_string(o) + "]: " +
-                      Dump(ObjectToJson(ra.objects[o])) + " vs " +
-                      Dump(ObjectToJson(rb.objects[o])));
+                      Dump(ObjectSpecToJson(ra.objects[o])) + " vs " +
+                      Dump(ObjectSpecToJson(rb.objects[o])));
       }
     }
     if (ra.common != rb.common) {

@@ -43,6 +43,14 @@ nlohmann::json SignatureToJson(const GlobalSignature& signature);
 // are rejected by name, so a misspelled optional field is an error rather than a silent default.
 Status SignatureFromJson(const nlohmann::json& json, GlobalSignature* out);
 
+// One entry in the form above (the members of "tensors[i]" / "objects[i]"), e.g. for the adapter
+// protocol (docs/PROTOCOL.md). Reading checks as SignatureFromJson does; error messages start with
+// the member's path inside the entry ("global_shape[1]: ...").
+nlohmann::json TensorSpecToJson(const TensorSpec& spec);
+nlohmann::json ObjectSpecToJson(const ObjectSpec& spec);
+Status TensorSpecFromJson(const nlohmann::json& json, TensorSpec* out);
+Status ObjectSpecFromJson(const nlohmann::json& json, ObjectSpec* out);
+
 // Parses JSON text and reads it as above. A syntax error gives an InvalidArgument Status naming the
 // byte position: "signature JSON: parse error at byte 17: ...".
 Status ParseSignature(std::string_view text, GlobalSignature* out);

@@ -1,0 +1,154 @@
+// ckptspec_reference_adapter: the reference engine behind the adapter protocol (docs/PROTOCOL.md).
+// Run one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (the harness
+// does). Rank 0 serves every call with the reference engine on the real disk; the other ranks
+// relay their requests and replies over TCP (rendezvous.h). --fault makes one rank misbehave in a
+// named way (adapter_fault_flags.h), for the harness's tests.
+//
+// Exit status: 0 after shutdown or end of input; 2 bad flags or environment; 3 the exit-save fault.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "adapters/reference/adapter_fault_flags.h"
+#include "adapters/reference/crashing_env.h"
+#include "adapters/reference/reference_adapter.h"
+#include "adapters/reference/rendezvous.h"
+#include "targets/process/protocol.h"
+
+namespace {
+
+using nlohmann::json;
+using ckptspec::InjectedFault;
+
+constexpr double kRendezvousTimeout_s = 30;
+
+bool EnvInt(const char* name, int* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  char* end = nullptr;
+  const long value = std::strtol(v, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1 << 20) return false;
+  *out = static_cast<int>(value);
+  return true;
+}
+
+json ParseOrNull(const std::string& line) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json() : j;
+}
+
+std::string OpOf(const json& request) {
+  return request.is_object() && request.contains("op") && request["op"].is_string()
+             ? request["op"].get<std::string>()
+             : std::string();
+}
+
+// After losing a peer: the harness names the rank that failed; this one waits for its end.
+[[noreturn]] void Abandon(const ckptspec::Status& why) {
+  std::cerr << "reference adapter: " << why.ToString() << "; waiting for the harness\n";
+  std::string ignored;
+  while (std::getline(std::cin, ignored)) {
+  }
+  std::exit(1);
+}
+
+struct Fault {
+  InjectedFault kind = InjectedFault::kNone;
+  int rank = 0;
+  bool Here(int me, InjectedFault k) const { return kind == k && rank == me; }
+};
+
+// The reply this rank prints for `op`, with the injected output faults applied.
+std::string Output(json reply, const std::string& op, int me, int world, const Fault& fault) {
+  if (op == "save" && fault.rank == me) {
+    switch (fault.kind) {
+      case InjectedFault::kHangSave:
+        std::cerr << "fault hang-save: not replying\n";
+        for (;;) pause();
+      case InjectedFault::kGarbage: return "this is not JSON";
+      case InjectedFault::kWrongRank: reply["rank"] = (me + 1) % world; break;
+      case InjectedFault::kWrongRequest: reply["id"] = reply.value("id", 0) + 1; break;
+      case InjectedFault::kMalformed: reply.erase("ok"); break;
+      default: break;
+    }
+  }
+  return ckptspec::DumpLine(reply);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The reference engine behind the ckptspec adapter protocol (one process per rank)"};
+  std::string fault_name = "none";
+  Fault fault;
+  app.add_option("--fault", fault_name, "misbehave: " + ckptspec::InjectedFaultNames())->capture_default_str();
+  app.add_option("--fault-rank", fault.rank, "the rank that misbehaves")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (!ckptspec::ParseInjectedFault(fault_name, &fault.kind)) {
+    std::cerr << "--fault: unknown fault '" << fault_name << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
+    return 2;
+  }
+  int me = 0, world = 0, port = 0;
+  const char* address = std::getenv("MASTER_ADDR");
+  if (!EnvInt("RANK", &me) || !EnvInt("WORLD_SIZE", &world) || world < 1 || me >= world ||
+      (world > 1 && (!EnvInt("MASTER_PORT", &port) || address == nullptr))) {
+    std::cerr << "reference adapter: needs RANK < WORLD_SIZE and, for WORLD_SIZE > 1, MASTER_ADDR "
+                 "and MASTER_PORT in the environment\n";
+    return 2;
+  }
+  ckptspec::Star star;
+  const ckptspec::Status opened = star.Open(me, world, address ? address : "", port, kRendezvousTimeout_s);
+  if (!opened.ok()) Abandon(opened);
+
+  ckptspec::CrashingEnv crashing(ckptspec::Env::Posix(), 2);
+  ckptspec::ReferenceAdapterOptions options;
+  options.world_size = world;
+  options.env = fault.Here(0, InjectedFault::kCrashSave) ? &crashing : ckptspec::Env::Posix();
+  if (fault.kind == InjectedFault::kWrongSize) options.wrong_size_rank = fault.rank;
+  ckptspec::ReferenceAdapter adapter(std::move(options));
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const json request = ParseOrNull(line);
+    const std::string op = OpOf(request);
+    if (op == "save" && fault.Here(me, InjectedFault::kExitSave)) {
+      std::cerr << "fault exit-save: exiting with status 3\n";
+      return 3;
+    }
+    json reply;
+    if (me == 0) {
+      std::vector<json> requests = {request};
+      for (int peer = 1; peer < world; ++peer) {
+        std::string peer_line;
+        const ckptspec::Status got = star.Receive(peer, &peer_line);
+        if (!got.ok()) Abandon(got);
+        requests.push_back(ParseOrNull(peer_line));
+      }
+      std::vector<json> replies = adapter.Serve(requests);
+      for (int peer = 1; peer < world; ++peer) {
+        const ckptspec::Status sent = star.Send(peer, ckptspec::DumpLine(replies[peer]));
+        if (!sent.ok()) std::cerr << "reference adapter: " << sent.ToString() << "\n";
+      }
+      reply = replies[0];
+    } else {
+      ckptspec::Status s = star.Send(0, line);
+      if (op == "save" && fault.Here(me, InjectedFault::kCrashSave)) {
+        std::cerr << "fault crash-save: killing myself mid-save\n" << std::flush;
+        kill(getpid(), SIGKILL);
+      }
+      std::string reply_line;
+      if (s.ok()) s = star.Receive(0, &reply_line);
+      if (!s.ok()) Abandon(s);
+      reply = ParseOrNull(reply_line);
+    }
+    std::cout << Output(reply, op, me, world, fault) << std::endl;
+    if (op == "shutdown") return 0;
+  }
+  return 0;
+}

@@ -1,0 +1,222 @@
+#include "adapters/reference/reference_adapter.h"
+
+#include <set>
+#include <utility>
+
+#include "model/box.h"
+#include "targets/process/protocol.h"
+#include "targets/process/scratch_file.h"
+
+namespace ckptspec {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 34;
+
+json Reply(const json& request, int rank) {
+  json reply = json::object();
+  reply["id"] = request.is_object() && request.contains("id") ? request["id"] : json(nullptr);
+  reply["rank"] = rank;
+  reply["ok"] = true;
+  return reply;
+}
+
+// Every rank's request must be an object with the same "op" and "id".
+Status CheckAgreement(const std::vector<json>& requests, std::string* op) {
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const json& q = requests[r];
+    const std::string where = "request of rank " + std::to_string(r);
+    if (!q.is_object()) return Status::InvalidArgument(where + ": not a JSON object");
+    if (!q.contains("op") || !q["op"].is_string()) {
+      return Status::InvalidArgument(where + ": missing string member \"op\"");
+    }
+    if (!q.contains("id") || !q["id"].is_number_integer()) {
+      return Status::InvalidArgument(where + ": missing integer member \"id\"");
+    }
+    if (q["op"] != requests[0]["op"] || q["id"] != requests[0]["id"]) {
+      return Status::InvalidArgument(where + " (" + q["op"].dump() + ", id " + q["id"].dump() +
+                                     ") differs from rank 0's (" + requests[0]["op"].dump() +
+                                     ", id " + requests[0]["id"].dump() + ")");
+    }
+  }
+  *op = requests[0]["op"].get<std::string>();
+  return Status::OK();
+}
+
+std::set<std::string> Keys(const ShardedStateDict& dict) {
+  std::set<std::string> keys;
+  for (const ShardedTensor& t : dict.tensors) keys.insert(t.spec.key);
+  for (const ShardedObject& o : dict.objects) keys.insert(o.spec.key);
+  return keys;
+}
+
+}  // namespace
+
+ReferenceAdapter::ReferenceAdapter(ReferenceAdapterOptions options) : options_(std::move(options)) {}
+
+std::vector<json> ReferenceAdapter::Serve(const std::vector<json>& requests) {
+  const int n = static_cast<int>(requests.size());
+  std::vector<json> replies(n);
+  for (int r = 0; r < n; ++r) replies[r] = Reply(requests[r], r);
+  std::string op;
+  Status s = CheckAgreement(requests, &op);
+  if (s.ok()) {
+    if (op == "hello") {
+      s = Hello(requests, &replies);
+    } else if (op == "save") {
+      s = Save(requests);
+    } else if (op == "finalize") {
+      s = engine_ ? engine_->Finalize() : Status::OK();
+    } else if (op == "load") {
+      s = Load(requests, &replies);
+    } else if (op != "shutdown") {
+      s = Status::NotSupported("unknown op \"" + op + "\"");
+    }
+  }
+  if (!s.ok()) {
+    for (int r = 0; r < n; ++r) {
+      replies[r] = Reply(requests[r], r);
+      replies[r]["ok"] = false;
+      replies[r]["error"] = ErrorToJson(s);
+    }
+  }
+  return replies;
+}
+
+Status ReferenceAdapter::Hello(const std::vector<json>& requests, std::vector<json>* replies) {
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const json& q = requests[r];
+    if (q.value("protocol", json()) != json(kProtocolVersion)) {
+      return Status::NotSupported("this adapter speaks protocol version " +
+                                  std::to_string(kProtocolVersion) + ", asked for " +
+                                  q.value("protocol", json()).dump());
+    }
+    if (q.value("world_size", json()) != json(options_.world_size) || q.value("rank", json()) != json(r)) {
+      return Status::InvalidArgument("hello for rank " + q.value("rank", json()).dump() + " of " +
+                                     q.value("world_size", json()).dump() + " reached rank " +
+                                     std::to_string(r) + " of " + std::to_string(options_.world_size));
+    }
+  }
+  HelloReply hello;
+  hello.adapter = "ckptspec-reference";
+  hello.capabilities = ReferenceEngine(ReferenceOptions()).capabilities();
+  for (json& reply : *replies) HelloReplyToJson(hello, &reply);
+  return Status::OK();
+}
+
+Status ReferenceAdapter::EngineFor(const std::string& directory, ReferenceEngine** engine) {
+  if (!engine_ || directory != directory_) {
+    if (engine_) CKPTSPEC_RETURN_IF_ERROR(engine_->Finalize());
+    ReferenceOptions options;
+    options.env = options_.env;
+    options.root = directory;
+    options.async_execution = AsyncExecution::kThread;
+    engine_ = std::make_unique<ReferenceEngine>(std::move(options));
+    directory_ = directory;
+  }
+  *engine = engine_.get();
+  return Status::OK();
+}
+
+Status ReferenceAdapter::Save(const std::vector<json>& requests) {
+  std::vector<ShardedStateDict> dicts(requests.size());
+  SaveCall first;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    SaveCall call;
+    CKPTSPEC_RETURN_IF_ERROR(SaveCallFromJson(requests[r], &call).WithContext("rank " + std::to_string(r)));
+    ShardedStateDict& dict = dicts[r];
+    for (const WireTensor& w : call.tensors) {
+      std::string bytes;
+      CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(w.file, kMaxEntryBytes, &bytes));
+      dict.tensors.push_back({w.spec, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+    }
+    for (const WireObject& w : call.objects) {
+      ShardedObject o{w.spec, std::string()};
+      CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(w.file, kMaxEntryBytes, &o.data));
+      dict.objects.push_back(std::move(o));
+    }
+    dict.common = std::move(call.common);
+    if (r == 0) {
+      first = std::move(call);
+    } else if (call.directory != first.directory || call.iteration != first.iteration) {
+      return Status::InvalidArgument("rank " + std::to_string(r) + " saves iteration " +
+                                     std::to_string(call.iteration) + " to '" + call.directory +
+                                     "', rank 0 iteration " + std::to_string(first.iteration) +
+                                     " to '" + first.directory + "'");
+    }
+  }
+  ReferenceEngine* engine;
+  CKPTSPEC_RETURN_IF_ERROR(EngineFor(first.directory, &engine));
+  return engine->Save(first.iteration, dicts, first.options);
+}
+
+Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<json>* replies) {
+  const size_t n = requests.size();
+  std::vector<LoadCall> calls(n);
+  LoadRequest request;
+  request.templates.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    CKPTSPEC_RETURN_IF_ERROR(LoadCallFromJson(requests[r], &calls[r]).WithContext("rank " + std::to_string(r)));
+    if (calls[r].directory != calls[0].directory || calls[r].iteration != calls[0].iteration ||
+        calls[r].strict != calls[0].strict ||
+        calls[r].allow_shape_mismatch != calls[0].allow_shape_mismatch) {
+      return Status::InvalidArgument("rank " + std::to_string(r) +
+                                     "'s load (directory, iteration, strict, allow_shape_mismatch) "
+                                     "differs from rank 0's");
+    }
+    for (const WireTensor& w : calls[r].tensors) {
+      ShardedTensor t{w.spec, {}};
+      t.data.assign(static_cast<size_t>(DTypeSize(w.spec.dtype) * Volume(w.spec.local_shape)), 0);
+      request.templates[r].tensors.push_back(std::move(t));
+    }
+    for (const WireObject& w : calls[r].objects) request.templates[r].objects.push_back({w.spec, {}});
+  }
+  request.iteration = calls[0].iteration;
+  request.strict = calls[0].strict;
+  request.allow_shape_mismatch = calls[0].allow_shape_mismatch;
+  std::vector<std::set<std::string>> requested(n);
+  for (size_t r = 0; r < n; ++r) requested[r] = Keys(request.templates[r]);
+  ReferenceEngine* engine;
+  CKPTSPEC_RETURN_IF_ERROR(EngineFor(calls[0].directory, &engine));
+  LoadResult result;
+  CKPTSPEC_RETURN_IF_ERROR(engine->Load(std::move(request), &result));
+  for (size_t r = 0; r < n; ++r) {
+    const ShardedStateDict& state = result.state[r];
+    // Entries keep their template order, minus dropped keys: match them up by position.
+    size_t t = 0, o = 0;
+    bool falsify = static_cast<int>(r) == options_.wrong_size_rank;
+    for (const WireTensor& w : calls[r].tensors) {
+      if (t < state.tensors.size() && state.tensors[t].spec == w.spec) {
+        const auto& data = state.tensors[t++].data;
+        static const uint8_t kExtra = 0;
+        // The fault: one byte short, or one byte where none belongs.
+        const Status written = !falsify         ? WriteScratchFile(w.file, data.data(), data.size())
+                               : data.empty() ? WriteScratchFile(w.file, &kExtra, 1)
+                                              : WriteScratchFile(w.file, data.data(), data.size() - 1);
+        falsify = false;
+        CKPTSPEC_RETURN_IF_ERROR(written);
+      }
+    }
+    for (const WireObject& w : calls[r].objects) {
+      if (o < state.objects.size() && state.objects[o].spec == w.spec) {
+        const std::string& data = state.objects[o++].data;
+        CKPTSPEC_RETURN_IF_ERROR(WriteScratchFile(w.file, data.data(), data.size()));
+      }
+    }
+    LoadReply reply;
+    reply.iteration = result.iteration;
+    reply.common = state.common;
+    const std::set<std::string> kept = Keys(state);
+    for (const std::string& k : requested[r]) {
+      if (!kept.count(k)) reply.dropped.push_back(k);
+    }
+    if (r < result.unexpected.size()) reply.unexpected = result.unexpected[r];
+    reply.missing = result.missing;
+    if (r == 0) reply.warnings = result.warnings;
+    LoadReplyToJson(reply, &(*replies)[r]);
+  }
+  return Status::OK();
+}
+
+}  // namespace ckptspec

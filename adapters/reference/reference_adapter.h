@@ -1,0 +1,50 @@
+// The built-in adapter's engine side: rank 0 of the adapter serves every rank's request of one
+// call at once with the reference engine on the POSIX Env (other ranks relay their requests to it,
+// main.cc). This puts the whole protocol path (docs/PROTOCOL.md) under test without Python.
+//
+// Contracts:
+//  - Serve() takes one request per rank (parsed JSON; a line that did not parse is null) and
+//    returns one reply per rank, never throws. Requests must agree on "op" and "id"; a malformed
+//    request gets an InvalidArgument error reply naming the member, sent to every rank.
+//  - save reads every rank's entry files before the engine runs (so the harness may delete them as
+//    soon as the reply is out, async saves included); load writes every kept entry's file.
+//  - One ReferenceEngine per checkpoint directory, kept across calls (plan cache, pending async
+//    save); a request naming another directory finalizes the old engine first.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "targets/env/env.h"
+#include "targets/reference/reference_engine.h"
+
+namespace ckptspec {
+
+struct ReferenceAdapterOptions {
+  int world_size = 1;
+  Env* env = nullptr;  // not owned; Env::Posix() unless a fault needs another
+  // Fault injection (tests of the harness's verdicts): with wrong_size_rank >= 0, every load
+  // writes that rank's first kept tensor one byte short.
+  int wrong_size_rank = -1;
+};
+
+class ReferenceAdapter {
+ public:
+  explicit ReferenceAdapter(ReferenceAdapterOptions options);
+  std::vector<nlohmann::json> Serve(const std::vector<nlohmann::json>& requests);
+
+ private:
+  Status Hello(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
+  Status Save(const std::vector<nlohmann::json>& requests);
+  Status Load(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
+  Status EngineFor(const std::string& directory, ReferenceEngine** engine);
+
+  ReferenceAdapterOptions options_;
+  std::string directory_;
+  std::unique_ptr<ReferenceEngine> engine_;
+};
+
+}  // namespace ckptspec

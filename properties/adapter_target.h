@@ -1,0 +1,31 @@
+// Targets served by adapter processes (docs/PROTOCOL.md): the canonical framework layer over a
+// ProcessEngine, so every property of the catalog runs against an adapter unchanged.
+//
+// Contracts:
+//  - AdapterTargetFactory probes the adapter once (one rank: hello, shutdown) for the capabilities
+//    it declares; a probe that fails is the error, with the adapter's verdict.
+//  - Each target made owns a fresh temporary directory (under $TMPDIR, else /tmp) holding the
+//    adapter's checkpoint directory (ckpt/) and the harness's scratch files and logs (work/); it
+//    is removed when the target is destroyed, after the adapter processes are shut down.
+//  - NewProcess() shuts the adapter processes down and gives a new engine over the same
+//    checkpoint directory (the next call starts new processes).
+//  - The storage is the real disk, not a MemEnv: mem_env() is null and fault_injection false, so
+//    P13, P14, P16, P17 and P18 are n/a. TargetOptions (deferred async, retention) are engine
+//    settings no protocol message carries; the adapter uses its own.
+#pragma once
+
+#include <string>
+
+#include "properties/harness.h"
+
+namespace ckptspec {
+
+struct AdapterOptions {
+  std::string command;     // run by /bin/sh -c, once per rank
+  std::string name;        // the target's name; empty: "adapter:" + the command's first word's base name
+  double timeout_s = 60;   // per request
+};
+
+Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out);
+
+}  // namespace ckptspec

@@ -1,0 +1,127 @@
+#include "properties/expectations.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/json_util.h"
+#include "properties/property.h"
+
+namespace ckptspec {
+namespace {
+
+using nlohmann::json;
+
+Status Error(const std::string& source, const std::string& where, const std::string& what) {
+  return Status::InvalidArgument(source + ": " + where + ": " + what);
+}
+
+Status ReadExpectation(const json& value, const std::string& source, const std::string& where,
+                       Expectation* out) {
+  if (!value.is_object()) return Error(source, where, "expected an object, got " + JsonPreview(value));
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (it.key() != "expect" && it.key() != "reason") {
+      return Error(source, where, "unknown member " + JsonPreview(json(it.key())));
+    }
+  }
+  auto expect = value.find("expect");
+  if (expect == value.end() || !expect->is_string()) {
+    return Error(source, where + ".expect", "expected \"pass\", \"fail\" or \"n/a\"");
+  }
+  const std::string e = expect->get<std::string>();
+  if (e == "pass") {
+    out->expected = Expected::kPass;
+  } else if (e == "fail") {
+    out->expected = Expected::kFail;
+  } else if (e == "n/a") {
+    out->expected = Expected::kNotApplicable;
+  } else {
+    return Error(source, where + ".expect", "expected \"pass\", \"fail\" or \"n/a\", got " + JsonPreview(*expect));
+  }
+  auto reason = value.find("reason");
+  if (reason != value.end()) {
+    if (!reason->is_string()) return Error(source, where + ".reason", "expected a string, got " + JsonPreview(*reason));
+    out->reason = reason->get<std::string>();
+  }
+  if (out->expected != Expected::kPass && out->reason.empty()) {
+    return Error(source, where, "an expected \"" + e + "\" needs a non-empty \"reason\"");
+  }
+  return Status::OK();
+}
+
+bool Failed(Verdict v) { return v == Verdict::kFail || v == Verdict::kError || v == Verdict::kGaveUp; }
+
+}  // namespace
+
+const char* ExpectedName(Expected expected) {
+  switch (expected) {
+    case Expected::kPass: return "pass";
+    case Expected::kFail: return "fail";
+    case Expected::kNotApplicable: return "n/a";
+  }
+  return "?";
+}
+
+const Expectation& Expectations::For(const std::string& property) const {
+  static const Expectation kPass;
+  auto it = properties.find(property);
+  return it == properties.end() ? kPass : it->second;
+}
+
+Status ParseExpectations(const std::string& text, const std::string& source, Expectations* out) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(source + ": not JSON");
+  if (!j.is_object()) return Error(source, "(root)", "expected an object, got " + JsonPreview(j));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "format" && it.key() != "version" && it.key() != "properties") {
+      return Error(source, "(root)", "unknown member " + JsonPreview(json(it.key())));
+    }
+  }
+  if (j.value("format", json()) != json("ckptspec.expectations")) {
+    return Error(source, "format", "expected \"ckptspec.expectations\"");
+  }
+  if (j.value("version", json()) != json(1)) return Error(source, "version", "expected 1");
+  Expectations result;
+  result.source = source;
+  auto properties = j.find("properties");
+  if (properties != j.end()) {
+    if (!properties->is_object()) {
+      return Error(source, "properties", "expected an object, got " + JsonPreview(*properties));
+    }
+    for (auto it = properties->begin(); it != properties->end(); ++it) {
+      const std::string where = "properties." + it.key();
+      if (FindProperty(it.key()) == nullptr) return Error(source, where, "no such property");
+      CKPTSPEC_RETURN_IF_ERROR(ReadExpectation(it.value(), source, where, &result.properties[it.key()]));
+    }
+  }
+  *out = std::move(result);
+  return Status::OK();
+}
+
+Status LoadExpectations(const std::string& path, Expectations* out) {
+  std::ifstream file(path);
+  if (!file) return Status::NotFound("expectations file '" + path + "' cannot be read");
+  std::stringstream text;
+  text << file.rdbuf();
+  return ParseExpectations(text.str(), path, out);
+}
+
+Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome) {
+  const bool na = outcome.verdict == Verdict::kNotApplicable;
+  const bool failed = Failed(outcome.verdict);
+  switch (expectation.expected) {
+    case Expected::kPass:
+      if (na) return {false, "UNEXPECTED n/a"};
+      return failed ? Judgement{false, "UNEXPECTED FAIL"} : Judgement{true, "pass"};
+    case Expected::kFail:
+      if (na) return {false, "UNEXPECTED n/a"};
+      return failed ? Judgement{true, "xfail"} : Judgement{false, "UNEXPECTED pass"};
+    case Expected::kNotApplicable:
+      if (na) return {true, "n/a"};
+      return failed ? Judgement{false, "UNEXPECTED FAIL"} : Judgement{false, "UNEXPECTED pass"};
+  }
+  return {false, "?"};
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,50 @@
+// Per-target expectation files (docs/ADAPTERS.md, "Expectations"): kept apart from the tests, they
+// say which properties a target is known to fail, with the reason, and which do not apply to it,
+// in the manner of web-platform-tests' expectation files.
+//
+//   {"format": "ckptspec.expectations", "version": 1,
+//    "properties": {"P13": {"expect": "n/a", "reason": "storage is the real disk"},
+//                   "P3":  {"expect": "fail", "reason": "resharding of irregular grids: issue 12"}}}
+//
+// A property the file does not list is expected to pass. "fail" and "n/a" need a non-empty
+// reason. Reading never throws; errors name the file and the member.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "model/status.h"
+#include "properties/runner.h"
+
+namespace ckptspec {
+
+enum class Expected { kPass, kFail, kNotApplicable };
+const char* ExpectedName(Expected expected);  // "pass", "fail", "n/a"
+
+struct Expectation {
+  Expected expected = Expected::kPass;
+  std::string reason;
+};
+
+struct Expectations {
+  std::string source;  // the file, for messages
+  std::map<std::string, Expectation> properties;  // by id ("P13"); ids are catalog ids
+  const Expectation& For(const std::string& property) const;
+};
+
+// Parses the form above; `source` names the text in errors. Unknown property ids, unknown
+// members and expectations other than "pass", "fail", "n/a" are errors.
+Status ParseExpectations(const std::string& text, const std::string& source, Expectations* out);
+Status LoadExpectations(const std::string& path, Expectations* out);
+
+// How an outcome compares with its expectation. A failure, an error and a run that gave up all
+// count as "fail".
+struct Judgement {
+  bool matches = false;
+  // The matrix cell: "pass", "n/a", "xfail" (an expected failure), "UNEXPECTED FAIL",
+  // "UNEXPECTED pass", "UNEXPECTED n/a".
+  std::string cell;
+};
+Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome);
+
+}  // namespace ckptspec

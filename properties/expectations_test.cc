@@ -1,0 +1,72 @@
+#include "properties/expectations.h"
+
+#include <gtest/gtest.h>
+
+namespace ckptspec {
+namespace {
+
+PropertyOutcome Outcome(const std::string& property, Verdict verdict) {
+  PropertyOutcome o;
+  o.property = property;
+  o.target = "t";
+  o.verdict = verdict;
+  return o;
+}
+
+TEST(Expectations, ParseTheFormAndRejectWhatIsWrongByName) {
+  Expectations x;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P13": {"expect": "n/a", "reason": "real disk"},
+                     "P3": {"expect": "fail", "reason": "issue 12"}}})", "x.json", &x).ok());
+  EXPECT_EQ(x.For("P13").expected, Expected::kNotApplicable);
+  EXPECT_EQ(x.For("P3").reason, "issue 12");
+  EXPECT_EQ(x.For("P1").expected, Expected::kPass);
+
+  const auto error = [](const std::string& text) {
+    Expectations e;
+    return ParseExpectations(text, "x.json", &e).message();
+  };
+  EXPECT_EQ(error("{"), "x.json: not JSON");
+  EXPECT_EQ(error(R"({"format": "other", "version": 1})"), "x.json: format: expected \"ckptspec.expectations\"");
+  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P99": {"expect": "pass"}}})"),
+            "x.json: properties.P99: no such property");
+  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "fail"}}})"),
+            "x.json: properties.P3: an expected \"fail\" needs a non-empty \"reason\"");
+  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "flaky", "reason": "r"}}})"),
+            "x.json: properties.P3.expect: expected \"pass\", \"fail\" or \"n/a\", got \"flaky\"");
+  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "pass", "why": "r"}}})"),
+            "x.json: properties.P3: unknown member \"why\"");
+  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "target": "x"})"),
+            "x.json: (root): unknown member \"target\"");
+}
+
+TEST(Expectations, JudgeEveryCombination) {
+  const Expectation pass{Expected::kPass, ""}, fail{Expected::kFail, "r"}, na{Expected::kNotApplicable, "r"};
+  struct Row {
+    const Expectation& expected;
+    Verdict verdict;
+    bool matches;
+    const char* cell;
+  };
+  const Row rows[] = {
+      {pass, Verdict::kPass, true, "pass"},
+      {pass, Verdict::kFail, false, "UNEXPECTED FAIL"},
+      {pass, Verdict::kError, false, "UNEXPECTED FAIL"},
+      {pass, Verdict::kNotApplicable, false, "UNEXPECTED n/a"},
+      {fail, Verdict::kFail, true, "xfail"},
+      {fail, Verdict::kGaveUp, true, "xfail"},
+      {fail, Verdict::kPass, false, "UNEXPECTED pass"},
+      {fail, Verdict::kNotApplicable, false, "UNEXPECTED n/a"},
+      {na, Verdict::kNotApplicable, true, "n/a"},
+      {na, Verdict::kPass, false, "UNEXPECTED pass"},
+      {na, Verdict::kFail, false, "UNEXPECTED FAIL"},
+  };
+  for (const Row& row : rows) {
+    const Judgement j = Judge(row.expected, Outcome("P1", row.verdict));
+    EXPECT_EQ(j.matches, row.matches) << ExpectedName(row.expected.expected) << " " << VerdictName(row.verdict);
+    EXPECT_EQ(j.cell, row.cell) << ExpectedName(row.expected.expected) << " " << VerdictName(row.verdict);
+  }
+}
+
+}  // namespace
+}  // namespace ckptspec

@@ -1,0 +1,31 @@
+// The named verdicts the process harness gives an adapter rank that misbehaves (docs/PROTOCOL.md,
+// "Verdicts"). An error the adapter reports itself ({"ok": false, ...}) is not a fault.
+#pragma once
+
+#include <string>
+
+#include "model/status.h"
+
+namespace ckptspec {
+
+enum class AdapterFault {
+  kCrashed,         // died of a signal
+  kExited,          // exited (or closed its stdout) before replying
+  kTimedOut,        // no complete reply before the deadline
+  kGarbage,         // a reply line that is not a JSON object, or unsolicited output
+  kMalformedReply,  // a JSON reply lacking a member, or with one of the wrong type or value
+  kWrongRank,       // a reply whose "rank" is not the process's RANK
+  kWrongRequest,    // a reply whose "id" is not the pending request's
+  kWrongSize,       // a loaded tensor file of the wrong length, or a loaded entry with no file
+  kStartFailed,     // the process could not be started
+};
+
+// "crashed", "exited", "timed out", "garbage", "malformed reply", "wrong rank", "wrong request",
+// "wrong size", "start failed".
+const char* AdapterFaultName(AdapterFault fault);
+
+// The Status of a fault: "adapter rank R: <name>: <detail>"; IOError for crashed, exited, timed
+// out and start failed, Corruption for the others.
+Status AdapterFaultStatus(int rank, AdapterFault fault, const std::string& detail);
+
+}  // namespace ckptspec

@@ -1,0 +1,70 @@
+// ProcessEngine: the engine layer of targets/target.h served by adapter processes speaking the
+// adapter protocol (docs/PROTOCOL.md). Each engine call becomes one request to every rank of a
+// RankGroup whose world size is the call's number of ranks.
+//
+// Contracts (beyond Engine's):
+//  - Groups start lazily: the first call starts one; a call with another number of ranks
+//    finalizes the running group (returning a pending async save's error instead of proceeding),
+//    shuts it down and starts one of the new size over the same checkpoint directory.
+//  - Entry bytes travel through files under work_dir/scratch/<call>/r<rank>/, removed when the
+//    call returns (so an async save must have read them before it replied).
+//  - An adapter's own error reply becomes its Status, prefixed "adapter rank R: " (the lowest
+//    failing rank's). A fault (adapter_fault.h) kills the group; the next call starts a new one.
+//  - The destructor shuts the group down; no process outlives the engine.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "targets/process/rank_group.h"
+#include "targets/target.h"
+
+namespace ckptspec {
+
+struct ProcessEngineOptions {
+  std::string command;        // the adapter command, run by /bin/sh -c
+  std::string directory;      // the adapter's checkpoint directory (named in save and load)
+  std::string work_dir;       // the harness's own: scratch/ and logs/ are made under it
+  double timeout_s = 60;      // per request
+  Capabilities capabilities;  // what capabilities() answers until a group has said hello
+};
+
+class ProcessEngine : public Engine {
+ public:
+  explicit ProcessEngine(ProcessEngineOptions options);
+  ~ProcessEngine() override;
+
+  Capabilities capabilities() const override { return capabilities_; }
+  Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
+              const SaveOptions& options) override;
+  Status Finalize() override;
+  Status Load(LoadRequest request, LoadResult* result) override;
+
+  // Starts a one-rank group of `command` (logs under work_dir/logs), says hello, shuts it down.
+  static Status Probe(const std::string& command, const std::string& work_dir, double timeout_s,
+                      HelloReply* hello);
+
+  // The current group (null before the first call); after a fault it is the dead group, whose
+  // last_fault() names the verdict.
+  const RankGroup* group() const { return group_.get(); }
+  // Every pid any group of this engine started.
+  const std::vector<pid_t>& started_pids() const { return started_pids_; }
+
+ private:
+  Status EnsureGroup(int world_size);
+  Status MakeScratch(int ranks, std::string* dir);
+  Status ReadLoadedEntries(int rank, const LoadReply& reply, const LoadCall& call,
+                           ShardedStateDict* state);
+
+  ProcessEngineOptions options_;
+  Capabilities capabilities_;
+  RequestIds ids_;
+  int64_t scratch_count_ = 0;
+  std::unique_ptr<RankGroup> group_;
+  std::vector<pid_t> started_pids_;
+};
+
+}  // namespace ckptspec

@@ -1,0 +1,94 @@
+// The adapter protocol's messages (docs/PROTOCOL.md, version 1) as structs, and their JSON form.
+// Both sides use this file: the harness (process_engine.h) writes requests and reads replies; the
+// built-in adapter (adapters/reference/) reads requests and writes replies.
+//
+// Contracts: *ToJson adds the message's members to a JSON object (the caller adds "id", "op",
+// "rank", "ok"); *FromJson reads them, never throws, rejects a missing or mistyped member with an
+// InvalidArgument Status naming it ("load.tensors[2].file: expected a string, got 3"), and leaves
+// *out unspecified on error. Unknown members are ignored (later versions may add some), except in
+// "capabilities", where an unknown name is an error (a misspelled capability must not read false).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/sharded.h"
+#include "model/status.h"
+#include "targets/target.h"
+
+namespace ckptspec {
+
+inline constexpr int kProtocolVersion = 1;
+
+// An entry and the scratch file that holds (save) or receives (load) its bytes.
+struct WireTensor {
+  TensorSpec spec;
+  std::string file;
+};
+struct WireObject {
+  ObjectSpec spec;
+  std::string file;
+};
+
+struct HelloReply {
+  int protocol = kProtocolVersion;
+  std::string adapter;  // the adapter's name for itself (may be empty)
+  Capabilities capabilities;
+};
+
+// Engine::Save's arguments for one rank.
+struct SaveCall {
+  std::string directory;
+  int64_t iteration = 0;
+  SaveOptions options;
+  std::vector<WireTensor> tensors;
+  std::vector<WireObject> objects;
+  nlohmann::json common = nlohmann::json::object();
+};
+
+// Engine::Load's request for one rank.
+struct LoadCall {
+  std::string directory;
+  std::optional<int64_t> iteration;  // nullopt: the tracker's
+  StrictMode strict = StrictMode::kAssumeOkUnexpected;
+  bool allow_shape_mismatch = false;
+  std::vector<WireTensor> tensors;
+  std::vector<WireObject> objects;
+};
+
+// One rank's answer to a load.
+struct LoadReply {
+  int64_t iteration = -1;
+  nlohmann::json common = nlohmann::json::object();
+  std::vector<std::string> dropped;     // keys removed from this rank's template
+  std::vector<std::string> unexpected;  // return_* modes
+  std::vector<std::string> missing;     // return_all
+  std::vector<std::string> warnings;    // log_* modes
+};
+
+nlohmann::json CapabilitiesToJson(const Capabilities& capabilities);
+Status CapabilitiesFromJson(const nlohmann::json& json, Capabilities* out);
+
+void HelloReplyToJson(const HelloReply& hello, nlohmann::json* reply);
+Status HelloReplyFromJson(const nlohmann::json& reply, HelloReply* out);
+void SaveCallToJson(const SaveCall& call, nlohmann::json* request);
+Status SaveCallFromJson(const nlohmann::json& request, SaveCall* out);
+void LoadCallToJson(const LoadCall& call, nlohmann::json* request);
+Status LoadCallFromJson(const nlohmann::json& request, LoadCall* out);
+void LoadReplyToJson(const LoadReply& load, nlohmann::json* reply);
+Status LoadReplyFromJson(const nlohmann::json& reply, LoadReply* out);
+
+// {"code": "NotFound", "message": "..."} of a non-OK Status.
+nlohmann::json ErrorToJson(const Status& status);
+// The Status an error member describes; InvalidArgument (describing what is wrong with it) when
+// it is not {"code": a Status code name other than "OK", "message": a string}.
+Status ErrorFromJson(const nlohmann::json& error, Status* out);
+
+// A reply line's text: the JSON on one line (invalid UTF-8 replaced, never throws).
+std::string DumpLine(const nlohmann::json& message);
+
+}  // namespace ckptspec

@@ -1,0 +1,124 @@
+#include "targets/process/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "model/signature_json.h"
+
+namespace ckptspec {
+namespace {
+
+using nlohmann::json;
+
+TensorSpec Spec(const std::string& key) {
+  TensorSpec t;
+  t.key = key;
+  t.dtype = DType::kBFloat16;
+  t.global_shape = {8, 4};
+  t.global_offset = {4, 0};
+  t.local_shape = {4, 4};
+  t.axis_fragmentations = {2, 1};
+  t.replica_id = {0, 1, 0};
+  return t;
+}
+
+TEST(Protocol, SaveCallsRoundTrip) {
+  SaveCall call;
+  call.directory = "/d";
+  call.iteration = 12;
+  call.options.async = true;
+  call.options.validate = false;
+  call.options.layout = {{"tp", 2}};
+  call.tensors.push_back({Spec("w"), "/s/t0"});
+  ObjectSpec o;
+  o.key = "rng";
+  o.global_shape = {2};
+  o.global_offset = {1};
+  call.objects.push_back({o, "/s/o0"});
+  call.common = {{"iteration", 12}};
+  json j = json::object();
+  SaveCallToJson(call, &j);
+  EXPECT_EQ(j["tensors"][0]["file"], "/s/t0");
+  EXPECT_EQ(j["tensors"][0]["dtype"], "bf16");
+  SaveCall back;
+  ASSERT_TRUE(SaveCallFromJson(j, &back).ok());
+  EXPECT_EQ(back.iteration, 12);
+  EXPECT_TRUE(back.options.async);
+  EXPECT_FALSE(back.options.validate);
+  EXPECT_EQ(back.options.layout, call.options.layout);
+  ASSERT_EQ(back.tensors.size(), 1u);
+  EXPECT_EQ(back.tensors[0].spec, call.tensors[0].spec);
+  EXPECT_EQ(back.objects[0].spec, o);
+  EXPECT_EQ(back.objects[0].file, "/s/o0");
+  EXPECT_EQ(back.common, call.common);
+}
+
+TEST(Protocol, LoadCallsAndRepliesRoundTrip) {
+  LoadCall call;
+  call.directory = "/d";
+  call.strict = StrictMode::kReturnAll;
+  call.tensors.push_back({Spec("w"), "/s/t0"});
+  json j = json::object();
+  LoadCallToJson(call, &j);
+  EXPECT_TRUE(j["iteration"].is_null());
+  EXPECT_EQ(j["strict"], "return_all");
+  LoadCall back;
+  ASSERT_TRUE(LoadCallFromJson(j, &back).ok());
+  EXPECT_FALSE(back.iteration.has_value());
+  EXPECT_EQ(back.strict, StrictMode::kReturnAll);
+  j["iteration"] = 7;
+  ASSERT_TRUE(LoadCallFromJson(j, &back).ok());
+  EXPECT_EQ(back.iteration, 7);
+
+  LoadReply reply;
+  reply.iteration = 7;
+  reply.dropped = {"x"};
+  reply.missing = {"y"};
+  json r = json::object();
+  LoadReplyToJson(reply, &r);
+  LoadReply reply_back;
+  ASSERT_TRUE(LoadReplyFromJson(r, &reply_back).ok());
+  EXPECT_EQ(reply_back.dropped, reply.dropped);
+  EXPECT_EQ(reply_back.missing, reply.missing);
+  // The lists may be left out when empty.
+  ASSERT_TRUE(LoadReplyFromJson({{"iteration", 3}, {"common", json::object()}}, &reply_back).ok());
+  EXPECT_TRUE(reply_back.dropped.empty());
+}
+
+TEST(Protocol, BadMessagesNameTheMember) {
+  LoadCall call;
+  json j = {{"directory", "/d"}, {"tensors", json::array({TensorSpecToJson(Spec("w"))})}};
+  EXPECT_EQ(LoadCallFromJson(j, &call).message(), "load.tensors[0]: missing member \"file\"");
+  j["tensors"][0]["file"] = "/f";
+  j["tensors"][0]["global_shape"] = {8, -4};
+  EXPECT_EQ(LoadCallFromJson(j, &call).message().rfind("load.tensors[0]: global_shape[1]: ", 0), 0u)
+      << LoadCallFromJson(j, &call).message();
+  j = {{"directory", "/d"}, {"strict", "raise_sometimes"}};
+  EXPECT_EQ(LoadCallFromJson(j, &call).message(), "load.strict: unknown strict mode \"raise_sometimes\"");
+  SaveCall save;
+  EXPECT_EQ(SaveCallFromJson({{"directory", "/d"}, {"iteration", "ten"}}, &save).message(),
+            "save.iteration: expected an integer, got \"ten\"");
+  LoadReply reply;
+  EXPECT_EQ(LoadReplyFromJson({{"iteration", 1}, {"common", json::object()}, {"dropped", {1}}}, &reply).message(),
+            "load reply.dropped[0]: expected a string, got 1");
+}
+
+TEST(Protocol, CapabilitiesAreStrictAndErrorsCarryStatusCodes) {
+  Capabilities c;
+  ASSERT_TRUE(CapabilitiesFromJson({{"resharding", true}}, &c).ok());
+  EXPECT_TRUE(c.resharding);
+  EXPECT_FALSE(c.async);
+  EXPECT_EQ(CapabilitiesFromJson({{"reshard", true}}, &c).message(),
+            "capabilities: unknown capability \"reshard\"");
+  EXPECT_EQ(CapabilitiesFromJson({{"async", 1}}, &c).message(),
+            "capabilities.async: expected true or false, got 1");
+
+  Status s;
+  ASSERT_TRUE(ErrorFromJson(ErrorToJson(Status::FailedPrecondition("busy")), &s).ok());
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "busy");
+  EXPECT_EQ(ErrorFromJson({{"code", "OK"}, {"message", ""}}, &s).message(), "error.code: unknown code \"OK\"");
+  EXPECT_FALSE(ErrorFromJson({{"code", "NotFound"}}, &s).ok());
+}
+
+}  // namespace
+}  // namespace ckptspec

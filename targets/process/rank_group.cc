@@ -1,0 +1,316 @@
+#include "targets/process/rank_group.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+
+namespace ckptspec {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// A reply line longer than this is garbage (entry bytes travel in files, not in lines).
+constexpr size_t kMaxLineBytes = size_t{256} << 20;
+constexpr double kShutdownGrace_s = 5;
+constexpr size_t kLogTailBytes = 600;
+
+void IgnoreSigpipeOnce() {
+  static const bool done = [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+    }
+    return true;
+  }();
+  (void)done;
+}
+
+// The start of `text`, control characters escaped, for messages.
+std::string Preview(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < 80; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return "'" + out + (text.size() > 80 ? "...'" : "'");
+}
+
+int MillisecondsUntil(Clock::time_point deadline) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
+  return ms <= 0 ? 0 : static_cast<int>(std::ceil(std::min(ms, 1e9)));
+}
+
+}  // namespace
+
+RankGroup::RankGroup(RankGroupOptions options, RequestIds* ids)
+    : options_(std::move(options)), ids_(ids) {}
+
+RankGroup::~RankGroup() { KillAll(); }
+
+std::vector<pid_t> RankGroup::pids() const {
+  std::vector<pid_t> out;
+  for (const auto& r : ranks_) out.push_back(r->pid());
+  return out;
+}
+
+void RankGroup::KillAll() {
+  for (auto& r : ranks_) r->Kill();
+  alive_ = false;
+}
+
+Status RankGroup::Fault(int rank, AdapterFault fault, const std::string& detail) {
+  std::string text = detail;
+  if (rank >= 0 && rank < static_cast<int>(ranks_.size())) {
+    const std::string tail = ranks_[rank]->LogTail(kLogTailBytes);
+    text += tail.empty() ? "; stderr empty" : "; stderr: " + tail;
+    text += " (log " + ranks_[rank]->log_path() + ")";
+  }
+  KillAll();
+  last_fault_ = fault;
+  last_fault_rank_ = rank;
+  return AdapterFaultStatus(rank, fault, text);
+}
+
+Status RankGroup::Start(HelloReply* hello) {
+  IgnoreSigpipeOnce();
+  if (!ranks_.empty()) return Status::FailedPrecondition("adapter group already started");
+  const int n = options_.world_size;
+  if (n < 1) return Status::InvalidArgument("adapter group: world size " + std::to_string(n));
+  port_ = PickFreePort();
+  if (port_ == 0) return Fault(0, AdapterFault::kStartFailed, "no free TCP port on 127.0.0.1");
+  buffers_.assign(n, std::string());
+  for (int r = 0; r < n; ++r) {
+    ranks_.push_back(std::make_unique<Subprocess>());
+    const std::vector<std::string> env = {
+        "RANK=" + std::to_string(r),          "WORLD_SIZE=" + std::to_string(n),
+        "LOCAL_RANK=" + std::to_string(r),    "MASTER_ADDR=127.0.0.1",
+        "MASTER_PORT=" + std::to_string(port_), "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
+    const std::string log = options_.log_dir + "/rank_" + std::to_string(r) + ".log";
+    const Status s = ranks_.back()->Start(options_.command, env, log);
+    if (!s.ok()) return Fault(r, AdapterFault::kStartFailed, s.message());
+  }
+  alive_ = true;
+  std::vector<json> requests(n);
+  for (int r = 0; r < n; ++r) {
+    requests[r] = {{"protocol", kProtocolVersion}, {"rank", r}, {"world_size", n}};
+  }
+  std::vector<json> replies;
+  CKPTSPEC_RETURN_IF_ERROR(Call("hello", std::move(requests), &replies));
+  for (int r = 0; r < n; ++r) {
+    if (!replies[r]["ok"].get<bool>()) {
+      Status refused;
+      (void)ErrorFromJson(replies[r]["error"], &refused);  // well-formed: Call checked it
+      KillAll();
+      return refused.WithContext("adapter rank " + std::to_string(r) + " refused hello");
+    }
+    HelloReply h;
+    const Status s = HelloReplyFromJson(replies[r], &h);
+    if (!s.ok()) return Fault(r, AdapterFault::kMalformedReply, "reply to hello: " + s.message());
+    if (r == 0) {
+      *hello = h;
+    } else if (CapabilitiesToJson(h.capabilities) != CapabilitiesToJson(hello->capabilities)) {
+      return Fault(r, AdapterFault::kMalformedReply,
+                   "reply to hello: declares capabilities " + DumpLine(CapabilitiesToJson(h.capabilities)) +
+                       ", rank 0 declares " + DumpLine(CapabilitiesToJson(hello->capabilities)));
+    }
+  }
+  return Status::OK();
+}
+
+Status RankGroup::Call(const std::string& op, std::vector<json> requests, std::vector<json>* replies,
+                       double timeout_s) {
+  if (!alive_) {
+    return Status::FailedPrecondition("adapter group is not running (started: " +
+                                      std::string(ranks_.empty() ? "no" : "yes, then ended") + ")");
+  }
+  if (requests.size() != ranks_.size()) {
+    return Status::InvalidArgument("adapter call '" + op + "': " + std::to_string(requests.size()) +
+                                   " requests for " + std::to_string(ranks_.size()) + " ranks");
+  }
+  const int64_t id = ids_->next++;
+  std::vector<std::string> lines(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) {
+    requests[r]["id"] = id;
+    requests[r]["op"] = op;
+    lines[r] = DumpLine(requests[r]) + "\n";
+  }
+  const std::string during = op + " (request " + std::to_string(id) + ")";
+  std::vector<std::string> raw;
+  CKPTSPEC_RETURN_IF_ERROR(
+      Exchange(during, lines, timeout_s > 0 ? timeout_s : options_.timeout_s, &raw));
+  replies->assign(raw.size(), json());
+  for (size_t r = 0; r < raw.size(); ++r) {
+    CKPTSPEC_RETURN_IF_ERROR(CheckReply(static_cast<int>(r), id, during, raw[r], &(*replies)[r]));
+  }
+  return Status::OK();
+}
+
+Status RankGroup::Exchange(const std::string& during, const std::vector<std::string>& lines,
+                           double timeout_s, std::vector<std::string>* out) {
+  const size_t n = ranks_.size();
+  for (size_t r = 0; r < n; ++r) {
+    if (!buffers_[r].empty()) {
+      return Fault(static_cast<int>(r), AdapterFault::kGarbage,
+                   "output nobody asked for, before " + during + ": " + Preview(buffers_[r]));
+    }
+  }
+  out->assign(n, std::string());
+  std::vector<size_t> written(n, 0);
+  std::vector<bool> replied(n, false);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_s));
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<size_t, bool>> who;  // (rank, is its stdin)
+    for (size_t r = 0; r < n; ++r) {
+      if (written[r] < lines[r].size()) {
+        fds.push_back({ranks_[r]->stdin_fd(), POLLOUT, 0});
+        who.push_back({r, true});
+      }
+      if (!replied[r]) {
+        fds.push_back({ranks_[r]->stdout_fd(), POLLIN, 0});
+        who.push_back({r, false});
+      }
+    }
+    if (fds.empty()) return Status::OK();
+    const int wait_ms = MillisecondsUntil(deadline);
+    if (wait_ms == 0) {
+      for (size_t r = 0; r < n; ++r) {
+        if (!replied[r] || written[r] < lines[r].size()) {
+          std::string detail = "no reply within " + std::to_string(timeout_s) + " s during " + during;
+          if (written[r] < lines[r].size()) detail += " (it had not read the whole request)";
+          return Fault(static_cast<int>(r), AdapterFault::kTimedOut, detail);
+        }
+      }
+    }
+    const int ready = poll(fds.data(), fds.size(), wait_ms);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      const std::string error = strerror(errno);
+      KillAll();
+      return Status::IOError("adapter harness: poll: " + error);
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const size_t r = who[i].first;
+      const int rank = static_cast<int>(r);
+      if (who[i].second) {  // the rank's stdin can take more of the request (or is gone)
+        const ssize_t w = write(fds[i].fd, lines[r].data() + written[r], lines[r].size() - written[r]);
+        if (w > 0) {
+          written[r] += static_cast<size_t>(w);
+        } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+          return DeadRank(rank, during);
+        }
+        continue;
+      }
+      char chunk[65536];
+      const ssize_t got = read(fds[i].fd, chunk, sizeof(chunk));
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EINTR) continue;
+        return DeadRank(rank, during);
+      }
+      if (got == 0) return DeadRank(rank, during);
+      buffers_[r].append(chunk, static_cast<size_t>(got));
+      const size_t newline = buffers_[r].find('\n');
+      if (newline != std::string::npos) {
+        (*out)[r] = buffers_[r].substr(0, newline);
+        buffers_[r].erase(0, newline + 1);
+        replied[r] = true;
+        if (!buffers_[r].empty()) {
+          return Fault(rank, AdapterFault::kGarbage,
+                       "more than one line in reply to " + during + ": then " + Preview(buffers_[r]));
+        }
+      } else if (buffers_[r].size() > kMaxLineBytes) {
+        return Fault(rank, AdapterFault::kGarbage,
+                     "a reply line longer than " + std::to_string(kMaxLineBytes) + " bytes during " +
+                         during + ": " + Preview(buffers_[r]));
+      }
+    }
+  }
+}
+
+Status RankGroup::DeadRank(int rank, const std::string& during) {
+  Subprocess& p = *ranks_[rank];
+  if (!p.WaitFor(2.0)) {
+    return Fault(rank, AdapterFault::kExited, "closed its stdout or stdin while running, during " + during);
+  }
+  return Fault(rank, p.died_of_signal() ? AdapterFault::kCrashed : AdapterFault::kExited,
+               p.ExitDescription() + " during " + during);
+}
+
+Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during, const std::string& line,
+                             json* reply) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Fault(rank, AdapterFault::kGarbage,
+                 "reply to " + during + " is not a JSON object: " + Preview(line));
+  }
+  const auto integer = [&](const char* name, int64_t* value) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_number_integer()) return false;
+    *value = it->get<int64_t>();
+    return true;
+  };
+  int64_t got_id = 0, got_rank = 0;
+  if (!integer("id", &got_id)) {
+    return Fault(rank, AdapterFault::kMalformedReply,
+                 "reply to " + during + " has no integer \"id\": " + Preview(line));
+  }
+  if (got_id != id) {
+    return Fault(rank, AdapterFault::kWrongRequest,
+                 "answered request " + std::to_string(got_id) + " while " + during + " was pending");
+  }
+  if (!integer("rank", &got_rank)) {
+    return Fault(rank, AdapterFault::kMalformedReply,
+                 "reply to " + during + " has no integer \"rank\": " + Preview(line));
+  }
+  if (got_rank != rank) {
+    return Fault(rank, AdapterFault::kWrongRank,
+                 "answered " + during + " as rank " + std::to_string(got_rank));
+  }
+  auto ok = j.find("ok");
+  if (ok == j.end() || !ok->is_boolean()) {
+    return Fault(rank, AdapterFault::kMalformedReply,
+                 "reply to " + during + " has no boolean \"ok\": " + Preview(line));
+  }
+  if (!ok->get<bool>()) {
+    Status error;
+    auto e = j.find("error");
+    const Status form = e == j.end() ? Status::InvalidArgument("missing member \"error\"")
+                                     : ErrorFromJson(*e, &error);
+    if (!form.ok()) {
+      return Fault(rank, AdapterFault::kMalformedReply,
+                   "failed reply to " + during + ": " + form.message());
+    }
+  }
+  *reply = std::move(j);
+  return Status::OK();
+}
+
+void RankGroup::Shutdown() {
+  if (alive_) {
+    std::vector<json> requests(ranks_.size(), json::object()), replies;
+    (void)Call("shutdown", std::move(requests), &replies, std::min(kShutdownGrace_s, options_.timeout_s));
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(static_cast<int>(kShutdownGrace_s));
+  for (auto& r : ranks_) {
+    r->CloseStdin();
+    r->WaitFor(std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()));
+  }
+  KillAll();
+}
+
+}  // namespace ckptspec

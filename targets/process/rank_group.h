@@ -1,0 +1,96 @@
+// A group of N adapter rank processes speaking the adapter protocol (docs/PROTOCOL.md): started
+// together, sent one request each per call, their replies read concurrently under a deadline.
+//
+// Contracts:
+//  - Start() launches N processes (Subprocess) with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+//    MASTER_PORT and CKPTSPEC_PROTOCOL set, sends hello and checks the replies (protocol version,
+//    the same capabilities on every rank).
+//  - Call() never blocks past its deadline. It returns OK with every rank's reply (a JSON object
+//    with the right "id" and "rank", and "ok" true, or false with a well-formed "error"), or the
+//    Status of a fault (adapter_fault.h) naming the rank, the request and the tail of the rank's
+//    stderr log; after a fault every process of the group has been killed and reaped, and the
+//    group is dead (alive() false; further calls fail at once).
+//  - The destructor kills and reaps whatever is left; nothing outlives the group. SIGPIPE is set
+//    to ignored in this process (once, if it was at its default) so that writing to a dead rank is
+//    an error, not the end of the harness.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/status.h"
+#include "targets/process/adapter_fault.h"
+#include "targets/process/protocol.h"
+#include "targets/process/subprocess.h"
+
+namespace ckptspec {
+
+struct RankGroupOptions {
+  std::string command;     // run by /bin/sh -c
+  int world_size = 1;
+  std::string log_dir;     // rank R's stderr is appended to log_dir/rank_R.log (must exist)
+  double timeout_s = 60;   // deadline of each request, hello included
+};
+
+// Where the ids of requests come from: one counter shared by every group of a harness, so ids
+// increase over its life (a reply to an earlier request is always recognisable).
+struct RequestIds {
+  int64_t next = 1;
+};
+
+class RankGroup {
+ public:
+  RankGroup(RankGroupOptions options, RequestIds* ids);  // `ids` not owned, outlives the group
+  ~RankGroup();
+  RankGroup(const RankGroup&) = delete;
+  RankGroup& operator=(const RankGroup&) = delete;
+
+  // Starts the processes and exchanges hello. On error the group is dead.
+  Status Start(HelloReply* hello);
+
+  // Sends {"id", "op", ...requests[r]} to rank r (requests.size() == world size), waits for
+  // every reply. `timeout_s` <= 0 means the group's.
+  Status Call(const std::string& op, std::vector<nlohmann::json> requests,
+              std::vector<nlohmann::json>* replies, double timeout_s = 0);
+
+  // Declares a fault found in a reply's content (e.g. a wrong size): kills the group and returns
+  // the fault's Status, as Call does for the faults it finds.
+  Status Fault(int rank, AdapterFault fault, const std::string& detail);
+
+  // Sends shutdown, waits a few seconds for every process to exit, then kills what is left.
+  void Shutdown();
+
+  bool alive() const { return alive_; }
+  int world_size() const { return options_.world_size; }
+  int master_port() const { return port_; }
+  // The pids started (for checks that nothing is left behind); empty before Start.
+  std::vector<pid_t> pids() const;
+  // The last fault and its rank, if any.
+  const std::optional<AdapterFault>& last_fault() const { return last_fault_; }
+  int last_fault_rank() const { return last_fault_rank_; }
+
+ private:
+  Status Exchange(const std::string& during, const std::vector<std::string>& lines,
+                  double timeout_s, std::vector<std::string>* out);
+  Status DeadRank(int rank, const std::string& during);
+  Status CheckReply(int rank, int64_t id, const std::string& during, const std::string& line,
+                    nlohmann::json* reply);
+  void KillAll();
+
+  RankGroupOptions options_;
+  RequestIds* ids_;
+  std::vector<std::unique_ptr<Subprocess>> ranks_;
+  std::vector<std::string> buffers_;  // bytes read from each rank's stdout not yet consumed
+  int port_ = 0;
+  bool alive_ = false;
+  std::optional<AdapterFault> last_fault_;
+  int last_fault_rank_ = -1;
+};
+
+}  // namespace ckptspec

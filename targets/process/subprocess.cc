@@ -1,0 +1,205 @@
+#include "targets/process/subprocess.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+extern char** environ;
+
+namespace ckptspec {
+namespace {
+
+std::string Errno(const char* call) { return std::string(call) + ": " + strerror(errno); }
+
+// The environment for the child: the parent's, minus names `extra` sets, plus `extra`.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const std::string& x : extra) replaced = replaced || x.compare(0, name.size() + 1, name + "=") == 0;
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+}  // namespace
+
+Subprocess::~Subprocess() { Kill(); }
+
+Status Subprocess::Start(const std::string& command, const std::vector<std::string>& extra_env,
+                         const std::string& log_path) {
+  if (pid_ != -1) return Status::FailedPrecondition("subprocess already started");
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  (void)subreaper;  // without it, orphans go to init and only the child itself is reaped here
+  log_path_ = log_path;
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return Status::IOError(Errno("pipe2"));
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    const Status s = Status::IOError(Errno("pipe2"));
+    close(in[0]);
+    close(in[1]);
+    return s;
+  }
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) {
+    const Status s = Status::IOError(log_path + ": " + Errno("open"));
+    for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+    return s;
+  }
+  // Everything the child needs is built before fork: only async-signal-safe calls follow.
+  const std::vector<std::string> env = ChildEnvironment(extra_env);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const Status s = Status::IOError(Errno("fork"));
+    for (int fd : {in[0], in[1], out[0], out[1], log}) close(fd);
+    return s;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    // dup2 clears close-on-exec on the copies; everything else is closed by exec.
+    if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(log, 2) < 0) _exit(127);
+    signal(SIGPIPE, SIG_DFL);
+    execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so Kill() works even before the child ran
+  close(in[0]);
+  close(out[1]);
+  close(log);
+  pid_ = pid;
+  stdin_fd_ = in[1];
+  stdout_fd_ = out[0];
+  fcntl(stdin_fd_, F_SETFL, fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
+  fcntl(stdout_fd_, F_SETFL, fcntl(stdout_fd_, F_GETFL) | O_NONBLOCK);
+  return Status::OK();
+}
+
+void Subprocess::CloseStdin() {
+  if (stdin_fd_ >= 0) close(stdin_fd_);
+  stdin_fd_ = -1;
+}
+
+void Subprocess::CloseFds() {
+  CloseStdin();
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+  stdout_fd_ = -1;
+}
+
+bool Subprocess::WaitFor(double timeout_s) {
+  if (pid_ == -1 || reaped_) return reaped_;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const pid_t r = waitpid(pid_, &wait_status_, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) {
+      reaped_ = true;
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void Subprocess::Kill() {
+  if (pid_ == -1 || killed_) return;
+  killed_ = true;
+  kill(-pid_, SIGKILL);  // the group outlives its leader while a member lives
+  if (!reaped_) {
+    while (waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
+  // The shell's children in the group were handed to this process (a subreaper) when the shell
+  // died: reap them too, until none of our children is left in the group.
+  int status = 0;
+  while (waitpid(-pid_, &status, 0) > 0 || errno == EINTR) {
+  }
+  CloseFds();
+}
+
+namespace {
+
+// The signal that ended `wait_status`: directly, or as a shell reports its child's (exit status
+// 128 + N for a known signal N). 0 for an ordinary exit.
+int EndingSignal(int wait_status, bool* via_shell) {
+  *via_shell = false;
+  if (WIFSIGNALED(wait_status)) return WTERMSIG(wait_status);
+  if (!WIFEXITED(wait_status)) return 0;
+  const int code = WEXITSTATUS(wait_status);
+  if (code > 128 && code < 128 + 65 && sigabbrev_np(code - 128) != nullptr) {
+    *via_shell = true;
+    return code - 128;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool Subprocess::died_of_signal() const {
+  bool via_shell;
+  return reaped_ && EndingSignal(wait_status_, &via_shell) != 0;
+}
+
+std::string Subprocess::ExitDescription() const {
+  if (!reaped_) return "still running";
+  bool via_shell = false;
+  if (const int sig = EndingSignal(wait_status_, &via_shell)) {
+    std::string text = "killed by signal " + std::to_string(sig) + " (SIG" + sigabbrev_np(sig) + ")";
+    if (via_shell) text += ", as its shell reports (exit status " + std::to_string(128 + sig) + ")";
+    return text;
+  }
+  if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
+  return "ended with wait status " + std::to_string(wait_status_);
+}
+
+std::string Subprocess::LogTail(size_t max_bytes) const {
+  const int fd = open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const off_t size = lseek(fd, 0, SEEK_END);
+  const off_t from = size > static_cast<off_t>(max_bytes) ? size - static_cast<off_t>(max_bytes) : 0;
+  std::string text(static_cast<size_t>(size - from), '\0');
+  const ssize_t got = pread(fd, text.data(), text.size(), from);
+  close(fd);
+  text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::string out;
+  for (char c : text) out += c == '\n' ? std::string(" | ") : std::string(1, c);
+  return out;
+}
+
+int PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+}  // namespace ckptspec
