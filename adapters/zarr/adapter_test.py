@@ -167,6 +167,12 @@ class ZarrAdapterTest(unittest.TestCase):
         reqs, replies = self.load(self.group(1), [[tensor("buf", "fp32", (10,), (0,), (10,))]])
         self.assertTrue(replies[0]["ok"], replies)
         self.assertEqual(Path(reqs[0]["tensors"][0]["file"]).read_bytes(), data["buf"].tobytes())
+        # Finding: the writers' lock directory buf.sync holds an empty .zarray lock file, which
+        # Megatron's metadata scan (every strict mode but assume_ok_unexpected) takes for an array.
+        _, (reply,) = self.load(self.group(1), [[tensor("buf", "fp32", (10,), (0,), (10,))]],
+                                strict="return_all")
+        self.assertEqual(reply["error"]["code"], "Corruption")
+        self.assertIn("buf.sync/.zarray", reply["error"]["message"])
 
     def test_validate_refuses_a_gap(self):
         data = {"w": full("fp32", (4,), 1)}
@@ -188,6 +194,41 @@ class ZarrAdapterTest(unittest.TestCase):
         reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
         self.assertTrue(replies[0]["ok"], replies)
         self.assertEqual(len(Path(reqs[0]["tensors"][0]["file"]).read_bytes()), 16)
+
+    def saved_pair(self):
+        """w = [0, 0.25, 0.5, 0.75] saved by two ranks, one chunk file each ("0" and "1")."""
+        data = {"w": full("fp32", (4,), 0)}
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,))] for r in range(2)]
+        self.assertTrue(all(r["ok"] for r in self.save(self.group(2), specs, data)))
+        return data, Path(self.dir, "iter_0000010", "w")
+
+    def test_deleted_chunk_loads_without_error(self):
+        # Finding: no chunk index and fill_value None: a lost chunk file is not noticed.
+        data, array = self.saved_pair()
+        (array / "1").unlink()
+        reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
+        self.assertTrue(replies[0]["ok"], replies)
+        loaded = Path(reqs[0]["tensors"][0]["file"]).read_bytes()
+        self.assertEqual(loaded[:8], data["w"][:2].tobytes())  # the rest is whatever memory held
+
+    def test_flipped_bit_loads_without_error(self):
+        # Finding: no checksums (compressor None): a flipped bit comes back as data.
+        data, array = self.saved_pair()
+        chunk = bytearray((array / "0").read_bytes())
+        chunk[0] ^= 1
+        (array / "0").write_bytes(bytes(chunk))
+        reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
+        self.assertTrue(replies[0]["ok"], replies)
+        loaded = Path(reqs[0]["tensors"][0]["file"]).read_bytes()
+        self.assertEqual(loaded, bytes(chunk) + data["w"][2:].tobytes())
+
+    def test_truncated_chunk_is_an_error_naming_the_array(self):
+        _, array = self.saved_pair()
+        (array / "1").write_bytes(b"\0" * 5)
+        _, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
+        self.assertFalse(replies[0]["ok"])
+        self.assertEqual(replies[0]["error"]["code"], "Corruption")
+        self.assertIn(str(array), replies[0]["error"]["message"])
 
     def test_strict_modes(self):
         data = {"w": full("fp32", (4,), 1), "v": full("fp32", (2,), 2)}
@@ -216,6 +257,17 @@ class ZarrAdapterTest(unittest.TestCase):
         req = {"directory": self.dir, "iteration": 20, "validate": True, "tensors": [
             dict(fp8[0][0], file=g.write("q", b"\0" * 4))], "objects": [], "common": {}}
         self.assertEqual(g.call("save", [req])[0]["error"]["code"], "NotSupported")
+
+    def test_saving_an_older_iteration_again_fails(self):
+        # zarr.create refuses an existing array (Megatron: "Array ... already exists").
+        data = {"w": full("fp32", (4,), 1)}
+        g = self.group(1)
+        spec = [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]]
+        for it in (10, 20):
+            self.assertTrue(self.save(g, spec, data, iteration=it)[0]["ok"])
+        (reply,) = self.save(g, spec, data, iteration=10)
+        self.assertEqual(reply["error"]["code"], "FailedPrecondition")
+        self.assertIn("already exists", reply["error"]["message"])
 
     def test_load_without_checkpoint(self):
         _, (reply,) = self.load(self.group(1), [[]])

@@ -26,7 +26,8 @@ Deliberately faithful, so that ckptspec measures the backend and not this file:
   - Loading a tensor reads the requested box from the array (any layout: resharding); the
     stored dtype is converted to the requested one, as Megatron's caller's copy_ did.
   - Validation of a save (Megatron's validate_sharding_integrity) and the strict modes
-    (validate_integrity_and_strict_load) are Megatron's, which ran above the zarr strategy.
+    (validate_integrity_and_strict_load) are Megatron's, which ran above the zarr strategy; the
+    checkpoint's keys come from a scan like load_tensors_metadata's (see checkpoint_keys).
 
 Every rank is its own process. Where Megatron called torch.distributed (barrier, all_gather_object)
 the ranks meet over MASTER_ADDR:MASTER_PORT (Group below): rank 0 listens, the others connect.
@@ -380,11 +381,20 @@ def save(group, rank, req):
 
 
 def checkpoint_keys(ckpt):
-    """Tensor keys (directories holding .zarray) and object keys (directories of shard_*.bin)."""
+    """The checkpoint's keys as Megatron's strict handling learnt them: load_tensors_metadata
+    (load_zarr_based_sharded_metadata: every directory holding a .zarray is an array, whose shape
+    and dtype are read) and load_sharded_metadata (directories of shard_* files are objects).
+    Note: a zarr.ProcessSynchronizer's lock directory (<key>.sync, irregular grids) holds an empty
+    .zarray lock file too, and reading it fails -- in Megatron as here."""
     tensors, objects = set(), set()
     for root, dirs, files in os.walk(ckpt):
         rel = Path(root).relative_to(ckpt).as_posix()
         if ".zarray" in files:
+            try:
+                zarr.open_array(root, mode="r")
+            except (ValueError, TypeError, KeyError) as e:
+                raise AdapterError("Corruption", f"{root}/.zarray: not zarr array metadata "
+                                                 f"({type(e).__name__}: {e})") from e
             tensors.add(rel)
             dirs[:] = []
         elif any(f.startswith("shard_") and f.endswith(".bin") for f in files):
@@ -445,23 +455,31 @@ def load(group, rank, req):
 
     def inspect():
         iteration, ckpt, common = resolve(req["directory"], req.get("iteration"))
+        if strict == "assume_ok_unexpected":  # Megatron reads no checkpoint metadata then
+            return iteration, ckpt, common, None
         t_keys, o_keys = checkpoint_keys(ckpt)
         return iteration, ckpt, common, t_keys | o_keys
 
-    if strict.endswith("_all"):  # missing keys need what every rank requests
+    # Missing keys need what every rank requests; a raise_* error names every rank's unexpected
+    # keys (in Megatron each rank raised with its own; one error is all a caller sees here).
+    needs_group = strict.endswith("_all") or strict.startswith("raise_")
+    if needs_group:
         found, error = attempt(inspect)
-        all_requested = set().union(*group.agree(error, requested))
+        every_rank = group.agree(error, requested)
     else:
-        found = inspect()
+        found, every_rank = inspect(), [requested]
     iteration, ckpt, common, ckpt_keys = found
-    unexpected = [k for k in requested if k not in ckpt_keys]
-    missing = sorted(ckpt_keys - all_requested) if strict.endswith("_all") else []
+    unexpected = [k for k in requested if k not in ckpt_keys] if ckpt_keys is not None else []
+    missing = (sorted(ckpt_keys - set().union(*every_rank)) if strict.endswith("_all") else [])
     reply = {"iteration": iteration, "common": common, "dropped": [], "unexpected": [],
              "missing": [], "warnings": []}
-    if strict in ("raise_unexpected", "raise_all") and (unexpected or missing):
-        raise AdapterError("InvalidArgument", f"{ckpt}: unexpected keys (requested, not in the "
-                                              f"checkpoint): {unexpected}; missing keys (in the "
-                                              f"checkpoint, requested by no rank): {missing}")
+    if strict.startswith("raise_"):
+        by_rank = {r: u for r, u in enumerate([k for k in keys if k not in ckpt_keys]
+                                              for keys in every_rank) if u}
+        if by_rank or (strict == "raise_all" and missing):
+            raise AdapterError("InvalidArgument", f"{ckpt}: unexpected keys (requested, not in the "
+                                                  f"checkpoint) by rank: {by_rank}; missing keys (in "
+                                                  f"the checkpoint, requested by no rank): {missing}")
     if strict.startswith("log_"):
         reply["warnings"] += [f"unexpected key (not in {ckpt}): {k}" for k in unexpected]
         reply["warnings"] += [f"missing key (requested by no rank): {k}" for k in missing]
