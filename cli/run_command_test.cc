@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
+
+#include "targets/process/process_test_util.h"
 
 namespace ckptspec {
 namespace {
@@ -69,6 +73,38 @@ TEST(RunCommand, UnknownNamesAreInvalidArguments) {
   std::ostringstream out2, err2;
   EXPECT_EQ(RunRunCommand(o, out2, err2), 2);
   EXPECT_NE(err2.str().find("unknown property 'P99'"), std::string::npos);
+}
+
+// The built-in adapter judged by expectation files: as expected (exit 0), an unexpected pass and
+// an unexpected n/a (exit 1, each named below the matrix).
+TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
+  UseFastTempDir();
+  const std::string file = ::testing::TempDir() + "run_command_expectations.json";
+  const auto run_with = [&](const std::string& properties, std::string* text) {
+    std::ofstream(file) << R"({"format": "ckptspec.expectations", "version": 1, "properties": )"
+                        << properties << "}";
+    RunOptions o;
+    o.adapters = {CKPTSPEC_REFERENCE_ADAPTER};
+    o.properties = "P2,P13";
+    o.budget = "3";
+    o.quiet = true;
+    o.expectations = file;
+    std::ostringstream out, err;
+    const int code = RunRunCommand(o, out, err);
+    *text = out.str() + err.str();
+    return code;
+  };
+  std::string text;
+  EXPECT_EQ(run_with(R"({"P13": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
+  EXPECT_NE(text.find("adapter:ckptspec_reference_adapter  pass"), std::string::npos) << text;
+  EXPECT_EQ(run_with(R"({"P2": {"expect": "fail", "reason": "a known bug"}})", &text), 1) << text;
+  EXPECT_NE(text.find("UNEXPECTED pass: adapter:ckptspec_reference_adapter P2, expected fail (a known bug)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec_reference_adapter P13, expected pass"),
+            std::string::npos) << text;
+  EXPECT_EQ(run_with(R"({"P22": {"expect": "pass"}})", &text), 2) << text;
+  EXPECT_NE(text.find("properties.P22: no such property"), std::string::npos) << text;
+  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "properties/adapter_target.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <memory>
+#include <vector>
 
 #include "targets/env/env.h"
 #include "targets/process/process_target.h"
@@ -10,14 +12,27 @@
 namespace ckptspec {
 namespace {
 
-Status MakeTempDir(std::string* out) {
-  const char* tmp = getenv("TMPDIR");
-  std::string pattern = JoinPath(tmp && *tmp ? tmp : "/tmp", "ckptspec-adapter-XXXXXX");
+// A fresh directory "ckptspec-adapter-XXXXXX" under `root`.
+Status MakeTempDir(const std::string& root, std::string* out) {
+  std::string pattern = JoinPath(root, "ckptspec-adapter-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
     return Status::IOError("cannot create a temporary directory like " + pattern);
   }
   *out = pattern;
   return Status::OK();
+}
+
+// Where checkpoints go: $TMPDIR, else /tmp.
+std::string CheckpointRoot() {
+  const char* tmp = getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+// Where the harness's scratch files and logs go: /dev/shm when it is writable (entry bytes are
+// written and read once per call: a memory file system spares the storage under test that
+// traffic), else the checkpoint root.
+std::string WorkRoot() {
+  return access("/dev/shm", W_OK | X_OK) == 0 ? std::string("/dev/shm") : CheckpointRoot();
 }
 
 std::string DefaultName(const std::string& command) {
@@ -30,14 +45,14 @@ std::string DefaultName(const std::string& command) {
 
 class AdapterUnderTest : public TargetUnderTest {
  public:
-  // `temp_dir` holds options.directory and options.work_dir; removed at the end ("" : none).
-  AdapterUnderTest(std::string name, std::string temp_dir, ProcessEngineOptions options)
-      : name_(std::move(name)), temp_dir_(std::move(temp_dir)), options_(std::move(options)) {
+  // `temp_dirs` hold options.directory and options.work_dir; removed at the end.
+  AdapterUnderTest(std::string name, std::vector<std::string> temp_dirs, ProcessEngineOptions options)
+      : name_(std::move(name)), temp_dirs_(std::move(temp_dirs)), options_(std::move(options)) {
     StartProcess();
   }
   ~AdapterUnderTest() override {
     target_.reset();
-    if (!temp_dir_.empty()) (void)RemoveRecursively(Env::Posix(), temp_dir_);
+    for (const std::string& dir : temp_dirs_) (void)RemoveRecursively(Env::Posix(), dir);
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return nullptr; }
@@ -51,7 +66,7 @@ class AdapterUnderTest : public TargetUnderTest {
   void StartProcess() { target_ = std::make_unique<ProcessTarget>(name_, options_); }
 
   std::string name_;
-  std::string temp_dir_;
+  std::vector<std::string> temp_dirs_;
   ProcessEngineOptions options_;
   std::unique_ptr<ProcessTarget> target_;
 };
@@ -66,7 +81,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     return Status::InvalidArgument("adapter timeout must be positive, got " + std::to_string(options.timeout_s));
   }
   std::string probe_dir;
-  CKPTSPEC_RETURN_IF_ERROR(MakeTempDir(&probe_dir));
+  CKPTSPEC_RETURN_IF_ERROR(MakeTempDir(WorkRoot(), &probe_dir));
   HelloReply hello;
   const Status probed = ProcessEngine::Probe(options.command, probe_dir, options.timeout_s, &hello);
   (void)RemoveRecursively(Env::Posix(), probe_dir);
@@ -80,20 +95,23 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   const AdapterOptions copy = options;
   const Capabilities declared = hello.capabilities;
   factory.make = [name, copy, declared](const TargetOptions&) -> std::unique_ptr<TargetUnderTest> {
-    std::string dir;
+    std::string checkpoints, work;
     ProcessEngineOptions engine;
     engine.command = copy.command;
     engine.timeout_s = copy.timeout_s;
     engine.capabilities = declared;
-    // A temporary directory that cannot be made leaves the paths empty: every engine call then
-    // fails (ProcessEngine refuses to run without them).
-    if (MakeTempDir(&dir).ok()) {
-      engine.directory = JoinPath(dir, "ckpt");
-      engine.work_dir = JoinPath(dir, "work");
-    } else {
-      dir.clear();
+    std::vector<std::string> made;
+    // A temporary directory that cannot be made leaves its path empty: every engine call then
+    // fails (ProcessEngine refuses to run without both).
+    if (MakeTempDir(CheckpointRoot(), &checkpoints).ok()) {
+      made.push_back(checkpoints);
+      engine.directory = JoinPath(checkpoints, "ckpt");
     }
-    return std::make_unique<AdapterUnderTest>(name, dir, std::move(engine));
+    if (MakeTempDir(WorkRoot(), &work).ok()) {
+      made.push_back(work);
+      engine.work_dir = work;
+    }
+    return std::make_unique<AdapterUnderTest>(name, std::move(made), std::move(engine));
   };
   *out = std::move(factory);
   return Status::OK();

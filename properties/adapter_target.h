@@ -4,9 +4,10 @@
 // Contracts:
 //  - AdapterTargetFactory probes the adapter once (one rank: hello, shutdown) for the capabilities
 //    it declares; a probe that fails is the error, with the adapter's verdict.
-//  - Each target made owns a fresh temporary directory (under $TMPDIR, else /tmp) holding the
-//    adapter's checkpoint directory (ckpt/) and the harness's scratch files and logs (work/); it
-//    is removed when the target is destroyed, after the adapter processes are shut down.
+//  - Each target made owns two fresh temporary directories, removed when the target is destroyed
+//    (after the adapter processes are shut down): one under $TMPDIR (else /tmp) holding the
+//    adapter's checkpoint directory ckpt/, the storage under test; one under /dev/shm when it is
+//    writable (else beside the first) for the harness's scratch files and the ranks' logs.
 //  - NewProcess() shuts the adapter processes down and gives a new engine over the same
 //    checkpoint directory (the next call starts new processes).
 //  - The storage is the real disk, not a MemEnv: mem_env() is null and fault_injection false, so

@@ -54,8 +54,8 @@ std::vector<ShardedStateDict> Dicts(int world, float base) {
 class AdapterEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ckptspec-adapter-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string tmpl = FastTempRoot() + "/ckptspec-adapter-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
   void TearDown() override { (void)RemoveRecursively(Env::Posix(), dir_); }
@@ -185,7 +185,13 @@ INSTANTIATE_TEST_SUITE_P(
         InjectedCase{"--fault wrong-request --fault-rank 0", AdapterFault::kWrongRequest, 0, "while save (request"},
         InjectedCase{"--fault malformed --fault-rank 1", AdapterFault::kMalformedReply, 1, "no boolean \"ok\""},
         InjectedCase{"--fault wrong-size --fault-rank 1", AdapterFault::kWrongSize, 1,
-                     "wrote 15 bytes for tensor 'w' (template entry 0), expected 16"}));
+                     "wrote 15 bytes for tensor 'w' (template entry 0), expected 16"}),
+    [](const ::testing::TestParamInfo<InjectedCase>& info) {  // "crash_save_rank_1"
+      std::string name = std::string(info.param.flags).substr(std::string("--fault ").size());
+      for (char& ch : name) ch = isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      const size_t at = name.find("___fault_rank_");
+      return name.substr(0, at) + "_rank_" + name.substr(at + std::string("___fault_rank_").size());
+    });
 
 TEST_F(AdapterEngineTest, ACrashMidSaveLeavesThePreviousCheckpointLoadable) {
   ASSERT_TRUE(Engine()->Save(1, Dicts(2, 1), SaveOptions()).ok());
@@ -206,6 +212,7 @@ TEST_F(AdapterEngineTest, ACrashMidSaveLeavesThePreviousCheckpointLoadable) {
 // The catalog through the adapter: what the reference passes passes, the in-memory-Env properties
 // are n/a. A few cases each keeps this fast; `ckptspec run --adapter` runs the full budget.
 TEST(AdapterProperties, PassLikeTheReferenceOrAreNotApplicable) {
+  UseFastTempDir();
   AdapterOptions options;
   options.command = kAdapter;
   TargetFactory factory;

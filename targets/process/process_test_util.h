@@ -2,10 +2,13 @@
 #pragma once
 
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,5 +29,11 @@ inline void ExpectNoProcessLeft(const std::vector<pid_t>& leaders) {
     EXPECT_TRUE(gone) << "process group " << pid << " still has members";
   }
 }
+
+// Where tests put adapter checkpoints: /dev/shm when it is a writable directory (tmpfs: the
+// reference engine's fsyncs cost nothing there, and durability is not what these tests check),
+// else /tmp. UseFastTempDir() also points TMPDIR there, for adapter targets' own directories.
+inline std::string FastTempRoot() { return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp"; }
+inline void UseFastTempDir() { setenv("TMPDIR", FastTempRoot().c_str(), 1); }
 
 }  // namespace ckptspec

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 namespace ckptspec {
 namespace {
@@ -190,7 +191,9 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
     if (wait_ms == 0) {
       for (size_t r = 0; r < n; ++r) {
         if (!replied[r] || written[r] < lines[r].size()) {
-          std::string detail = "no reply within " + std::to_string(timeout_s) + " s during " + during;
+          std::ostringstream detail_text;
+          detail_text << "no reply within " << timeout_s << " s during " << during;
+          std::string detail = detail_text.str();
           if (written[r] < lines[r].size()) detail += " (it had not read the whole request)";
           return Fault(static_cast<int>(r), AdapterFault::kTimedOut, detail);
         }

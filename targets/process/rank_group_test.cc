@@ -154,6 +154,20 @@ TEST_F(RankGroupTest, AnErrorReplyIsNoFault) {
   EXPECT_FALSE(group->last_fault().has_value());
 }
 
+TEST_F(RankGroupTest, ARefusedHelloEndsTheGroupWithTheAdaptersError) {
+  auto group = Group(
+      "read -r l; printf '{\"id\":1,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"NotSupported\","
+      "\"message\":\"protocol 1 unknown\"}}\\n' $RANK; read -r l",
+      2);
+  HelloReply hello;
+  const Status s = group->Start(&hello);
+  EXPECT_EQ(s.code(), Status::Code::kNotSupported) << s.ToString();
+  EXPECT_EQ(s.message(), "adapter rank 0 refused hello: protocol 1 unknown");
+  EXPECT_FALSE(group->alive());
+  EXPECT_FALSE(group->last_fault().has_value());
+  ExpectNoProcessLeft(group->pids());
+}
+
 TEST_F(RankGroupTest, DestroyingAGroupMidRequestKillsEverything) {
   std::vector<pid_t> pids;
   {
