@@ -344,16 +344,21 @@ TEST(StateSharding, DpReshardableReshardsOverDp) {
   EXPECT_EQ(FirstDifference(got, expected), "");
 }
 
-TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
-  const Layout l = MakeLayout(4, 2, 1);
-  const TrainingState s = Trained(Config(l), 1);
+// What every rank of `l` requests for a same-layout load of `s`, filled from a save of `s`.
+void SavedAndRequested(const Layout& l, const TrainingState& s, std::vector<ShardedStateDict>* req) {
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
   CheckpointInfo info;
   ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
+  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), req).ok());
+  for (auto& d : *req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
+}
+
+TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
+  const Layout l = MakeLayout(4, 2, 1);
+  const TrainingState s = Trained(Config(l), 1);
   std::vector<ShardedStateDict> req;
-  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), &req).ok());
-  for (auto& d : req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
+  ASSERT_NO_FATAL_FAILURE(SavedAndRequested(l, s, &req));
   auto rebuild = [&](const std::vector<ShardedStateDict>& r) {
     TrainingState out;
     return RebuildTrainingState(r, l, s.config, LoadFlags(), &out);
@@ -383,13 +388,8 @@ TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
 TEST(StateSharding, ParamGroupIndicesOutOfRangeAreCorruption) {
   const Layout l = MakeLayout(2, 2, 1);
   const TrainingState s = Trained(Config(l), 1);
-  std::vector<ShardedStateDict> dicts;
-  ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
-  CheckpointInfo info;
-  ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
   std::vector<ShardedStateDict> req;
-  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), &req).ok());
-  for (auto& d : req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
+  ASSERT_NO_FATAL_FAILURE(SavedAndRequested(l, s, &req));
   auto rebuild_with_index = [&](const nlohmann::json& index) {
     auto r = req;
     for (auto& d : r) d.common["optimizer"][0]["param_groups"][0]["params"][0] = index;
