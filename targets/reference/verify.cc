@@ -124,6 +124,14 @@ Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations, 
     for (const Violation& v : CheckShardingIntegrity(CoverageSignature(md))) {
       report->findings.push_back(dir + ": coverage: " + v.ToString());
     }
+    // A tensor without chunks is absent from the coverage signature: its gap is reported here.
+    for (const TensorEntry& t : md.tensors) {
+      if (t.chunks.empty() && Volume(t.global_shape) > 0) {
+        report->findings.push_back(dir + ": coverage: tensor '" + t.key + "' of shape " +
+                                   DimsToString(t.global_shape) + " has no chunk: none of its " +
+                                   std::to_string(Volume(t.global_shape)) + " elements is stored");
+      }
+    }
   }
   return Status::OK();
 }

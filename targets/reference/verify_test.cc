@@ -46,6 +46,30 @@ TEST(Verify, TrackerNamingAMissingIterationIsAFinding) {
   EXPECT_NE(report.findings[0].find("tracker names iteration 9"), std::string::npos) << report.findings[0];
 }
 
+// Found by checkpoint_dir_fuzzer: a tensor whose metadata lists no chunk at all was missing from
+// the coverage check, so verify called a checkpoint sound that no load can read.
+TEST(Verify, TensorWithoutChunksIsACoverageFinding) {
+  MemHarness h;
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
+  const std::string dir = "/ckpt/" + IterationDirName(3);
+  std::string text;
+  ASSERT_TRUE(ReadFileToString(&h.env, dir + "/" + kMetadataFileName, kMaxMetadataBytes, &text).ok());
+  CheckpointMetadata md;
+  ASSERT_TRUE(DecodeMetadata(text, "metadata.json", &md).ok());
+  ASSERT_FALSE(md.tensors.empty());
+  md.tensors[0].chunks.clear();
+  text = EncodeMetadata(md);
+  ASSERT_TRUE(ReplaceFileAtomically(&h.env, dir + "/" + kMetadataFileName, text).ok());
+  ASSERT_TRUE(ReplaceFileAtomically(&h.env, dir + "/" + kMetadataChecksumFileName,
+                                    ChecksumHex(Checksum(text.data(), text.size())) + "\n")
+                  .ok());
+  VerifyReport report;
+  ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
+  ASSERT_EQ(report.findings.size(), 1u) << (report.findings.empty() ? "no finding" : report.findings[1]);
+  EXPECT_NE(report.findings[0].find("coverage: tensor '" + md.tensors[0].key + "'"), std::string::npos)
+      << report.findings[0];
+}
+
 TEST(Verify, MissingRootIsAnError) {
   MemEnv env;
   VerifyReport report;
