@@ -1,23 +1,26 @@
 // Writes the fuzz targets' seed corpora from real checkpoints of the reference:
 //   seed_tool CORPUS_DIR
-// creates CORPUS_DIR/<target>_seed_corpus/ for metadata_fuzzer, signature_fuzzer and
-// common_state_fuzzer. Run it deliberately when the formats change (never from CI); the
-// corpora are committed.
+// creates CORPUS_DIR/<target>_seed_corpus/ for every target. Per seed run (seed_runs.h), trained
+// two iterations and saved by the reference: its metadata and tracker (metadata_fuzzer), its
+// structure signature (signature_fuzzer), its common state, a rank's RNG state and the rerun
+// payload (common_state_fuzzer), and its whole checkpoint directory as bundles
+// (checkpoint_dir_fuzzer: templates from the metadata, from the framework, two checkpoints). The
+// op_sequence_fuzzer seeds are short job stories written with OpInputWriter. Run it deliberately
+// when the formats change (never from CI); the corpora are committed.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "model/param_sharding.h"
+#include "fuzz/bundle.h"
+#include "fuzz/op_input.h"
+#include "fuzz/seed_runs.h"
 #include "model/rerun_state_machine.h"
 #include "model/rng_streams.h"
 #include "model/signature_json.h"
-#include "model/state_sharding.h"
-#include "model/training_step.h"
-#include "targets/env/mem_env.h"
+#include "properties/harness.h"
 #include "targets/reference/format.h"
-#include "targets/reference/reference_engine.h"
 
 namespace ckptspec {
 namespace {
@@ -29,65 +32,83 @@ void Write(const fs::path& dir, const std::string& name, const std::string& byte
   std::ofstream(dir / name, std::ios::binary) << bytes;
 }
 
-Status Die(const Status& s) {
+void Die(const Status& s) {
   if (!s.ok()) {
     std::fprintf(stderr, "seed_tool: %s\n", s.ToString().c_str());
     std::exit(1);
   }
-  return s;
 }
 
-struct Scenario {
-  const char* name;
-  int64_t world;
-  ParallelSizes sizes;
-  ModelConfig model;
-  OptimizerFormat format;
-};
+// Bundle options (bundle.h): bit 4 framework templates, bit 5 verify every iteration.
+constexpr uint8_t kMetadataTemplates = 0;
+constexpr uint8_t kFrameworkTemplates = 1 << 4;
+constexpr uint8_t kVerifyAll = 1 << 5;
 
-void WriteScenario(const Scenario& sc, const fs::path& corpus) {
-  Layout layout;
-  Die(Layout::Make(sc.world, sc.sizes, RankOrder(), &layout));
-  TrainingConfig config;
-  config.model = sc.model;
-  config.ranks = RankCoordsOf(layout);
-  config.data.dp_size = layout.dp();
-  config.data.global_batch_size = 2 * layout.dp();
-  config.data.micro_batch_size = 1;
-  if (sc.model.num_experts > 0) config.optimizer.chaining = Chaining::kDenseExpert;
-  TrainingState state;
-  Die(InitialTrainingState(config, &state));
-  Die(Train(&state, 2));
-  ShardingConfig sharding;
-  sharding.optimizer_format = sc.format;
-  std::vector<ShardedStateDict> dicts;
-  Die(ShardTrainingState(layout, state, sharding, &dicts));
+void WriteSeedRun(const SeedRun& seed, uint8_t index, const fs::path& corpus) {
+  const RunSpec& run = seed.run;
+  std::vector<TrainingState> states;
+  Die(InitialStates(run, &states));
+  Die(TrainRun(&states, 1));
+  std::unique_ptr<TargetUnderTest> target = ReferenceTargetFactory().make(TargetOptions());
+  MemEnv& env = *target->mem_env();
+  const std::string root = target->root();
+  Die(SaveRun(target->target(), run, states, 1, SaveOptions()));
+  Bundle bundle;
+  const fs::path bundles = corpus / "checkpoint_dir_fuzzer_seed_corpus";
+  Die(TrainRun(&states, 1));
+  const int64_t iteration = states.front().iteration;
+  Die(SaveRun(target->target(), run, states, iteration, SaveOptions()));
+  Die(CollectBundle(&env, root, kVerifyAll | kFrameworkTemplates, index, &bundle));
+  Write(bundles, seed.name + "_two_checkpoints.bundle", SerializeBundle(bundle));
 
-  MemEnv env;
-  Die(env.CreateDir("/ckpt"));
-  ReferenceOptions options;
-  options.env = &env;
-  options.root = "/ckpt";
-  ReferenceEngine engine(std::move(options));
-  Die(engine.Save(state.iteration, dicts, SaveOptions()));
+  // One checkpoint only: the second save into a fresh directory.
+  std::unique_ptr<TargetUnderTest> single = ReferenceTargetFactory().make(TargetOptions());
+  Die(SaveRun(single->target(), run, states, iteration, SaveOptions()));
+  Die(CollectBundle(single->mem_env(), single->root(), kMetadataTemplates, index, &bundle));
+  Write(bundles, seed.name + "_metadata.bundle", SerializeBundle(bundle));
+  bundle.options = kFrameworkTemplates;
+  Write(bundles, seed.name + "_framework.bundle", SerializeBundle(bundle));
+
+  const std::string dir = root + "/" + IterationDirName(iteration);
   std::string metadata, tracker;
-  Die(ReadFileToString(&env, "/ckpt/" + IterationDirName(state.iteration) + "/metadata.json", 1 << 26, &metadata));
-  Die(ReadFileToString(&env, "/ckpt/latest_checkpointed_iteration.txt", 1 << 10, &tracker));
-  Write(corpus / "metadata_fuzzer_seed_corpus", std::string(sc.name) + ".json", metadata);
-  Write(corpus / "metadata_fuzzer_seed_corpus", std::string(sc.name) + "_tracker.txt", tracker);
+  Die(ReadFileToString(&env, dir + "/" + kMetadataFileName, 1 << 26, &metadata));
+  Die(ReadFileToString(&env, root + "/" + kTrackerFileName, 1 << 10, &tracker));
+  Write(corpus / "metadata_fuzzer_seed_corpus", seed.name + ".json", metadata);
+  Write(corpus / "metadata_fuzzer_seed_corpus", seed.name + "_tracker.txt", tracker);
 
+  std::vector<ShardedStateDict> dicts;
+  Die(target->target().framework().ToStateDicts(run.layout, states, run.sharding, &dicts));
   GlobalSignature signature;
   for (size_t r = 0; r < dicts.size(); ++r) signature.ranks.push_back(SignatureOf(r, dicts[r], true));
-  Write(corpus / "signature_fuzzer_seed_corpus", std::string(sc.name) + ".json",
-        SignatureToJson(signature).dump());
+  Write(corpus / "signature_fuzzer_seed_corpus", seed.name + ".json", SignatureToJson(signature).dump());
 
-  Write(corpus / "common_state_fuzzer_seed_corpus", std::string(sc.name) + "_common.json",
-        dicts[0].common.dump());
-  Write(corpus / "common_state_fuzzer_seed_corpus", std::string(sc.name) + "_rng.json",
-        RankRngStateToJson(state.rng[0]).dump());
+  const fs::path common = corpus / "common_state_fuzzer_seed_corpus";
+  Write(common, seed.name + "_common.json", dicts[0].common.dump());
+  Write(common, seed.name + "_rng.json", RankRngStateToJson(states.front().rng[0]).dump());
   nlohmann::json payload;
-  Die(CheckpointPayload(state.rerun, &payload));
-  Write(corpus / "common_state_fuzzer_seed_corpus", std::string(sc.name) + "_rerun.json", payload.dump());
+  Die(CheckpointPayload(states.front().rerun, &payload));
+  Write(common, seed.name + "_rerun.json", payload.dump());
+}
+
+// Job stories for op_sequence_fuzzer (op_input.h): the run seeds pick small generated runs.
+void WriteOpSequences(const fs::path& corpus) {
+  const fs::path dir = corpus / "op_sequence_fuzzer_seed_corpus";
+  Write(dir, "train_save_restart", OpInputWriter().Run(1, 10).Train(2).Save(false, false).Train(1)
+                                       .RestartSame().Train(1).Finish());
+  Write(dir, "async_save_finalize_crash", OpInputWriter().Run(2, 20).Train(1).Save(true, true)
+                                              .Train(2).Finalize().Crash(5).RestartSame().Finish());
+  Write(dir, "crash_after_save_other_layout",
+        OpInputWriter().Run(3, 30).Train(3).Crash(-1).RestartOther(true, 11, 0).Train(1).Finish());
+  Write(dir, "rerun_fault_save_exit", OpInputWriter().Run(4, 40).Train(2).RerunFault()
+                                          .Save(false, false).RestartSame().Train(1).Finish());
+  Write(dir, "freeze_cached_plan", OpInputWriter().Run(5, 50).Train(1).Save(false, true).Freeze(0, 1)
+                                       .Train(1).Save(false, true).RestartSame().Finish());
+  Write(dir, "add_parameter_flags", OpInputWriter().Run(6, 60).Train(2).Save(true, false).Train(1)
+                                        .RestartAddParameter(0, true).Save(false, false)
+                                        .RestartOther(false, 7, 0x06).Finish());
+  Write(dir, "pending_async_lost_in_crash", OpInputWriter().Run(7, 70).Save(false, false).Train(1)
+                                                .Save(true, false).Crash(0).RestartOther(true, 3, 0x20)
+                                                .Finish());
 }
 
 }  // namespace
@@ -99,21 +120,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: seed_tool CORPUS_DIR\n");
     return 2;
   }
-  ModelConfig dense;
-  dense.num_layers = 2;
-  dense.hidden_size = 8;
-  dense.num_attention_heads = 2;
-  dense.ffn_hidden_size = 8;
-  dense.vocab_size = 8;
-  ModelConfig moe = dense;
-  moe.num_experts = 2;
-  moe.moe_ffn_hidden_size = 4;
-  const Scenario scenarios[] = {
-      {"tp2_pp2_dp2_dense_fully", 8, {2, 2, 0, 1, 1, 0}, dense, OptimizerFormat::kFullyReshardable},
-      {"tp1_dp4_ep2_moe_dp_reshardable", 4, {1, 1, 0, 1, 2, 0}, moe, OptimizerFormat::kDpReshardable},
-      {"tp2_dp1_moe_fully", 2, {2, 1, 0, 1, 1, 0}, moe, OptimizerFormat::kFullyReshardable},
-  };
-  for (const Scenario& sc : scenarios) WriteScenario(sc, argv[1]);
+  for (size_t i = 0; i < SeedRuns().size(); ++i) {
+    WriteSeedRun(SeedRuns()[i], static_cast<uint8_t>(i), argv[1]);
+  }
+  WriteOpSequences(argv[1]);
   std::printf("seed corpora written under %s\n", argv[1]);
   return 0;
 }

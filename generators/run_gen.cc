@@ -7,19 +7,6 @@ namespace ckptspec {
 namespace gen {
 namespace {
 
-// Aligns a config with the layout it runs on: DP size and the ranks' coordinates.
-void FitConfigToLayout(const Layout& layout, TrainingConfig* config) {
-  config->data.dp_size = layout.dp();
-  const int64_t per_dp = config->data.global_batch_size / config->data.micro_batch_size;
-  if (per_dp % layout.dp() != 0) {
-    // Keep the global batch: the micro-batch count per DP rank must stay whole.
-    config->data.global_batch_size = config->data.micro_batch_size * layout.dp() *
-                                     std::max<int64_t>(1, per_dp / layout.dp());
-  }
-  config->ranks.clear();
-  for (int64_t rank = 0; rank < layout.world_size(); ++rank) config->ranks.push_back(layout.Coords(rank));
-}
-
 void FitShardingToConfigs(ShardingConfig* sharding, std::vector<TrainingConfig>* configs) {
   if (sharding->optimizer_format != OptimizerFormat::kDpReshardable) return;
   for (TrainingConfig& c : *configs) {

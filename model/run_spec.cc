@@ -1,5 +1,6 @@
 #include "model/run_spec.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "model/describe.h"
@@ -45,6 +46,18 @@ Status ExpectedResume(const RunSpec& saved_run, const std::vector<TrainingState>
     out->push_back(std::move(expected));
   }
   return Status::OK();
+}
+
+void FitConfigToLayout(const Layout& layout, TrainingConfig* config) {
+  config->data.dp_size = layout.dp();
+  const int64_t per_dp = config->data.global_batch_size / config->data.micro_batch_size;
+  if (per_dp % layout.dp() != 0) {
+    // The micro-batch count per DP rank must stay whole.
+    config->data.global_batch_size = config->data.micro_batch_size * layout.dp() *
+                                     std::max<int64_t>(1, per_dp / layout.dp());
+  }
+  config->ranks.clear();
+  for (int64_t rank = 0; rank < layout.world_size(); ++rank) config->ranks.push_back(layout.Coords(rank));
 }
 
 Status InitialStates(const RunSpec& run, std::vector<TrainingState>* states) {

@@ -20,6 +20,10 @@ struct RunSpec {
   ShardingConfig sharding;
 };
 
+// Aligns a config with the layout it runs on: data.dp_size and the ranks' coordinates follow the
+// layout; the global batch is kept, or rounded so that every DP rank gets whole micro-batches.
+void FitConfigToLayout(const Layout& layout, TrainingConfig* config);
+
 // Multi-line: per module its ranks, layout and config; then the optimizer format.
 std::string DescribeRun(const RunSpec& run);
 

@@ -1,5 +1,7 @@
 #include "model/state_common.h"
 
+#include <limits>
+
 namespace ckptspec {
 
 namespace {
@@ -107,7 +109,11 @@ Status ParamGroupFromJson(const json& j, ParamGroup* out) {
   if (!params->is_array()) return Status::Corruption(w + ": 'params' is not an array");
   for (const json& p : *params) {
     if (!p.is_number_integer()) return Status::Corruption(w + ": 'params' holds a non-integer");
-    g.params.push_back(p.get<int>());
+    constexpr int64_t kMaxIndex = std::numeric_limits<int>::max();
+    const bool index = p.is_number_unsigned() ? p.get<uint64_t>() <= static_cast<uint64_t>(kMaxIndex)
+                                              : p.get<int64_t>() >= 0 && p.get<int64_t>() <= kMaxIndex;
+    if (!index) return Status::Corruption(w + ": 'params' holds " + p.dump() + ", not a parameter index");
+    g.params.push_back(static_cast<int>(p.get<int64_t>()));
   }
   *out = std::move(g);
   return Status::OK();
@@ -141,6 +147,28 @@ Status SubOptimizersFromJson(const json& j, std::vector<SubOptimizer>* out) {
     subs.push_back(std::move(s));
   }
   *out = std::move(subs);
+  return Status::OK();
+}
+
+Status CheckGroupParameters(const std::vector<SubOptimizer>& subs, size_t num_params) {
+  for (const SubOptimizer& s : subs) {
+    std::vector<bool> seen(num_params, false);
+    for (size_t g = 0; g < s.groups.size(); ++g) {
+      for (int p : s.groups[g].params) {
+        const std::string where = "sub-optimizer '" + s.name + "' group " + std::to_string(g);
+        if (p < 0 || static_cast<size_t>(p) >= num_params) {
+          return Status::Corruption(where + ": parameter index " + std::to_string(p) +
+                                    " is outside the model's " + std::to_string(num_params) +
+                                    " parameters");
+        }
+        if (seen[p]) {
+          return Status::Corruption(where + ": parameter index " + std::to_string(p) +
+                                    " belongs to two groups");
+        }
+        seen[p] = true;
+      }
+    }
+  }
   return Status::OK();
 }
 

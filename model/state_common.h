@@ -23,6 +23,10 @@ Status ParamGroupFromJson(const nlohmann::json& j, ParamGroup* out);
 // [{"name", "param_groups": [...]}, ...].
 nlohmann::json SubOptimizersToJson(const std::vector<SubOptimizer>& subs);
 Status SubOptimizersFromJson(const nlohmann::json& j, std::vector<SubOptimizer>* out);
+// What SubOptimizersFromJson cannot know: every group's parameter indices lie in [0, num_params)
+// and no parameter is in two groups of one sub-optimizer. Corruption naming the group otherwise
+// (a checkpoint's groups index the saving model's parameters; load rules index with them).
+Status CheckGroupParameters(const std::vector<SubOptimizer>& subs, size_t num_params);
 
 // [{"name", "first_rank", "world_size", "tp", "pp", "dp", "cp", "ep", "etp", "order"}, ...].
 nlohmann::json HeterogeneousLayoutToJson(const HeterogeneousLayout& layout);

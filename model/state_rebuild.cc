@@ -295,6 +295,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
         return Status::Corruption(label + ": optimizer common state lacks 'optimizer' or 'opt_param_scheduler'");
       }
       CKPTSPEC_RETURN_IF_ERROR(SubOptimizersFromJson((*mc)["optimizer"], &view.optimizers).WithContext(label));
+      CKPTSPEC_RETURN_IF_ERROR(CheckGroupParameters(view.optimizers, view.params.size()).WithContext(label));
       CKPTSPEC_RETURN_IF_ERROR(
           SchedulerStateFromJson((*mc)["opt_param_scheduler"], configs[m].scheduler, &view.scheduler).WithContext(label));
     }

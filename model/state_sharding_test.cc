@@ -344,16 +344,21 @@ TEST(StateSharding, DpReshardableReshardsOverDp) {
   EXPECT_EQ(FirstDifference(got, expected), "");
 }
 
-TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
-  const Layout l = MakeLayout(4, 2, 1);
-  const TrainingState s = Trained(Config(l), 1);
+// What every rank of `l` requests for a same-layout load of `s`, filled from a save of `s`.
+void SavedAndRequested(const Layout& l, const TrainingState& s, std::vector<ShardedStateDict>* req) {
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
   CheckpointInfo info;
   ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
+  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), req).ok());
+  for (auto& d : *req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
+}
+
+TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
+  const Layout l = MakeLayout(4, 2, 1);
+  const TrainingState s = Trained(Config(l), 1);
   std::vector<ShardedStateDict> req;
-  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), &req).ok());
-  for (auto& d : req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
+  ASSERT_NO_FATAL_FAILURE(SavedAndRequested(l, s, &req));
   auto rebuild = [&](const std::vector<ShardedStateDict>& r) {
     TrainingState out;
     return RebuildTrainingState(r, l, s.config, LoadFlags(), &out);
@@ -375,6 +380,34 @@ TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
   auto common = req;
   for (auto& d : common) d.common.erase("parallel_layout");
   EXPECT_EQ(rebuild(common).code(), Status::Code::kCorruption);
+}
+
+// A checkpoint's param groups index the saving model's parameters: an index out of range is
+// Corruption naming the group, never an out-of-bounds read in the load rules (found by
+// checkpoint_dir_fuzzer; corpus/regressions/checkpoint_dir_fuzzer/).
+TEST(StateSharding, ParamGroupIndicesOutOfRangeAreCorruption) {
+  const Layout l = MakeLayout(2, 2, 1);
+  const TrainingState s = Trained(Config(l), 1);
+  std::vector<ShardedStateDict> req;
+  ASSERT_NO_FATAL_FAILURE(SavedAndRequested(l, s, &req));
+  auto rebuild_with_index = [&](const nlohmann::json& index) {
+    auto r = req;
+    for (auto& d : r) d.common["optimizer"][0]["param_groups"][0]["params"][0] = index;
+    TrainingState out;
+    return RebuildTrainingState(r, l, s.config, LoadFlags(), &out);
+  };
+  const int64_t num_params = static_cast<int64_t>(s.params.size());
+  for (const nlohmann::json& bad :
+       {nlohmann::json(-1), nlohmann::json(num_params), nlohmann::json(int64_t{1} << 32)}) {
+    const Status st = rebuild_with_index(bad);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << bad << ": " << st.ToString();
+    EXPECT_NE(st.message().find("group 0"), std::string::npos) << st.ToString();
+  }
+  const int other = s.optimizers[0].groups.size() > 1 ? s.optimizers[0].groups[1].params[0] : -1;
+  if (other >= 0) {
+    const Status twice = rebuild_with_index(other);
+    EXPECT_NE(twice.message().find("belongs to two groups"), std::string::npos) << twice.ToString();
+  }
 }
 
 TEST(ChunkResolve, FillsByIntersectionAndNamesGaps) {

@@ -60,11 +60,11 @@ GlobalSignature CoverageSignature(const CheckpointMetadata& md) {
     spec.global_offset = o.global_offset;
     ranks[o.rank].objects.push_back(std::move(spec));
   }
+  // Only the ranks that wrote something, in rank order: the validator identifies a rank by
+  // RankSignature::rank, and an empty signature per rank of world_size (up to 2^31, from the
+  // metadata) would be an allocation the file's author controls.
   GlobalSignature sig;
-  // The validator wants ranks 0..N-1 in order; ranks that wrote nothing get empty signatures.
-  const int64_t world = std::max<int64_t>(md.world_size, ranks.empty() ? 0 : ranks.rbegin()->first + 1);
-  for (int64_t r = 0; r < world; ++r) {
-    RankSignature rs = ranks.count(r) ? std::move(ranks[r]) : RankSignature();
+  for (auto& [r, rs] : ranks) {
     rs.rank = r;
     sig.ranks.push_back(std::move(rs));
   }
@@ -123,6 +123,14 @@ Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations, 
     }
     for (const Violation& v : CheckShardingIntegrity(CoverageSignature(md))) {
       report->findings.push_back(dir + ": coverage: " + v.ToString());
+    }
+    // A tensor without chunks is absent from the coverage signature: its gap is reported here.
+    for (const TensorEntry& t : md.tensors) {
+      if (t.chunks.empty() && Volume(t.global_shape) > 0) {
+        report->findings.push_back(dir + ": coverage: tensor '" + t.key + "' of shape " +
+                                   DimsToString(t.global_shape) + " has no chunk: none of its " +
+                                   std::to_string(Volume(t.global_shape)) + " elements is stored");
+      }
     }
   }
   return Status::OK();

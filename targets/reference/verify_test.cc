@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "targets/reference/format.h"
 #include "targets/reference/reference_test_util.h"
 
@@ -11,6 +13,22 @@ namespace {
 using testing_util::DictsOf;
 using testing_util::MakeSharding;
 using testing_util::MemHarness;
+
+// Replaces /ckpt's metadata of `iteration` with `change` applied (its checksum file to match, so
+// that only the change is wrong); *md receives the changed metadata.
+void RewriteMetadata(MemEnv* env, int64_t iteration,
+                     const std::function<void(CheckpointMetadata*)>& change, CheckpointMetadata* md) {
+  const std::string dir = "/ckpt/" + IterationDirName(iteration);
+  std::string text;
+  ASSERT_TRUE(ReadFileToString(env, dir + "/" + kMetadataFileName, kMaxMetadataBytes, &text).ok());
+  ASSERT_TRUE(DecodeMetadata(text, "metadata.json", md).ok());
+  ASSERT_NO_FATAL_FAILURE(change(md));
+  text = EncodeMetadata(*md);
+  ASSERT_TRUE(ReplaceFileAtomically(env, dir + "/" + kMetadataFileName, text).ok());
+  ASSERT_TRUE(ReplaceFileAtomically(env, dir + "/" + kMetadataChecksumFileName,
+                                    ChecksumHex(Checksum(text.data(), text.size())) + "\n")
+                  .ok());
+}
 
 TEST(Verify, SoundCheckpointHasNoFindings) {
   MemHarness h;
@@ -44,6 +62,38 @@ TEST(Verify, TrackerNamingAMissingIterationIsAFinding) {
   ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.findings[0].find("tracker names iteration 9"), std::string::npos) << report.findings[0];
+}
+
+// Found by checkpoint_dir_fuzzer: a tensor whose metadata lists no chunk at all was missing from
+// the coverage check, so verify called a checkpoint sound that no load can read.
+TEST(Verify, TensorWithoutChunksIsACoverageFinding) {
+  MemHarness h;
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
+  CheckpointMetadata md;
+  ASSERT_NO_FATAL_FAILURE(RewriteMetadata(&h.env, 3, [](CheckpointMetadata* m) {
+    ASSERT_FALSE(m->tensors.empty());
+    m->tensors[0].chunks.clear();
+  }, &md));
+  VerifyReport report;
+  ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
+  ASSERT_EQ(report.findings.size(), 1u) << (report.findings.empty() ? "no finding" : report.findings[1]);
+  EXPECT_NE(report.findings[0].find("coverage: tensor '" + md.tensors[0].key + "'"), std::string::npos)
+      << report.findings[0];
+}
+
+// Found by checkpoint_dir_fuzzer: verify allocated one (empty) rank signature per rank of the
+// metadata's world_size, so a world size of 2^31 asked for gigabytes. The coverage check now
+// holds only the ranks that wrote something.
+TEST(Verify, HugeWorldSizeCostsNothing) {
+  MemHarness h;
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
+  CheckpointMetadata md;
+  ASSERT_NO_FATAL_FAILURE(RewriteMetadata(
+      &h.env, 3, [](CheckpointMetadata* m) { m->world_size = int64_t{1} << 31; }, &md));
+  VerifyReport report;
+  ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
+  EXPECT_TRUE(report.ok()) << report.findings.front();
+  EXPECT_GT(report.chunks_checked, 0);
 }
 
 TEST(Verify, MissingRootIsAnError) {

@@ -1,0 +1,77 @@
+// The op-sequence input format (op_input.h): what OpInputWriter writes, the reader reads back.
+#include "fuzz/op_input.h"
+
+#include <gtest/gtest.h>
+
+namespace ckptspec {
+namespace {
+
+TEST(OpInput, WriterAndReaderAgree) {
+  const std::string bytes = OpInputWriter()
+                                .Run(5, 50)
+                                .Train(3)
+                                .Save(true, true)
+                                .Crash(-1)
+                                .RestartOther(true, 11, 0x18 | 0x01)
+                                .Finalize()
+                                .Crash(15)
+                                .Finish();
+  FuzzedDataProvider input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const std::optional<RunSpec> run = ReadRun(&input);
+  ASSERT_TRUE(run.has_value()) << "the run generator gave up on seed 5";
+  StatefulModel model;
+  StatefulSut sut;
+  ASSERT_TRUE(StartScenario(ReferenceTargetFactory(), *run, &model, &sut).ok());
+
+  std::optional<StatefulOp> op = ReadOp(&input, model);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_EQ(op->kind, OpKind::kTrain);
+  EXPECT_EQ(op->n, 3);
+  op = ReadOp(&input, model);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_EQ(op->kind, OpKind::kSave);
+  EXPECT_TRUE(op->async);
+  EXPECT_TRUE(op->cached);
+  op = ReadOp(&input, model);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_EQ(op->kind, OpKind::kCrash);
+  EXPECT_EQ(op->at_op, -1);
+  op = ReadOp(&input, model);
+  if (op.has_value()) {  // the resume generator may find no other layout for this run
+    EXPECT_EQ(op->kind, OpKind::kRestart);
+    EXPECT_EQ(op->restart, RestartKind::kOtherRun);
+    EXPECT_TRUE(op->flags.finetune);
+    EXPECT_TRUE(op->flags.override_scheduler);
+    EXPECT_FALSE(op->flags.use_checkpoint_scheduler) << "dropped together with override";
+    EXPECT_EQ(op->run.configs.size(), run->configs.size());
+  }
+  op = ReadOp(&input, model);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_EQ(op->kind, OpKind::kFinalize);
+  op = ReadOp(&input, model);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_EQ(op->kind, OpKind::kCrash);
+  EXPECT_EQ(op->at_op, 15);
+  EXPECT_EQ(input.remaining_bytes(), 0u);
+}
+
+TEST(OpInput, SameBytesSameRun) {
+  const std::string bytes = OpInputWriter().Run(42, 80).Finish();
+  FuzzedDataProvider a(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  FuzzedDataProvider b(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const std::optional<RunSpec> first = ReadRun(&a), second = ReadRun(&b);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(DescribeRun(*first), DescribeRun(*second));
+}
+
+TEST(OpInput, FreezeNeedsTwoTrainableKeys) {
+  const std::string bytes = OpInputWriter().Freeze(0, 0).Finish();
+  FuzzedDataProvider input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  StatefulModel dead;
+  dead.alive = false;
+  EXPECT_FALSE(ReadOp(&input, dead).has_value()) << "no process, nothing to freeze";
+  EXPECT_EQ(input.remaining_bytes(), 0u) << "the arguments are consumed all the same";
+}
+
+}  // namespace
+}  // namespace ckptspec

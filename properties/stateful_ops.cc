@@ -1,0 +1,437 @@
+// The operations (stateful_ops.h): preconditions, the spec's view, the run on a target.
+//
+// | op            | the operation                                    | postconditions beyond the common ones          |
+// |---------------|--------------------------------------------------|------------------------------------------------|
+// | Train(n)      | n spec training steps on both sides              | the same status                                |
+// | Save(a, c)    | SaveRun at the current iteration, sync or async, | OK exactly when the spec says: the rerun state  |
+// |               | plan cache on or off                             | is persistable, a pending save's error surfaces,|
+// |               |                                                  | the tracker's iteration is never overwritten    |
+// | Finalize      | Engine::Finalize                                 | OK exactly when the pending save commits        |
+// | RerunFault    | RerunFaultStep on both sides                     | WILL_RERUN_FROM_CHECKPOINT, exit code 16        |
+// | Crash(k)      | a sync save crashing at its storage op k (or a   | k < kMinSaveOps: nothing of it (nor of a pending|
+// |               | power loss right after it returned), then power  | save) commits; after: committed as a sync save, |
+// |               | loss; the process dies, unfinished writes too    | a pending save is lost; a completed save used   |
+// |               |                                                  | >= kMinSaveOps operations                       |
+// | Restart(r, f) | clean exit of the process (Finalize), a new one  | resumed states == ExpectedResume(committed, r,  |
+// |               | resumes run r (new layout, or one more parameter)| f) or both refuse; without a checkpoint both    |
+// |               | under flags f                                    | start fresh; same run, no flags: == the         |
+// |               |                                                  | checkpoint's states as restarted (P1)           |
+// | Freeze(key)   | FreezeParameter of every instance of a key       | the same status                                 |
+#include "properties/stateful_ops.h"
+
+#include <algorithm>
+
+#include "model/describe.h"
+#include "model/layout.h"
+#include "properties/rerun_fault.h"
+
+namespace ckptspec {
+namespace {
+
+int64_t Iteration(const std::vector<TrainingState>& states) {
+  return states.empty() ? 0 : states.front().iteration;
+}
+
+// The spec's rule for a save's payload: every module's rerun machine is in a persistable state.
+bool Persistable(const std::vector<TrainingState>& states) {
+  for (const TrainingState& s : states) {
+    if (!IsPersistableRerunState(s.rerun.state)) return false;
+  }
+  return true;
+}
+
+// What the target does first at every Save / Load / Finalize / clean exit: the pending async save
+// is written. Returns whether it committed (no pending save: true).
+bool ResolvePending(StatefulModel* m) {
+  if (!m->pending) return true;
+  const bool ok = !m->pending_refused;
+  if (ok) m->committed = std::move(*m->pending);
+  m->pending.reset();
+  m->pending_refused = false;
+  return ok;
+}
+
+// The spec's view of a save of the current states (sync, or the staging of an async one). The
+// framework refuses a state that is not persistable before the engine sees the call (a pending
+// save stays pending); the engine then writes the pending save first and stops at its error.
+void ApplySave(StatefulModel* m, bool async) {
+  if (!Persistable(m->states) || !ResolvePending(m)) {
+    m->expect_ok = false;
+    return;
+  }
+  StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen, m->states,
+                          Iteration(m->states)};
+  // The tracker's iteration is never overwritten.
+  const bool refused = m->committed && m->committed->iteration == ckpt.iteration;
+  if (async) {
+    m->pending = std::move(ckpt);
+    m->pending_refused = refused;
+    m->expect_ok = true;  // the error surfaces when it is written
+    return;
+  }
+  if (!refused) m->committed = std::move(ckpt);
+  m->expect_ok = !refused;
+}
+
+// The common postconditions: the status, and the SUT process against the model's.
+std::string CheckAfter(const std::string& what, const Status& status, const StatefulModel& next,
+                       const StatefulSut& sut) {
+  if (status.ok() != next.expect_ok) {
+    return what + " returned " + status.ToString() + "; the spec expects " +
+           (next.expect_ok ? "OK" : "an error");
+  }
+  if (sut.alive != next.alive) {
+    return "after " + what + ", the SUT process is " + (sut.alive ? "alive" : "gone") +
+           "; the spec's is " + (next.alive ? "alive" : "gone");
+  }
+  if (!sut.alive) return "";
+  const std::string difference = FirstRunDifference(sut.states, next.states);
+  if (difference.empty()) return "";
+  return "after " + what + ", the SUT process differs from the spec: " + difference;
+}
+
+void Count(StatefulSut* sut, const std::string& kind) {
+  if (!sut->stats) return;
+  ++sut->stats->commands;
+  ++sut->stats->by_kind[kind];
+}
+
+// Restart: the same run is the model's run when the op runs (shrinking may drop earlier ops).
+RunSpec ResumeRunOf(const StatefulOp& op, const StatefulModel& m) {
+  return op.restart == RestartKind::kSameRun ? m.run : op.run;
+}
+
+Status FreezeKey(const StatefulOp& op, TrainingState* s) {
+  for (size_t p = 0; p < s->specs.size(); ++p) {
+    if (s->specs[p].key == op.key) {
+      CKPTSPEC_RETURN_IF_ERROR(FreezeParameter(s, s->specs[p].name));
+    }
+  }
+  return Status::OK();
+}
+
+void ApplyCrash(const StatefulOp& op, StatefulModel* m) {
+  if (op.at_op >= 0) {
+    m->expect_ok = false;  // a pending save is written first and crashes too
+  } else {
+    ApplySave(m, /*async=*/false);
+  }
+  // Whatever is still pending dies with the process.
+  m->pending.reset();
+  m->pending_refused = false;
+  m->alive = false;
+  m->must_exit = false;
+  m->states.clear();
+}
+
+void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
+  const RunSpec resume_run = ResumeRunOf(op, *m);
+  m->expect_exit_ok = m->alive ? ResolvePending(m) : true;
+  m->pending.reset();
+  m->pending_refused = false;
+  m->must_exit = false;
+  m->runtime_frozen = false;
+  if (!m->committed) {
+    // Nothing to resume: the resume fails and the new process starts from scratch.
+    m->expect_ok = false;
+    m->alive = InitialStates(resume_run, &m->states).ok();
+  } else {
+    std::vector<TrainingState> expected;
+    m->expect_ok =
+        ExpectedResume(m->committed->run, m->committed->states, resume_run, op.flags, &expected).ok();
+    m->alive = m->expect_ok;
+    m->states = m->expect_ok ? std::move(expected) : std::vector<TrainingState>();
+  }
+  if (m->alive && op.restart != RestartKind::kSameRun) {
+    m->run = resume_run;
+    ++m->run_version;
+  }
+}
+
+std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut* sut) {
+  Count(sut, std::string(op.async ? "Save async" : "Save sync") + (op.cached ? ", plan cache" : ""));
+  if (op.async) sut->events.insert("async save");
+  SaveOptions options;
+  options.async = op.async;
+  options.assume_constant_structure = op.cached;
+  const Status status = SaveRun(sut->under_test->target(), sut->run, sut->states,
+                                Iteration(sut->states), options);
+  return CheckAfter("Save", status, next, *sut);
+}
+
+std::string RunCrash(const StatefulOp& op, const StatefulModel& m, const StatefulModel& next,
+                     StatefulSut* sut) {
+  Count(sut, op.at_op >= 0 ? "Crash at op k" : "Crash after the save");
+  sut->events.insert("crash");
+  MemEnv* env = sut->under_test->mem_env();
+  if (env == nullptr) return "Crash needs a target on an in-memory Env (fault injection)";
+  env->ResetOpCount();
+  if (op.at_op >= 0) env->CrashAtOp(op.at_op);
+  const Status status = SaveRun(sut->under_test->target(), sut->run, sut->states,
+                                Iteration(sut->states), SaveOptions());
+  if (op.at_op < 0 && status.ok() && !m.pending && env->op_count() < kMinSaveOps) {
+    return "a completed save used " + std::to_string(env->op_count()) +
+           " storage operations; the crash points rely on at least " + std::to_string(kMinSaveOps);
+  }
+  // The process dies with the machine: nothing it would still write (a pending async save in
+  // its destructor) reaches storage.
+  if (!env->crashed()) env->CrashAtOp(env->op_count());
+  sut->under_test->NewProcess();
+  env->SimulatePowerLoss();
+  env->ClearFaults();
+  sut->alive = false;
+  sut->states.clear();
+  return CheckAfter("the crashing Save", status, next, *sut);
+}
+
+std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const StatefulModel& next,
+                       StatefulSut* sut) {
+  Count(sut, op.restart == RestartKind::kSameRun    ? "Restart same run"
+             : op.restart == RestartKind::kOtherRun ? "Restart other layout/flags"
+                                                    : "Restart added parameter");
+  const RunSpec resume_run = ResumeRunOf(op, m);
+  if (sut->alive) {
+    const Status exit = sut->under_test->target().engine().Finalize();
+    if (exit.ok() != next.expect_exit_ok) {
+      return "Finalize at the clean exit returned " + exit.ToString() + "; the spec expects " +
+             (next.expect_exit_ok ? "OK" : "an error");
+    }
+  }
+  sut->under_test->NewProcess();
+  ResumeOptions options;
+  options.flags = op.flags;
+  std::vector<TrainingState> resumed;
+  const Status status = ResumeRun(sut->under_test->target(), resume_run, options, &resumed);
+  sut->alive = status.ok();
+  sut->states = std::move(resumed);
+  if (!next.committed && !status.ok()) sut->alive = InitialStates(resume_run, &sut->states).ok();
+  if (sut->alive) sut->run = resume_run;
+  if (!next.expect_ok && sut->stats) ++sut->stats->by_kind["  (restart refused by the spec)"];
+  for (size_t i = 0; op.restart == RestartKind::kOtherRun && i < resume_run.layout.modules().size(); ++i) {
+    if (resume_run.layout.modules()[i].layout.ToString() != m.run.layout.modules()[i].layout.ToString()) {
+      sut->events.insert("layout change");
+    }
+  }
+  const std::string after = CheckAfter("Restart", status, next, *sut);
+  if (!after.empty()) return after;
+  // P1 across restarts: the same run, no flags resumes exactly the checkpoint's states (as a
+  // restarted process holds them), so training on equals the uninterrupted continuation.
+  if (op.restart == RestartKind::kSameRun && next.committed &&
+      next.committed->run_version == m.run_version && !next.committed->runtime_frozen &&
+      status.ok()) {
+    if (sut->stats) ++sut->stats->by_kind["  (P1 checked across the restart)"];
+    std::vector<TrainingState> uninterrupted;
+    for (const TrainingState& s : next.committed->states) uninterrupted.push_back(Restarted(s));
+    const std::string difference = FirstRunDifference(sut->states, uninterrupted);
+    if (!difference.empty()) {
+      return "P1: the resumed process differs from the checkpoint's run: " + difference;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
+  switch (op.kind) {
+    case OpKind::kTrain:
+      return m.alive && !m.must_exit;
+    case OpKind::kSave:
+    case OpKind::kCrash:
+      return m.alive;
+    case OpKind::kFinalize:
+      return m.alive && m.pending.has_value();
+    case OpKind::kRerunFault:
+      if (!m.alive || m.must_exit) return false;
+      for (const TrainingState& s : m.states) {
+        if (!CanRerunFault(s)) return false;
+      }
+      return true;
+    case OpKind::kRestart:
+      return op.restart == RestartKind::kSameRun ||
+             op.run.configs.size() == m.run.configs.size();
+    case OpKind::kFreeze: {
+      if (!m.alive || m.must_exit || op.module >= m.states.size()) return false;
+      const TrainingState& s = m.states[op.module];
+      int trainable_other = 0, trainable_this = 0;
+      for (size_t p = 0; p < s.specs.size(); ++p) {
+        if (s.params[p].frozen) continue;
+        (s.specs[p].key == op.key ? trainable_this : trainable_other)++;
+      }
+      return trainable_this > 0 && trainable_other > 0;
+    }
+  }
+  return false;
+}
+
+void ApplyOp(const StatefulOp& op, StatefulModel* m) {
+  switch (op.kind) {
+    case OpKind::kTrain:
+      m->expect_ok = TrainRun(&m->states, op.n).ok();
+      if (!m->expect_ok) m->must_exit = true;
+      return;
+    case OpKind::kSave:
+      ApplySave(m, op.async);
+      return;
+    case OpKind::kFinalize:
+      m->expect_ok = ResolvePending(m);
+      return;
+    case OpKind::kRerunFault:
+      m->expect_ok = true;
+      for (TrainingState& s : m->states) m->expect_ok = RerunFaultStep(&s).ok() && m->expect_ok;
+      m->must_exit = true;
+      return;
+    case OpKind::kCrash:
+      ApplyCrash(op, m);
+      return;
+    case OpKind::kRestart:
+      ApplyRestart(op, m);
+      return;
+    case OpKind::kFreeze:
+      m->expect_ok = FreezeKey(op, &m->states[op.module]).ok();
+      m->run.configs[op.module].frozen = m->states[op.module].config.frozen;
+      ++m->run_version;
+      m->runtime_frozen = true;
+      return;
+  }
+}
+
+std::string RunOp(const StatefulOp& op, const StatefulModel& before, const StatefulModel& next,
+                  StatefulSut* sut) {
+  switch (op.kind) {
+    case OpKind::kTrain: {
+      Count(sut, "Train");
+      const Status status = TrainRun(&sut->states, op.n);
+      return CheckAfter("Train", status, next, *sut);
+    }
+    case OpKind::kSave:
+      return RunSave(op, next, sut);
+    case OpKind::kFinalize: {
+      Count(sut, "Finalize");
+      const Status status = sut->under_test->target().engine().Finalize();
+      return CheckAfter("Finalize", status, next, *sut);
+    }
+    case OpKind::kRerunFault: {
+      Count(sut, "RerunFault");
+      sut->events.insert("rerun fault");
+      Status status;
+      for (TrainingState& s : sut->states) {
+        const Status one = RerunFaultStep(&s);
+        if (status.ok()) status = one;
+      }
+      return CheckAfter("RerunFault", status, next, *sut);
+    }
+    case OpKind::kCrash:
+      return RunCrash(op, before, next, sut);
+    case OpKind::kRestart:
+      return RunRestart(op, before, next, sut);
+    case OpKind::kFreeze: {
+      Count(sut, "Freeze");
+      sut->events.insert("freeze");
+      const Status status = FreezeKey(op, &sut->states[op.module]);
+      sut->run.configs[op.module].frozen = sut->states[op.module].config.frozen;
+      return CheckAfter("Freeze", status, next, *sut);
+    }
+  }
+  return "unknown operation";
+}
+
+std::string DescribeOp(const StatefulOp& op) {
+  switch (op.kind) {
+    case OpKind::kTrain:
+      return "Train(" + std::to_string(op.n) + ")";
+    case OpKind::kSave:
+      return std::string("Save(") + (op.async ? "async" : "sync") + ", plan cache " +
+             (op.cached ? "on" : "off") + ")";
+    case OpKind::kFinalize:
+      return "Finalize";
+    case OpKind::kRerunFault:
+      return "RerunFault(NaN loss reproduced in place -> WILL_RERUN_FROM_CHECKPOINT, exit 16)";
+    case OpKind::kCrash:
+      if (op.at_op >= 0) {
+        return "Crash(a sync save crashes at its storage op " + std::to_string(op.at_op) +
+               "; power loss)";
+      }
+      return "Crash(power loss right after a sync save returned)";
+    case OpKind::kRestart:
+      switch (op.restart) {
+        case RestartKind::kSameRun: return "Restart(the same run, no flags)";
+        case RestartKind::kAddParameter: return "Restart(the run with " + op.added + ", no flags)";
+        case RestartKind::kOtherRun:
+          return "Restart(" + DescribeLoadFlags(op.flags) + "; " + DescribeRun(op.run) + ")";
+      }
+      break;
+    case OpKind::kFreeze:
+      return "Freeze(every instance of '" + op.key + "'" +
+             (op.module ? " in module " + std::to_string(op.module) : "") + ")";
+  }
+  return "unknown operation";
+}
+
+Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulModel* model,
+                     StatefulSut* sut) {
+  if (!factory.fault_injection) {
+    return Status::InvalidArgument("target '" + factory.name + "' cannot inject faults");
+  }
+  *model = StatefulModel();
+  model->capabilities = factory.capabilities;
+  model->run = run;
+  CKPTSPEC_RETURN_IF_ERROR(InitialStates(run, &model->states));
+  sut->under_test = factory.make(TargetOptions());
+  sut->run = run;
+  sut->alive = true;
+  sut->states = model->states;
+  return Status::OK();
+}
+
+Status RunWithAddedParameter(const RunSpec& run, size_t module, bool prefer_bias, RunSpec* out,
+                             std::string* added) {
+  if (module >= run.configs.size()) {
+    return Status::InvalidArgument("module " + std::to_string(module) + " does not exist");
+  }
+  RunSpec grown = run;
+  TrainingConfig& c = grown.configs[module];
+  const Layout& layout = grown.layout.modules()[module].layout;
+  if (!c.model.add_bias && prefer_bias) {
+    c.model.add_bias = true;
+    *added = "biases";
+  } else {
+    c.model.num_layers += static_cast<int>(layout.pp());
+    *added = std::to_string(layout.pp()) + " more layer(s)";
+  }
+  *added += c.model.name.empty() ? "" : " in module '" + c.model.name + "'";
+  CKPTSPEC_RETURN_IF_ERROR(ValidateModelForLayout(c.model, layout));
+  // A stacked key is frozen in every instance or none (state_sharding.h): the new layers'
+  // instances of a frozen key are frozen too.
+  std::vector<std::string> frozen_keys;
+  for (const ParameterSpec& p : ModelParameters(run.configs[module].model)) {
+    if (std::find(c.frozen.begin(), c.frozen.end(), p.name) != c.frozen.end()) {
+      frozen_keys.push_back(p.key);
+    }
+  }
+  for (const ParameterSpec& p : ModelParameters(c.model)) {
+    if (std::find(frozen_keys.begin(), frozen_keys.end(), p.key) != frozen_keys.end() &&
+        std::find(c.frozen.begin(), c.frozen.end(), p.name) == c.frozen.end()) {
+      c.frozen.push_back(p.name);
+    }
+  }
+  CKPTSPEC_RETURN_IF_ERROR(ValidateTrainingConfig(c));
+  *out = std::move(grown);
+  return Status::OK();
+}
+
+std::vector<std::string> FreezableKeys(const StatefulModel& m, size_t module) {
+  std::vector<std::string> keys;
+  if (!m.alive || module >= m.states.size()) return keys;
+  const TrainingState& s = m.states[module];
+  for (size_t p = 0; p < s.specs.size(); ++p) {
+    const std::string& key = s.specs[p].key;
+    if (!s.params[p].frozen && std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      keys.push_back(key);
+    }
+  }
+  if (keys.size() < 2) keys.clear();
+  return keys;
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,131 @@
+// The operations of a training job as data, with the specification's view of each and the same
+// operation on a target: what the stateful test (stateful_commands.h, RapidCheck generates the
+// operations) and the op-sequence fuzzer (fuzz/op_sequence_fuzzer.cc, libFuzzer's input decodes
+// into them) both run. Nothing here depends on RapidCheck.
+//
+// Model (StatefulModel): what the spec says the job is: the current run (layout, configs,
+// sharding), whether a process is alive and may train, its global training states, the committed
+// checkpoint (the one the tracker names: its run, states and iteration) and the async save still
+// pending (with whether its commit will be refused).
+//
+// System under test (StatefulSut): a target from the factory on an in-memory Env, and the "SUT
+// process": the training states it resumed from the target (training itself is the spec's
+// deterministic step on both sides, so every difference comes from the checkpointer).
+//
+// Postconditions after EVERY operation: the status the target returned is OK exactly when the
+// model says so, and the SUT process is alive exactly when the model's is, with identical states.
+// The operations and their own postconditions are tabled in stateful_ops.cc.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "properties/harness.h"
+
+namespace ckptspec {
+
+struct StatefulCheckpoint {
+  RunSpec run;
+  int64_t run_version = 0;  // StatefulModel::run_version when it was saved
+  bool runtime_frozen = false;  // StatefulModel::runtime_frozen when it was saved
+  std::vector<TrainingState> states;
+  int64_t iteration = 0;
+};
+
+struct StatefulModel {
+  Capabilities capabilities;
+  RunSpec run;
+  // Bumped whenever the run's structure changes (a freeze, a restart under another run): P1
+  // applies to a restart only when the checkpoint was saved by the very same run.
+  int64_t run_version = 0;
+  // The process froze a parameter at runtime: its param groups keep their order minus the emptied
+  // ones, while a fresh process of the same config orders them by first trainable parameter.
+  // Groups attach by identity, so a resume is right either way, but states compare positionally:
+  // P1's bit-for-bit comparison applies only to checkpoints of processes without a runtime freeze.
+  bool runtime_frozen = false;
+  bool alive = true;      // a process holds training states
+  bool must_exit = false;  // the rerun machine asked to checkpoint and exit, or a step failed
+  std::vector<TrainingState> states;
+  std::optional<StatefulCheckpoint> committed;
+  std::optional<StatefulCheckpoint> pending;  // an async save staged, not yet written
+  bool pending_refused = false;               // its commit will be refused
+  // What the last operation's target calls must return (set by ApplyOp).
+  bool expect_ok = true;
+  bool expect_exit_ok = true;  // Restart: the old process's Finalize at its clean exit
+};
+
+// What a run executed: operations in all, and per kind / outcome.
+struct StatefulStats {
+  int64_t commands = 0;
+  std::map<std::string, int64_t> by_kind;
+};
+
+struct StatefulSut {
+  std::unique_ptr<TargetUnderTest> under_test;
+  RunSpec run;
+  bool alive = true;
+  std::vector<TrainingState> states;
+  StatefulStats* stats = nullptr;  // counts executed operations when set
+  std::set<std::string> events;    // case-level tags: crash, rerun fault, layout change, async save
+};
+
+// Each save issues at least this many storage operations (checked whenever a save completes), so
+// a crash at op k < kMinSaveOps of a save never lets it commit.
+inline constexpr int64_t kMinSaveOps = 16;
+
+enum class OpKind { kTrain, kSave, kFinalize, kRerunFault, kCrash, kRestart, kFreeze };
+enum class RestartKind { kSameRun, kOtherRun, kAddParameter };
+
+// One operation and its arguments (only the fields of its kind matter).
+struct StatefulOp {
+  OpKind kind = OpKind::kTrain;
+  int64_t n = 1;        // kTrain: iterations
+  bool async = false;   // kSave
+  bool cached = false;  // kSave: plan cache on (SaveOptions::assume_constant_structure)
+  // kCrash: the storage operation of a sync save that crashes, or -1: power loss right after the
+  // save returned. Only k < kMinSaveOps has a spec (the save never commits).
+  int64_t at_op = -1;
+  RestartKind restart = RestartKind::kSameRun;  // kRestart
+  RunSpec run;          // kRestart, kOtherRun / kAddParameter: the run the new process resumes
+  LoadFlags flags;      // kRestart, kOtherRun
+  std::string added;    // kRestart, kAddParameter: what was added, in words
+  size_t module = 0;    // kFreeze: the module
+  std::string key;      // kFreeze: every instance of this checkpoint key
+};
+
+// Whether `op` applies to the model's state (where it does not, it is not run).
+bool OpApplies(const StatefulOp& op, const StatefulModel& m);
+
+// The spec's view: *m becomes the state after `op`, with expect_ok / expect_exit_ok set.
+void ApplyOp(const StatefulOp& op, StatefulModel* m);
+
+// Runs `op` on the SUT; `before` is the model before it and `next` the model after ApplyOp.
+// Returns the first postcondition that fails, in words; empty when the SUT agrees with the spec.
+std::string RunOp(const StatefulOp& op, const StatefulModel& before, const StatefulModel& next,
+                  StatefulSut* sut);
+
+// "Train(2)", "Save(async, plan cache on)", "Crash(a sync save crashes at its storage op 3; ...)".
+std::string DescribeOp(const StatefulOp& op);
+
+// The initial model and SUT of a scenario: `run`'s initial states on both sides, a fresh target
+// from `factory` (which must inject faults). Errors: the run's states do not build.
+Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulModel* model,
+                     StatefulSut* sut);
+
+// For RestartKind::kAddParameter: `run` with biases (when `prefer_bias` and module `module` has
+// none) or one more layer per PP stage in that module; the new layers' instances of a frozen key
+// are frozen too (a stacked key is frozen in every instance or none). *added says what, in words.
+// InvalidArgument when the grown model no longer fits its layout or config.
+Status RunWithAddedParameter(const RunSpec& run, size_t module, bool prefer_bias, RunSpec* out,
+                             std::string* added);
+
+// For kFreeze: the distinct trainable checkpoint keys of module `module` of a live process, or
+// nothing when fewer than two remain (one trainable key is always kept).
+std::vector<std::string> FreezableKeys(const StatefulModel& m, size_t module);
+
+}  // namespace ckptspec
