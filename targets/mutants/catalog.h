@@ -3,8 +3,8 @@
 // the upstream thread; docs/MUTANTS.md for the table).
 //
 // Contracts:
-//  - ids are "B01".."B20" in BUGS.md order (entries not yet implemented are absent: see
-//    docs/MUTANTS.md); a target built from an entry is named by its id.
+//  - ids are "B01".."B20" in BUGS.md order, one entry each; a target built from an entry is named
+//    by its id.
 //  - killers are the properties that kill the mutant (`ckptspec run --target ID --seed 1` shows
 //    each of them KILLED); bench/time_to_detection_bench sweeps seeds over exactly these.
 //  - parts() builds fresh, independent parts each call.

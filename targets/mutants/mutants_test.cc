@@ -3,6 +3,8 @@
 // state after the load (ExpectedResume). A mutant that behaved like the reference fails here.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "model/run_spec.h"
 #include "properties/harness.h"
 #include "targets/mutants/catalog.h"
@@ -93,8 +95,14 @@ void ExpectSilentDeviation(const char* id, const Scenario& sc) {
 }
 
 TEST(Mutants, CatalogIsComplete) {
-  for (const MutantInfo& m : MutantCatalog()) {
+  ASSERT_EQ(MutantCatalog().size(), 20u) << "one mutant per BUGS.md entry, B01-B20";
+  for (size_t i = 0; i < MutantCatalog().size(); ++i) {
+    const MutantInfo& m = MutantCatalog()[i];
+    char id[8];
+    std::snprintf(id, sizeof(id), "B%02zu", i + 1);
+    EXPECT_EQ(std::string(m.id), id);
     EXPECT_EQ(MutantFactory(m).name, m.id);
+    EXPECT_TRUE(MutantFactory(m).expect_killed);
     EXPECT_NE(std::string(m.killers), "");
   }
   EXPECT_NE(FindMutant("cached-plan-drops-rerun"), nullptr);
