@@ -3,6 +3,7 @@
 #include <iomanip>
 
 #include "properties/property.h"
+#include "properties/target_registry.h"
 #include "targets/mutants/catalog.h"
 
 namespace ckptspec {
@@ -18,11 +19,13 @@ int RunListCommand(std::ostream& out) {
     if (*p.bugs) out << " catches " << p.bugs;
     out << "\n";
   }
-  out << "targets:\n  reference  the canonical framework over the reference engine (expected clean)\n"
-      << "  reference-per-writer  the same, saving in the per-writer index layout (expected clean)\n";
+  out << "targets:\n";
+  for (const TargetFactory& t : RegisteredTargets()) {
+    if (!t.expect_killed) out << "  " << t.name << "  (expected clean)\n";
+  }
   for (const MutantInfo& m : MutantCatalog()) {
     out << "  " << std::setw(10) << m.id << " " << std::setw(26) << m.name << " " << m.upstream
-        << "; expected killers " << m.killers << "\n";
+        << "; killers " << m.killers << "\n";
   }
   out << "  all        the reference and every mutant\n  all-mutants\n";
   return 0;

@@ -1,6 +1,6 @@
 // `ckptspec list`: the properties (id, name, the BUGS.md entries each is meant to catch) and the
-// targets `ckptspec run --target` accepts (the reference, then each catalog mutant with its name,
-// upstream thread and expected killers). Exit code 0.
+// targets `ckptspec run --target` accepts (the registered clean targets, then each catalog mutant
+// with its name, upstream thread and killers). Exit code 0.
 #pragma once
 
 #include <ostream>

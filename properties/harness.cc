@@ -8,6 +8,11 @@ namespace ckptspec {
 
 namespace {
 
+// The reference target's name for each index layout (the factory's and the target's).
+const char* ReferenceName(IndexLayout layout) {
+  return layout == IndexLayout::kSingle ? "reference" : "reference-per-writer";
+}
+
 class ReferenceUnderTest : public TargetUnderTest {
  public:
   ReferenceUnderTest(const TargetOptions& options, IndexLayout layout)
@@ -32,7 +37,7 @@ class ReferenceUnderTest : public TargetUnderTest {
     parts.engine.root = kRoot;
     parts.engine.keep_last = options_.keep_last;
     parts.engine.index_layout = layout_;
-    if (layout_ == IndexLayout::kPerWriter) parts.name = "reference-per-writer";
+    parts.name = ReferenceName(layout_);
     parts.engine.async_execution =
         options_.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
     target_ = std::make_unique<ReferenceTarget>(std::move(parts));
@@ -49,7 +54,7 @@ class ReferenceUnderTest : public TargetUnderTest {
 
 TargetFactory ReferenceTargetFactory(IndexLayout layout) {
   TargetFactory factory;
-  factory.name = layout == IndexLayout::kSingle ? "reference" : "reference-per-writer";
+  factory.name = ReferenceName(layout);
   factory.make = [layout](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
     return std::make_unique<ReferenceUnderTest>(options, layout);
   };

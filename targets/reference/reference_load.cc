@@ -115,7 +115,6 @@ class CheckpointReader {
   Status LoadTensor(size_t t, const std::string& who, bool allow_shape_mismatch,
                     const TensorSpec& spec, TensorDestination* dst) {
     const TensorEntry& entry = m_.tensors[t];
-    const std::string metadata_path = JoinPath(dir_, kMetadataFileName);
     if (entry.dtype != spec.dtype) {
       return Status::InvalidArgument(who + "tensor '" + entry.key + "': checkpoint dtype " +
                                      DTypeName(entry.dtype) + ", requested " +
@@ -143,9 +142,12 @@ class CheckpointReader {
       if (!Intersect(entry.chunks[c].box, want, &piece)) continue;
       for (const auto& [other, other_piece] : pieces) {
         if (Intersect(other_piece, piece, nullptr)) {
-          return Status::Corruption(metadata_path + ": tensor '" + entry.key + "': chunks " +
-                                    BoxToString(entry.chunks[other].box) + " and " +
-                                    BoxToString(entry.chunks[c].box) + " overlap");
+          // Named by the files holding them: in a per-writer index they come from two indexes.
+          return Status::Corruption(dir_ + ": tensor '" + entry.key + "': chunks " +
+                                    BoxToString(entry.chunks[other].box) + " (in " +
+                                    m_.files[entry.chunks[other].extent.file].name + ") and " +
+                                    BoxToString(entry.chunks[c].box) + " (in " +
+                                    m_.files[entry.chunks[c].extent.file].name + ") overlap");
         }
       }
       covered += Volume(piece.shape);
