@@ -2,11 +2,15 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <string_view>
 #include <unordered_set>
+
+#include "model/json_util.h"
 
 namespace ckptspec {
 
@@ -186,6 +190,23 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
 
 namespace {
 
+using Action = JsonStreamHandler::Action;
+using namespace std::string_view_literals;
+
+// Names a field in an error message; the name is built only when an error is reported:
+// where + name ("tensors[2].chunks[0]." + "offset"), with "[index]" when index >= 0.
+struct FieldName {
+  const std::string& where;
+  const char* name;
+  int64_t index = -1;
+
+  std::string str() const {
+    std::string s = where + name;
+    if (index >= 0) s += "[" + std::to_string(index) + "]";
+    return s;
+  }
+};
+
 // A reader that names the file and the field in every error.
 class Reader {
  public:
@@ -194,6 +215,9 @@ class Reader {
   Status Bad(const std::string& field, const std::string& what) const {
     return Status::Corruption(path_ + ": " + field + ": " + what);
   }
+
+  // A refusal of the JSON reader (its message starts with the JSON path or the byte position).
+  Status NotJson(const Status& s) const { return Status::Corruption(path_ + ": " + s.message()); }
 
   Status Field(const json& obj, const std::string& where, const char* name, const json** out) const {
     auto it = obj.find(name);
@@ -206,24 +230,28 @@ class Reader {
              int64_t* out) const {
     const json* v;
     CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, &v));
-    return IntValue(*v, where + name, lo, hi, out);
+    return IntValue(*v, FieldName{where, name}, lo, hi, out);
   }
 
-  Status IntValue(const json& v, const std::string& field, int64_t lo, int64_t hi,
-                  int64_t* out) const {
-    if (!v.is_number_integer()) return Bad(field, "expected an integer, found " + TypeOf(v));
+  Status IntValue(const json& v, const FieldName& field, int64_t lo, int64_t hi, int64_t* out) const {
+    if (!v.is_number_integer()) return Bad(field.str(), "expected an integer, found " + TypeOf(v));
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return Bad(field, "value " + std::to_string(u) + " overflows int64");
+        return Bad(field.str(), "value " + std::to_string(u) + " overflows int64");
       }
     }
     const int64_t x = v.get<int64_t>();
-    if (x < lo || x > hi) {
-      return Bad(field, "value " + std::to_string(x) + " outside [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]");
-    }
+    CKPTSPEC_RETURN_IF_ERROR(Range(x, field, lo, hi));
     *out = x;
+    return Status::OK();
+  }
+
+  Status Range(int64_t x, const FieldName& field, int64_t lo, int64_t hi) const {
+    if (x < lo || x > hi) {
+      return Bad(field.str(), "value " + std::to_string(x) + " outside [" + std::to_string(lo) +
+                                  ", " + std::to_string(hi) + "]");
+    }
     return Status::OK();
   }
 
@@ -246,11 +274,12 @@ class Reader {
   Status DimsField(const json& obj, const std::string& where, const char* name, Dims* out) const {
     const json* v;
     CKPTSPEC_RETURN_IF_ERROR(Array(obj, where, name, &v));
-    if (v->size() > 32) return Bad(where + name, "more than 32 axes");
+    if (v->size() > kMaxAxes) return Bad(where + name, "more than 32 axes");
     out->clear();
+    out->reserve(v->size());
     for (size_t i = 0; i < v->size(); ++i) {
       int64_t x;
-      CKPTSPEC_RETURN_IF_ERROR(IntValue((*v)[i], where + name + "[" + std::to_string(i) + "]", 0,
+      CKPTSPEC_RETURN_IF_ERROR(IntValue((*v)[i], FieldName{where, name, static_cast<int64_t>(i)}, 0,
                                         std::numeric_limits<int64_t>::max(), &x));
       out->push_back(x);
     }
@@ -259,25 +288,20 @@ class Reader {
 
   static std::string TypeOf(const json& v) { return v.type_name(); }
 
+  static constexpr size_t kMaxAxes = 32;
+
  private:
   std::string path_;
 };
 
-Status ReadExtent(const Reader& r, const json& j, const std::string& where,
-                  const std::vector<FileEntry>& files, Extent* e) {
-  int64_t file, offset, size;
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "file", 0, static_cast<int64_t>(files.size()) - 1, &file));
+// The members of an extent that need nothing but the entry: integers, the checksum's spelling.
+// `file` is read as an integer here; its range is checked by CheckExtentInContext.
+Status ReadExtent(const Reader& r, const json& j, const std::string& where, Extent* e) {
   const int64_t max = std::numeric_limits<int64_t>::max();
+  int64_t file, offset, size;
+  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "file", std::numeric_limits<int64_t>::min(), max, &file));
   CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "byte_offset", 0, max, &offset));
   CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "byte_size", 0, max, &size));
-  const uint64_t file_size = files[file].size;
-  if (static_cast<uint64_t>(offset) > file_size ||
-      static_cast<uint64_t>(size) > file_size - static_cast<uint64_t>(offset)) {
-    return r.Bad(where + "byte_offset", "range [" + std::to_string(offset) + ", +" +
-                                            std::to_string(size) + ") exceeds file '" +
-                                            files[file].name + "' of " +
-                                            std::to_string(file_size) + " bytes");
-  }
   std::string hex;
   CKPTSPEC_RETURN_IF_ERROR(r.String(j, where, "xxh3", &hex));
   if (!ParseChecksumHex(hex, &e->checksum)) {
@@ -289,7 +313,318 @@ Status ReadExtent(const Reader& r, const json& j, const std::string& where,
   return Status::OK();
 }
 
-Status DecodeChecked(const json& j, const Reader& r, CheckpointMetadata* m) {
+// True when the extent's file exists and holds its byte range.
+bool ExtentFits(const Extent& e, const std::vector<FileEntry>& files) {
+  if (e.file < 0 || static_cast<uint64_t>(e.file) >= files.size()) return false;
+  const uint64_t file_size = files[e.file].size;
+  return e.offset <= file_size && e.size <= file_size - e.offset;
+}
+
+// The checks of an extent that need the files: its file exists and holds its byte range.
+Status CheckExtentInContext(const Reader& r, const Extent& e, const std::string& where,
+                            const std::vector<FileEntry>& files) {
+  CKPTSPEC_RETURN_IF_ERROR(
+      r.Range(e.file, FieldName{where, "file"}, 0, static_cast<int64_t>(files.size()) - 1));
+  const uint64_t file_size = files[e.file].size;
+  if (e.offset > file_size || e.size > file_size - e.offset) {
+    return r.Bad(where + "byte_offset", "range [" + std::to_string(e.offset) + ", +" +
+                                            std::to_string(e.size) + ") exceeds file '" +
+                                            files[e.file].name + "' of " +
+                                            std::to_string(file_size) + " bytes");
+  }
+  return Status::OK();
+}
+
+std::string ElementWhere(const char* array, uint64_t index) {
+  return std::string(array) + "[" + std::to_string(index) + "].";
+}
+
+std::string ChunkWhere(uint64_t tensor, uint64_t chunk) {
+  return ElementWhere("tensors", tensor) + "chunks[" + std::to_string(chunk) + "].";
+}
+
+// Decodes metadata in one streaming read (json_util.h) that never holds a tree of the whole
+// document: the top-level members are kept, and each entry of files, tensors (without its
+// chunks), tensors[i].chunks and objects is built alone, decoded and dropped. JSON may place an
+// entry before what its checks need (world_size, the files, a tensor's dtype and shape come after
+// its chunks in EncodeMetadata's order), so an entry is checked in two steps: what needs nothing
+// else while it is read, the rest once the document is read. Errors are reported in the order
+// JSON reader, top-level members, files, tensors (each tensor, then its chunks), objects; within
+// one entry, the checks that need nothing else come first.
+class MetadataDecoder : public JsonStreamHandler {
+ public:
+  MetadataDecoder(const Reader& reader, CheckpointMetadata* m) : r_(reader), m_(m) {}
+
+  Action Classify(const JsonPath& p) override {
+    if (p.IsIndex(0)) return Action::kSkip;  // the document is an array: only its type matters
+    const std::string_view top = p.Key(0);
+    if (top == "tensors"sv) {
+      if (p.size() == 1) return Action::kKeep;
+      if (p.size() == 2) {
+        return p.IsIndex(1) && Before(p.Index(1), kHeader) ? Action::kStream : Action::kSkip;
+      }
+      if (p.Key(2) == "chunks"sv && !p.IsIndex(2)) {
+        if (p.size() == 3) return Action::kKeep;
+        if (p.size() == 4) {
+          return p.IsIndex(3) && Before(p.Index(1), static_cast<int64_t>(p.Index(3)))
+                     ? Action::kStream
+                     : Action::kSkip;
+        }
+        return EntryMember(p, 4);
+      }
+      return EntryMember(p, 2);
+    }
+    if (top == "layout"sv || top == "common"sv) return Action::kKeep;
+    if (top == "format"sv || top == "format_version"sv || top == "iteration"sv ||
+        top == "world_size"sv) {
+      return p.size() == 1 ? Action::kKeep : Action::kSkip;
+    }
+    if (top == "files"sv || top == "objects"sv) {
+      if (p.size() == 1) return Action::kKeep;
+      if (p.size() == 2) return p.IsIndex(1) ? Action::kStream : Action::kSkip;
+      return EntryMember(p, 2);
+    }
+    return Action::kSkip;  // members the format does not define
+  }
+
+  Status Take(const JsonPath& p, json&& value) override {
+    if (p.Matches({"tensors", "[]", "chunks", "[]"})) {
+      TakeChunk(value, p.Index(1), p.Index(3));
+    } else if (p.Matches({"tensors", "[]"})) {
+      TakeTensor(value, p.Index(1));
+    } else if (p.Matches({"files", "[]"})) {
+      if (files_error_.ok()) files_error_ = DecodeFile(value, p.Index(1));
+    } else if (p.Matches({"objects", "[]"})) {
+      if (objects_error_.ok()) objects_error_ = DecodeObject(value, p.Index(1));
+    }
+    return Status::OK();
+  }
+
+  // The checks that needed the whole document, after DecodeTopLevel: files, tensors and their
+  // chunks, objects, in order.
+  Status Finish(const json& top) const {
+    const json* array;
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, "", "files", &array));
+    CKPTSPEC_RETURN_IF_ERROR(files_error_);
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, "", "tensors", &array));
+    for (size_t t = 0; t < m_->tensors.size(); ++t) {
+      const TensorEntry& e = m_->tensors[t];
+      int64_t global_volume = 0;
+      CheckedVolume(e.global_shape, &global_volume);  // checked when read
+      int64_t covered = 0;
+      for (size_t c = 0; c < e.chunks.size(); ++c) {
+        CKPTSPEC_RETURN_IF_ERROR(CheckChunkInContext(e, e.chunks[c], t, c, global_volume, &covered));
+      }
+    }
+    CKPTSPEC_RETURN_IF_ERROR(tensors_error_);
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, "", "objects", &array));
+    for (size_t i = 0; i < m_->objects.size(); ++i) {
+      CKPTSPEC_RETURN_IF_ERROR(CheckObjectInContext(m_->objects[i], i));
+    }
+    return objects_error_;
+  }
+
+ private:
+  // The chunk index of a tensor's own members, checked before its chunks.
+  static constexpr int64_t kHeader = -1;
+
+  static bool IsDimsMember(std::string_view name) {
+    return name == "global_shape"sv || name == "global_offset"sv || name == "offset"sv ||
+           name == "shape"sv;
+  }
+  static bool IsScalarMember(std::string_view name) {
+    return name == "name"sv || name == "size"sv || name == "key"sv || name == "dtype"sv ||
+           name == "rank"sv || name == "file"sv || name == "byte_offset"sv || name == "byte_size"sv ||
+           name == "xxh3"sv;
+  }
+
+  // What is kept inside an entry whose members sit at `level`: the members the format defines,
+  // lists of integers up to one element past the axis limit, nothing deeper (a value of the wrong
+  // type arrives empty, which is all its error message needs).
+  static Action EntryMember(const JsonPath& p, size_t level) {
+    if (p.IsIndex(level)) return Action::kSkip;
+    const std::string_view name = p.Key(level);
+    if (p.size() == level + 1) {
+      return IsDimsMember(name) || IsScalarMember(name) ? Action::kKeep : Action::kSkip;
+    }
+    if (p.size() == level + 2 && IsDimsMember(name) && p.IsIndex(level + 1) &&
+        p.Index(level + 1) <= Reader::kMaxAxes) {
+      return Action::kKeep;
+    }
+    return Action::kSkip;
+  }
+
+  // True when (tensor, chunk) is checked before the first error found in the tensors so far:
+  // nothing after it needs reading.
+  bool Before(uint64_t tensor, int64_t chunk) const {
+    return tensors_error_.ok() || tensor < error_tensor_ ||
+           (tensor == error_tensor_ && chunk < error_chunk_);
+  }
+
+  void TensorsError(Status s, uint64_t tensor, int64_t chunk) {
+    if (!Before(tensor, chunk)) return;
+    tensors_error_ = std::move(s);
+    error_tensor_ = tensor;
+    error_chunk_ = chunk;
+  }
+
+  void TakeChunk(const json& cj, uint64_t t, uint64_t c) {
+    if (t != pending_tensor_) {
+      pending_.clear();
+      pending_tensor_ = t;
+    }
+    ChunkEntry chunk;
+    const Status s = DecodeChunk(cj, t, c, &chunk);
+    if (!s.ok()) return TensorsError(s, t, static_cast<int64_t>(c));
+    pending_.push_back(std::move(chunk));
+  }
+
+  void TakeTensor(const json& tj, uint64_t t) {
+    TensorEntry e;
+    const Status s = DecodeTensor(tj, t, &e);
+    if (!s.ok()) {
+      TensorsError(s, t, kHeader);
+    } else if (Before(t, kHeader)) {
+      if (pending_tensor_ == t) e.chunks = std::move(pending_);
+      m_->tensors.push_back(std::move(e));
+    }
+    pending_ = std::vector<ChunkEntry>();
+    pending_tensor_ = std::numeric_limits<uint64_t>::max();
+  }
+
+  Status DecodeFile(const json& f, uint64_t i) {
+    const std::string where = ElementWhere("files", i);
+    if (!f.is_object()) return r_.Bad(where, "expected an object");
+    FileEntry e;
+    CKPTSPEC_RETURN_IF_ERROR(r_.String(f, where, "name", &e.name));
+    if (!IsSafeFileName(e.name) || e.name == kMetadataFileName ||
+        e.name == kMetadataChecksumFileName) {
+      return r_.Bad(where + "name", "'" + e.name.substr(0, 64) +
+                                        "' is not a plain data file name in the checkpoint directory");
+    }
+    if (!names_.insert(e.name).second) return r_.Bad(where + "name", "duplicate file '" + e.name + "'");
+    int64_t size;
+    CKPTSPEC_RETURN_IF_ERROR(r_.Int(f, where, "size", 0, std::numeric_limits<int64_t>::max(), &size));
+    e.size = static_cast<uint64_t>(size);
+    m_->files.push_back(std::move(e));
+    return Status::OK();
+  }
+
+  // tensors[t] without its chunks.
+  Status DecodeTensor(const json& t, uint64_t i, TensorEntry* e) {
+    const std::string where = ElementWhere("tensors", i);
+    if (!t.is_object()) return r_.Bad(where, "expected an object");
+    CKPTSPEC_RETURN_IF_ERROR(r_.String(t, where, "key", &e->key));
+    if (e->key.empty()) return r_.Bad(where + "key", "empty key");
+    if (keys_.count(e->key)) return r_.Bad(where + "key", "duplicate key '" + e->key + "'");
+    std::string dtype;
+    CKPTSPEC_RETURN_IF_ERROR(r_.String(t, where, "dtype", &dtype));
+    if (!ParseDType(dtype, &e->dtype)) {
+      return r_.Bad(where + "dtype", "unknown dtype '" + dtype.substr(0, 32) + "'");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(t, where, "global_shape", &e->global_shape));
+    int64_t global_volume;
+    if (!CheckedVolume(e->global_shape, &global_volume)) {
+      return r_.Bad(where + "global_shape", DimsToString(e->global_shape) + " overflows int64");
+    }
+    const json* chunks;
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(t, where, "chunks", &chunks));
+    keys_.insert(e->key);
+    return Status::OK();
+  }
+
+  // What a chunk's own members say; CheckChunkInContext checks the rest.
+  Status DecodeChunk(const json& cj, uint64_t t, uint64_t c, ChunkEntry* chunk) const {
+    const std::string cw = ChunkWhere(t, c);
+    if (!cj.is_object()) return r_.Bad(cw, "expected an object");
+    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(cj, cw, "offset", &chunk->box.offset));
+    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(cj, cw, "shape", &chunk->box.shape));
+    CKPTSPEC_RETURN_IF_ERROR(r_.Int(cj, cw, "rank", std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max(), &chunk->rank));
+    return ReadExtent(r_, cj, cw, &chunk->extent);
+  }
+
+  Status CheckChunkInContext(const TensorEntry& e, const ChunkEntry& chunk, uint64_t t, uint64_t c,
+                             int64_t global_volume, int64_t* covered) const {
+    const auto cw = [&] { return ChunkWhere(t, c); };
+    if (chunk.box.offset.size() != e.global_shape.size() ||
+        chunk.box.shape.size() != e.global_shape.size()) {
+      return r_.Bad(cw() + "shape", "chunk " + BoxToString(chunk.box) + " and global shape " +
+                                        DimsToString(e.global_shape) + " differ in rank");
+    }
+    if (!IsWithin(chunk.box, e.global_shape)) {
+      return r_.Bad(cw() + "offset", "chunk " + BoxToString(chunk.box) +
+                                         " lies outside global shape " + DimsToString(e.global_shape));
+    }
+    if (chunk.rank < 0 || chunk.rank > m_->world_size - 1) {
+      const std::string where = cw();
+      CKPTSPEC_RETURN_IF_ERROR(r_.Range(chunk.rank, FieldName{where, "rank"}, 0, m_->world_size - 1));
+    }
+    if (!ExtentFits(chunk.extent, m_->files)) {
+      CKPTSPEC_RETURN_IF_ERROR(CheckExtentInContext(r_, chunk.extent, cw(), m_->files));
+    }
+    const int64_t volume = Volume(chunk.box.shape);  // within a validated global shape
+    if (chunk.extent.size / DTypeSize(e.dtype) != static_cast<uint64_t>(volume) ||
+        chunk.extent.size % DTypeSize(e.dtype) != 0) {
+      return r_.Bad(cw() + "byte_size", std::to_string(chunk.extent.size) + " bytes, but " +
+                                            std::to_string(volume) + " elements of " +
+                                            DTypeName(e.dtype) + " need " + std::to_string(volume) +
+                                            " x " + std::to_string(DTypeSize(e.dtype)));
+    }
+    if (volume > global_volume - *covered) {
+      return r_.Bad(cw() + "shape", "chunks hold more elements than the global shape " +
+                                        DimsToString(e.global_shape));
+    }
+    *covered += volume;
+    return Status::OK();
+  }
+
+  // What an object's own members say; CheckObjectInContext checks the rest.
+  Status DecodeObject(const json& o, uint64_t i) {
+    const std::string where = ElementWhere("objects", i);
+    if (!o.is_object()) return r_.Bad(where, "expected an object");
+    ObjectEntry e;
+    CKPTSPEC_RETURN_IF_ERROR(r_.String(o, where, "key", &e.key));
+    if (e.key.empty()) return r_.Bad(where + "key", "empty key");
+    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(o, where, "global_shape", &e.global_shape));
+    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(o, where, "global_offset", &e.global_offset));
+    ObjectSpec spec;
+    spec.key = e.key;
+    spec.global_shape = e.global_shape;
+    spec.global_offset = e.global_offset;
+    const Status valid = ValidateObjectSpec(spec);
+    if (!valid.ok()) return r_.Bad(where + "global_offset", valid.message());
+    if (!unique_keys_.insert(e.UniqueKey()).second) {
+      return r_.Bad(where + "key", "duplicate object '" + e.UniqueKey() + "'");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(r_.Int(o, where, "rank", std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max(), &e.rank));
+    CKPTSPEC_RETURN_IF_ERROR(ReadExtent(r_, o, where, &e.extent));
+    m_->objects.push_back(std::move(e));
+    return Status::OK();
+  }
+
+  Status CheckObjectInContext(const ObjectEntry& e, uint64_t i) const {
+    const std::string where = ElementWhere("objects", i);
+    if (keys_.count(e.key)) return r_.Bad(where + "key", "'" + e.key + "' is also a tensor key");
+    CKPTSPEC_RETURN_IF_ERROR(r_.Range(e.rank, FieldName{where, "rank"}, 0, m_->world_size - 1));
+    return CheckExtentInContext(r_, e.extent, where, m_->files);
+  }
+
+  const Reader& r_;
+  CheckpointMetadata* m_;
+  Status files_error_, tensors_error_, objects_error_;
+  uint64_t error_tensor_ = 0;  // where tensors_error_ was found
+  int64_t error_chunk_ = 0;
+  std::vector<ChunkEntry> pending_;  // the chunks of pending_tensor_, read before its other members
+  uint64_t pending_tensor_ = std::numeric_limits<uint64_t>::max();
+  std::set<std::string> names_;
+  std::unordered_set<std::string> keys_;
+  std::unordered_set<std::string> unique_keys_;
+};
+
+// The top-level members, in the order they are checked.
+Status DecodeTopLevel(json& j, const Reader& r, CheckpointMetadata* m) {
   if (!j.is_object()) return r.Bad("(top level)", "expected an object");
   std::string format;
   CKPTSPEC_RETURN_IF_ERROR(r.String(j, "", "format", &format));
@@ -309,119 +644,9 @@ Status DecodeChecked(const json& j, const Reader& r, CheckpointMetadata* m) {
   CKPTSPEC_RETURN_IF_ERROR(r.Int(j, "", "world_size", 1, int64_t{1} << 31, &m->world_size));
   const json* v;
   CKPTSPEC_RETURN_IF_ERROR(r.Field(j, "", "layout", &v));
-  m->layout = *v;
+  m->layout = std::move(j["layout"]);
   CKPTSPEC_RETURN_IF_ERROR(r.Field(j, "", "common", &v));
-  m->common = *v;
-
-  const json* files;
-  CKPTSPEC_RETURN_IF_ERROR(r.Array(j, "", "files", &files));
-  std::set<std::string> names;
-  m->files.clear();
-  for (size_t i = 0; i < files->size(); ++i) {
-    const std::string where = "files[" + std::to_string(i) + "].";
-    const json& f = (*files)[i];
-    if (!f.is_object()) return r.Bad(where, "expected an object");
-    FileEntry e;
-    CKPTSPEC_RETURN_IF_ERROR(r.String(f, where, "name", &e.name));
-    if (!IsSafeFileName(e.name) || e.name == kMetadataFileName ||
-        e.name == kMetadataChecksumFileName) {
-      return r.Bad(where + "name", "'" + e.name.substr(0, 64) +
-                                       "' is not a plain data file name in the checkpoint directory");
-    }
-    if (!names.insert(e.name).second) return r.Bad(where + "name", "duplicate file '" + e.name + "'");
-    int64_t size;
-    CKPTSPEC_RETURN_IF_ERROR(r.Int(f, where, "size", 0, std::numeric_limits<int64_t>::max(), &size));
-    e.size = static_cast<uint64_t>(size);
-    m->files.push_back(std::move(e));
-  }
-
-  const json* tensors;
-  CKPTSPEC_RETURN_IF_ERROR(r.Array(j, "", "tensors", &tensors));
-  std::unordered_set<std::string> keys;
-  m->tensors.clear();
-  for (size_t i = 0; i < tensors->size(); ++i) {
-    const std::string where = "tensors[" + std::to_string(i) + "].";
-    const json& t = (*tensors)[i];
-    if (!t.is_object()) return r.Bad(where, "expected an object");
-    TensorEntry e;
-    CKPTSPEC_RETURN_IF_ERROR(r.String(t, where, "key", &e.key));
-    if (e.key.empty()) return r.Bad(where + "key", "empty key");
-    if (!keys.insert(e.key).second) return r.Bad(where + "key", "duplicate key '" + e.key + "'");
-    std::string dtype;
-    CKPTSPEC_RETURN_IF_ERROR(r.String(t, where, "dtype", &dtype));
-    if (!ParseDType(dtype, &e.dtype)) return r.Bad(where + "dtype", "unknown dtype '" + dtype.substr(0, 32) + "'");
-    CKPTSPEC_RETURN_IF_ERROR(r.DimsField(t, where, "global_shape", &e.global_shape));
-    int64_t global_volume;
-    if (!CheckedVolume(e.global_shape, &global_volume)) {
-      return r.Bad(where + "global_shape", DimsToString(e.global_shape) + " overflows int64");
-    }
-    const json* chunks;
-    CKPTSPEC_RETURN_IF_ERROR(r.Array(t, where, "chunks", &chunks));
-    int64_t covered = 0;
-    for (size_t c = 0; c < chunks->size(); ++c) {
-      const std::string cw = where + "chunks[" + std::to_string(c) + "].";
-      const json& cj = (*chunks)[c];
-      if (!cj.is_object()) return r.Bad(cw, "expected an object");
-      ChunkEntry chunk;
-      CKPTSPEC_RETURN_IF_ERROR(r.DimsField(cj, cw, "offset", &chunk.box.offset));
-      CKPTSPEC_RETURN_IF_ERROR(r.DimsField(cj, cw, "shape", &chunk.box.shape));
-      if (chunk.box.offset.size() != e.global_shape.size() ||
-          chunk.box.shape.size() != e.global_shape.size()) {
-        return r.Bad(cw + "shape", "chunk " + BoxToString(chunk.box) + " and global shape " +
-                                       DimsToString(e.global_shape) + " differ in rank");
-      }
-      if (!IsWithin(chunk.box, e.global_shape)) {
-        return r.Bad(cw + "offset", "chunk " + BoxToString(chunk.box) + " lies outside global shape " +
-                                        DimsToString(e.global_shape));
-      }
-      CKPTSPEC_RETURN_IF_ERROR(r.Int(cj, cw, "rank", 0, m->world_size - 1, &chunk.rank));
-      CKPTSPEC_RETURN_IF_ERROR(ReadExtent(r, cj, cw, m->files, &chunk.extent));
-      const int64_t volume = Volume(chunk.box.shape);  // within a validated global shape
-      if (chunk.extent.size / DTypeSize(e.dtype) != static_cast<uint64_t>(volume) ||
-          chunk.extent.size % DTypeSize(e.dtype) != 0) {
-        return r.Bad(cw + "byte_size", std::to_string(chunk.extent.size) + " bytes, but " +
-                                           std::to_string(volume) + " elements of " +
-                                           DTypeName(e.dtype) + " need " +
-                                           std::to_string(volume) + " x " +
-                                           std::to_string(DTypeSize(e.dtype)));
-      }
-      if (volume > global_volume - covered) {
-        return r.Bad(cw + "shape", "chunks hold more elements than the global shape " +
-                                       DimsToString(e.global_shape));
-      }
-      covered += volume;
-      e.chunks.push_back(std::move(chunk));
-    }
-    m->tensors.push_back(std::move(e));
-  }
-
-  const json* objects;
-  CKPTSPEC_RETURN_IF_ERROR(r.Array(j, "", "objects", &objects));
-  std::unordered_set<std::string> unique_keys;
-  m->objects.clear();
-  for (size_t i = 0; i < objects->size(); ++i) {
-    const std::string where = "objects[" + std::to_string(i) + "].";
-    const json& o = (*objects)[i];
-    if (!o.is_object()) return r.Bad(where, "expected an object");
-    ObjectEntry e;
-    CKPTSPEC_RETURN_IF_ERROR(r.String(o, where, "key", &e.key));
-    if (e.key.empty()) return r.Bad(where + "key", "empty key");
-    if (keys.count(e.key)) return r.Bad(where + "key", "'" + e.key + "' is also a tensor key");
-    CKPTSPEC_RETURN_IF_ERROR(r.DimsField(o, where, "global_shape", &e.global_shape));
-    CKPTSPEC_RETURN_IF_ERROR(r.DimsField(o, where, "global_offset", &e.global_offset));
-    ObjectSpec spec;
-    spec.key = e.key;
-    spec.global_shape = e.global_shape;
-    spec.global_offset = e.global_offset;
-    const Status valid = ValidateObjectSpec(spec);
-    if (!valid.ok()) return r.Bad(where + "global_offset", valid.message());
-    if (!unique_keys.insert(e.UniqueKey()).second) {
-      return r.Bad(where + "key", "duplicate object '" + e.UniqueKey() + "'");
-    }
-    CKPTSPEC_RETURN_IF_ERROR(r.Int(o, where, "rank", 0, m->world_size - 1, &e.rank));
-    CKPTSPEC_RETURN_IF_ERROR(ReadExtent(r, o, where, m->files, &e.extent));
-    m->objects.push_back(std::move(e));
-  }
+  m->common = std::move(j["common"]);
   return Status::OK();
 }
 
@@ -429,11 +654,16 @@ Status DecodeChecked(const json& j, const Reader& r, CheckpointMetadata* m) {
 
 Status DecodeMetadata(const std::string& text, const std::string& path, CheckpointMetadata* out) {
   const Reader reader(path);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return reader.Bad("(top level)", "not valid JSON");
   try {
     CheckpointMetadata m;
-    CKPTSPEC_RETURN_IF_ERROR(DecodeChecked(j, reader, &m));
+    MetadataDecoder decoder(reader, &m);
+    JsonLimits limits;
+    limits.max_bytes = kMaxMetadataBytes;
+    json top;
+    const Status read = ParseJsonStreamed(text, limits, &decoder, &top);
+    if (!read.ok()) return reader.NotJson(read);
+    CKPTSPEC_RETURN_IF_ERROR(DecodeTopLevel(top, reader, &m));
+    CKPTSPEC_RETURN_IF_ERROR(decoder.Finish(top));
     *out = std::move(m);
     return Status::OK();
   } catch (const std::exception& e) {

@@ -19,6 +19,10 @@
 // for overflow and against the declared file sizes (the loader then checks those against the real
 // sizes), file names cannot leave the directory, keys are unique. Errors are Corruption naming the
 // file and the field ("iter_0000010/metadata.json: tensors[2].chunks[0].offset: ...").
+// The text is read with the project's JSON reader (model/json_util.h: nesting at most
+// kDefaultMaxJsonDepth levels, no duplicate keys, numbers that fit, kMaxMetadataBytes at most),
+// streamed: no tree of the whole document is built, only of one entry at a time, so decoding costs
+// the decoded structs plus a bounded amount beyond the text.
 #pragma once
 
 #include <cstddef>
@@ -129,7 +133,12 @@ struct CheckpointMetadata {
 
 // Deterministic JSON text (sorted object keys, no whitespace variation).
 std::string EncodeMetadata(const CheckpointMetadata& metadata);
-// Parses and validates; `path` names the file in errors. Never throws.
+// Parses and validates; `path` names the file in errors. Never throws. A text the JSON reader
+// refuses gives "<path>: <its message>": "...: parse error at byte 18, line 1, column 18: ...",
+// "...: common.a.a...a: nests deeper than <kDefaultMaxJsonDepth> levels at ...",
+// "...: tensors[0]: duplicate key \"rank\" at ...". When a text has several errors, the one
+// reported is the first in this order: the JSON reader's, the top-level members, files, each
+// tensor then its chunks, objects.
 Status DecodeMetadata(const std::string& text, const std::string& path, CheckpointMetadata* out);
 
 }  // namespace ckptspec
