@@ -36,7 +36,7 @@ class ReferenceOnDisk : public TargetUnderTest {
   }
   ~ReferenceOnDisk() override {
     target_.reset();
-    if (!dir_.empty()) (void)RemoveRecursively(Env::Posix(), dir_);
+    if (!dir_.empty()) (void)Env::Posix()->RemoveTree(dir_);
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return nullptr; }

@@ -179,6 +179,6 @@ int main(int argc, char** argv) {
   ckptspec::State();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  ckptspec::RemoveRecursively(ckptspec::Env::Posix(), ckptspec::BenchDir());
+  (void)ckptspec::Env::Posix()->RemoveTree(ckptspec::BenchDir());
   return 0;
 }

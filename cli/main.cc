@@ -11,8 +11,12 @@
 #include "cli/replay_command.h"
 #include "cli/run_command.h"
 #include "cli/verify_commands.h"
+#include "targets/process/harness_registry.h"
 
 int main(int argc, char** argv) {
+  // Before any thread starts: a termination signal ends adapter processes and removes the
+  // harness's temporary directories before ckptspec ends.
+  ckptspec::InstallTerminationCleanup();
   CLI::App app{"ckptspec: an executable specification of distributed training-checkpoint "
                "semantics, and a conformance suite built on it"};
   app.require_subcommand(1);

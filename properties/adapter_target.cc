@@ -7,19 +7,28 @@
 #include <vector>
 
 #include "targets/env/env.h"
+#include "targets/process/harness_registry.h"
 #include "targets/process/process_target.h"
 
 namespace ckptspec {
 namespace {
 
-// A fresh directory "ckptspec-adapter-XXXXXX" under `root`.
+// A fresh directory "ckptspec-adapter-<pid>-XXXXXX" (mode 0700) under `root`, registered for
+// removal on a termination signal (targets/process/harness_registry.h).
 Status MakeTempDir(const std::string& root, std::string* out) {
-  std::string pattern = JoinPath(root, "ckptspec-adapter-XXXXXX");
+  std::string pattern = JoinPath(root, "ckptspec-adapter-" + std::to_string(getpid()) + "-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
     return Status::IOError("cannot create a temporary directory like " + pattern);
   }
   *out = pattern;
+  RegisterTempDir(pattern);
   return Status::OK();
+}
+
+// Removes a directory MakeTempDir made, never following a link the adapter left in it.
+void RemoveTempDir(const std::string& dir) {
+  (void)Env::Posix()->RemoveTree(dir);
+  UnregisterTempDir(dir);
 }
 
 // Where checkpoints go: $TMPDIR, else /tmp.
@@ -28,10 +37,12 @@ std::string CheckpointRoot() {
   return tmp && *tmp ? tmp : "/tmp";
 }
 
-// Where the harness's scratch files and logs go: /dev/shm when it is writable (entry bytes are
-// written and read once per call: a memory file system spares the storage under test that
-// traffic), else the checkpoint root.
+// Where the harness's scratch files go: $CKPTSPEC_SCRATCH_DIR when set; else /dev/shm when it is
+// writable (entry bytes are written and read once per call: a memory file system spares the
+// storage under test that traffic), else the checkpoint root.
 std::string WorkRoot() {
+  const char* chosen = getenv("CKPTSPEC_SCRATCH_DIR");
+  if (chosen && *chosen) return chosen;
   return access("/dev/shm", W_OK | X_OK) == 0 ? std::string("/dev/shm") : CheckpointRoot();
 }
 
@@ -52,7 +63,7 @@ class AdapterUnderTest : public TargetUnderTest {
   }
   ~AdapterUnderTest() override {
     target_.reset();
-    for (const std::string& dir : temp_dirs_) (void)RemoveRecursively(Env::Posix(), dir);
+    for (const std::string& dir : temp_dirs_) RemoveTempDir(dir);
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return nullptr; }
@@ -80,12 +91,9 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   if (!(options.timeout_s > 0)) {
     return Status::InvalidArgument("adapter timeout must be positive, got " + std::to_string(options.timeout_s));
   }
-  std::string probe_dir;
-  CKPTSPEC_RETURN_IF_ERROR(MakeTempDir(WorkRoot(), &probe_dir));
   HelloReply hello;
-  const Status probed = ProcessEngine::Probe(options.command, probe_dir, options.timeout_s, &hello);
-  (void)RemoveRecursively(Env::Posix(), probe_dir);
-  CKPTSPEC_RETURN_IF_ERROR(probed.WithContext("adapter '" + options.command + "'"));
+  CKPTSPEC_RETURN_IF_ERROR(ProcessEngine::Probe(options.command, options.timeout_s, &hello)
+                               .WithContext("adapter '" + options.command + "'"));
 
   TargetFactory factory;
   factory.name = options.name.empty() ? DefaultName(options.command) : options.name;
@@ -94,12 +102,13 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   const std::string name = factory.name;
   const AdapterOptions copy = options;
   const Capabilities declared = hello.capabilities;
-  factory.make = [name, copy, declared](const TargetOptions&) -> std::unique_ptr<TargetUnderTest> {
+  factory.make = [name, copy, declared](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
     std::string checkpoints, work;
     ProcessEngineOptions engine;
     engine.command = copy.command;
     engine.timeout_s = copy.timeout_s;
     engine.capabilities = declared;
+    engine.events = target_options.events;
     std::vector<std::string> made;
     // A temporary directory that cannot be made leaves its path empty: every engine call then
     // fails (ProcessEngine refuses to run without both).

@@ -4,10 +4,14 @@
 // Contracts:
 //  - AdapterTargetFactory probes the adapter once (one rank: hello, shutdown) for the capabilities
 //    it declares; a probe that fails is the error, with the adapter's verdict.
-//  - Each target made owns two fresh temporary directories, removed when the target is destroyed
-//    (after the adapter processes are shut down): one under $TMPDIR (else /tmp) holding the
-//    adapter's checkpoint directory ckpt/, the storage under test; one under /dev/shm when it is
-//    writable (else beside the first) for the harness's scratch files and the ranks' logs.
+//  - Each target made owns two fresh temporary directories "ckptspec-adapter-<pid>-XXXXXX" (mode
+//    0700), removed when the target is destroyed (after the adapter processes are shut down),
+//    never following a link the adapter left in them, and registered so that a termination
+//    signal to ckptspec removes them too (targets/process/harness_registry.h): one under $TMPDIR
+//    (else /tmp) holding the adapter's checkpoint directory ckpt/, the storage under test; one
+//    under $CKPTSPEC_SCRATCH_DIR, else /dev/shm when it is writable, else beside the first, for
+//    the harness's scratch files.
+//  - The made targets record their processes' timeouts and leftovers in TargetOptions::events.
 //  - NewProcess() shuts the adapter processes down and gives a new engine over the same
 //    checkpoint directory (the next call starts new processes).
 //  - The storage is the real disk, not a MemEnv: mem_env() is null and fault_injection false, so

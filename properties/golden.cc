@@ -142,7 +142,7 @@ Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& 
   j["files"] = nlohmann::json::object();
   for (const auto& [path, content] : tree) j["files"][path] = content.size();
 
-  if (env->FileExists(dir).ok()) CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, dir));
+  if (env->FileExists(dir).ok()) CKPTSPEC_RETURN_IF_ERROR(env->RemoveTree(dir));
   CKPTSPEC_RETURN_IF_ERROR(CreateDirs(env, JoinPath(dir, "checkpoint")));
   CKPTSPEC_RETURN_IF_ERROR(WriteTree(env, JoinPath(dir, "checkpoint"), tree));
   return WriteFileSynced(env, JoinPath(dir, "scenario.json"), j.dump(1) + "\n");

@@ -20,6 +20,7 @@
 
 #include "model/run_spec.h"
 #include "targets/env/mem_env.h"
+#include "targets/process/case_events.h"
 #include "targets/reference/format.h"
 #include "targets/target.h"
 
@@ -43,6 +44,9 @@ struct TargetOptions {
   // Async saves complete only at Finalize/Save/Load (deterministic tests) rather than on a thread.
   bool deferred_async = true;
   int keep_last = 0;
+  // Where a target served by processes records what they did outside any engine call (not owned;
+  // outlives the target). The property runner sets it for every target a case makes.
+  CaseEvents* events = nullptr;
 };
 
 struct TargetFactory {

@@ -9,6 +9,8 @@
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListener.h>
 
+#include "properties/reproduce_string.h"
+
 namespace ckptspec {
 namespace {
 
@@ -18,15 +20,17 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Records when the first failing case finished; prints nothing.
+// Records when the first failing case finished, and that case; prints nothing.
 class FirstFailureListener : public rc::detail::TestListener {
  public:
   explicit FirstFailureListener(Clock::time_point start) : start_(start) {}
   void onTestCaseFinished(const rc::detail::CaseDescription& description) override {
     if (description.result.type == rc::detail::CaseResult::Type::Failure && first_failure_s_ < 0) {
       first_failure_s_ = SecondsSince(start_);
+      first_failure_ = description;
     }
   }
+  const rc::detail::CaseDescription& first_failure() const { return first_failure_; }
   void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
   double first_failure_s() const { return first_failure_s_; }
@@ -34,6 +38,7 @@ class FirstFailureListener : public rc::detail::TestListener {
  private:
   Clock::time_point start_;
   double first_failure_s_ = -1;
+  rc::detail::CaseDescription first_failure_;
 };
 
 // RapidCheck prints its global configuration ("Using configuration: seed=...") to stderr the first
@@ -53,12 +58,12 @@ std::string MetadataId(const std::string& target, const std::string& property) {
   return target + "/" + property;
 }
 
+// Decoded and checked (properties/reproduce_string.h) before RapidCheck sees any of it.
 Status ParseReproduceConfig(const std::string& reproduce, rc::detail::Configuration* config) {
-  try {
-    *config = rc::detail::configFromString(reproduce);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("reproduce string does not parse: " + std::string(e.what()));
-  }
+  DecodedReproduce decoded;
+  CKPTSPEC_RETURN_IF_ERROR(DecodeReproduceString(reproduce, &decoded));
+  config->testParams = decoded.params;
+  config->reproduce[decoded.id()] = decoded.reproduce;
   return Status::OK();
 }
 
@@ -125,11 +130,29 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     reproduce = config.reproduce;
   }
 
+  // Every target a case makes records in `events` what its processes did outside engine calls.
+  CaseEvents events;
+  TargetFactory watched = factory;
+  watched.make = [&events, make = factory.make](const TargetOptions& options) {
+    TargetOptions with_events = options;
+    with_events.events = &events;
+    return make(with_events);
+  };
+  const auto check_case = [&] {
+    // A case that timed out failed with that timeout; shrinking proposes cases that would
+    // each hang until the deadline again, so none of them runs: the timed-out case is the one
+    // reported.
+    if (!events.timed_out.ok()) RC_DISCARD("an earlier case of this run timed out; not run while shrinking");
+    events.left_behind = Status::OK();
+    property.check(watched);
+    if (!events.timed_out.ok()) RC_FAIL(events.timed_out.message());
+    if (!events.left_behind.ok()) RC_FAIL(events.left_behind.message());
+  };
+
   const auto start = Clock::now();
   FirstFailureListener listener(start);
   const rc::detail::TestResult result = rc::detail::checkProperty(
-      rc::detail::toProperty([&] { property.check(factory); }), metadata, test_params, listener,
-      reproduce);
+      rc::detail::toProperty(check_case), metadata, test_params, listener, reproduce);
   outcome.seconds = SecondsSince(start);
 
   rc::detail::SuccessResult success;
@@ -145,6 +168,13 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     outcome.time_to_failure_s = listener.first_failure_s() >= 0 ? listener.first_failure_s() : outcome.seconds;
     outcome.message = failure.description;
     outcome.counterexample = failure.counterExample;
+    if (!events.timed_out.ok() && listener.first_failure().example) {
+      // RapidCheck evaluates the reported case once more after shrinking, and that run was
+      // discarded (a timed-out case is not run again): the case as it ran is the failure. No
+      // shrink was accepted, so the reproduce string below names that case.
+      outcome.message = listener.first_failure().result.description;
+      outcome.counterexample = listener.first_failure().example();
+    }
     for (const auto& [name, value] : failure.counterExample) outcome.shrunk_size += value.size();
     rc::detail::Configuration config;
     config.testParams = test_params;

@@ -8,6 +8,10 @@
 //  - A property not applicable to the factory is kNotApplicable with the reason; it never runs.
 //  - time_to_failure_s measures until the first failing case, before shrinking; seconds the
 //    whole run, shrinking included.
+//  - Targets served by processes are judged on what those did outside engine calls too
+//    (CaseEvents): a case whose adapter timed out fails with the timeout, and no case is run
+//    after it (shrinking stops there: a hang costs one timeout, not one per shrink step); a case
+//    whose adapter left processes behind fails with that verdict.
 #pragma once
 
 #include <cstdint>

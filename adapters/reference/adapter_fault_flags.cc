@@ -7,6 +7,9 @@ constexpr InjectedFault kAll[] = {
     InjectedFault::kNone,      InjectedFault::kCrashSave,    InjectedFault::kExitSave,
     InjectedFault::kHangSave,  InjectedFault::kGarbage,      InjectedFault::kWrongRank,
     InjectedFault::kWrongRequest, InjectedFault::kMalformed, InjectedFault::kWrongSize,
+    InjectedFault::kLinkOut,   InjectedFault::kMoveScratch,  InjectedFault::kFifoLoad,
+    InjectedFault::kLinkLoad,  InjectedFault::kDaemonSave,   InjectedFault::kFloodStderr,
+    InjectedFault::kDeepReply,
 };
 
 }  // namespace
@@ -22,6 +25,13 @@ const char* InjectedFaultName(InjectedFault fault) {
     case InjectedFault::kWrongRequest: return "wrong-request";
     case InjectedFault::kMalformed: return "malformed";
     case InjectedFault::kWrongSize: return "wrong-size";
+    case InjectedFault::kLinkOut: return "link-out";
+    case InjectedFault::kMoveScratch: return "move-scratch";
+    case InjectedFault::kFifoLoad: return "fifo-load";
+    case InjectedFault::kLinkLoad: return "link-load";
+    case InjectedFault::kDaemonSave: return "daemon-save";
+    case InjectedFault::kFloodStderr: return "flood-stderr";
+    case InjectedFault::kDeepReply: return "deep-reply";
   }
   return "?";
 }

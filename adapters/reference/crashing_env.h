@@ -33,6 +33,7 @@ class CrashingEnv : public Env {
     return base_->RenameFile(src, dst);
   }
   Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
+  Status RemoveTree(const std::string& path) override { return base_->RemoveTree(path); }
 
  private:
   Env* base_;

@@ -6,9 +6,13 @@
 //
 // Exit status: 0 after shutdown or end of input; 2 bad flags or environment; 3 the exit-save fault.
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 
@@ -61,8 +65,66 @@ std::string OpOf(const json& request) {
 struct Fault {
   InjectedFault kind = InjectedFault::kNone;
   int rank = 0;
+  std::string path;  // --fault-path: what the hostile faults point their links at
   bool Here(int me, InjectedFault k) const { return kind == k && rank == me; }
 };
+
+// The "file" of the first tensor of a request, "" when it has none.
+std::string FirstTensorFile(const json& request) {
+  if (!request.is_object() || !request.contains("tensors") || !request["tensors"].is_array() ||
+      request["tensors"].empty() || !request["tensors"][0].is_object()) {
+    return "";
+  }
+  return request["tensors"][0].value("file", "");
+}
+
+// A process in a session of its own, reparented away from this rank: a daemon.
+void StartDaemon() {
+  const pid_t child = fork();
+  if (child == 0) {
+    setsid();
+    if (fork() == 0) {
+      for (int fd = 0; fd < 3; ++fd) close(fd);
+      for (;;) pause();
+    }
+    _exit(0);
+  }
+  if (child > 0) waitpid(child, nullptr, 0);
+}
+
+// The hostile faults this rank commits before replying to `request` (its own).
+void Attack(const json& request, const std::string& op, int me, const Fault& fault) {
+  static int saves = 0;
+  if (op == "save") ++saves;
+  if (op == "save" && fault.Here(me, InjectedFault::kLinkOut)) {
+    const std::string dir = request.value("directory", "");
+    (void)ckptspec::CreateDirs(ckptspec::Env::Posix(), dir);
+    if (symlink(fault.path.c_str(), (dir + "/escape-link").c_str()) != 0 && errno != EEXIST) {
+      std::cerr << "fault link-out: symlink: " << strerror(errno) << "\n";
+    }
+  }
+  if (op == "save" && saves == 1 && fault.Here(me, InjectedFault::kMoveScratch)) {
+    const std::string work = ckptspec::ParentDir(ckptspec::ParentDir(FirstTensorFile(request)));
+    if (rename(work.c_str(), (work + ".moved").c_str()) != 0 || symlink(fault.path.c_str(), work.c_str()) != 0) {
+      std::cerr << "fault move-scratch: " << strerror(errno) << "\n";
+    }
+  }
+  if (op == "save" && fault.Here(me, InjectedFault::kDaemonSave)) StartDaemon();
+  if (op == "save" && fault.Here(me, InjectedFault::kFloodStderr)) {
+    const std::string block(1 << 20, 'x');
+    for (int i = 0; i < 64; ++i) std::cerr.write(block.data(), static_cast<std::streamsize>(block.size()));
+    std::cerr << std::endl;
+  }
+  const std::string loaded = op == "load" ? FirstTensorFile(request) : "";
+  if (!loaded.empty() && fault.Here(me, InjectedFault::kFifoLoad)) {
+    unlink(loaded.c_str());
+    if (mkfifo(loaded.c_str(), 0600) != 0) std::cerr << "fault fifo-load: " << strerror(errno) << "\n";
+  }
+  if (!loaded.empty() && fault.Here(me, InjectedFault::kLinkLoad)) {
+    unlink(loaded.c_str());
+    if (symlink(fault.path.c_str(), loaded.c_str()) != 0) std::cerr << "fault link-load: " << strerror(errno) << "\n";
+  }
+}
 
 // The reply this rank prints for `op`, with the injected output faults applied.
 std::string Output(json reply, const std::string& op, int me, int world, const Fault& fault) {
@@ -78,6 +140,17 @@ std::string Output(json reply, const std::string& op, int me, int world, const F
       default: break;
     }
   }
+  if (op == "load" && fault.Here(me, InjectedFault::kDeepReply) && reply.value("ok", false)) {
+    const size_t depth = 200000;
+    reply["common"] = nullptr;
+    const std::string line = ckptspec::DumpLine(reply);
+    const size_t at = line.find("\"common\":null");
+    std::string deep;
+    deep.reserve(depth * 6 + 1);
+    for (size_t i = 0; i < depth; ++i) deep += "{\"a\":";
+    deep += "1" + std::string(depth, '}');
+    return line.substr(0, at) + "\"common\":" + deep + line.substr(at + std::string("\"common\":null").size());
+  }
   return ckptspec::DumpLine(reply);
 }
 
@@ -89,6 +162,7 @@ int main(int argc, char** argv) {
   Fault fault;
   app.add_option("--fault", fault_name, "misbehave: " + ckptspec::InjectedFaultNames())->capture_default_str();
   app.add_option("--fault-rank", fault.rank, "the rank that misbehaves")->capture_default_str();
+  app.add_option("--fault-path", fault.path, "where the hostile faults' links point");
   CLI11_PARSE(app, argc, argv);
   if (!ckptspec::ParseInjectedFault(fault_name, &fault.kind)) {
     std::cerr << "--fault: unknown fault '" << fault_name << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
@@ -147,6 +221,7 @@ int main(int argc, char** argv) {
       if (!s.ok()) Abandon(s);
       reply = ParseOrNull(reply_line);
     }
+    Attack(request, op, me, fault);
     std::cout << Output(reply, op, me, world, fault) << std::endl;
     if (op == "shutdown") return 0;
   }

@@ -2,11 +2,14 @@
 // adapter, its injected faults (each a named verdict, with nothing left running), and properties
 // run through it as they run in process.
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -17,6 +20,7 @@
 #include "properties/property.h"
 #include "properties/runner.h"
 #include "targets/env/env.h"
+#include "targets/process/harness_registry.h"
 #include "targets/process/process_engine.h"
 
 namespace ckptspec {
@@ -58,7 +62,7 @@ class AdapterEngineTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { (void)RemoveRecursively(Env::Posix(), dir_); }
+  void TearDown() override { (void)Env::Posix()->RemoveTree(dir_); }
 
   std::unique_ptr<ProcessEngine> Engine(const std::string& flags = "", double timeout_s = 20) {
     ProcessEngineOptions o;
@@ -207,6 +211,235 @@ TEST_F(AdapterEngineTest, ACrashMidSaveLeavesThePreviousCheckpointLoadable) {
   ASSERT_TRUE(Engine()->Load(RequestFor(Dicts(2, 1)), &result).ok());
   EXPECT_EQ(result.iteration, 1);
   EXPECT_EQ(result.state[1].tensors[0].data, Dicts(2, 1)[1].tensors[0].data);
+}
+
+// A directory outside everything the harness owns, with one file the hostile adapters aim at.
+class HostileAdapterTest : public AdapterEngineTest {
+ protected:
+  void SetUp() override {
+    AdapterEngineTest::SetUp();
+    std::string tmpl = FastTempRoot() + "/ckptspec-outside-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    outside_ = tmpl;
+    ASSERT_TRUE(WriteFileSynced(Env::Posix(), Victim(), "precious").ok());
+  }
+  void TearDown() override {
+    (void)Env::Posix()->RemoveTree(outside_);
+    AdapterEngineTest::TearDown();
+  }
+  std::string Victim() const { return JoinPath(outside_, "victim.txt"); }
+  std::vector<std::string> OutsideNames() const {
+    std::vector<std::string> names;
+    EXPECT_TRUE(Env::Posix()->GetChildren(outside_, &names).ok());
+    return names;
+  }
+
+  std::string outside_;
+};
+
+// A symbolic link the adapter leaves in its checkpoint directory is removed itself by the
+// harness's cleanup: the directory it points to keeps every file.
+TEST_F(HostileAdapterTest, CleanupNeverFollowsALinkTheAdapterLeft) {
+  UseFastTempDir();
+  AdapterOptions options;
+  options.command = kAdapter + " --fault link-out --fault-rank 1 --fault-path " + outside_;
+  TargetFactory factory;
+  ASSERT_TRUE(AdapterTargetFactory(options, &factory).ok());
+  std::string root;
+  {
+    auto under_test = factory.make(TargetOptions());
+    root = under_test->root();
+    ASSERT_TRUE(under_test->target().engine().Save(1, Dicts(2, 1), SaveOptions()).ok());
+    bool is_dir = false;
+    ASSERT_TRUE(Env::Posix()->IsDirectory(JoinPath(root, "escape-link"), &is_dir).ok());
+    EXPECT_TRUE(is_dir);  // the link is there, to the outside directory
+  }
+  EXPECT_EQ(Env::Posix()->FileExists(root).code(), Status::Code::kNotFound);  // cleaned up
+  EXPECT_EQ(OutsideNames(), std::vector<std::string>{"victim.txt"});
+  std::string content;
+  ASSERT_TRUE(ReadFileToString(Env::Posix(), Victim(), 100, &content).ok());
+  EXPECT_EQ(content, "precious");
+}
+
+// The adapter moves the harness's work directory aside and links the old path to a directory of
+// its choice: the harness keeps creating its files in its own directory, never through the link.
+TEST_F(HostileAdapterTest, TheHarnessNeverWritesThroughALinkPlantedInItsWorkDirectory) {
+  auto engine = Engine("--fault move-scratch --fault-rank 0 --fault-path " + outside_);
+  ASSERT_TRUE(engine->Save(1, Dicts(2, 1), SaveOptions()).ok());
+  const Status second = engine->Save(2, Dicts(2, 2), SaveOptions());
+  EXPECT_FALSE(second.ok());  // the adapter follows its own link and finds no input there
+  EXPECT_EQ(OutsideNames(), std::vector<std::string>{"victim.txt"});
+}
+
+struct HostileLoadCase {
+  const char* fault;
+  const char* detail;
+};
+
+class HostileLoadTest : public HostileAdapterTest, public ::testing::WithParamInterface<HostileLoadCase> {};
+
+// A loaded tensor file replaced by a FIFO or by a link to an outside file is the verdict "unsafe
+// file": never opened for reading through the link, never waited on.
+TEST_P(HostileLoadTest, ALoadedFileThatIsNotARegularFileIsAnUnsafeFile) {
+  auto engine = Engine(std::string("--fault ") + GetParam().fault + " --fault-rank 1 --fault-path " + Victim(),
+                       /*timeout_s=*/5);
+  ASSERT_TRUE(engine->Save(1, Dicts(2, 1), SaveOptions()).ok());
+  LoadResult result;
+  const Status s = engine->Load(RequestFor(Dicts(2, 1)), &result);
+  ASSERT_TRUE(engine->group()->last_fault().has_value()) << s.ToString();
+  EXPECT_EQ(*engine->group()->last_fault(), AdapterFault::kUnsafeFile) << s.ToString();
+  EXPECT_EQ(engine->group()->last_fault_rank(), 1);
+  EXPECT_NE(s.message().find(GetParam().detail), std::string::npos) << s.ToString();
+  EXPECT_EQ(s.message().find("precious"), std::string::npos) << s.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Hostile, HostileLoadTest,
+                         ::testing::Values(HostileLoadCase{"fifo-load", "left a FIFO at "},
+                                           HostileLoadCase{"link-load", "left a symbolic link at "}),
+                         [](const ::testing::TestParamInfo<HostileLoadCase>& info) {
+                           std::string name = info.param.fault;
+                           for (char& ch : name) ch = isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
+
+// A load reply whose common state nests 200,000 objects deep is a verdict, not a crash of the
+// harness.
+TEST_F(AdapterEngineTest, ADeeplyNestedReplyIsAVerdict) {
+  auto engine = Engine("--fault deep-reply --fault-rank 1");
+  ASSERT_TRUE(engine->Save(1, Dicts(2, 1), SaveOptions()).ok());
+  LoadResult result;
+  const Status s = engine->Load(RequestFor(Dicts(2, 1)), &result);
+  ASSERT_TRUE(engine->group()->last_fault().has_value()) << s.ToString();
+  EXPECT_EQ(*engine->group()->last_fault(), AdapterFault::kGarbage) << s.ToString();
+  EXPECT_EQ(engine->group()->last_fault_rank(), 1) << s.ToString();
+  EXPECT_NE(s.message().find("deep"), std::string::npos) << s.ToString();
+}
+
+// 64 MiB written to stderr at a save cost the harness its capped head and tail, and the save
+// goes on.
+TEST_F(AdapterEngineTest, AFloodOnStderrIsKeptCapped) {
+  auto engine = Engine("--fault flood-stderr --fault-rank 1");
+  ASSERT_TRUE(engine->Save(1, Dicts(2, 1), SaveOptions()).ok());
+  const CappedLog& log = engine->group()->log(1);
+  EXPECT_GE(log.total_bytes(), uint64_t{64} << 20);
+  EXPECT_LE(log.kept_bytes(), size_t{128} << 10);
+}
+
+// A rank that starts a daemon of its own session gets the verdict "left processes behind" when
+// its group is shut down; the daemon is killed.
+TEST(AdapterProperties, AProcessLeftBehindFailsTheCaseAndIsKilled) {
+  UseFastTempDir();
+  AdapterOptions options;
+  options.command = kAdapter + " --fault daemon-save --fault-rank 1";
+  TargetFactory factory;
+  ASSERT_TRUE(AdapterTargetFactory(options, &factory).ok());
+  RunParams params;
+  params.max_success = 3;
+  params.max_size = 10;
+  const PropertyOutcome o = RunProperty(*FindProperty("P2"), factory, params);
+  EXPECT_EQ(o.verdict, Verdict::kFail) << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("left processes behind: 1 process: "), std::string::npos) << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("still ran after shutdown; killed"), std::string::npos) << DescribeOutcome(o);
+  EXPECT_TRUE(FindLeftoverChildren().empty());
+}
+
+// A case whose adapter hangs costs one timeout: the shrinker runs no case after it.
+TEST(AdapterProperties, AHangingCaseIsNotRunAgainWhileShrinking) {
+  UseFastTempDir();
+  std::string counter = FastTempRoot() + "/ckptspec-hang-count-XXXXXX";
+  const int fd = mkstemp(counter.data());
+  ASSERT_GE(fd, 0);
+  close(fd);
+  AdapterOptions options;
+  // Every request any rank receives is appended to the counter file on its way in.
+  options.command = "tee -a " + counter + " | " + kAdapter + " --fault hang-save --fault-rank 0";
+  options.timeout_s = 1;
+  TargetFactory factory;
+  ASSERT_TRUE(AdapterTargetFactory(options, &factory).ok());
+  RunParams params;
+  params.max_success = 20;
+  params.max_size = 20;
+  const PropertyOutcome o = RunProperty(*FindProperty("P2"), factory, params);
+  EXPECT_EQ(o.verdict, Verdict::kFail) << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("timed out: no reply within 1 s"), std::string::npos) << DescribeOutcome(o);
+  std::string requests;
+  ASSERT_TRUE(ReadFileToString(Env::Posix(), counter, 64 << 20, &requests).ok());
+  unlink(counter.c_str());
+  // Rank 0 hangs at the first save it gets: one save call was made (each call has a scratch
+  // directory of its own), in the one case that ran. (The ranks' tee processes share the file, so
+  // their lines may interleave: only whole names count.)
+  std::set<std::string> save_calls;
+  for (size_t at = requests.find("/call-"); at != std::string::npos; at = requests.find("/call-", at + 1)) {
+    const std::string name = requests.substr(at, 23);
+    if (name.size() == 23 && name.back() == '/' &&
+        name.find_first_not_of("0123456789abcdef", 6) == 22) {
+      save_calls.insert(name);
+    }
+  }
+  EXPECT_EQ(save_calls.size(), 1u) << requests.substr(0, 2000);
+  EXPECT_EQ(o.cases, 1);
+}
+
+// True when `pid` no longer runs (gone, or a zombie waiting for its parent).
+bool NotRunning(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::string stat;
+  if (!ReadFileToString(Env::Posix(), "/proc/" + std::to_string(pid) + "/stat", 4096, &stat).ok()) return true;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+// SIGTERM to a ckptspec process in the middle of an adapter's save: every rank process ends, the
+// temporary directories are removed, and ckptspec ends by that signal.
+TEST(AdapterProperties, ATerminationSignalEndsTheRanksAndRemovesTheTemporaryDirectories) {
+  std::string base = FastTempRoot() + "/ckptspec-signal-test-XXXXXX";
+  ASSERT_NE(mkdtemp(base.data()), nullptr);
+  const std::string pids_file = JoinPath(base, "pids");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    InstallTerminationCleanup();
+    setenv("TMPDIR", base.c_str(), 1);
+    setenv("CKPTSPEC_SCRATCH_DIR", base.c_str(), 1);
+    AdapterOptions options;
+    options.command = "echo $$ >> " + pids_file + "; exec " + kAdapter + " --fault hang-save --fault-rank 0";
+    options.timeout_s = 60;
+    TargetFactory factory;
+    if (!AdapterTargetFactory(options, &factory).ok()) _exit(90);
+    RunParams params;
+    params.max_success = 5;
+    (void)RunProperty(*FindProperty("P2"), factory, params);
+    _exit(91);  // the hang outlasts the test: never reached
+  }
+  // Wait for a case's ranks (after the probe's one process), then for them to be in the save.
+  std::string pids;
+  for (int i = 0; i < 1000 && std::count(pids.begin(), pids.end(), '\n') < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    (void)ReadFileToString(Env::Posix(), pids_file, 1 << 20, &pids);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(ReadFileToString(Env::Posix(), pids_file, 1 << 20, &pids).ok());
+  ASSERT_EQ(kill(child, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "wait status " << status;
+  std::vector<std::string> left;
+  ASSERT_TRUE(Env::Posix()->GetChildren(base, &left).ok());
+  EXPECT_EQ(left, std::vector<std::string>{"pids"});  // both temporary directories are gone
+  size_t ranks = 0;
+  for (size_t at = 0, end; (end = pids.find('\n', at)) != std::string::npos; at = end + 1) {
+    const pid_t pid = static_cast<pid_t>(std::stol(pids.substr(at, end - at)));
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; ++i) {
+      gone = NotRunning(pid);
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_TRUE(gone) << "rank process " << pid << " survived";
+    ++ranks;
+  }
+  EXPECT_GE(ranks, 2u);
+  (void)FindLeftoverChildren();  // reaps the zombies reparented to this process
+  (void)Env::Posix()->RemoveTree(base);
 }
 
 // The catalog through the adapter: what the reference passes passes, the in-memory-Env properties

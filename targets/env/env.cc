@@ -58,16 +58,16 @@ Status ReadExactly(const RandomAccessFile& file, const std::string& path, uint64
   return Status::OK();
 }
 
-Status RemoveRecursively(Env* env, const std::string& path) {
+Status Env::RemoveTree(const std::string& path) {
   bool is_dir = false;
-  CKPTSPEC_RETURN_IF_ERROR(env->IsDirectory(path, &is_dir));
-  if (!is_dir) return env->RemoveFile(path);
+  CKPTSPEC_RETURN_IF_ERROR(IsDirectory(path, &is_dir));
+  if (!is_dir) return RemoveFile(path);
   std::vector<std::string> children;
-  CKPTSPEC_RETURN_IF_ERROR(env->GetChildren(path, &children));
+  CKPTSPEC_RETURN_IF_ERROR(GetChildren(path, &children));
   for (const std::string& child : children) {
-    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, JoinPath(path, child)));
+    CKPTSPEC_RETURN_IF_ERROR(RemoveTree(JoinPath(path, child)));
   }
-  return env->RemoveDir(path);
+  return RemoveDir(path);
 }
 
 Status CreateDirs(Env* env, const std::string& dir) {

@@ -63,6 +63,12 @@ class Env {
   virtual Status RenameFile(const std::string& src, const std::string& dst) = 0;
   // Makes the directory's entries (creations, renames, removals in it) durable.
   virtual Status SyncDir(const std::string& dir) = 0;
+  // Removes a file, or a directory with everything under it. Never follows a symbolic link: a
+  // link (at `path` or anywhere below it) is removed itself, whatever it points to, so nothing
+  // outside `path` is ever touched. NotFound when `path` does not exist. The default works
+  // through the methods above and suits an Env without links; PosixEnv overrides it with
+  // descriptor-relative calls that no concurrent rename or link swap can redirect.
+  virtual Status RemoveTree(const std::string& path);
 };
 
 // "a/b" from ("a", "b"); no normalisation.
@@ -80,8 +86,6 @@ Status ReadFileToString(Env* env, const std::string& path, uint64_t max_size, st
 // Reads exactly `size` bytes at `offset`; a short read is a Corruption naming the file.
 Status ReadExactly(const RandomAccessFile& file, const std::string& path, uint64_t offset,
                    size_t size, void* out);
-// Removes a file, or a directory with everything under it. NotFound when `path` does not exist.
-Status RemoveRecursively(Env* env, const std::string& path);
 // Creates `dir` and its missing parents (without syncing).
 Status CreateDirs(Env* env, const std::string& dir);
 

@@ -31,7 +31,7 @@ TEST(MemEnvTest, WriteReadRenameList) {
   ASSERT_TRUE(env.CreateDir("/d/sub").ok());
   ASSERT_TRUE(WriteFileSynced(&env, "/d/sub/x", "1").ok());
   EXPECT_FALSE(env.RemoveDir("/d/sub").ok());  // not empty
-  ASSERT_TRUE(RemoveRecursively(&env, "/d").ok());
+  ASSERT_TRUE(env.RemoveTree("/d").ok());
   EXPECT_FALSE(env.FileExists("/d").ok());
 }
 
@@ -148,7 +148,7 @@ TEST(PosixEnvTest, BasicOperations) {
   ASSERT_TRUE(env->GetChildren(dir, &names).ok());
   EXPECT_EQ(names, (std::vector<std::string>{"a", "x"}));
   EXPECT_EQ(env->FileExists(JoinPath(dir, "missing")).code(), Status::Code::kNotFound);
-  ASSERT_TRUE(RemoveRecursively(env, dir).ok());
+  ASSERT_TRUE(env->RemoveTree(dir).ok());
   EXPECT_FALSE(env->FileExists(dir).ok());
 }
 

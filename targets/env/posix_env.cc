@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "targets/env/env.h"
+#include "targets/env/posix_remove_tree.h"
 
 namespace ckptspec {
 namespace {
@@ -159,6 +160,7 @@ class PosixEnv : public Env {
     if (rc != 0) return PosixError(dir, err);
     return Status::OK();
   }
+  Status RemoveTree(const std::string& path) override { return PosixRemoveTree(path); }
 };
 
 }  // namespace

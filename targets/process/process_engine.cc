@@ -5,7 +5,6 @@
 
 #include "model/box.h"
 #include "targets/env/env.h"
-#include "targets/process/scratch_file.h"
 
 namespace ckptspec {
 namespace {
@@ -26,17 +25,10 @@ Status FirstError(const std::vector<json>& replies) {
   return Status::OK();
 }
 
-std::string RankDir(const std::string& scratch, int rank) {
-  return JoinPath(scratch, "r" + std::to_string(rank));
+// The scratch file name of a rank's entry: "r3.t7" (tensor 7 of rank 3), "r3.o0".
+std::string EntryName(int rank, char kind, size_t index) {
+  return "r" + std::to_string(rank) + "." + kind + std::to_string(index);
 }
-
-// Removes a call's scratch directory when the call ends, however it ends.
-struct ScratchGuard {
-  std::string dir;
-  ~ScratchGuard() {
-    if (!dir.empty()) (void)RemoveRecursively(Env::Posix(), dir);
-  }
-};
 
 }  // namespace
 
@@ -44,18 +36,28 @@ ProcessEngine::ProcessEngine(ProcessEngineOptions options)
     : options_(std::move(options)), capabilities_(options_.capabilities) {}
 
 ProcessEngine::~ProcessEngine() {
-  if (group_) group_->Shutdown();
+  if (!group_) return;
+  const Status shut = group_->Shutdown();
+  if (!shut.ok() && options_.events != nullptr && options_.events->left_behind.ok()) {
+    options_.events->left_behind = shut;
+  }
 }
 
-Status ProcessEngine::Probe(const std::string& command, const std::string& work_dir,
-                            double timeout_s, HelloReply* hello) {
-  const std::string logs = JoinPath(work_dir, "logs");
-  CKPTSPEC_RETURN_IF_ERROR(CreateDirs(Env::Posix(), logs));
+Status ProcessEngine::Probe(const std::string& command, double timeout_s, HelloReply* hello) {
   RequestIds ids;
-  RankGroup group(RankGroupOptions{command, 1, logs, timeout_s}, &ids);
+  RankGroup group(RankGroupOptions{command, 1, timeout_s}, &ids);
   CKPTSPEC_RETURN_IF_ERROR(group.Start(hello));
-  group.Shutdown();
-  return Status::OK();
+  return group.Shutdown();
+}
+
+Status ProcessEngine::CallGroup(const std::string& op, std::vector<json> requests,
+                                std::vector<json>* replies) {
+  const Status s = group_->Call(op, std::move(requests), replies);
+  if (!s.ok() && options_.events != nullptr && options_.events->timed_out.ok() &&
+      group_->last_fault() == AdapterFault::kTimedOut) {
+    options_.events->timed_out = s;
+  }
+  return s;
 }
 
 Status ProcessEngine::EnsureGroup(int world_size) {
@@ -66,28 +68,30 @@ Status ProcessEngine::EnsureGroup(int world_size) {
   Status pending;
   if (group_ && group_->alive()) {
     pending = Finalize();
-    group_->Shutdown();
+    const Status shut = group_->Shutdown();
+    if (pending.ok()) pending = shut;
   }
   group_.reset();
   if (!pending.ok()) return pending;
-  const std::string logs = JoinPath(options_.work_dir, "logs");
-  CKPTSPEC_RETURN_IF_ERROR(CreateDirs(Env::Posix(), logs).WithContext("adapter harness"));
-  group_ = std::make_unique<RankGroup>(
-      RankGroupOptions{options_.command, world_size, logs, options_.timeout_s}, &ids_);
+  if (!scratch_) {
+    CKPTSPEC_RETURN_IF_ERROR(CreateDirs(Env::Posix(), options_.work_dir).WithContext("adapter harness"));
+    CKPTSPEC_RETURN_IF_ERROR(ScratchSpace::Open(options_.work_dir, &scratch_).WithContext("adapter harness"));
+  }
+  group_ = std::make_unique<RankGroup>(RankGroupOptions{options_.command, world_size, options_.timeout_s}, &ids_);
   HelloReply hello;
-  const Status started = group_->Start(&hello);
+  Status started = group_->Start(&hello);
   for (pid_t pid : group_->pids()) started_pids_.push_back(pid);
+  if (!started.ok() && options_.events != nullptr && options_.events->timed_out.ok() &&
+      group_->last_fault() == AdapterFault::kTimedOut) {
+    options_.events->timed_out = started;
+  }
   CKPTSPEC_RETURN_IF_ERROR(started);
   capabilities_ = hello.capabilities;
   return Status::OK();
 }
 
-Status ProcessEngine::MakeScratch(int ranks, std::string* dir) {
-  *dir = JoinPath(JoinPath(options_.work_dir, "scratch"), std::to_string(++scratch_count_));
-  for (int r = 0; r < ranks; ++r) {
-    CKPTSPEC_RETURN_IF_ERROR(CreateDirs(Env::Posix(), RankDir(*dir, r)).WithContext("adapter harness"));
-  }
-  return Status::OK();
+Status ProcessEngine::NewCallDir(std::unique_ptr<ScratchDir>* dir) {
+  return scratch_->NewCallDir(dir).WithContext("adapter harness");
 }
 
 Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
@@ -95,8 +99,8 @@ Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict
   if (every_rank.empty()) return Status::InvalidArgument("save: no ranks");
   const int n = static_cast<int>(every_rank.size());
   CKPTSPEC_RETURN_IF_ERROR(EnsureGroup(n));
-  ScratchGuard scratch;
-  CKPTSPEC_RETURN_IF_ERROR(MakeScratch(n, &scratch.dir));
+  std::unique_ptr<ScratchDir> scratch;
+  CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
   std::vector<json> requests(n, json::object());
   for (int r = 0; r < n; ++r) {
     const ShardedStateDict& dict = every_rank[r];
@@ -105,30 +109,29 @@ Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict
     call.iteration = iteration;
     call.options = options;
     call.common = dict.common;
-    const std::string dir = RankDir(scratch.dir, r);
     for (size_t i = 0; i < dict.tensors.size(); ++i) {
-      WireTensor w{dict.tensors[i].spec, JoinPath(dir, "t" + std::to_string(i))};
+      const std::string name = EntryName(r, 't', i);
       const auto& data = dict.tensors[i].data;
-      CKPTSPEC_RETURN_IF_ERROR(WriteScratchFile(w.file, data.data(), data.size()));
-      call.tensors.push_back(std::move(w));
+      CKPTSPEC_RETURN_IF_ERROR(scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
+      call.tensors.push_back(WireTensor{dict.tensors[i].spec, scratch->PathOf(name)});
     }
     for (size_t i = 0; i < dict.objects.size(); ++i) {
-      WireObject w{dict.objects[i].spec, JoinPath(dir, "o" + std::to_string(i))};
+      const std::string name = EntryName(r, 'o', i);
       const auto& data = dict.objects[i].data;
-      CKPTSPEC_RETURN_IF_ERROR(WriteScratchFile(w.file, data.data(), data.size()));
-      call.objects.push_back(std::move(w));
+      CKPTSPEC_RETURN_IF_ERROR(scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
+      call.objects.push_back(WireObject{dict.objects[i].spec, scratch->PathOf(name)});
     }
     SaveCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(group_->Call("save", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(CallGroup("save", std::move(requests), &replies));
   return FirstError(replies);
 }
 
 Status ProcessEngine::Finalize() {
   if (!group_ || !group_->alive()) return Status::OK();
   std::vector<json> requests(group_->world_size(), json::object()), replies;
-  CKPTSPEC_RETURN_IF_ERROR(group_->Call("finalize", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(CallGroup("finalize", std::move(requests), &replies));
   return FirstError(replies);
 }
 
@@ -137,8 +140,8 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   if (request.templates.empty()) return Status::InvalidArgument("load: no ranks");
   const int n = static_cast<int>(request.templates.size());
   CKPTSPEC_RETURN_IF_ERROR(EnsureGroup(n));
-  ScratchGuard scratch;
-  CKPTSPEC_RETURN_IF_ERROR(MakeScratch(n, &scratch.dir));
+  std::unique_ptr<ScratchDir> scratch;
+  CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
   std::vector<LoadCall> calls(n);
   std::vector<json> requests(n, json::object());
   for (int r = 0; r < n; ++r) {
@@ -147,18 +150,17 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
     call.iteration = request.iteration;
     call.strict = request.strict;
     call.allow_shape_mismatch = request.allow_shape_mismatch;
-    const std::string dir = RankDir(scratch.dir, r);
     const ShardedStateDict& t = request.templates[r];
     for (size_t i = 0; i < t.tensors.size(); ++i) {
-      call.tensors.push_back({t.tensors[i].spec, JoinPath(dir, "t" + std::to_string(i))});
+      call.tensors.push_back({t.tensors[i].spec, scratch->PathOf(EntryName(r, 't', i))});
     }
     for (size_t i = 0; i < t.objects.size(); ++i) {
-      call.objects.push_back({t.objects[i].spec, JoinPath(dir, "o" + std::to_string(i))});
+      call.objects.push_back({t.objects[i].spec, scratch->PathOf(EntryName(r, 'o', i))});
     }
     LoadCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(group_->Call("load", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(CallGroup("load", std::move(requests), &replies));
   CKPTSPEC_RETURN_IF_ERROR(FirstError(replies));
   std::vector<LoadReply> loaded(n);
   for (int r = 0; r < n; ++r) {
@@ -178,7 +180,7 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   for (const LoadReply& l : loaded) any_unexpected = any_unexpected || !l.unexpected.empty();
   if (returns || any_unexpected) result->unexpected.resize(n);
   for (int r = 0; r < n; ++r) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadLoadedEntries(r, loaded[r], calls[r], &result->state[r]));
+    CKPTSPEC_RETURN_IF_ERROR(ReadLoadedEntries(r, loaded[r], *scratch, &result->state[r]));
     result->state[r].common = std::move(loaded[r].common);
     if (!result->unexpected.empty()) result->unexpected[r] = std::move(loaded[r].unexpected);
     for (std::string& w : loaded[r].warnings) result->warnings.push_back(std::move(w));
@@ -187,27 +189,45 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   return Status::OK();
 }
 
-Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const LoadCall& call,
+Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const ScratchDir& dir,
                                         ShardedStateDict* state) {
   const std::set<std::string> dropped(reply.dropped.begin(), reply.dropped.end());
+  // Reads entry file `name`, of at most `max_size` bytes, into *bytes; a fault names `what`.
+  const auto read = [&](const std::string& name, uint64_t max_size, const std::string& what,
+                        std::string* bytes) -> Status {
+    std::string detail;
+    switch (dir.Read(name, max_size, bytes, &detail)) {
+      case ScratchDir::ReadResult::kOk:
+        return Status::OK();
+      case ScratchDir::ReadResult::kMissing:
+        return group_->Fault(rank, AdapterFault::kWrongSize, "loaded " + what + " but wrote no file");
+      case ScratchDir::ReadResult::kUnsafe:
+        return group_->Fault(rank, AdapterFault::kUnsafeFile,
+                             "left " + detail + " at " + dir.PathOf(name) + " for " + what +
+                                 " instead of a regular file; not read");
+      case ScratchDir::ReadResult::kTooLarge:
+        return group_->Fault(rank, AdapterFault::kWrongSize,
+                             "wrote " + detail + " for " + what + ", at most " + std::to_string(max_size) +
+                                 " expected");
+      case ScratchDir::ReadResult::kError:
+        break;
+    }
+    return Status::IOError("adapter harness: " + detail);
+  };
   std::vector<ShardedTensor> tensors;
   for (size_t i = 0; i < state->tensors.size(); ++i) {
     ShardedTensor& t = state->tensors[i];
     if (dropped.count(t.spec.key)) continue;
     const uint64_t expected =
         static_cast<uint64_t>(DTypeSize(t.spec.dtype)) * static_cast<uint64_t>(Volume(t.spec.local_shape));
-    std::string bytes;
-    const Status s = ReadScratchFile(call.tensors[i].file, expected, &bytes);
     const std::string what = "tensor '" + t.spec.key + "' (template entry " + std::to_string(i) + ")";
-    if (s.code() == Status::Code::kNotFound) {
-      return group_->Fault(rank, AdapterFault::kWrongSize, "loaded " + what + " but wrote no file");
-    }
-    if (s.code() == Status::Code::kCorruption || (s.ok() && bytes.size() != expected)) {
+    std::string bytes;
+    CKPTSPEC_RETURN_IF_ERROR(read(EntryName(rank, 't', i), expected, what, &bytes));
+    if (bytes.size() != expected) {
       return group_->Fault(rank, AdapterFault::kWrongSize,
-                           "wrote " + (s.ok() ? std::to_string(bytes.size()) : "more than " + std::to_string(expected)) +
-                               " bytes for " + what + ", expected " + std::to_string(expected));
+                           "wrote " + std::to_string(bytes.size()) + " bytes for " + what + ", expected " +
+                               std::to_string(expected));
     }
-    CKPTSPEC_RETURN_IF_ERROR(s.WithContext("adapter harness"));
     t.data.assign(bytes.begin(), bytes.end());
     tensors.push_back(std::move(t));
   }
@@ -215,12 +235,8 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const 
   for (size_t i = 0; i < state->objects.size(); ++i) {
     ShardedObject& o = state->objects[i];
     if (dropped.count(o.spec.key)) continue;
-    const Status s = ReadScratchFile(call.objects[i].file, kMaxObjectBytes, &o.data);
-    if (s.code() == Status::Code::kNotFound) {
-      return group_->Fault(rank, AdapterFault::kWrongSize,
-                           "loaded object '" + o.spec.UniqueKey() + "' but wrote no file");
-    }
-    CKPTSPEC_RETURN_IF_ERROR(s.WithContext("adapter harness"));
+    CKPTSPEC_RETURN_IF_ERROR(
+        read(EntryName(rank, 'o', i), kMaxObjectBytes, "object '" + o.spec.UniqueKey() + "'", &o.data));
     objects.push_back(std::move(o));
   }
   state->tensors = std::move(tensors);

@@ -6,8 +6,15 @@
 //  - Groups start lazily: the first call starts one; a call with another number of ranks
 //    finalizes the running group (returning a pending async save's error instead of proceeding),
 //    shuts it down and starts one of the new size over the same checkpoint directory.
-//  - Entry bytes travel through files under work_dir/scratch/<call>/r<rank>/, removed when the
-//    call returns (so an async save must have read them before it replied).
+//  - Entry bytes travel through files of a fresh call directory under work_dir, named
+//    "r<rank>.t<i>" (tensors) and "r<rank>.o<i>" (objects) and removed when the call returns (so
+//    an async save must have read them before it replied). The adapter is not trusted with them
+//    (scratch_dir.h): inputs are created exclusively, never through a planted link; a loaded
+//    entry is read back only from a regular file of the call directory, size-capped, without
+//    following a link or waiting on a FIFO (else the fault kUnsafeFile).
+//  - A timeout is recorded in options.events (when given); so is a group that left processes
+//    behind when it was shut down by the destructor (when another number of ranks replaces the
+//    group, that fault is the call's error instead).
 //  - An adapter's own error reply becomes its Status, prefixed "adapter rank R: " (the lowest
 //    failing rank's). A fault (adapter_fault.h) kills the group; the next call starts a new one.
 //  - The destructor shuts the group down; no process outlives the engine.
@@ -19,7 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "targets/process/case_events.h"
 #include "targets/process/rank_group.h"
+#include "targets/process/scratch_dir.h"
 #include "targets/target.h"
 
 namespace ckptspec {
@@ -27,9 +36,10 @@ namespace ckptspec {
 struct ProcessEngineOptions {
   std::string command;        // the adapter command, run by /bin/sh -c
   std::string directory;      // the adapter's checkpoint directory (named in save and load)
-  std::string work_dir;       // the harness's own: scratch/ and logs/ are made under it
+  std::string work_dir;       // the harness's own (made if missing): call directories are made in it
   double timeout_s = 60;      // per request
   Capabilities capabilities;  // what capabilities() answers until a group has said hello
+  CaseEvents* events = nullptr;  // not owned; outlives the engine when set
 };
 
 class ProcessEngine : public Engine {
@@ -43,9 +53,9 @@ class ProcessEngine : public Engine {
   Status Finalize() override;
   Status Load(LoadRequest request, LoadResult* result) override;
 
-  // Starts a one-rank group of `command` (logs under work_dir/logs), says hello, shuts it down.
-  static Status Probe(const std::string& command, const std::string& work_dir, double timeout_s,
-                      HelloReply* hello);
+  // Starts a one-rank group of `command`, says hello, shuts it down (processes left behind are
+  // its error).
+  static Status Probe(const std::string& command, double timeout_s, HelloReply* hello);
 
   // The current group (null before the first call); after a fault it is the dead group, whose
   // last_fault() names the verdict.
@@ -55,14 +65,17 @@ class ProcessEngine : public Engine {
 
  private:
   Status EnsureGroup(int world_size);
-  Status MakeScratch(int ranks, std::string* dir);
-  Status ReadLoadedEntries(int rank, const LoadReply& reply, const LoadCall& call,
+  Status NewCallDir(std::unique_ptr<ScratchDir>* dir);
+  // group_->Call, with a timeout recorded in options_.events.
+  Status CallGroup(const std::string& op, std::vector<nlohmann::json> requests,
+                   std::vector<nlohmann::json>* replies);
+  Status ReadLoadedEntries(int rank, const LoadReply& reply, const ScratchDir& dir,
                            ShardedStateDict* state);
 
   ProcessEngineOptions options_;
   Capabilities capabilities_;
   RequestIds ids_;
-  int64_t scratch_count_ = 0;
+  std::unique_ptr<ScratchSpace> scratch_;
   std::unique_ptr<RankGroup> group_;
   std::vector<pid_t> started_pids_;
 };

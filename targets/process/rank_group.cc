@@ -5,10 +5,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <sstream>
+
+#include "model/json_util.h"
+#include "targets/process/harness_registry.h"
 
 namespace ckptspec {
 namespace {
@@ -20,6 +24,8 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLineBytes = size_t{256} << 20;
 constexpr double kShutdownGrace_s = 5;
 constexpr size_t kLogTailBytes = 600;
+// Deepest nesting of a reply's JSON.
+constexpr int kMaxReplyDepth = 512;
 
 void IgnoreSigpipeOnce() {
   static const bool done = [] {
@@ -48,6 +54,9 @@ std::string Preview(const std::string& text) {
   return "'" + out + (text.size() > 80 ? "...'" : "'");
 }
 
+// The pipes of a rank the harness polls.
+enum class Stream { kStdin, kStdout, kStderr };
+
 int MillisecondsUntil(Clock::time_point deadline) {
   const double ms =
       std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
@@ -59,7 +68,10 @@ int MillisecondsUntil(Clock::time_point deadline) {
 RankGroup::RankGroup(RankGroupOptions options, RequestIds* ids)
     : options_(std::move(options)), ids_(ids) {}
 
-RankGroup::~RankGroup() { KillAll(); }
+RankGroup::~RankGroup() {
+  KillAll();
+  KillLeftovers(FindLeftoverChildren());
+}
 
 std::vector<pid_t> RankGroup::pids() const {
   std::vector<pid_t> out;
@@ -75,9 +87,9 @@ void RankGroup::KillAll() {
 Status RankGroup::Fault(int rank, AdapterFault fault, const std::string& detail) {
   std::string text = detail;
   if (rank >= 0 && rank < static_cast<int>(ranks_.size())) {
-    const std::string tail = ranks_[rank]->LogTail(kLogTailBytes);
+    ranks_[rank]->DrainStderr();
+    const std::string tail = ranks_[rank]->log().TailLine(kLogTailBytes);
     text += tail.empty() ? "; stderr empty" : "; stderr: " + tail;
-    text += " (log " + ranks_[rank]->log_path() + ")";
   }
   KillAll();
   last_fault_ = fault;
@@ -99,8 +111,7 @@ Status RankGroup::Start(HelloReply* hello) {
         "RANK=" + std::to_string(r),          "WORLD_SIZE=" + std::to_string(n),
         "LOCAL_RANK=" + std::to_string(r),    "MASTER_ADDR=127.0.0.1",
         "MASTER_PORT=" + std::to_string(port_), "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
-    const std::string log = options_.log_dir + "/rank_" + std::to_string(r) + ".log";
-    const Status s = ranks_.back()->Start(options_.command, env, log);
+    const Status s = ranks_.back()->Start(options_.command, env);
     if (!s.ok()) return Fault(r, AdapterFault::kStartFailed, s.message());
   }
   alive_ = true;
@@ -175,18 +186,26 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
                                            std::chrono::duration<double>(timeout_s));
   for (;;) {
     std::vector<pollfd> fds;
-    std::vector<std::pair<size_t, bool>> who;  // (rank, is its stdin)
+    std::vector<std::pair<size_t, Stream>> who;
     for (size_t r = 0; r < n; ++r) {
+      if (ranks_[r]->stderr_fd() >= 0) {
+        fds.push_back({ranks_[r]->stderr_fd(), POLLIN, 0});
+        who.push_back({r, Stream::kStderr});
+      }
       if (written[r] < lines[r].size()) {
         fds.push_back({ranks_[r]->stdin_fd(), POLLOUT, 0});
-        who.push_back({r, true});
+        who.push_back({r, Stream::kStdin});
       }
       if (!replied[r]) {
         fds.push_back({ranks_[r]->stdout_fd(), POLLIN, 0});
-        who.push_back({r, false});
+        who.push_back({r, Stream::kStdout});
       }
     }
-    if (fds.empty()) return Status::OK();
+    if (who.size() == static_cast<size_t>(std::count_if(who.begin(), who.end(), [](const auto& w) {
+          return w.second == Stream::kStderr;
+        }))) {
+      return Status::OK();  // every request written, every reply read
+    }
     const int wait_ms = MillisecondsUntil(deadline);
     if (wait_ms == 0) {
       for (size_t r = 0; r < n; ++r) {
@@ -210,7 +229,11 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
       if (fds[i].revents == 0) continue;
       const size_t r = who[i].first;
       const int rank = static_cast<int>(r);
-      if (who[i].second) {  // the rank's stdin can take more of the request (or is gone)
+      if (who[i].second == Stream::kStderr) {
+        ranks_[r]->DrainStderr();
+        continue;
+      }
+      if (who[i].second == Stream::kStdin) {  // the rank's stdin can take more of the request (or is gone)
         const ssize_t w = write(fds[i].fd, lines[r].data() + written[r], lines[r].size() - written[r]);
         if (w > 0) {
           written[r] += static_cast<size_t>(w);
@@ -256,7 +279,14 @@ Status RankGroup::DeadRank(int rank, const std::string& during) {
 
 Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during, const std::string& line,
                              json* reply) {
+  // nlohmann's parser is iterative, and so is the depth check; a deeper reply is refused before
+  // anything copies it (copies recurse once per level).
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded() && JsonDeeperThan(j, kMaxReplyDepth)) {
+    return Fault(rank, AdapterFault::kGarbage,
+                 "reply to " + during + " nests deeper than " + std::to_string(kMaxReplyDepth) +
+                     " levels: " + Preview(line));
+  }
   if (j.is_discarded() || !j.is_object()) {
     return Fault(rank, AdapterFault::kGarbage,
                  "reply to " + during + " is not a JSON object: " + Preview(line));
@@ -303,7 +333,8 @@ Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during, co
   return Status::OK();
 }
 
-void RankGroup::Shutdown() {
+Status RankGroup::Shutdown() {
+  const bool was_alive = alive_;
   if (alive_) {
     std::vector<json> requests(ranks_.size(), json::object()), replies;
     (void)Call("shutdown", std::move(requests), &replies, std::min(kShutdownGrace_s, options_.timeout_s));
@@ -314,6 +345,14 @@ void RankGroup::Shutdown() {
     r->WaitFor(std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()));
   }
   KillAll();
+  const std::vector<LeftoverProcess> leftovers = FindLeftoverChildren();
+  if (leftovers.empty() || !was_alive) {
+    KillLeftovers(leftovers);
+    return Status::OK();
+  }
+  const std::string detail = DescribeLeftovers(leftovers) + " still ran after shutdown; killed";
+  KillLeftovers(leftovers);
+  return Fault(-1, AdapterFault::kLeftBehind, detail);
 }
 
 }  // namespace ckptspec

@@ -10,7 +10,10 @@
 //    Status of a fault (adapter_fault.h) naming the rank, the request and the tail of the rank's
 //    stderr log; after a fault every process of the group has been killed and reaped, and the
 //    group is dead (alive() false; further calls fail at once).
-//  - The destructor kills and reaps whatever is left; nothing outlives the group. SIGPIPE is set
+//  - The destructor kills and reaps whatever is left, leftover children included; nothing outlives
+//    the group.
+//  - Each rank's stderr is drained while the group waits on it and kept capped (CappedLog); a
+//    fault's message ends with the tail of the rank's stderr. SIGPIPE is set
 //    to ignored in this process (once, if it was at its default) so that writing to a dead rank is
 //    an error, not the end of the harness.
 #pragma once
@@ -34,7 +37,6 @@ namespace ckptspec {
 struct RankGroupOptions {
   std::string command;     // run by /bin/sh -c
   int world_size = 1;
-  std::string log_dir;     // rank R's stderr is appended to log_dir/rank_R.log (must exist)
   double timeout_s = 60;   // deadline of each request, hello included
 };
 
@@ -63,12 +65,17 @@ class RankGroup {
   // the fault's Status, as Call does for the faults it finds.
   Status Fault(int rank, AdapterFault fault, const std::string& detail);
 
-  // Sends shutdown, waits a few seconds for every process to exit, then kills what is left.
-  void Shutdown();
+  // Sends shutdown, waits a few seconds for every process to exit, then kills what is left:
+  // the ranks' process groups, and every leftover child (harness_registry.h), a process the
+  // adapter started outside its group. Leftovers of a group that was alive until now are the
+  // fault kLeftBehind (naming them), returned after they were killed; else OK.
+  Status Shutdown();
 
   bool alive() const { return alive_; }
   int world_size() const { return options_.world_size; }
   int master_port() const { return port_; }
+  // What rank `rank` wrote to its stderr so far (capped; drained while the group waits on it).
+  const CappedLog& log(int rank) const { return ranks_[rank]->log(); }
   // The pids started (for checks that nothing is left behind); empty before Start.
   std::vector<pid_t> pids() const;
   // The last fault and its rank, if any.

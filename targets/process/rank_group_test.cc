@@ -38,10 +38,10 @@ class RankGroupTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { (void)RemoveRecursively(Env::Posix(), dir_); }
+  void TearDown() override { (void)Env::Posix()->RemoveTree(dir_); }
 
   std::unique_ptr<RankGroup> Group(const std::string& command, int world, double timeout_s = 5) {
-    return std::make_unique<RankGroup>(RankGroupOptions{command, world, dir_, timeout_s}, &ids_);
+    return std::make_unique<RankGroup>(RankGroupOptions{command, world, timeout_s}, &ids_);
   }
 
 
@@ -62,7 +62,7 @@ TEST_F(RankGroupTest, StartsRanksWithTheirEnvironmentAndExchangesLines) {
     ASSERT_TRUE(group->Call("finalize", std::vector<nlohmann::json>(3, nlohmann::json::object()), &replies).ok());
     for (int r = 0; r < 3; ++r) EXPECT_EQ(replies[r]["rank"], r);
     pids = group->pids();
-    group->Shutdown();  // the shell loop ends at end of input
+    EXPECT_TRUE(group->Shutdown().ok());  // the shell loop ends at end of input
     EXPECT_FALSE(group->last_fault().has_value());
   }
   ExpectNoProcessLeft(pids);

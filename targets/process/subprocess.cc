@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +12,8 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
+
+#include "targets/process/harness_registry.h"
 
 extern char** environ;
 
@@ -39,23 +40,17 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
 
 Subprocess::~Subprocess() { Kill(); }
 
-Status Subprocess::Start(const std::string& command, const std::vector<std::string>& extra_env,
-                         const std::string& log_path) {
+Status Subprocess::Start(const std::string& command, const std::vector<std::string>& extra_env) {
   if (pid_ != -1) return Status::FailedPrecondition("subprocess already started");
-  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
-  (void)subreaper;  // without it, orphans go to init and only the child itself is reaped here
-  log_path_ = log_path;
-  int in[2], out[2];
+  int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0) return Status::IOError(Errno("pipe2"));
   if (pipe2(out, O_CLOEXEC) != 0) {
     const Status s = Status::IOError(Errno("pipe2"));
-    close(in[0]);
-    close(in[1]);
+    for (int fd : {in[0], in[1]}) close(fd);
     return s;
   }
-  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log < 0) {
-    const Status s = Status::IOError(log_path + ": " + Errno("open"));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    const Status s = Status::IOError(Errno("pipe2"));
     for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
     return s;
   }
@@ -65,30 +60,32 @@ Status Subprocess::Start(const std::string& command, const std::vector<std::stri
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+  sigset_t default_mask;
+  sigemptyset(&default_mask);
 
-  const pid_t pid = fork();
+  const pid_t pid = ForkRegisteredGroup();
   if (pid < 0) {
     const Status s = Status::IOError(Errno("fork"));
-    for (int fd : {in[0], in[1], out[0], out[1], log}) close(fd);
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
     return s;
   }
   if (pid == 0) {
     setpgid(0, 0);
     // dup2 clears close-on-exec on the copies; everything else is closed by exec.
-    if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(log, 2) < 0) _exit(127);
+    if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
     signal(SIGPIPE, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &default_mask, nullptr);  // ckptspec blocks termination signals
     execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
     _exit(127);
   }
-  setpgid(pid, pid);  // also here, so Kill() works even before the child ran
   close(in[0]);
   close(out[1]);
-  close(log);
+  close(err[1]);
   pid_ = pid;
   stdin_fd_ = in[1];
   stdout_fd_ = out[0];
-  fcntl(stdin_fd_, F_SETFL, fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
-  fcntl(stdout_fd_, F_SETFL, fcntl(stdout_fd_, F_GETFL) | O_NONBLOCK);
+  stderr_fd_ = err[0];
+  for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return Status::OK();
 }
 
@@ -101,6 +98,28 @@ void Subprocess::CloseFds() {
   CloseStdin();
   if (stdout_fd_ >= 0) close(stdout_fd_);
   stdout_fd_ = -1;
+  if (stderr_fd_ >= 0) close(stderr_fd_);
+  stderr_fd_ = -1;
+}
+
+void Subprocess::DrainStderr() {
+  // At most this much per call: a rank that writes without end cannot keep the caller here.
+  constexpr size_t kMaxDrainBytes = size_t{4} << 20;
+  char chunk[65536];
+  for (size_t drained = 0; stderr_fd_ >= 0 && drained < kMaxDrainBytes;) {
+    const ssize_t got = read(stderr_fd_, chunk, sizeof(chunk));
+    if (got > 0) {
+      log_.Append(chunk, static_cast<size_t>(got));
+      drained += static_cast<size_t>(got);
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else if (got < 0 && errno == EAGAIN) {
+      return;
+    } else {  // end of file (every writer closed it) or a read error: nothing more will come
+      close(stderr_fd_);
+      stderr_fd_ = -1;
+    }
+  }
 }
 
 bool Subprocess::WaitFor(double timeout_s) {
@@ -114,6 +133,7 @@ bool Subprocess::WaitFor(double timeout_s) {
       return true;
     }
     if (std::chrono::steady_clock::now() >= deadline) return false;
+    DrainStderr();  // a rank blocked on a full stderr pipe could not end
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
@@ -132,6 +152,8 @@ void Subprocess::Kill() {
   int status = 0;
   while (waitpid(-pid_, &status, 0) > 0 || errno == EINTR) {
   }
+  UnregisterProcessGroup(pid_);
+  DrainStderr();  // what the rank wrote before it was killed
   CloseFds();
 }
 
@@ -168,21 +190,6 @@ std::string Subprocess::ExitDescription() const {
   }
   if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
   return "ended with wait status " + std::to_string(wait_status_);
-}
-
-std::string Subprocess::LogTail(size_t max_bytes) const {
-  const int fd = open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  const off_t size = lseek(fd, 0, SEEK_END);
-  const off_t from = size > static_cast<off_t>(max_bytes) ? size - static_cast<off_t>(max_bytes) : 0;
-  std::string text(static_cast<size_t>(size - from), '\0');
-  const ssize_t got = pread(fd, text.data(), text.size(), from);
-  close(fd);
-  text.resize(got > 0 ? static_cast<size_t>(got) : 0);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  std::string out;
-  for (char c : text) out += c == '\n' ? std::string(" | ") : std::string(1, c);
-  return out;
 }
 
 int PickFreePort() {

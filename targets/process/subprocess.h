@@ -1,14 +1,19 @@
-// One adapter rank process: `/bin/sh -c COMMAND` in a process group of its own, with its stdin and
-// stdout on pipes and its stderr appended to a log file (docs/PROTOCOL.md, "Processes").
+// One adapter rank process: `/bin/sh -c COMMAND` in a process group of its own, with its stdin,
+// stdout and stderr on pipes (docs/PROTOCOL.md, "Processes").
 //
 // Contracts:
 //  - The parent's pipe ends are non-blocking and close-on-exec, so no other child inherits them
 //    (end of file on a rank's stdout means that rank, and the processes it started, let it go).
+//  - stderr is read by the harness (DrainStderr, called while it waits on the rank) into a
+//    CappedLog: the head and the tail are kept, the rest counted. A rank that writes to stderr
+//    while nobody drains it blocks once the pipe is full, until the next drain.
+//  - The process group is recorded in the harness registry (harness_registry.h) from the fork
+//    until Kill(), so a termination signal to ckptspec kills it too. The child starts with the
+//    default signal mask.
 //  - Kill() sends SIGKILL to the whole process group (the shell and whatever it started) and reaps
 //    the child and its descendants in the group; the destructor does the same, so a Subprocess
-//    never leaves a process behind, not even a zombie (unless a grandchild moved itself to another
-//    process group). For that, the first Start() makes this process a child subreaper
-//    (PR_SET_CHILD_SUBREAPER): orphaned descendants are reparented to it instead of to init.
+//    never leaves a process behind in its group, not even a zombie. Descendants that left the
+//    group are found by the registry's FindLeftoverChildren (this process is a child subreaper).
 //  - Nothing here throws; failures are Status values naming the command and the system call.
 #pragma once
 
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "model/status.h"
+#include "targets/process/capped_log.h"
 
 namespace ckptspec {
 
@@ -29,18 +35,21 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
 
   // Starts `command` with the parent's environment plus `extra_env` ("NAME=value"; a name given
-  // here replaces the parent's). stderr is appended to `log_path` (created if needed).
-  // Call once.
-  Status Start(const std::string& command, const std::vector<std::string>& extra_env,
-               const std::string& log_path);
+  // here replaces the parent's). Call once.
+  Status Start(const std::string& command, const std::vector<std::string>& extra_env);
 
   pid_t pid() const { return pid_; }
   int stdin_fd() const { return stdin_fd_; }
   int stdout_fd() const { return stdout_fd_; }
-  const std::string& log_path() const { return log_path_; }
+  // -1 once the rank (and whatever inherited it) closed its stderr.
+  int stderr_fd() const { return stderr_fd_; }
   void CloseStdin();
+  // Reads what stderr holds now (up to a few MiB, so a flood cannot hold the caller) into the
+  // log, without blocking.
+  void DrainStderr();
+  const CappedLog& log() const { return log_; }
 
-  // Waits up to `timeout_s` for the child to end; true once it has been reaped.
+  // Waits up to `timeout_s` for the child to end, draining stderr; true once it has been reaped.
   bool WaitFor(double timeout_s);
   // SIGKILL to the process group, then reaps the child (blocking). Idempotent.
   void Kill();
@@ -50,8 +59,6 @@ class Subprocess {
   // status 128 + N: that counts as the signal ("..., as its shell reports (exit status 137)").
   std::string ExitDescription() const;
   bool died_of_signal() const;
-  // The last `max_bytes` of the log, on one line ('\n' shown as " | "); "" when empty.
-  std::string LogTail(size_t max_bytes) const;
 
  private:
   void CloseFds();
@@ -59,10 +66,11 @@ class Subprocess {
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
   int stdout_fd_ = -1;
+  int stderr_fd_ = -1;
   bool reaped_ = false;
   bool killed_ = false;
   int wait_status_ = 0;
-  std::string log_path_;
+  CappedLog log_;
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). 0 when none could be had.

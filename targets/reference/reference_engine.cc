@@ -109,7 +109,7 @@ Status ReferenceEngine::RemoveLeftovers() {
     const std::string suffix = name.substr(dot);
     if (!ParseIterationDirName(name.substr(0, dot), &it)) continue;
     if (suffix != ".tmp" && suffix != ".deleting") continue;
-    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, JoinPath(options_.root, name)));
+    CKPTSPEC_RETURN_IF_ERROR(env->RemoveTree(JoinPath(options_.root, name)));
     removed = true;
   }
   if (removed) CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(options_.root));
@@ -203,7 +203,7 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
     const std::string aside = JoinPath(root, DeletingDirName(iteration));
     CKPTSPEC_RETURN_IF_ERROR(env->RenameFile(final_dir, aside));
     CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(root));
-    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, aside));
+    CKPTSPEC_RETURN_IF_ERROR(env->RemoveTree(aside));
   }
   CKPTSPEC_RETURN_IF_ERROR(env->RenameFile(staging, final_dir));
   CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(root));
@@ -317,7 +317,7 @@ Status ReferenceEngine::ApplyRetention() {
   }
   CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(options_.root));
   for (int64_t it : victims) {
-    CKPTSPEC_RETURN_IF_ERROR(RemoveRecursively(env, JoinPath(options_.root, DeletingDirName(it))));
+    CKPTSPEC_RETURN_IF_ERROR(env->RemoveTree(JoinPath(options_.root, DeletingDirName(it))));
   }
   return env->SyncDir(options_.root);
 }

@@ -236,7 +236,7 @@ TEST(ReferencePosix, RoundTripAndReshardOnDisk) {
     ASSERT_TRUE(engine.ListIterations(&iterations).ok());
     EXPECT_EQ(iterations, std::vector<int64_t>{2});
   }
-  ASSERT_TRUE(RemoveRecursively(Env::Posix(), tmpl).ok());
+  ASSERT_TRUE(Env::Posix()->RemoveTree(tmpl).ok());
 }
 
 }  // namespace

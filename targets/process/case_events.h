@@ -1,0 +1,20 @@
+// What the processes behind a target did during one property case that no engine call could
+// return to the property: recorded by the adapter harness (ProcessEngine), read by the property
+// runner after the case (properties/runner.h), which turns them into the case's verdict.
+#pragma once
+
+#include "model/status.h"
+
+namespace ckptspec {
+
+struct CaseEvents {
+  // The first request of the case that got no reply before its deadline (the kTimedOut fault).
+  // The runner fails the case with it, and does not run the cases that shrinking proposes after
+  // it: each would cost the whole timeout again.
+  Status timed_out;
+  // The first group of the case that left processes running after its shutdown (kLeftBehind),
+  // found when the engine was destroyed, outside any call.
+  Status left_behind;
+};
+
+}  // namespace ckptspec
