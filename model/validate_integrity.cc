@@ -1,8 +1,10 @@
 // P4, sharding integrity: CheckShardingIntegrity (contract in validate.h).
 #include <algorithm>
+#include <numeric>
 #include <unordered_map>
 #include <utility>
 
+#include "model/box_overlap.h"
 #include "model/validate.h"
 #include "model/validate_util.h"
 
@@ -294,26 +296,49 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
     if (volume > 0) mains.push_back(e);  // an empty chunk covers nothing
   }
   if (total == 0) return;
-  // Identical main chunks: one overlap per chunk, naming every rank holding it.
-  std::sort(mains.begin(), mains.end(), [](const TensorRef& a, const TensorRef& b) {
-    const int c = CompareChunks(*a.spec, *b.spec);
-    return c != 0 ? c < 0 : a.rank < b.rank;
+  // The main chunks' bounds, flat (rank 0 has none: every chunk is the one scalar).
+  BoxBounds all;
+  all.rank = rank;
+  all.lo.reserve(mains.size() * rank);
+  all.hi.reserve(mains.size() * rank);
+  for (const TensorRef& e : mains) {
+    for (size_t a = 0; a < rank; ++a) {
+      all.lo.push_back(e.spec->global_offset[a]);
+      all.hi.push_back(e.spec->global_offset[a] + ChunkExtent(*e.spec, a));
+    }
+  }
+  auto compare_bounds = [&](size_t x, size_t y) {  // CompareChunks on the flat bounds
+    for (const std::vector<int64_t>* v : {&all.lo, &all.hi}) {
+      for (size_t a = 0; a < rank; ++a) {
+        const int64_t p = (*v)[x * rank + a], q = (*v)[y * rank + a];
+        if (p != q) return p < q ? -1 : 1;
+      }
+    }
+    return 0;
+  };
+  // Identical main chunks: one overlap per chunk, naming every rank holding it. Chunks in
+  // CompareChunks order, then by rank.
+  std::vector<size_t> order(mains.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const int c = compare_bounds(x, y);
+    return c != 0 ? c < 0 : mains[x].rank < mains[y].rank;
   });
   struct Distinct {
-    const TensorSpec* spec;
-    size_t first, count;  // its holders: mains[first, first + count)
+    size_t chunk;         // its bounds: all's box `chunk`
+    size_t first, count;  // its holders: mains[order[first, first + count)]
   };
   std::vector<Distinct> distinct;
   int64_t overlaps = 0;
-  for (size_t i = 0; i < mains.size();) {
+  for (size_t i = 0; i < order.size();) {
     size_t j = i + 1;
-    while (j < mains.size() && SameChunk(*mains[i].spec, *mains[j].spec)) ++j;
-    distinct.push_back(Distinct{mains[i].spec, i, j - i});
+    while (j < order.size() && compare_bounds(order[i], order[j]) == 0) ++j;
+    distinct.push_back(Distinct{order[i], i, j - i});
     if (j - i > 1 && overlaps++ < kMaxReportsPerKey) {
       std::vector<int64_t> ranks;
-      for (size_t k = i; k < j; ++k) ranks.push_back(mains[k].rank);
+      for (size_t k = i; k < j; ++k) ranks.push_back(mains[order[k]].rank);
       SortUnique(&ranks);
-      const Box box = ChunkBox(*mains[i].spec);
+      const Box box = ChunkBox(*mains[order[i]].spec);
       out->push_back(MakeViolation(
           kP4, ViolationKind::kOverlap, key, box, ranks,
           "tensor " + Quoted(key) + ": " + std::to_string(j - i) + " main replicas hold chunk " +
@@ -325,53 +350,54 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
     if (distinct.empty()) ReportIrregularGap(key, Box{}, non_mains, out);
     return;
   }
-  // Sweep along the axis with the most distinct offsets, so that few chunks are active at once.
+  // Sweep along the axis with the most distinct offsets (box_overlap.h), so that few chunks are
+  // active at once; the overlaps are reported in the sweep's order: by offset on that axis, ties
+  // in CompareChunks order. (Identical chunks share their offsets, so counting over all main
+  // chunks counts the distinct ones.)
   size_t axis = 0;
   if (rank > 1) {
     size_t best = 0;
-    std::vector<int64_t> offsets;
+    std::vector<int64_t> offsets(mains.size());
     for (size_t a = 0; a < rank; ++a) {
-      offsets.clear();
-      for (const Distinct& d : distinct) offsets.push_back(d.spec->global_offset[a]);
+      for (size_t m = 0; m < mains.size(); ++m) offsets[m] = all.Lo(m, a);
       std::sort(offsets.begin(), offsets.end());
       const size_t n = std::unique(offsets.begin(), offsets.end()) - offsets.begin();
       if (n > best) best = n, axis = a;
     }
   }
-  std::stable_sort(distinct.begin(), distinct.end(), [axis](const Distinct& a, const Distinct& b) {
-    return a.spec->global_offset[axis] < b.spec->global_offset[axis];
-  });
-  std::vector<size_t> active;
-  bool stopped = false;
-  for (size_t i = 0; i < distinct.size() && !stopped; ++i) {
-    const TensorSpec& chunk = *distinct[i].spec;
-    const int64_t start = chunk.global_offset[axis];
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](size_t k) {
-                                  const TensorSpec& a = *distinct[k].spec;
-                                  return a.global_offset[axis] + ChunkExtent(a, axis) <= start;
-                                }),
-                 active.end());
-    for (size_t k : active) {
-      Box both;
-      if (!IntersectChunks(*distinct[k].spec, chunk, &both)) continue;
-      if (overlaps++ >= kMaxReportsPerKey) {
-        stopped = true;
-        break;
-      }
-      std::vector<int64_t> ranks;
-      for (const Distinct* d : {&distinct[k], &distinct[i]}) {
-        for (size_t m = d->first; m < d->first + d->count; ++m) ranks.push_back(mains[m].rank);
-      }
-      SortUnique(&ranks);
-      out->push_back(MakeViolation(
-          kP4, ViolationKind::kOverlap, key, both, ranks,
-          "tensor " + Quoted(key) + ": main chunks " + BoxToString(ChunkBox(*distinct[k].spec)) +
-              " and " + BoxToString(ChunkBox(chunk)) + " overlap in " + BoxToString(both) + " (" +
-              RanksToString(ranks) + "); exactly one main replica may cover an element"));
-    }
-    active.push_back(i);
+  std::vector<std::pair<int64_t, size_t>> sweep_order(distinct.size());
+  for (size_t d = 0; d < distinct.size(); ++d) sweep_order[d] = {all.Lo(distinct[d].chunk, axis), d};
+  std::sort(sweep_order.begin(), sweep_order.end());  // by offset, then the position: stable
+  std::vector<Distinct> swept;
+  swept.reserve(distinct.size());
+  BoxBounds bounds;
+  bounds.rank = rank;
+  bounds.lo.reserve(distinct.size() * rank);
+  bounds.hi.reserve(distinct.size() * rank);
+  for (const auto& entry : sweep_order) {
+    const Distinct& d = distinct[entry.second];
+    swept.push_back(d);
+    bounds.Add(&all.lo[d.chunk * rank], &all.hi[d.chunk * rank]);
   }
+  distinct = std::move(swept);
+  auto spec_of = [&](const Distinct& d) -> const TensorSpec& { return *mains[d.chunk].spec; };
+  ForEachOverlap(bounds, axis, [&](size_t k, size_t i) {
+    if (overlaps++ >= kMaxReportsPerKey) return false;
+    Box both;
+    IntersectChunks(spec_of(distinct[k]), spec_of(distinct[i]), &both);
+    std::vector<int64_t> ranks;
+    for (const Distinct* d : {&distinct[k], &distinct[i]}) {
+      for (size_t m = d->first; m < d->first + d->count; ++m) ranks.push_back(mains[order[m]].rank);
+    }
+    SortUnique(&ranks);
+    out->push_back(MakeViolation(
+        kP4, ViolationKind::kOverlap, key, both, ranks,
+        "tensor " + Quoted(key) + ": main chunks " + BoxToString(ChunkBox(spec_of(distinct[k]))) +
+            " and " + BoxToString(ChunkBox(spec_of(distinct[i]))) + " overlap in " +
+            BoxToString(both) + " (" + RanksToString(ranks) +
+            "); exactly one main replica may cover an element"));
+    return true;
+  });
   if (overlaps > kMaxReportsPerKey) {
     out->push_back(MakeViolation(kP4, ViolationKind::kOverlap, key, std::nullopt, {},
                                  "tensor " + Quoted(key) + ": more overlapping main chunks, not " +
@@ -389,9 +415,9 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
       }
     };
     for (const Distinct& d : distinct) {
-      const int64_t begin = d.spec->global_offset[0];
+      const int64_t begin = all.Lo(d.chunk, 0);
       if (begin > covered_end) gap(covered_end, begin);
-      covered_end = std::max(covered_end, begin + ChunkExtent(*d.spec, 0));
+      covered_end = std::max(covered_end, all.Hi(d.chunk, 0));
     }
     if (covered_end < global_shape[0]) gap(covered_end, global_shape[0]);
     if (missing > 0 && listed >= kMaxReportsPerKey) {
@@ -403,8 +429,8 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
   int64_t sum = 0;
   std::vector<const TensorSpec*> chunks;
   for (const Distinct& d : distinct) {
-    sum += Volume(d.spec->local_shape);  // no overlap: the sum is at most the global volume
-    chunks.push_back(d.spec);
+    sum += Volume(spec_of(d).local_shape);  // no overlap: the sum is at most the global volume
+    chunks.push_back(&spec_of(d));
   }
   if (sum < total) LocateGapsCompressed(key, global_shape, chunks, total - sum, non_mains, out);
 }
