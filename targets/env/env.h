@@ -69,6 +69,18 @@ class Env {
   // through the methods above and suits an Env without links; PosixEnv overrides it with
   // descriptor-relative calls that no concurrent rename or link swap can redirect.
   virtual Status RemoveTree(const std::string& path);
+  // Bytes the file occupies in storage: its allocated blocks where files may be sparse (POSIX),
+  // its size where they cannot (the default). A 64 GiB sparse file may occupy 100 KB.
+  virtual Status GetFileStoredSize(const std::string& path, uint64_t* size);
+  // A view of this Env confined to the tree under `root`, for reading untrusted checkpoints
+  // (docs/SECURITY.md, "Containment"; confined_view.h has the whole contract): no path below
+  // `root` is resolved through a symbolic link (a link is refused, Corruption naming it), only
+  // regular files are opened or sized (a FIFO, a device or a socket is refused before it is
+  // opened), paths outside `root` are refused, and writes pass to this Env unchanged. `root`
+  // itself is opened as given. The view refers to this Env, which must outlive it. The default
+  // checks paths lexically and suits an Env without links or special files (MemEnv); PosixEnv
+  // overrides it with descriptor-relative, no-follow opens.
+  virtual Status NewConfinedView(const std::string& root, std::unique_ptr<Env>* out);
 };
 
 // "a/b" from ("a", "b"); no normalisation.

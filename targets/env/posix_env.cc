@@ -9,16 +9,19 @@
 #include <cstring>
 
 #include "targets/env/env.h"
+#include "targets/env/posix_confined_view.h"
+#include "targets/env/posix_file.h"
 #include "targets/env/posix_remove_tree.h"
 
 namespace ckptspec {
-namespace {
 
 Status PosixError(const std::string& context, int err) {
   const std::string msg = context + ": " + std::strerror(err);
   if (err == ENOENT) return Status::NotFound(msg);
   return Status::IOError(msg);
 }
+
+namespace {
 
 class PosixWritableFile : public WritableFile {
  public:
@@ -161,9 +164,23 @@ class PosixEnv : public Env {
     return Status::OK();
   }
   Status RemoveTree(const std::string& path) override { return PosixRemoveTree(path); }
+  Status GetFileStoredSize(const std::string& path, uint64_t* size) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return PosixError(path, errno);
+    if (!S_ISREG(st.st_mode)) return Status::IOError(path + ": not a regular file");
+    *size = static_cast<uint64_t>(st.st_blocks) * 512;
+    return Status::OK();
+  }
+  Status NewConfinedView(const std::string& root, std::unique_ptr<Env>* out) override {
+    return NewPosixConfinedView(this, root, out);
+  }
 };
 
 }  // namespace
+
+std::unique_ptr<RandomAccessFile> AdoptPosixReadableFile(std::string path, int fd) {
+  return std::make_unique<PosixRandomAccessFile>(std::move(path), fd);
+}
 
 Env* Env::Posix() {
   static PosixEnv* env = new PosixEnv();

@@ -653,12 +653,17 @@ Status DecodeTopLevel(json& j, const Reader& r, CheckpointMetadata* m) {
 }  // namespace
 
 Status DecodeMetadata(const std::string& text, const std::string& path, CheckpointMetadata* out) {
+  JsonLimits limits;
+  limits.max_bytes = kMaxMetadataBytes;
+  return DecodeMetadata(text, path, limits, out);
+}
+
+Status DecodeMetadata(const std::string& text, const std::string& path, const JsonLimits& limits,
+                      CheckpointMetadata* out) {
   const Reader reader(path);
   try {
     CheckpointMetadata m;
     MetadataDecoder decoder(reader, &m);
-    JsonLimits limits;
-    limits.max_bytes = kMaxMetadataBytes;
     json top;
     const Status read = ParseJsonStreamed(text, limits, &decoder, &top);
     if (!read.ok()) return reader.NotJson(read);

@@ -34,6 +34,7 @@
 
 #include "model/box.h"
 #include "model/dtype.h"
+#include "model/json_util.h"
 #include "model/sharded.h"
 #include "model/status.h"
 
@@ -140,5 +141,8 @@ std::string EncodeMetadata(const CheckpointMetadata& metadata);
 // reported is the first in this order: the JSON reader's, the top-level members, files, each
 // tensor then its chunks, objects.
 Status DecodeMetadata(const std::string& text, const std::string& path, CheckpointMetadata* out);
+// The same under the reader's `limits` instead of the defaults (max_bytes kMaxMetadataBytes).
+Status DecodeMetadata(const std::string& text, const std::string& path, const JsonLimits& limits,
+                      CheckpointMetadata* out);
 
 }  // namespace ckptspec

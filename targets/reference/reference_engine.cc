@@ -18,6 +18,11 @@ struct ReferenceEngine::PendingSave {
 
 ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(options)) {
   plan_cache_ = options_.plan_cache ? std::move(options_.plan_cache) : std::make_unique<PlanCache>();
+  // Everything below the root is reached without following links (env.h: NewConfinedView).
+  if (options_.env != nullptr && !options_.root.empty() &&
+      options_.env->NewConfinedView(options_.root, &confined_env_).ok()) {
+    options_.env = confined_env_.get();
+  }
 }
 
 ReferenceEngine::~ReferenceEngine() { Finalize(); }

@@ -39,6 +39,7 @@
 
 #include "targets/env/env.h"
 #include "targets/reference/format.h"
+#include "targets/reference/resource_limits.h"
 #include "targets/reference/save_plan.h"
 #include "targets/reference/tensor_destination.h"
 #include "targets/target.h"
@@ -48,7 +49,9 @@ namespace ckptspec {
 enum class AsyncExecution { kThread, kDeferred };
 
 struct ReferenceOptions {
-  Env* env = nullptr;  // not owned; must outlive the engine
+  // Not owned; must outlive the engine. The engine works through env->NewConfinedView(root):
+  // nothing below the root is read through a link, and only regular files are read.
+  Env* env = nullptr;
   std::string root;    // the checkpoint directory (created on the first save)
   int keep_last = 0;   // retention: 0 keeps every checkpoint
   AsyncExecution async_execution = AsyncExecution::kThread;
@@ -57,6 +60,10 @@ struct ReferenceOptions {
   // How saves index their data (format.h): one metadata.json (version 1), or an index per writing
   // rank (version 2). Loads read both, whatever this says.
   IndexLayout index_layout = IndexLayout::kSingle;
+  // What reading accepts from the checkpoint (resource_limits.h): ReadMetadata refuses an index
+  // deeper, larger or with more items than these, or one whose items would read more bytes than
+  // max_read_ratio times what the checkpoint occupies on disk.
+  ResourceLimits limits;
 };
 
 class ReferenceEngine : public Engine {
@@ -80,8 +87,9 @@ class ReferenceEngine : public Engine {
   // The iteration the tracker names (NotFound without a tracker).
   Status LatestIteration(int64_t* iteration);
   // Reads and verifies the index of iter_N in whichever layout ProbeIndexLayout finds (checksums,
-  // schema, file sizes on disk); a per-writer index is merged into one CheckpointMetadata whose
-  // file names are relative to iter_N ("writer_00003/shard.bin").
+  // schema, file sizes on disk, no two items sharing a byte: extent_overlap.h, and the limits of
+  // options.limits); a per-writer index is merged into one CheckpointMetadata whose file names
+  // are relative to iter_N ("writer_00003/shard.bin").
   Status ReadMetadata(int64_t iteration, CheckpointMetadata* metadata);
   // The index layout of an iteration directory: metadata.json present is kSingle; otherwise at
   // least one writer_* directory is kPerWriter; neither is NotFound naming both. Virtual so that
@@ -104,13 +112,17 @@ class ReferenceEngine : public Engine {
   Status RemoveLeftovers();
   Status ApplyRetention();
   Status LoadImpl(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
+  Status LoadGuarded(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
   // Writes the index of a finished staging directory in the configured layout.
   Status WriteIndex(const std::string& staging, const CheckpointMetadata& m);
-  // Reads one index file and its checksum file; `m` is decoded, not yet cross-checked.
+  // Reads one index file and its checksum file; `m` is decoded, not yet cross-checked. The
+  // index's size is added to *index_bytes.
   Status ReadIndexFile(const std::string& dir, const char* name, const char* checksum_name,
-                       CheckpointMetadata* m);
-  Status ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged);
+                       CheckpointMetadata* m, uint64_t* index_bytes);
+  Status ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged,
+                            uint64_t* index_bytes);
 
+  std::unique_ptr<Env> confined_env_;  // options_.env confined to the root; options_.env points here
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;
   std::unique_ptr<PendingSave> pending_;

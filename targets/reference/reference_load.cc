@@ -20,9 +20,13 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <new>
 #include <set>
 #include <unordered_map>
 
+#include "model/box_overlap.h"
+#include "targets/reference/checksum_stream.h"
+#include "targets/reference/extent_overlap.h"
 #include "targets/reference/reference_engine.h"
 #include "targets/reference/tensor_destination.h"
 
@@ -36,32 +40,32 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return s + "]";
 }
 
-// Copies the elements of `piece` from a row-major buffer over `src_box` into a destination
-// holding a row-major buffer over `dst_box`, one Write per run that is contiguous in both (the
-// trailing axes the piece spans entirely in both boxes merge into one run).
+// Calls run(src_byte, dst_byte, bytes) for each run of `piece` that is contiguous both in a
+// row-major buffer over `src_box` and in one over `dst_box` (the trailing axes the piece spans
+// entirely in both boxes merge into one run), in increasing order of src_byte.
 // Precondition: piece lies inside both boxes.
-Status CopyBox(const uint8_t* src, const Box& src_box, TensorDestination* dst, const Box& dst_box,
-               const Box& piece, int elem) {
+template <typename Run>
+Status ForEachRun(const Box& src_box, const Box& dst_box, const Box& piece, int elem, Run run) {
   const int rank = piece.rank();
-  if (rank == 0) return dst->Write(0, src, elem);
+  if (rank == 0) return run(0, 0, static_cast<uint64_t>(elem));
   const int64_t total = Volume(piece.shape);
   if (total == 0) return Status::OK();
   int outer = rank - 1;  // axes [outer, rank) make one contiguous run
-  int64_t run = piece.shape[rank - 1];
+  int64_t run_elems = piece.shape[rank - 1];
   while (outer > 0 && piece.shape[outer] == src_box.shape[outer] &&
          piece.shape[outer] == dst_box.shape[outer]) {
     --outer;
-    run *= piece.shape[outer];
+    run_elems *= piece.shape[outer];
   }
   Dims coord(rank, 0), s(rank), d(rank);
-  for (int64_t done = 0; done < total; done += run) {
+  for (int64_t done = 0; done < total; done += run_elems) {
     for (int a = 0; a < rank; ++a) {
       s[a] = piece.offset[a] + coord[a] - src_box.offset[a];
       d[a] = piece.offset[a] + coord[a] - dst_box.offset[a];
     }
-    CKPTSPEC_RETURN_IF_ERROR(dst->Write(static_cast<uint64_t>(LinearIndex(d, dst_box.shape)) * elem,
-                                        src + LinearIndex(s, src_box.shape) * elem,
-                                        static_cast<uint64_t>(run) * elem));
+    CKPTSPEC_RETURN_IF_ERROR(run(static_cast<uint64_t>(LinearIndex(s, src_box.shape)) * elem,
+                                 static_cast<uint64_t>(LinearIndex(d, dst_box.shape)) * elem,
+                                 static_cast<uint64_t>(run_elems) * elem));
     for (int a = outer - 1; a >= 0; --a) {
       if (++coord[a] < piece.shape[a]) break;
       coord[a] = 0;
@@ -70,27 +74,62 @@ Status CopyBox(const uint8_t* src, const Box& src_box, TensorDestination* dst, c
   return Status::OK();
 }
 
+// Copies the elements of `piece` from a row-major buffer over `src_box` into a destination
+// holding a row-major buffer over `dst_box`, one Write per run.
+Status CopyBox(const uint8_t* src, const Box& src_box, TensorDestination* dst, const Box& dst_box,
+               const Box& piece, int elem) {
+  return ForEachRun(src_box, dst_box, piece, elem, [&](uint64_t from, uint64_t to, uint64_t bytes) {
+    return dst->Write(to, src + from, bytes);
+  });
+}
+
+// The first two chunks of `entry` among `pieces` (chunk index, its part of the request) whose
+// parts intersect, or false. O(N log N) (model/box_overlap.h).
+bool FindOverlappingPieces(const std::vector<std::pair<size_t, Box>>& pieces, size_t* first,
+                           size_t* second) {
+  if (pieces.size() < 2 || pieces[0].second.rank() == 0) {
+    if (pieces.size() >= 2) *first = pieces[0].first, *second = pieces[1].first;
+    return pieces.size() >= 2;  // scalars: any two pieces are the same element
+  }
+  const size_t rank = static_cast<size_t>(pieces[0].second.rank());
+  std::vector<size_t> order(pieces.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return pieces[x].second.offset[0] < pieces[y].second.offset[0];
+  });
+  BoxBounds bounds;
+  bounds.rank = rank;
+  for (size_t i : order) {
+    const Box& b = pieces[i].second;
+    for (size_t a = 0; a < rank; ++a) {
+      bounds.lo.push_back(b.offset[a]);
+      bounds.hi.push_back(b.offset[a] + b.shape[a]);
+    }
+  }
+  bool found = false;
+  ForEachOverlap(bounds, 0, [&](size_t k, size_t i) {
+    *first = pieces[order[k]].first;
+    *second = pieces[order[i]].first;
+    found = true;
+    return false;
+  });
+  return found;
+}
+
 class CheckpointReader {
  public:
   CheckpointReader(Env* env, std::string dir, const CheckpointMetadata& m)
       : env_(env), dir_(std::move(dir)), m_(m), files_(m.files.size()) {}
 
-  // Reads an extent into `out` (extent.size bytes) and verifies its checksum.
+  // Reads an extent into `out` (extent.size bytes, the caller's memory) and verifies its checksum.
   Status ReadVerified(const Extent& e, const std::string& what, uint8_t* out) {
-    const std::string path = JoinPath(dir_, m_.files[e.file].name);
-    if (!files_[e.file]) CKPTSPEC_RETURN_IF_ERROR(env_->NewRandomAccessFile(path, &files_[e.file]));
-    CKPTSPEC_RETURN_IF_ERROR(ReadExactly(*files_[e.file], path, e.offset, e.size, out));
-    const uint64_t actual = Checksum(out, e.size);
-    if (actual != e.checksum) {
-      return Status::Corruption(path + ": " + what + " at byte " + std::to_string(e.offset) +
-                                " (" + std::to_string(e.size) + " bytes) fails its XXH3 checksum: "
-                                "stored " + ChecksumHex(e.checksum) + ", computed " +
-                                ChecksumHex(actual));
-    }
-    return Status::OK();
+    const RandomAccessFile* file;
+    CKPTSPEC_RETURN_IF_ERROR(File(e, &file));
+    CKPTSPEC_RETURN_IF_ERROR(ReadExactly(*file, Path(e), e.offset, e.size, out));
+    return Verify(e, what, Checksum(out, e.size));
   }
 
-  // A verified chunk, cached for the other ranks that request it.
+  // A verified chunk of at most kCacheBytes, cached for the other ranks that request it.
   Status Chunk(size_t tensor, size_t chunk, const uint8_t** data) {
     const auto id = std::make_pair(tensor, chunk);
     auto it = cache_.find(id);
@@ -101,14 +140,49 @@ class CheckpointReader {
         cached_bytes_ = 0;
       }
       std::vector<uint8_t> buffer(c.extent.size);
-      CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
-          c.extent, "chunk " + BoxToString(c.box) + " of tensor '" + m_.tensors[tensor].key + "'",
-          buffer.data()));
+      CKPTSPEC_RETURN_IF_ERROR(ReadVerified(c.extent, ChunkName(tensor, chunk), buffer.data()));
       cached_bytes_ += buffer.size();
       it = cache_.emplace(id, std::move(buffer)).first;
     }
     *data = it->second.data();
     return Status::OK();
+  }
+
+  // Copies `piece` of a chunk larger than kCacheBytes to the destination while the chunk is
+  // streamed through one block buffer and checksummed; the whole chunk is read. On a checksum
+  // mismatch the destination holds unverified bytes and the load fails.
+  Status StreamPiece(size_t tensor, size_t chunk, TensorDestination* dst, const Box& dst_box,
+                     const Box& piece, int elem) {
+    const ChunkEntry& c = m_.tensors[tensor].chunks[chunk];
+    struct Run {
+      uint64_t from, to, bytes;
+    };
+    std::vector<Run> runs;  // at most the destination's size in runs: the template's allocation
+    CKPTSPEC_RETURN_IF_ERROR(ForEachRun(c.box, dst_box, piece, elem, [&](uint64_t from, uint64_t to, uint64_t bytes) {
+      runs.push_back(Run{from, to, bytes});
+      return Status::OK();
+    }));
+    size_t next = 0;
+    uint64_t digest = 0;
+    const RandomAccessFile* file;
+    CKPTSPEC_RETURN_IF_ERROR(File(c.extent, &file));
+    CKPTSPEC_RETURN_IF_ERROR(StreamRange(
+        *file, Path(c.extent), c.extent.offset, c.extent.size, &block_,
+        [&](uint64_t begin, const uint8_t* data, size_t n) {
+          const uint64_t end = begin + n;
+          while (next < runs.size() && runs[next].from < end) {
+            Run& r = runs[next];
+            const uint64_t take = std::min<uint64_t>(r.bytes, end - r.from);
+            CKPTSPEC_RETURN_IF_ERROR(dst->Write(r.to, data + (r.from - begin), take));
+            r.from += take;
+            r.to += take;
+            r.bytes -= take;
+            if (r.bytes == 0) ++next;
+          }
+          return Status::OK();
+        },
+        &digest));
+    return Verify(c.extent, ChunkName(tensor, chunk), digest);
   }
 
   // Fills `dst`, the destination of a shard with spec `spec`.
@@ -136,23 +210,21 @@ class CheckpointReader {
     if (want_volume == 0) return Status::OK();
 
     std::vector<std::pair<size_t, Box>> pieces;
-    int64_t covered = 0;
     for (size_t c = 0; c < entry.chunks.size(); ++c) {
       Box piece;
-      if (!Intersect(entry.chunks[c].box, want, &piece)) continue;
-      for (const auto& [other, other_piece] : pieces) {
-        if (Intersect(other_piece, piece, nullptr)) {
-          // Named by the files holding them: in a per-writer index they come from two indexes.
-          return Status::Corruption(dir_ + ": tensor '" + entry.key + "': chunks " +
-                                    BoxToString(entry.chunks[other].box) + " (in " +
-                                    m_.files[entry.chunks[other].extent.file].name + ") and " +
-                                    BoxToString(entry.chunks[c].box) + " (in " +
-                                    m_.files[entry.chunks[c].extent.file].name + ") overlap");
-        }
-      }
-      covered += Volume(piece.shape);
-      pieces.emplace_back(c, std::move(piece));
+      if (Intersect(entry.chunks[c].box, want, &piece)) pieces.emplace_back(c, std::move(piece));
     }
+    size_t a, b;
+    if (FindOverlappingPieces(pieces, &a, &b)) {
+      // Named by the files holding them: in a per-writer index they come from two indexes.
+      return Status::Corruption(dir_ + ": tensor '" + entry.key + "': chunks " +
+                                BoxToString(entry.chunks[a].box) + " (in " +
+                                m_.files[entry.chunks[a].extent.file].name + ") and " +
+                                BoxToString(entry.chunks[b].box) + " (in " +
+                                m_.files[entry.chunks[b].extent.file].name + ") overlap");
+    }
+    int64_t covered = 0;  // disjoint parts of `want`: at most its volume
+    for (const auto& piece : pieces) covered += Volume(piece.second.shape);
     if (covered != want_volume) {
       return Status::NotFound(who + "tensor '" + entry.key + "' box " + BoxToString(want) +
                               ": the checkpoint holds " + std::to_string(covered) + " of its " +
@@ -164,9 +236,12 @@ class CheckpointReader {
       if (chunk.box == dst_box && piece == dst_box && !cache_.count({t, c}) &&
           dst->host_data() != nullptr && chunk.extent.size == dst->size()) {
         // Same chunk as requested, host memory: read straight into the destination.
-        CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
-            chunk.extent, "chunk " + BoxToString(chunk.box) + " of tensor '" + entry.key + "'",
-            dst->host_data()));
+        CKPTSPEC_RETURN_IF_ERROR(ReadVerified(chunk.extent, ChunkName(t, c), dst->host_data()));
+        continue;
+      }
+      if (chunk.extent.size > kCacheBytes) {
+        // Too large to stage: streamed, and read again for each rank that needs a part of it.
+        CKPTSPEC_RETURN_IF_ERROR(StreamPiece(t, c, dst, dst_box, piece, elem));
         continue;
       }
       // Otherwise the chunk is read once into host staging memory (verified there, and cached
@@ -178,22 +253,53 @@ class CheckpointReader {
     return Status::OK();
   }
 
+  // Objects are held whole in memory (the result carries them); their sizes are bounded by the
+  // checkpoint's files and the read budget (ReadMetadata), and memory running out is an error.
   Status LoadObject(const ObjectEntry& entry, ShardedObject* dst) {
-    std::string bytes(entry.extent.size, '\0');
-    CKPTSPEC_RETURN_IF_ERROR(ReadVerified(entry.extent, "object '" + entry.UniqueKey() + "'",
-                                          reinterpret_cast<uint8_t*>(bytes.data())));
+    const std::string what = "object '" + entry.UniqueKey() + "'";
+    std::string bytes;
+    try {
+      bytes.resize(entry.extent.size);
+    } catch (const std::bad_alloc&) {
+      return Status::IOError(Path(entry.extent) + ": " + what + " of " +
+                             std::to_string(entry.extent.size) + " bytes does not fit in memory");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(ReadVerified(entry.extent, what, reinterpret_cast<uint8_t*>(bytes.data())));
     dst->data = std::move(bytes);
     return Status::OK();
   }
 
  private:
   static constexpr uint64_t kCacheBytes = uint64_t{256} << 20;
+
+  std::string Path(const Extent& e) const { return JoinPath(dir_, m_.files[e.file].name); }
+
+  std::string ChunkName(size_t tensor, size_t chunk) const {
+    return "chunk " + BoxToString(m_.tensors[tensor].chunks[chunk].box) + " of tensor '" +
+           m_.tensors[tensor].key + "'";
+  }
+
+  Status File(const Extent& e, const RandomAccessFile** file) {
+    if (!files_[e.file]) CKPTSPEC_RETURN_IF_ERROR(env_->NewRandomAccessFile(Path(e), &files_[e.file]));
+    *file = files_[e.file].get();
+    return Status::OK();
+  }
+
+  // The message names the expected checksum only: never a value computed from what was read.
+  Status Verify(const Extent& e, const std::string& what, uint64_t actual) const {
+    if (actual == e.checksum) return Status::OK();
+    return Status::Corruption(Path(e) + ": " + what + " at byte " + std::to_string(e.offset) + " (" +
+                              std::to_string(e.size) + " bytes) fails its XXH3 checksum " +
+                              ChecksumHex(e.checksum));
+  }
+
   Env* env_;
   std::string dir_;
   const CheckpointMetadata& m_;
   std::vector<std::unique_ptr<RandomAccessFile>> files_;
   std::map<std::pair<size_t, size_t>, std::vector<uint8_t>> cache_;
   uint64_t cached_bytes_ = 0;
+  std::vector<uint8_t> block_;  // StreamPiece's read buffer
 };
 
 // `check_buffers`: each tensor's data must have its shard's size (loading into the templates).
@@ -220,7 +326,8 @@ Status ValidateTemplate(size_t rank, const ShardedStateDict& dict, bool check_bu
 }  // namespace
 
 Status ReferenceEngine::ReadIndexFile(const std::string& dir, const char* name,
-                                      const char* checksum_name, CheckpointMetadata* m) {
+                                      const char* checksum_name, CheckpointMetadata* m,
+                                      uint64_t* index_bytes) {
   Env* env = options_.env;
   const std::string path = JoinPath(dir, name);
   const std::string sum_path = JoinPath(dir, checksum_name);
@@ -231,13 +338,19 @@ Status ReferenceEngine::ReadIndexFile(const std::string& dir, const char* name,
       sum_text.find_first_not_of("\n", 16) != std::string::npos) {
     return Status::Corruption(sum_path + ": not 16 lowercase hex digits");
   }
-  CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, path, kMaxMetadataBytes, &text));
-  const uint64_t actual = Checksum(text.data(), text.size());
-  if (actual != stored) {
-    return Status::Corruption(path + ": fails its XXH3 checksum: " + sum_path + " says " +
-                              ChecksumHex(stored) + ", computed " + ChecksumHex(actual));
+  const ResourceLimits& limits = options_.limits;
+  uint64_t size = 0;
+  CKPTSPEC_RETURN_IF_ERROR(env->GetFileSize(path, &size));
+  if (size > limits.max_metadata_bytes) {
+    return LimitExceeded(path, size, "bytes", &ResourceLimits::max_metadata_bytes, limits);
   }
-  return DecodeMetadata(text, path, m);
+  CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, path, limits.max_metadata_bytes, &text));
+  *index_bytes += text.size();
+  if (Checksum(text.data(), text.size()) != stored) {
+    return Status::Corruption(path + ": fails its XXH3 checksum: " + sum_path + " says " +
+                              ChecksumHex(stored));
+  }
+  return DecodeMetadata(text, path, limits.json(), m);
 }
 
 Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* layout) {
@@ -260,7 +373,8 @@ Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* la
                           "directory (per-writer index)");
 }
 
-Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged) {
+Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged,
+                                           uint64_t* index_bytes) {
   std::vector<std::string> names;
   CKPTSPEC_RETURN_IF_ERROR(options_.env->GetChildren(dir, &names));
   std::sort(names.begin(), names.end());
@@ -274,7 +388,8 @@ Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMet
     const std::string path = JoinPath(writer_dir, kWriterIndexFileName);
     CheckpointMetadata part;
     CKPTSPEC_RETURN_IF_ERROR(
-        ReadIndexFile(writer_dir, kWriterIndexFileName, kWriterIndexChecksumFileName, &part));
+        ReadIndexFile(writer_dir, kWriterIndexFileName, kWriterIndexChecksumFileName, &part,
+                      index_bytes));
     if (part.format_version < kPerWriterIndexFormatVersion) {
       return Status::Corruption(path + ": format_version: " + std::to_string(part.format_version) +
                                 " has no per-writer index (version " +
@@ -329,31 +444,73 @@ Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMet
 
 Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* metadata) {
   Env* env = options_.env;
+  const ResourceLimits& limits = options_.limits;
   const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
   IndexLayout layout;
   CKPTSPEC_RETURN_IF_ERROR(ProbeIndexLayout(dir, &layout));
   CheckpointMetadata m;
+  uint64_t index_bytes = 0;
   if (layout == IndexLayout::kSingle) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(dir, kMetadataFileName, kMetadataChecksumFileName, &m));
+    CKPTSPEC_RETURN_IF_ERROR(
+        ReadIndexFile(dir, kMetadataFileName, kMetadataChecksumFileName, &m, &index_bytes));
   } else {
-    CKPTSPEC_RETURN_IF_ERROR(ReadPerWriterIndex(dir, &m));
+    CKPTSPEC_RETURN_IF_ERROR(ReadPerWriterIndex(dir, &m, &index_bytes));
   }
   const std::string index = layout == IndexLayout::kSingle ? kMetadataFileName : "the writers' index";
+  const std::string index_path = JoinPath(dir, index);
   if (m.iteration != iteration) {
-    return Status::Corruption(JoinPath(dir, index) + ": iteration: " + std::to_string(m.iteration) +
+    return Status::Corruption(index_path + ": iteration: " + std::to_string(m.iteration) +
                               ", but the directory is " + IterationDirName(iteration));
   }
+  uint64_t items = m.objects.size();
+  for (const TensorEntry& t : m.tensors) items += t.chunks.size();
+  if (items > limits.max_chunks) {
+    return LimitExceeded(index_path, items, "chunks and objects", &ResourceLimits::max_chunks, limits);
+  }
+  // What the checkpoint occupies on disk (the index and its files' allocated blocks): the
+  // measure of how much reading it may cost.
+  uint64_t stored = index_bytes;
   for (const FileEntry& f : m.files) {
     const std::string file_path = JoinPath(dir, f.name);
-    uint64_t size = 0;
+    uint64_t size = 0, blocks = 0;
     CKPTSPEC_RETURN_IF_ERROR(env->GetFileSize(file_path, &size));
     if (size != f.size) {
       return Status::Corruption(file_path + ": " + std::to_string(size) + " bytes on disk, " +
                                 index + " says " + std::to_string(f.size));
     }
+    CKPTSPEC_RETURN_IF_ERROR(env->GetFileStoredSize(file_path, &blocks));
+    stored += std::min(blocks, size);
+  }
+  CKPTSPEC_RETURN_IF_ERROR(CheckExtentsDisjoint(m, index_path));
+  // Disjoint extents inside the files: the sum cannot overflow (it is at most the files' sizes).
+  uint64_t to_read = 0;
+  for (const TensorEntry& t : m.tensors) {
+    for (const ChunkEntry& c : t.chunks) to_read += c.extent.size;
+  }
+  for (const ObjectEntry& o : m.objects) to_read += o.extent.size;
+  const unsigned __int128 budget =
+      static_cast<unsigned __int128>(stored) * static_cast<unsigned __int128>(limits.max_read_ratio);
+  if (to_read > budget) {
+    return LimitExceeded(index_path + ": its items hold " + std::to_string(to_read) +
+                             " bytes, the checkpoint occupies " + std::to_string(stored) +
+                             " bytes on disk",
+                         (to_read + stored - 1) / std::max<uint64_t>(stored, 1),
+                         "bytes to read per byte stored", &ResourceLimits::max_read_ratio, limits);
   }
   *metadata = std::move(m);
   return Status::OK();
+}
+
+// LoadImpl, with running out of memory an error rather than an exception: every allocation the
+// checkpoint drives is bounded (ReadMetadata's limits, staging of at most kCacheBytes, streaming
+// beyond), so this is the last line of defence.
+Status ReferenceEngine::LoadGuarded(LoadRequest& request, DestinationProvider* provider,
+                                    LoadResult* result) {
+  try {
+    return LoadImpl(request, provider, result);
+  } catch (const std::bad_alloc&) {
+    return Status::IOError("loading from " + options_.root + ": out of memory");
+  }
 }
 
 Status ReferenceEngine::Load(LoadRequest request, LoadResult* result) {
@@ -361,7 +518,7 @@ Status ReferenceEngine::Load(LoadRequest request, LoadResult* result) {
   if (options_.env == nullptr || options_.root.empty()) {
     return Status::InvalidArgument("reference engine needs an Env and a root directory");
   }
-  return LoadImpl(request, nullptr, result);
+  return LoadGuarded(request, nullptr, result);
 }
 
 Status ReferenceEngine::LoadToDestinations(LoadRequest request, DestinationProvider* provider,
@@ -371,7 +528,7 @@ Status ReferenceEngine::LoadToDestinations(LoadRequest request, DestinationProvi
   if (options_.env == nullptr || options_.root.empty()) {
     return Status::InvalidArgument("reference engine needs an Env and a root directory");
   }
-  return LoadImpl(request, provider, result);
+  return LoadGuarded(request, provider, result);
 }
 
 Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* provider,

@@ -4,11 +4,20 @@
 // For the tracker's iteration (or every complete iteration directory with `all_iterations`):
 //  - the tracker parses and names a complete iteration directory;
 //  - metadata.json matches metadata.xxh3 and passes the format's schema checks (DecodeMetadata),
-//    and every shard file has the size the metadata records;
+//    every shard file has the size the metadata records, and no two items share a byte of a
+//    file (ReferenceEngine::ReadMetadata);
 //  - every chunk's and object's bytes match their XXH3-64 checksum;
 //  - coverage: the chunks of every tensor tile its global shape exactly (no gap, no overlap: P4
 //    over the chunk index), and every object's shards cover its global shape.
 // Findings are collected, never thrown; a finding names the file and, for data, the key and box.
+//
+// Untrusted input (docs/SECURITY.md): everything below `root` is read through a confined view
+// of `env` (env.h: NewConfinedView), so a symbolic link, a FIFO or a device below the root is a
+// finding naming it, never followed or opened. An index beyond `limits` (resource_limits.h) is a
+// finding naming the limit and the flag that raises it; nothing is then read of that iteration's
+// data. Data is read in blocks of kStreamBlockBytes: memory is the decoded index plus one block,
+// whatever the chunks' sizes. A checksum mismatch prints the expected checksum, the file, the
+// offset and the size, never a value computed from the bytes read.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +26,7 @@
 
 #include "model/status.h"
 #include "targets/env/env.h"
+#include "targets/reference/resource_limits.h"
 
 namespace ckptspec {
 
@@ -29,8 +39,11 @@ struct VerifyReport {
   bool ok() const { return findings.empty(); }
 };
 
-// Errors (non-OK Status) only for what stops the check itself (the root cannot be listed);
-// everything wrong with the checkpoint is a finding.
+// Errors (non-OK Status) only for what stops the check itself (the root is not a directory or
+// cannot be listed, memory runs out); everything wrong with the checkpoint is a finding.
+Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations,
+                        const ResourceLimits& limits, VerifyReport* report);
+// The same under the default limits.
 Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations, VerifyReport* report);
 
 }  // namespace ckptspec

@@ -1,0 +1,18 @@
+// Pieces of the POSIX Env that its confined view (posix_confined_view.h) shares.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "targets/env/env.h"
+
+namespace ckptspec {
+
+// "<context>: <strerror>": NotFound for ENOENT, IOError otherwise.
+Status PosixError(const std::string& context, int err);
+
+// A RandomAccessFile reading the open descriptor `fd` with pread (it takes the descriptor and
+// closes it); `path` names it in errors.
+std::unique_ptr<RandomAccessFile> AdoptPosixReadableFile(std::string path, int fd);
+
+}  // namespace ckptspec
