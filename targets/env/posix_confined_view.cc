@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <vector>
@@ -109,19 +108,15 @@ class PosixConfinedView : public ConfinedView {
   }
 
   Status GetFileSize(const std::string& path, uint64_t* size) override {
-    Fd dir;
-    Walk walk{root(), {}};
     struct stat st;
-    CKPTSPEC_RETURN_IF_ERROR(StatRegularFile(path, &walk, &dir, &st));
+    CKPTSPEC_RETURN_IF_ERROR(StatRegularFile(path, &st));
     *size = static_cast<uint64_t>(st.st_size);
     return Status::OK();
   }
 
   Status GetFileStoredSize(const std::string& path, uint64_t* size) override {
-    Fd dir;
-    Walk walk{root(), {}};
     struct stat st;
-    CKPTSPEC_RETURN_IF_ERROR(StatRegularFile(path, &walk, &dir, &st));
+    CKPTSPEC_RETURN_IF_ERROR(StatRegularFile(path, &st));
     *size = static_cast<uint64_t>(st.st_blocks) * 512;
     return Status::OK();
   }
@@ -172,12 +167,7 @@ class PosixConfinedView : public ConfinedView {
     DIR* d = ::fdopendir(dir.get());
     if (d == nullptr) return PosixError(path, errno);
     dir.Release();  // closedir closes it
-    while (struct dirent* entry = ::readdir(d)) {
-      const std::string name = entry->d_name;
-      if (name != "." && name != "..") names->push_back(name);
-    }
-    ::closedir(d);
-    std::sort(names->begin(), names->end());
+    ReadDirectoryNames(d, names);
     return Status::OK();
   }
 
@@ -195,6 +185,12 @@ class PosixConfinedView : public ConfinedView {
     }
     *dir = std::move(fd);
     return Status::OK();
+  }
+
+  Status StatRegularFile(const std::string& path, struct stat* st) {
+    Fd dir;
+    Walk walk{root(), {}};
+    return StatRegularFile(path, &walk, &dir, st);
   }
 
   // Looks at the path's last component without following it; OK only for a regular file.

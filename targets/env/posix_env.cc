@@ -21,6 +21,15 @@ Status PosixError(const std::string& context, int err) {
   return Status::IOError(msg);
 }
 
+void ReadDirectoryNames(DIR* dir, std::vector<std::string>* names) {
+  while (struct dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names->push_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names->begin(), names->end());
+}
+
 namespace {
 
 class PosixWritableFile : public WritableFile {
@@ -123,12 +132,7 @@ class PosixEnv : public Env {
     names->clear();
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return PosixError(dir, errno);
-    while (struct dirent* entry = ::readdir(d)) {
-      const std::string name = entry->d_name;
-      if (name != "." && name != "..") names->push_back(name);
-    }
-    ::closedir(d);
-    std::sort(names->begin(), names->end());
+    ReadDirectoryNames(d, names);
     return Status::OK();
   }
   Status CreateDir(const std::string& dir) override {

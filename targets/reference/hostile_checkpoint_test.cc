@@ -51,12 +51,18 @@ class TempDir {
   std::string path_;
 };
 
-// One bf16 tensor "w" of `elements` elements in one chunk at the start of shard_00000.bin.
-CheckpointMetadata OneChunk(uint64_t elements, uint64_t file_size, uint64_t checksum) {
+// The index of iteration 1 with one file, shard_00000.bin of `file_size` bytes, and no item.
+CheckpointMetadata OneFile(uint64_t file_size) {
   CheckpointMetadata md;
   md.iteration = kIteration;
   md.world_size = 1;
   md.files = {FileEntry{ShardFileName(0), file_size}};
+  return md;
+}
+
+// One bf16 tensor "w" of `elements` elements in one chunk at the start of shard_00000.bin.
+CheckpointMetadata OneChunk(uint64_t elements, uint64_t file_size, uint64_t checksum) {
+  CheckpointMetadata md = OneFile(file_size);
   TensorEntry t;
   t.key = "w";
   t.dtype = DType::kBFloat16;
@@ -271,15 +277,7 @@ TEST(HostileCheckpoint, ShardLinkedOutsideIsRefusedUnread) {
   ASSERT_TRUE(WriteFileSynced(Env::Posix(), secret_path, secret).ok());
   for (const uint64_t declared : {uint64_t{secret.size()}, uint64_t{secret.size() + 1}}) {
     const std::string root = JoinPath(tmp.path(), "ckpt" + std::to_string(declared));
-    CheckpointMetadata md;
-    md.iteration = kIteration;
-    md.world_size = 1;
-    md.files = {FileEntry{ShardFileName(0), declared}};
-    TensorEntry t;
-    t.key = "w";
-    t.dtype = DType::kInt32;
-    t.global_shape = {static_cast<int64_t>(declared / 4)};
-    md.tensors.push_back(t);
+    CheckpointMetadata md = OneFile(declared);
     for (uint64_t i = 0; i < declared; ++i) {
       ObjectEntry o;
       o.key = "byte" + std::to_string(i);
