@@ -1,43 +1,73 @@
 #include "cli/verify_commands.h"
 
-#include <fstream>
-#include <iterator>
-#include <sstream>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "cli/input_file.h"
+#include "cli/numeric_flag.h"
+#include "model/json_util.h"
 #include "model/signature_json.h"
 #include "model/validate.h"
+#include "targets/env/confined_view.h"
 #include "targets/reference/verify.h"
 
 namespace ckptspec {
 namespace {
 
-// Reads a whole file; false (with a message) when it cannot be read or exceeds 1 GiB.
-bool ReadWholeFile(const std::string& path, std::string* out, std::ostream& err) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    err << "cannot open '" << path << "'\n";
-    return false;
+// One flag per row of the limits table, bound to *limits.
+void AddLimitFlags(CLI::App* cmd, ResourceLimits* limits) {
+  for (const ResourceLimitInfo& info : kResourceLimitTable) {
+    AddNumberFlag(cmd, info.flag, &(limits->*info.field), NumberRange<uint64_t>{info.min, info.max},
+                  info.meaning);
   }
-  const std::streamoff size = in.tellg();
-  if (size < 0 || size > (std::streamoff{1} << 30)) {
-    err << "'" << path << "' is not a regular file of at most 1 GiB\n";
-    return false;
-  }
-  in.seekg(0);
-  out->assign(static_cast<size_t>(size), '\0');
-  in.read(out->data(), size);
-  return static_cast<bool>(in);
 }
 
-bool LoadSignature(const std::string& path, GlobalSignature* sig, std::ostream& err) {
-  std::string text;
-  if (!ReadWholeFile(path, &text, err)) return false;
-  const Status s = ParseSignature(text, sig);
-  if (!s.ok()) {
-    err << path << ": " << s.message() << "\n";
-    return false;
+// Reads a plan dump under the limits: a regular file (refused before it is opened otherwise) of
+// at most max_metadata_bytes, nested at most max_json_depth, of at most max_chunks entries.
+Status ReadPlan(const std::string& flag, const std::string& path, const ResourceLimits& limits,
+                GlobalSignature* sig) {
+  CKPTSPEC_RETURN_IF_ERROR(CheckRegularFile(flag, path));
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > limits.max_metadata_bytes) {
+    return LimitExceeded(path, static_cast<uint64_t>(st.st_size), "bytes",
+                         &ResourceLimits::max_metadata_bytes, limits);
   }
-  return true;
+  std::string text;
+  CKPTSPEC_RETURN_IF_ERROR(ReadRegularFile(flag, path, limits.max_metadata_bytes, &text));
+  nlohmann::json value;
+  const Status read = ParseJson(text, limits.json(), &value);
+  if (!read.ok()) return Status::InvalidArgument(path + ": signature JSON: " + read.message());
+  uint64_t entries = 0;
+  const auto ranks = value.is_object() ? value.find("ranks") : value.end();
+  if (value.is_object() && ranks != value.end() && ranks->is_array()) {
+    for (const nlohmann::json& rank : *ranks) {
+      for (const char* list : {"tensors", "objects"}) {
+        const auto it = rank.is_object() ? rank.find(list) : rank.end();
+        if (rank.is_object() && it != rank.end() && it->is_array()) entries += it->size();
+      }
+    }
+  }
+  if (entries > limits.max_chunks) {
+    return LimitExceeded(path, entries, "entries", &ResourceLimits::max_chunks, limits);
+  }
+  const Status s = SignatureFromJson(value, sig);
+  if (!s.ok()) return Status::InvalidArgument(path + ": " + s.message());
+  return Status::OK();
+}
+
+// DIR must be a directory: anything else is named, and never opened.
+Status CheckCheckpointDirectory(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return Status::InvalidArgument("'" + dir + "': " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("'" + dir + "': " + FileKindName(st.st_mode) +
+                                   ", not a checkpoint directory");
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -48,12 +78,21 @@ CLI::App* AddVerifyPlanCommand(CLI::App& app, VerifyPlanOptions* o) {
                      "with --against, P6 against another dump");
   cmd->add_option("FILE", o->file, "the plan dump (JSON)")->required();
   cmd->add_option("--against", o->against, "an earlier dump of the same run: report structure changes (P6)");
+  AddLimitFlags(cmd, &o->limits);
   return cmd;
 }
 
 int RunVerifyPlanCommand(const VerifyPlanOptions& o, std::ostream& out, std::ostream& err) {
-  GlobalSignature sig;
-  if (!LoadSignature(o.file, &sig, err)) return 2;
+  GlobalSignature sig, before;
+  for (const auto& [flag, path, into] : {std::make_tuple("plan dump", &o.file, &sig),
+                                         std::make_tuple("--against", &o.against, &before)}) {
+    if (path->empty()) continue;
+    const Status s = ReadPlan(flag, *path, o.limits, into);
+    if (!s.ok()) {
+      err << "ckptspec verify-plan: " << s.message() << "\n";
+      return 2;
+    }
+  }
   size_t entries = 0;
   for (const RankSignature& r : sig.ranks) entries += r.tensors.size() + r.objects.size();
   out << o.file << ": " << sig.ranks.size() << " ranks, " << entries << " entries\n";
@@ -65,8 +104,6 @@ int RunVerifyPlanCommand(const VerifyPlanOptions& o, std::ostream& out, std::ost
                                {"P5 key injectivity", CheckKeyInjectivity(sig)},
                                {"P11 common state", CheckCommonState(sig)}};
   if (!o.against.empty()) {
-    GlobalSignature before;
-    if (!LoadSignature(o.against, &before, err)) return 2;
     checks.push_back({"P6 constant structure", DiffStructure(before, sig).ToViolations()});
   }
   bool clean = true;
@@ -87,12 +124,14 @@ CLI::App* AddVerifyCommand(CLI::App& app, VerifyOptions* o) {
       "verify", "Check a reference-format checkpoint directory: tracker, metadata, checksums, coverage");
   cmd->add_option("DIR", o->dir, "the checkpoint root (holding latest_checkpointed_iteration.txt)")->required();
   cmd->add_flag("--all", o->all_iterations, "check every complete iteration, not only the tracker's");
+  AddLimitFlags(cmd, &o->limits);
   return cmd;
 }
 
 int RunVerifyCommand(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
   VerifyReport report;
-  const Status s = VerifyCheckpoint(Env::Posix(), o.dir, o.all_iterations, &report);
+  Status s = CheckCheckpointDirectory(o.dir);
+  if (s.ok()) s = VerifyCheckpoint(Env::Posix(), o.dir, o.all_iterations, o.limits, &report);
   if (!s.ok()) {
     err << "ckptspec verify: " << s.message() << "\n";
     return 2;

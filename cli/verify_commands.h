@@ -3,7 +3,14 @@
 // `ckptspec verify DIR`: static checks of a reference-format checkpoint directory (metadata
 // integrity, checksums, coverage, tracker; targets/reference/verify.h).
 //
-// Exit codes (both): 0 no finding; 1 findings; 2 unreadable or malformed input.
+// Both read input nobody vouches for (docs/SECURITY.md): each takes a flag per row of the limits
+// table (targets/reference/resource_limits.h: --max-json-depth, --max-metadata-bytes,
+// --max-chunks, --max-read-ratio), and refuses an input that is not what it expects before opening
+// it: a plan dump must be a regular file, DIR a directory ("plan dump '/tmp/p': a FIFO, not a
+// regular file"; "'/tmp/p': a FIFO, not a checkpoint directory").
+//
+// Exit codes (both): 0 no finding; 1 findings; 2 unreadable or malformed input, or a plan dump
+// beyond a limit.
 #pragma once
 
 #include <ostream>
@@ -11,11 +18,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "targets/reference/resource_limits.h"
+
 namespace ckptspec {
 
 struct VerifyPlanOptions {
   std::string file;
   std::string against;  // optional: a second dump to diff structure against (P6)
+  ResourceLimits limits;
 };
 CLI::App* AddVerifyPlanCommand(CLI::App& app, VerifyPlanOptions* options);
 int RunVerifyPlanCommand(const VerifyPlanOptions& options, std::ostream& out, std::ostream& err);
@@ -23,6 +33,7 @@ int RunVerifyPlanCommand(const VerifyPlanOptions& options, std::ostream& out, st
 struct VerifyOptions {
   std::string dir;
   bool all_iterations = false;
+  ResourceLimits limits;
 };
 CLI::App* AddVerifyCommand(CLI::App& app, VerifyOptions* options);
 int RunVerifyCommand(const VerifyOptions& options, std::ostream& out, std::ostream& err);
