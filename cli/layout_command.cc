@@ -1,46 +1,103 @@
 #include "cli/layout_command.h"
 
-#include <fstream>
-#include <map>
+#include <algorithm>
 
+#include "cli/numeric_flag.h"
+#include "cli/output_file.h"
 #include "model/param_sharding.h"
 #include "model/signature_json.h"
 #include "model/validate.h"
 
 namespace ckptspec {
 
+namespace {
+
+// The numeric flags, each declared once: the table drives parsing, --help and the --module keys.
+// Sizes are bounded by Layout::Make's largest world; model dimensions so that every derived size
+// (4 * hidden for a default ffn, qkv rows) stays within an int.
+constexpr int64_t kMaxWorld = int64_t{1} << 31;
+constexpr int kMaxLayers = 100000;
+constexpr int kMaxModelDimension = 1 << 24;
+constexpr int kMaxExperts = 1 << 16;
+constexpr NumberRange<int64_t> kWorldRange{0, kMaxWorld};
+
+struct SizeFlag {
+  const char* flag;
+  const char* module_key;
+  int64_t ParallelSizes::*field;
+  NumberRange<int64_t> range;
+  const char* help;
+};
+const SizeFlag kSizeFlags[] = {
+    {"--tp", "tp", &ParallelSizes::tp, {1, kMaxWorld}, "tensor parallel size"},
+    {"--pp", "pp", &ParallelSizes::pp, {1, kMaxWorld}, "pipeline parallel size"},
+    {"--dp", "dp", &ParallelSizes::dp, {0, kMaxWorld}, "data parallel size (0: derived from world)"},
+    {"--cp", "cp", &ParallelSizes::cp, {1, kMaxWorld}, "context parallel size"},
+    {"--ep", "ep", &ParallelSizes::ep, {1, kMaxWorld}, "expert parallel size"},
+    {"--etp", "etp", &ParallelSizes::etp, {0, kMaxWorld}, "expert tensor parallel size (0: same as tp)"},
+};
+
+struct ModelFlag {
+  const char* flag;
+  const char* module_key;  // nullptr: not a --module key
+  int* (*field)(ModelConfig*);
+  NumberRange<int> range;
+  const char* help;
+};
+const ModelFlag kModelFlags[] = {
+    {"--layers", "layers", [](ModelConfig* m) { return &m->num_layers; }, {1, kMaxLayers},
+     "number of transformer layers"},
+    {"--hidden", "hidden", [](ModelConfig* m) { return &m->hidden_size; }, {1, kMaxModelDimension},
+     "hidden size"},
+    {"--heads", "heads", [](ModelConfig* m) { return &m->num_attention_heads; },
+     {1, kMaxModelDimension}, "attention heads"},
+    {"--query-groups", "groups", [](ModelConfig* m) { return &m->num_query_groups; },
+     {0, kMaxModelDimension}, "query groups (0: one per head)"},
+    {"--ffn", "ffn", [](ModelConfig* m) { return &m->ffn_hidden_size; }, {0, kMaxModelDimension},
+     "ffn hidden size (0: 4*hidden)"},
+    {"--vocab", "vocab", [](ModelConfig* m) { return &m->vocab_size; }, {1, kMaxModelDimension},
+     "vocabulary size"},
+    {"--experts", "experts", [](ModelConfig* m) { return &m->num_experts; }, {0, kMaxExperts},
+     "MoE experts (0: dense)"},
+    {"--moe-ffn", nullptr, [](ModelConfig* m) { return &m->moe_ffn_hidden_size; },
+     {0, kMaxModelDimension}, "expert ffn size (0: ffn)"},
+    {"--moe-layer-freq", nullptr, [](ModelConfig* m) { return &m->moe_layer_freq; },
+     {1, kMaxLayers}, "every k-th layer is MoE"},
+    {"--first-stage-layers", nullptr,
+     [](ModelConfig* m) { return &m->pipeline_split.first_stage_layers; }, {-1, kMaxLayers},
+     "layers on the first pipeline stage (-1: even split)"},
+    {"--last-stage-layers", nullptr,
+     [](ModelConfig* m) { return &m->pipeline_split.last_stage_layers; }, {-1, kMaxLayers},
+     "layers on the last pipeline stage (-1: even split)"},
+};
+
+std::string ModuleKeys() {
+  std::string keys = "world";
+  for (const SizeFlag& f : kSizeFlags) keys += std::string(" ") + f.module_key;
+  for (const ModelFlag& f : kModelFlags) {
+    if (f.module_key) keys += std::string(" ") + f.module_key;
+  }
+  return keys;
+}
+
+}  // namespace
+
 CLI::App* AddLayoutCommand(CLI::App& app, LayoutOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "layout", "Build a layout and a model from flags, shard the parameters canonically and "
                 "print the validation report (P4, P5, P11)");
-  cmd->add_option("--world", o->world, "world size (default: tp*cp*pp*max(dp,1))");
-  cmd->add_option("--tp", o->sizes.tp, "tensor parallel size")->capture_default_str();
-  cmd->add_option("--pp", o->sizes.pp, "pipeline parallel size")->capture_default_str();
-  cmd->add_option("--dp", o->sizes.dp, "data parallel size (0: derived from world)")->capture_default_str();
-  cmd->add_option("--cp", o->sizes.cp, "context parallel size")->capture_default_str();
-  cmd->add_option("--ep", o->sizes.ep, "expert parallel size")->capture_default_str();
-  cmd->add_option("--etp", o->sizes.etp, "expert tensor parallel size (0: same as tp)")->capture_default_str();
+  AddNumberFlag(cmd, "--world", &o->world, kWorldRange, "world size (0: tp*cp*pp*max(dp,1))");
+  for (const SizeFlag& f : kSizeFlags) AddNumberFlag(cmd, f.flag, &(o->sizes.*f.field), f.range, f.help);
   cmd->add_option("--order", o->order, "rank order, first token fastest")->capture_default_str();
-  cmd->add_option("--layers", o->model.num_layers, "number of transformer layers")->capture_default_str();
-  cmd->add_option("--hidden", o->model.hidden_size, "hidden size")->capture_default_str();
-  cmd->add_option("--heads", o->model.num_attention_heads, "attention heads")->capture_default_str();
-  cmd->add_option("--query-groups", o->model.num_query_groups, "query groups (0: one per head)")->capture_default_str();
-  cmd->add_option("--ffn", o->model.ffn_hidden_size, "ffn hidden size (0: 4*hidden)")->capture_default_str();
-  cmd->add_option("--vocab", o->model.vocab_size, "vocabulary size")->capture_default_str();
-  cmd->add_option("--experts", o->model.num_experts, "MoE experts (0: dense)")->capture_default_str();
-  cmd->add_option("--moe-ffn", o->model.moe_ffn_hidden_size, "expert ffn size (0: ffn)")->capture_default_str();
-  cmd->add_option("--moe-layer-freq", o->model.moe_layer_freq, "every k-th layer is MoE")->capture_default_str();
+  for (const ModelFlag& f : kModelFlags) AddNumberFlag(cmd, f.flag, f.field(&o->model), f.range, f.help);
   cmd->add_flag("--glu", o->model.gated_linear_unit, "gated linear unit (fc1 is 2*ffn)");
   cmd->add_flag("--bias", o->model.add_bias, "linear layers have biases");
   cmd->add_flag("!--untied", o->model.tie_embeddings, "untie the output layer from the embedding");
-  cmd->add_option("--first-stage-layers", o->model.pipeline_split.first_stage_layers,
-                  "layers on the first pipeline stage (-1: even split)")->capture_default_str();
-  cmd->add_option("--last-stage-layers", o->model.pipeline_split.last_stage_layers,
-                  "layers on the last pipeline stage (-1: even split)")->capture_default_str();
   cmd->add_option("--module", o->modules,
-                  "heterogeneous module 'name:key=value,...' (keys: world tp pp dp cp ep etp "
-                  "layers hidden heads groups ffn vocab experts); repeat per module, in rank order");
-  cmd->add_option("--rank", o->show_rank, "print this global rank's coordinates and groups");
+                  "heterogeneous module 'name:key=value,...' (keys: " + ModuleKeys() +
+                      "; the same ranges as the flags); repeat per module, in rank order");
+  AddNumberFlag(cmd, "--rank", &o->show_rank, NumberRange<int64_t>{-1, kMaxWorld - 1},
+                "print this global rank's coordinates and groups (-1: none)");
   cmd->add_option("--signature-out", o->signature_out,
                   "write the parameter signature (plan dump JSON, docs/SIGNATURE.md) to FILE");
   return cmd;
@@ -68,34 +125,23 @@ Status ParseModuleSpec(const std::string& spec, const LayoutOptions& o, std::str
     }
     const std::string key = item.substr(0, eq);
     const std::string text = item.substr(eq + 1);
-    int64_t value = 0;
-    try {
-      size_t used = 0;
-      value = std::stoll(text, &used);
-      if (used != text.size()) throw std::invalid_argument(text);
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("--module '" + spec + "': " + key + " = '" + text +
-                                     "' is not an integer");
+    const std::string flag = "--module '" + spec + "': " + key;
+    if (key == "world") {
+      CKPTSPEC_RETURN_IF_ERROR(ParseNumber(flag, text, kWorldRange, world));
+      continue;
     }
-    const std::map<std::string, int64_t*> sizes_by_key = {
-        {"world", world},    {"tp", &sizes->tp}, {"pp", &sizes->pp},  {"dp", &sizes->dp},
-        {"cp", &sizes->cp},  {"ep", &sizes->ep}, {"etp", &sizes->etp}};
-    const std::map<std::string, int*> model_by_key = {
-        {"layers", &model->num_layers},          {"hidden", &model->hidden_size},
-        {"heads", &model->num_attention_heads},  {"groups", &model->num_query_groups},
-        {"ffn", &model->ffn_hidden_size},        {"vocab", &model->vocab_size},
-        {"experts", &model->num_experts}};
-    if (auto it = sizes_by_key.find(key); it != sizes_by_key.end()) {
-      *it->second = value;
-    } else if (auto mit = model_by_key.find(key); mit != model_by_key.end()) {
-      if (value < INT32_MIN || value > INT32_MAX) {
-        return Status::InvalidArgument("--module '" + spec + "': " + key + " = " + text +
-                                       " is out of range");
-      }
-      *mit->second = static_cast<int>(value);
-    } else {
-      return Status::InvalidArgument("--module '" + spec + "': unknown key '" + key + "'");
+    bool known = false;
+    for (const SizeFlag& f : kSizeFlags) {
+      if (key != f.module_key) continue;
+      CKPTSPEC_RETURN_IF_ERROR(ParseNumber(flag, text, f.range, &(sizes->*f.field)));
+      known = true;
     }
+    for (const ModelFlag& f : kModelFlags) {
+      if (!f.module_key || key != f.module_key) continue;
+      CKPTSPEC_RETURN_IF_ERROR(ParseNumber(flag, text, f.range, f.field(model)));
+      known = true;
+    }
+    if (!known) return Status::InvalidArgument("--module '" + spec + "': unknown key '" + key + "'");
   }
   return Status::OK();
 }
@@ -156,6 +202,15 @@ void PrintRank(const ParameterSharding& sharding, int64_t rank, std::ostream& ou
 }  // namespace
 
 int RunLayoutCommand(const LayoutOptions& o, std::ostream& out, std::ostream& err) {
+  // The output file is opened before any work: a path that cannot be written fails at once.
+  OutputFile signature_out;
+  if (!o.signature_out.empty()) {
+    const Status opened = signature_out.Open("--signature-out", o.signature_out);
+    if (!opened.ok()) {
+      err << "ckptspec layout: " << opened.message() << "\n";
+      return 2;
+    }
+  }
   ParameterSharding sharding;
   const Status built = BuildSharding(o, &sharding);
   if (!built.ok()) {
@@ -179,13 +234,10 @@ int RunLayoutCommand(const LayoutOptions& o, std::ostream& out, std::ostream& er
   for (const RankSignature& r : signature.ranks) entries += r.tensors.size();
   out << "parameter sharding: " << entries << " tensor entries over " << signature.ranks.size()
       << " ranks\n";
-  if (!o.signature_out.empty()) {
-    std::ofstream file(o.signature_out);
-    file << SignatureToJson(signature).dump(1) << "\n";
-    if (!file) {
-      err << "ckptspec layout: cannot write --signature-out '" << o.signature_out << "'\n";
-      return 2;
-    }
+  const Status written = signature_out.WriteAndClose(SignatureToJson(signature).dump(1) + "\n");
+  if (!written.ok()) {
+    err << "ckptspec layout: " << written.message() << "\n";
+    return 2;
   }
   struct Check {
     const char* title;

@@ -31,7 +31,9 @@ struct LayoutOptions {
 // Registers the subcommand and its flags on `app`; `options` must outlive parsing.
 CLI::App* AddLayoutCommand(CLI::App& app, LayoutOptions* options);
 
-// Exit codes: 0 valid and no violation; 1 the sharding has violations; 2 invalid input.
+// Exit codes: 0 valid and no violation; 1 the sharding has violations; 2 invalid input (a number
+// outside its flag's range, an invalid layout or model) or a --signature-out that cannot be
+// opened (checked before any work) or written.
 int RunLayoutCommand(const LayoutOptions& options, std::ostream& out, std::ostream& err);
 
 // Parses one --module spec over the defaults in `options`. Errors name the spec and the key.

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "cli/parse_error_test_util.h"
+
 namespace ckptspec {
 namespace {
 
@@ -65,7 +67,15 @@ TEST(LayoutCommand, ModuleSpecErrorsNameSpecAndKey) {
   ParallelSizes sizes;
   ModelConfig model;
   EXPECT_EQ(ParseModuleSpec("vision:tp=two", o, &name, &world, &sizes, &model).message(),
-            "--module 'vision:tp=two': tp = 'two' is not an integer");
+            "--module 'vision:tp=two': tp 'two' is not a whole number (accepted: 1 to 2147483648)");
+  EXPECT_EQ(ParseModuleSpec("vision:tp=99999999999999999999", o, &name, &world, &sizes, &model).message(),
+            "--module 'vision:tp=99999999999999999999': tp '99999999999999999999' is out of range "
+            "(accepted: 1 to 2147483648)");
+  EXPECT_EQ(ParseModuleSpec("vision:layers=0", o, &name, &world, &sizes, &model).message(),
+            "--module 'vision:layers=0': layers '0' is out of range (accepted: 1 to 100000)");
+  EXPECT_EQ(ParseModuleSpec("vision:hidden=4294967360", o, &name, &world, &sizes, &model).message(),
+            "--module 'vision:hidden=4294967360': hidden '4294967360' is out of range "
+            "(accepted: 1 to 16777216)");
   EXPECT_EQ(ParseModuleSpec("vision:color=2", o, &name, &world, &sizes, &model).message(),
             "--module 'vision:color=2': unknown key 'color'");
   EXPECT_EQ(ParseModuleSpec(":tp=2", o, &name, &world, &sizes, &model).message(),
@@ -77,6 +87,44 @@ TEST(LayoutCommand, ModuleSpecErrorsNameSpecAndKey) {
   EXPECT_EQ(sizes.tp, 2);
   EXPECT_EQ(model.num_layers, 6);
   EXPECT_EQ(model.name, "vision");
+}
+
+// Each numeric flag is declared once with its range: parsing refuses what is outside it (nothing
+// wraps: 4294967360 is not 64), and --help shows it.
+TEST(LayoutCommand, NumericFlagsOutOfRangeAreParseErrors) {
+  const auto parse_error = [](const std::string& args) {
+    CLI::App app;
+    LayoutOptions o;
+    AddLayoutCommand(app, &o);
+    return ParseErrorOf(app, "layout " + args);
+  };
+  EXPECT_EQ(parse_error("--tp 99999999999999999999999"),
+            "--tp '99999999999999999999999' is out of range (accepted: 1 to 2147483648)");
+  EXPECT_EQ(parse_error("--hidden 4294967360"), "--hidden '4294967360' is out of range (accepted: 1 to 16777216)");
+  EXPECT_EQ(parse_error("--world -4"), "--world '-4' is out of range (accepted: 0 to 2147483648)");
+  EXPECT_EQ(parse_error("--rank 1.5"), "--rank '1.5' is not a whole number (accepted: -1 to 2147483647)");
+  EXPECT_EQ(parse_error("--tp 2 --world 8 --first-stage-layers -1 --rank 3"), "parsed");
+  CLI::App app;
+  LayoutOptions o;
+  const std::string help = AddLayoutCommand(app, &o)->help();
+  EXPECT_NE(help.find("tensor parallel size (1 to 2147483648)"), std::string::npos) << help;
+  EXPECT_NE(help.find("keys: world tp pp dp cp ep etp layers hidden heads groups ffn vocab experts"),
+            std::string::npos) << help;
+}
+
+// --signature-out is opened before the work (nothing printed yet), and a full disk is exit 2.
+TEST(LayoutCommand, SignatureOutIsCheckedFirstAndWriteErrorsAreExit2) {
+  LayoutOptions o;
+  o.signature_out = "/nonexistent/dir/sig.json";
+  Result r = RunCommand(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ckptspec layout: --signature-out '/nonexistent/dir/sig.json': cannot open for writing: "
+                   "No such file or directory\n");
+  EXPECT_EQ(r.out, "");
+  o.signature_out = "/dev/full";
+  r = RunCommand(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ckptspec layout: --signature-out '/dev/full': cannot write: No space left on device\n");
 }
 
 }  // namespace

@@ -37,17 +37,26 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (layout->parsed()) return ckptspec::RunLayoutCommand(layout_options, std::cout, std::cerr);
-  if (run->parsed()) {
-    // The progress line rewrites itself with carriage returns: only on a terminal.
-    if (!isatty(STDERR_FILENO)) run_options.quiet = true;
-    return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
+  const auto run_verb = [&]() -> int {
+    if (layout->parsed()) return ckptspec::RunLayoutCommand(layout_options, std::cout, std::cerr);
+    if (run->parsed()) {
+      // The progress line rewrites itself with carriage returns: only on a terminal.
+      if (!isatty(STDERR_FILENO)) run_options.quiet = true;
+      return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
+    }
+    if (replay->parsed()) return ckptspec::RunReplayCommand(replay_options, std::cout, std::cerr);
+    if (list->parsed()) return ckptspec::RunListCommand(std::cout);
+    if (verify_plan->parsed()) {
+      return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
+    }
+    if (verify->parsed()) return ckptspec::RunVerifyCommand(verify_options, std::cout, std::cerr);
+    return 2;
+  };
+  const int code = run_verb();
+  // A report on standard output that did not reach it (a full disk) is an error, as for a file.
+  if (!std::cout.flush()) {
+    std::cerr << "ckptspec: cannot write standard output\n";
+    return 2;
   }
-  if (replay->parsed()) return ckptspec::RunReplayCommand(replay_options, std::cout, std::cerr);
-  if (list->parsed()) return ckptspec::RunListCommand(std::cout);
-  if (verify_plan->parsed()) {
-    return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
-  }
-  if (verify->parsed()) return ckptspec::RunVerifyCommand(verify_options, std::cout, std::cerr);
-  return 2;
+  return code;
 }

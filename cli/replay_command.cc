@@ -1,5 +1,6 @@
 #include "cli/replay_command.h"
 
+#include "cli/input_file.h"
 #include "properties/plugin.h"
 #include "properties/runner.h"
 #include "properties/target_registry.h"
@@ -19,6 +20,7 @@ int RunReplayCommand(const ReplayOptions& o, std::ostream& out, std::ostream& er
   Status s = ParseReproduceKey(o.reproduce, &target_name, &property_id);
   std::vector<TargetFactory> plugged, targets;
   for (const std::string& path : o.plugins) {
+    if (s.ok()) s = CheckRegularFile("--plugin", path);
     if (s.ok()) s = LoadTargetPlugin(path, &plugged);
   }
   if (s.ok()) s = ResolveTargets(target_name, &targets, plugged);

@@ -2,9 +2,13 @@
 // value `ckptspec run` prints under "reproduce:" and writes to its JSON report), on the target and
 // property it was recorded for, and prints the outcome with its scenario.
 //
+// The string is decoded and checked field by field before any of it reaches RapidCheck
+// (properties/reproduce_string.h): a damaged or forged string is a usage error naming the field,
+// never a crash.
+//
 // Exit codes: 0 the case passes now (the failure no longer reproduces); 1 it fails again (or the
-// property errors); 2 invalid arguments (a string that does not parse, an unknown target or
-// property, a plugin that does not load).
+// property errors); 2 invalid arguments (a string that does not decode, or holds values no run
+// records; an unknown target or property; a plugin that is not a regular file or does not load).
 #pragma once
 
 #include <ostream>

@@ -1,13 +1,14 @@
 #include "cli/run_command.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/input_file.h"
+#include "cli/output_file.h"
 #include "properties/adapter_target.h"
 #include "properties/plugin.h"
 #include "properties/target_registry.h"
@@ -24,18 +25,25 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_option("--adapter", o->adapters,
                   "adapter command (repeatable), run by /bin/sh -c once per rank and spoken to in the "
                   "adapter protocol (docs/PROTOCOL.md)");
-  cmd->add_option("--adapter-timeout", o->adapter_timeout_s, "seconds an adapter may take per request")
-      ->capture_default_str();
+  AddNumberFlag(cmd, "--adapter-timeout", &o->adapter_timeout_s, kAdapterTimeoutSeconds,
+                "seconds an adapter may take per request");
   cmd->add_option("--expectations", o->expectations,
                   "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
                   "code is 0 only when every outcome is as expected");
   cmd->add_option("--plugin", o->plugins,
                   "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
-  cmd->add_option("--seed", o->seed, "RapidCheck seed")->capture_default_str();
-  cmd->add_option("--budget", o->budget,
-                  "cases per property (e.g. 200), or a time for the whole run (e.g. 30s, 2m)")
-      ->capture_default_str();
+  AddNumberFlag(cmd, "--seed", &o->seed, NumberRange<uint64_t>{0, UINT64_MAX}, "RapidCheck seed");
+  cmd->add_option_function<std::string>(
+         "--budget",
+         [o](const std::string& text) {
+           Budget budget;
+           const Status s = ParseBudget(text, &budget);
+           if (!s.ok()) throw CLI::ValidationError(s.message());
+           o->budget = text;
+         },
+         "cases per property (e.g. 200), or a time for the whole run (e.g. 30s, 2m)")
+      ->default_str(o->budget);
   cmd->add_option("--json", o->json_out, "write a JSON report to FILE");
   cmd->add_option("--junit", o->junit_out, "write a JUnit XML report to FILE");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
@@ -46,28 +54,24 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
 
 Status ParseBudget(const std::string& text, Budget* out) {
   *out = Budget();
-  if (text.empty()) return Status::InvalidArgument("--budget is empty");
-  char unit = text.back();
-  const bool timed = unit == 's' || unit == 'm';
-  const std::string number = timed ? text.substr(0, text.size() - 1) : text;
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != number.size() || number.empty() || !(value > 0)) {
-    return Status::InvalidArgument("--budget '" + text +
-                                   "' is neither a case count (e.g. 200) nor a time (e.g. 30s, 2m)");
-  }
-  if (timed) {
+  const char unit = text.empty() ? '\0' : text.back();
+  Status s;
+  if (unit == 's' || unit == 'm') {
+    double value = 0;
+    s = ParseNumber("--budget", text.substr(0, text.size() - 1),
+                    unit == 'm' ? kBudgetMinutes : kBudgetSeconds, &value);
     out->seconds = unit == 'm' ? value * 60 : value;
   } else {
-    if (value != static_cast<int>(value) || value > 1e9) {
-      return Status::InvalidArgument("--budget '" + text + "': a case count must be a whole number");
-    }
-    out->cases = static_cast<int>(value);
+    int64_t cases = 0;
+    s = ParseNumber("--budget", text, kBudgetCases, &cases);
+    out->cases = static_cast<int>(cases);
+  }
+  if (!s.ok()) {
+    *out = Budget();
+    return Status::InvalidArgument(
+        "--budget '" + text + "' is neither a case count (" + DescribeRange(kBudgetCases) +
+        ") nor a time (seconds: " + DescribeRange(kBudgetSeconds) + " with 's', minutes: " +
+        DescribeRange(kBudgetMinutes) + " with 'm')");
   }
   return Status::OK();
 }
@@ -380,56 +384,58 @@ void DescribeOutcomes(const std::vector<PropertyOutcome>& outcomes, const RunJud
 }  // namespace
 
 int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  const auto usage_error = [&err](const Status& s) {
+    err << "ckptspec run: " << s.message() << "\n";
+    return 2;
+  };
+  // Everything the flags name is checked before anything runs (an adapter's probe included): the
+  // numbers, the input files, and the report files, opened now.
+  std::vector<Property> properties;
+  Budget budget;
+  Status s = SelectProperties(o.properties, &properties);
+  if (s.ok()) s = ParseBudget(o.budget, &budget);
+  Expectations expectations;
+  if (s.ok() && !o.expectations.empty()) {
+    std::string text;
+    s = ReadRegularFile("--expectations", o.expectations, kMaxExpectationsFileBytes, &text);
+    if (s.ok()) s = ParseExpectations(text, o.expectations, &expectations);
+  }
+  for (const std::string& path : o.plugins) {
+    if (s.ok()) s = CheckRegularFile("--plugin", path);
+  }
+  OutputFile json, junit;
+  if (s.ok() && !o.json_out.empty()) s = json.Open("--json", o.json_out);
+  if (s.ok() && !o.junit_out.empty()) s = junit.Open("--junit", o.junit_out);
+  if (!s.ok()) return usage_error(s);
+
   std::vector<TargetFactory> plugged;
   for (const std::string& path : o.plugins) {
-    const Status s = LoadTargetPlugin(path, &plugged);
-    if (!s.ok()) {
-      err << "ckptspec run: " << s.message() << "\n";
-      return 2;
-    }
+    s = LoadTargetPlugin(path, &plugged);
+    if (!s.ok()) return usage_error(s);
   }
   std::vector<TargetFactory> targets;
   const std::vector<std::string> names =
       o.targets.empty() && o.adapters.empty() ? std::vector<std::string>{"all"} : o.targets;
   for (const std::string& name : names) {
-    const Status s = ResolveTargets(name, &targets, plugged);
-    if (!s.ok()) {
-      err << "ckptspec run: " << s.message() << "\n";
-      return 2;
-    }
+    s = ResolveTargets(name, &targets, plugged);
+    if (!s.ok()) return usage_error(s);
   }
   for (const std::string& command : o.adapters) {
     AdapterOptions adapter;
     adapter.command = command;
     adapter.timeout_s = o.adapter_timeout_s;
     TargetFactory factory;
-    const Status s = AdapterTargetFactory(adapter, &factory);
+    s = AdapterTargetFactory(adapter, &factory);
     if (!s.ok()) {
       err << "ckptspec run: " << s.ToString() << "\n";
       return 2;
     }
     targets.push_back(std::move(factory));
   }
-  Expectations expectations;
-  if (!o.expectations.empty()) {
-    const Status s = LoadExpectations(o.expectations, &expectations);
-    if (!s.ok()) {
-      err << "ckptspec run: " << s.message() << "\n";
-      return 2;
-    }
-  }
   RunJudging judging;
   if (!o.expectations.empty()) judging.expectations = &expectations;
   for (const TargetFactory& target : targets) {
     if (target.expect_killed) judging.expect_killed.push_back(target.name);
-  }
-  std::vector<Property> properties;
-  Budget budget;
-  Status s = SelectProperties(o.properties, &properties);
-  if (s.ok()) s = ParseBudget(o.budget, &budget);
-  if (!s.ok()) {
-    err << "ckptspec run: " << s.message() << "\n";
-    return 2;
   }
   const double per_property_s =
       budget.seconds > 0 ? budget.seconds / static_cast<double>(targets.size() * properties.size()) : 0;
@@ -449,20 +455,15 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   DescribeOutcomes(outcomes, judging, o.details, out);
   bool met = true;
   for (const std::string& t : TargetsInOrder(outcomes)) met = met && JudgeTarget(outcomes, t, judging).met;
-  auto write = [&](const std::string& path, const std::string& text) {
-    if (path.empty()) return true;
-    std::ofstream file(path);
-    file << text;
-    if (!file) {
-      err << "ckptspec run: cannot write '" << path << "'\n";
-      return false;
+  bool written = true;
+  for (const Status& report : {json.WriteAndClose(OutcomesJson(outcomes, o.seed, judging)),
+                               junit.WriteAndClose(OutcomesJUnit(outcomes, judging))}) {
+    if (!report.ok()) {
+      err << "ckptspec run: " << report.message() << "\n";
+      written = false;
     }
-    return true;
-  };
-  if (!write(o.json_out, OutcomesJson(outcomes, o.seed, judging)) ||
-      !write(o.junit_out, OutcomesJUnit(outcomes, judging))) {
-    return 2;
   }
+  if (!written) return 2;
   return met ? 0 : 1;
 }
 

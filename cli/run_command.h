@@ -7,8 +7,10 @@
 // property; any other target must pass every selected property (or find it n/a), or, with
 // --expectations FILE, have exactly the outcomes the file expects (known failures, n/a).
 // Exit codes: 0 every selected target meets its expectation; 1 some target does not (a failure on
-// the reference, a mutant that survived, an outcome other than the file's); 2 invalid arguments,
-// an expectations file that does not read, or an adapter whose probe fails.
+// the reference, a mutant that survived, an outcome other than the file's); 2 invalid arguments
+// (a number out of its flag's range, an input that is not a regular file, a report path that
+// cannot be opened for writing: all found before anything runs), an expectations file that does
+// not read, an adapter whose probe fails, or a report that could not be written (a full disk).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/numeric_flag.h"
 #include "properties/expectations.h"
 #include "properties/runner.h"
 
@@ -49,7 +52,16 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* options);
 
 int RunRunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 
-// Parses --budget: cases (> 0) or seconds (> 0). Errors name the value.
+// What the numeric flags accept (--help states the same ranges; cli/numeric_flag.h).
+constexpr NumberRange<double> kAdapterTimeoutSeconds{0.001, 24 * 3600.0};
+constexpr NumberRange<int64_t> kBudgetCases{1, 1000000000};
+constexpr NumberRange<double> kBudgetSeconds{0.001, 7 * 24 * 3600.0};  // "30s"
+constexpr NumberRange<double> kBudgetMinutes{0.001, 7 * 24 * 60.0};    // "2m"
+// The largest expectations file read (they list a few dozen properties).
+constexpr uint64_t kMaxExpectationsFileBytes = 1 << 20;
+
+// Parses --budget: a whole number of cases, or a time in seconds ("30s") or minutes ("2m"),
+// within the ranges above. The error names the flag, the value and both ranges.
 struct Budget {
   int cases = 0;
   double seconds = 0;

@@ -1,12 +1,15 @@
 #include "cli/run_command.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "cli/parse_error_test_util.h"
 #include "targets/process/process_test_util.h"
 
 namespace ckptspec {
@@ -20,11 +23,91 @@ TEST(RunCommand, BudgetIsCasesOrTime) {
   EXPECT_EQ(b.seconds, 30);
   ASSERT_TRUE(ParseBudget("2m", &b).ok());
   EXPECT_EQ(b.seconds, 120);
-  EXPECT_EQ(ParseBudget("lots", &b).message(),
-            "--budget 'lots' is neither a case count (e.g. 200) nor a time (e.g. 30s, 2m)");
-  EXPECT_FALSE(ParseBudget("-5", &b).ok());
-  EXPECT_FALSE(ParseBudget("1.5", &b).ok());
-  EXPECT_FALSE(ParseBudget("", &b).ok());
+  ASSERT_TRUE(ParseBudget("1000000000", &b).ok());
+  EXPECT_EQ(b.cases, 1000000000);
+  ASSERT_TRUE(ParseBudget("604800s", &b).ok());
+}
+
+// Out of range is refused, never clamped: the message names the flag, the value and both ranges.
+TEST(RunCommand, BudgetOutOfRangeIsRefused) {
+  Budget b;
+  EXPECT_EQ(ParseBudget("1e99", &b).message(),
+            "--budget '1e99' is neither a case count (1 to 1000000000) nor a time (seconds: 0.001 to "
+            "604800 with 's', minutes: 0.001 to 10080 with 'm')");
+  for (const char* text : {"lots", "-5", "0", "1.5", "", "1000000001", "99999999999999999999", "1e400s",
+                           "nans", "infs", "0s", "604801s", "10081m", "-1m", "s", "m"}) {
+    EXPECT_EQ(ParseBudget(text, &b).code(), Status::Code::kInvalidArgument) << text;
+    EXPECT_EQ(b.cases, 0) << text;
+    EXPECT_EQ(b.seconds, 0) << text;
+  }
+}
+
+// The numeric flags are checked while the command line is parsed: exit 2 before anything runs.
+TEST(RunCommand, NumericFlagsOutOfRangeAreParseErrors) {
+  const auto parse_error = [](const std::string& args) {
+    CLI::App app;
+    RunOptions o;
+    AddRunCommand(app, &o);
+    return ParseErrorOf(app, "run " + args);
+  };
+  EXPECT_EQ(parse_error("--seed 99999999999999999999"),
+            "--seed '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
+  EXPECT_EQ(parse_error("--seed -1"), "--seed '-1' is out of range (accepted: 0 to 18446744073709551615)");
+  EXPECT_NE(parse_error("--budget 1e99").find("--budget '1e99' is neither a case count"), std::string::npos);
+  EXPECT_EQ(parse_error("--adapter-timeout 0"),
+            "--adapter-timeout '0' is out of range (accepted: 0.001 to 86400)");
+  EXPECT_EQ(parse_error("--adapter-timeout nan"), "--adapter-timeout 'nan' is not a number (accepted: 0.001 to 86400)");
+  EXPECT_EQ(parse_error("--seed 18446744073709551615 --budget 2m --adapter-timeout 0.5"), "parsed");
+}
+
+// A report path that cannot be written is found before the run (nothing ran: no matrix), and a
+// full disk after it is exit 2 naming the flag and the path; the other report is still written.
+TEST(RunCommand, ReportPathsAreCheckedFirstAndWriteErrorsAreExit2) {
+  RunOptions o;
+  o.targets = {"reference"};
+  o.properties = "P2";
+  o.budget = "2";
+  o.quiet = true;
+  o.json_out = "/nonexistent/dir/x.json";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunRunCommand(o, out, err), 2);
+  EXPECT_EQ(err.str(), "ckptspec run: --json '/nonexistent/dir/x.json': cannot open for writing: No such file or directory\n");
+  EXPECT_EQ(out.str(), "") << "the run started before the report path was checked";
+
+  o.json_out = ::testing::TempDir() + "run_command_report.json";
+  o.junit_out = "/dev/full";
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunRunCommand(o, out2, err2), 2);
+  EXPECT_EQ(err2.str(), "ckptspec run: --junit '/dev/full': cannot write: No space left on device\n");
+  EXPECT_NE(out2.str().find("reference  pass"), std::string::npos) << out2.str();
+  std::ifstream json(o.json_out);
+  EXPECT_EQ(nlohmann::json::parse(json)["format"], "ckptspec.run");
+  std::remove(o.json_out.c_str());
+}
+
+// Input files that are not regular files are refused before they are opened: a FIFO would block.
+TEST(RunCommand, InputsThatAreNotRegularFilesAreRefused) {
+  const std::string fifo = ::testing::TempDir() + "run_command_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  alarm(60);  // were the FIFO opened, the test would hang: end it instead
+  RunOptions o;
+  o.targets = {"reference"};
+  o.expectations = fifo;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunRunCommand(o, out, err), 2);
+  EXPECT_EQ(err.str(), "ckptspec run: --expectations '" + fifo + "': a FIFO, not a regular file\n");
+  o.expectations.clear();
+  o.plugins = {fifo};
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunRunCommand(o, out2, err2), 2);
+  EXPECT_EQ(err2.str(), "ckptspec run: --plugin '" + fifo + "': a FIFO, not a regular file\n");
+  alarm(0);
+  o.plugins = {"/dev/zero"};
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunRunCommand(o, out3, err3), 2);
+  EXPECT_EQ(err3.str(), "ckptspec run: --plugin '/dev/zero': a character device, not a regular file\n");
+  std::remove(fifo.c_str());
 }
 
 TEST(RunCommand, ReferencePassesAndReportsAreWellFormed) {

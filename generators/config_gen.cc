@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "generators/layout_gen.h"
+#include "generators/size_guard.h"
 #include "model/describe.h"
 #include "model/scheduler.h"
 
@@ -10,7 +11,7 @@ namespace ckptspec {
 namespace gen {
 
 rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfig& model) {
-  return rc::gen::exec([layout, model] {
+  return AtNonNegativeSize(rc::gen::exec([layout, model] {
     TrainingConfig c;
     c.model = model;
     c.seed = *rc::gen::inRange<uint64_t>(1, 1000);
@@ -75,11 +76,11 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
     const Status valid = ValidateTrainingConfig(c);
     if (!valid.ok()) RC_FAIL("TrainingConfigFor built an invalid config: " + valid.ToString());
     return c;
-  });
+  }));
 }
 
 rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict) {
-  return rc::gen::exec([allow_conflict] {
+  return AtNonNegativeSize(rc::gen::exec([allow_conflict] {
     LoadFlags f;
     // Mostly plain resumes; each flag sometimes.
     auto sometimes = [] { return *rc::gen::inRange(0, 5) == 0; };
@@ -93,7 +94,7 @@ rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict) {
     }
     f.reset_dataloader = sometimes();
     return f;
-  });
+  }));
 }
 
 }  // namespace gen

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "generators/size_guard.h"
 #include "model/describe.h"
 
 namespace ckptspec {
@@ -97,7 +98,7 @@ ModelConfig GenModelFor(const ParallelSizes& s) {
 
 rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
   auto all = std::make_shared<std::vector<SizedLayout>>(AllLayouts(max_world));
-  return rc::gen::exec([all] {
+  return AtNonNegativeSize(rc::gen::exec([all] {
     // A world-size tier first (up to 4, 8, 16, ... up to max_world), then a layout within it: small
     // worlds are common, large ones reachable, and shrinking the tier shrinks the world.
     std::vector<size_t> tier_ends;  // all[0, tier_ends[t]) has world <= 4 * 2^t
@@ -120,7 +121,7 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
     }
     out.model = GenModelFor(chosen.sizes);
     return out;
-  });
+  }));
 }
 
 rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
@@ -131,16 +132,16 @@ rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
     if (ValidateModelForLayout(model, layout).ok()) fitting.push_back(layout);
   }
   auto shared = std::make_shared<std::vector<Layout>>(std::move(fitting));
-  return rc::gen::exec([shared] {
+  return AtNonNegativeSize(rc::gen::exec([shared] {
     if (shared->empty()) {
       RC_FAIL("no layout of the generator's option sets fits this model");
     }
     return (*shared)[*rc::gen::inRange<size_t>(0, shared->size())];
-  });
+  }));
 }
 
 rc::Gen<HeterogeneousCase> Heterogeneous(int max_world_per_module) {
-  return rc::gen::exec([max_world_per_module] {
+  return AtNonNegativeSize(rc::gen::exec([max_world_per_module] {
     HeterogeneousCase out;
     std::vector<ModuleLayout> modules;
     int64_t next = 0;
@@ -154,11 +155,11 @@ rc::Gen<HeterogeneousCase> Heterogeneous(int max_world_per_module) {
     const Status s = HeterogeneousLayout::Make(modules, &out.layout);
     if (!s.ok()) RC_FAIL("heterogeneous generator built an invalid layout: " + s.ToString());
     return out;
-  });
+  }));
 }
 
 rc::Gen<InvalidLayoutCase> InvalidLayout() {
-  return rc::gen::exec([] {
+  return AtNonNegativeSize(rc::gen::exec([] {
     InvalidLayoutCase c;
     switch (*rc::gen::inRange(0, 6)) {
       case 0: {  // world not divisible by tp*cp*pp
@@ -200,7 +201,7 @@ rc::Gen<InvalidLayoutCase> InvalidLayout() {
       }
     }
     return c;
-  });
+  }));
 }
 
 }  // namespace gen

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <climits>
+#include <cstdlib>
+
+#include "generators/run_gen.h"
 #include "model/param_sharding.h"
 
 namespace ckptspec {
@@ -48,6 +52,34 @@ RC_GTEST_PROP(LayoutGen, InvalidLayoutsAreRefusedByName, ()) {
   if (s.ok()) s = Layout::Make(c.world, c.sizes, order, &layout);
   RC_ASSERT(!s.ok());
   RC_ASSERT(s.message().find(c.expected_error) != std::string::npos);
+}
+
+// A reproduce string can hand a generator any 32-bit size; RapidCheck's inRange, given a negative
+// one, returns values outside its range, which the layout generator used as an index. Every size
+// generates valid cases. Run in a child process: an out-of-bounds read there fails this test
+// instead of ending the test binary.
+TEST(LayoutGen, EverySizeGeneratesValidCases) {
+  EXPECT_EXIT(
+      {
+        for (int size : {INT_MIN, -100, -1, 0, 1, 100, 1000, INT_MAX}) {
+          for (uint64_t seed = 0; seed < 40; ++seed) {
+            const rc::Random random(seed);
+            const LayoutAndModel lm = gen::LayoutAndModelUpTo(64)(random, size).value();
+            if (!ValidateModelForLayout(lm.model, lm.layout).ok()) std::_Exit(10);
+            const Layout other = gen::LayoutFor(lm.model, 32)(random, size).value();
+            if (!ValidateModelForLayout(lm.model, other).ok()) std::_Exit(11);
+            const HeterogeneousCase h = gen::Heterogeneous(8)(random, size).value();
+            ParameterSharding sharding;
+            if (!ParameterSharding::Make(h.layout, h.models, &sharding).ok()) std::_Exit(12);
+            const InvalidLayoutCase c = gen::InvalidLayout()(random, size).value();
+            if (c.expected_error.empty()) std::_Exit(13);
+            const RunSpec run = gen::RunUpTo(8)(random, size).value();
+            if (run.configs.empty()) std::_Exit(14);
+          }
+        }
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

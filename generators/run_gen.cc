@@ -2,6 +2,7 @@
 
 #include "generators/config_gen.h"
 #include "generators/layout_gen.h"
+#include "generators/size_guard.h"
 
 namespace ckptspec {
 namespace gen {
@@ -17,7 +18,7 @@ void FitShardingToConfigs(ShardingConfig* sharding, std::vector<TrainingConfig>*
 }  // namespace
 
 rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous) {
-  return rc::gen::exec([max_world, allow_heterogeneous] {
+  return AtNonNegativeSize(rc::gen::exec([max_world, allow_heterogeneous] {
     RunSpec run;
     const bool hetero = allow_heterogeneous && *rc::gen::inRange(0, 5) == 0;
     if (hetero) {
@@ -37,11 +38,11 @@ rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous) {
         OptimizerFormat::kFullyReshardable, OptimizerFormat::kDpReshardable});
     FitShardingToConfigs(&run.sharding, &run.configs);
     return run;
-  });
+  }));
 }
 
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout) {
-  return rc::gen::exec([saved, max_world, change_layout] {
+  return AtNonNegativeSize(rc::gen::exec([saved, max_world, change_layout] {
     RunSpec run = saved;
     if (!change_layout) return run;
     std::vector<ModuleLayout> modules;
@@ -55,7 +56,7 @@ rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_l
     }
     if (!HeterogeneousLayout::Make(modules, &run.layout).ok()) RC_FAIL("resume layout invalid");
     return run;
-  });
+  }));
 }
 
 }  // namespace gen
