@@ -2,7 +2,6 @@
 // equal to Checksum() (format.h) of the whole range.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,26 +31,34 @@ class ChecksumStream {
   std::unique_ptr<State> state_;
 };
 
-// Reads [offset, offset + size) of `file` in blocks of at most kStreamBlockBytes through
-// *buffer (resized to one block), calling on_block(range_offset, data, n) for each block in order
-// (range_offset counts from `offset`), and sets *digest to the range's checksum. A short read is
-// Corruption naming `path` (ReadExactly's message). on_block returning a non-OK Status stops the
-// read and is returned.
-template <typename OnBlock>
-Status StreamRange(const RandomAccessFile& file, const std::string& path, uint64_t offset,
-                   uint64_t size, std::vector<uint8_t>* buffer, OnBlock on_block,
-                   uint64_t* digest) {
-  buffer->resize(kStreamBlockBytes);
-  ChecksumStream stream;
-  for (uint64_t done = 0; done < size;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, kStreamBlockBytes));
-    CKPTSPEC_RETURN_IF_ERROR(ReadExactly(file, path, offset + done, n, buffer->data()));
-    stream.Update(buffer->data(), n);
-    CKPTSPEC_RETURN_IF_ERROR(on_block(done, buffer->data(), n));
-    done += n;
-  }
-  *digest = stream.Digest();
-  return Status::OK();
-}
+// [offset, offset + size) of a file, read in order one block at a time through one buffer and
+// checksummed on the way. A short read is Corruption naming `path` (ReadExactly's message).
+class RangeStream {
+ public:
+  RangeStream(const RandomAccessFile& file, std::string path, uint64_t offset, uint64_t size,
+              std::vector<uint8_t>* buffer);
+
+  // Reads the next block into the buffer; *more is false (and nothing is read) at the end.
+  Status Next(bool* more);
+  // The current block: where it starts in the range, its bytes.
+  uint64_t block_begin() const { return begin_; }
+  const uint8_t* block() const { return buffer_->data(); }
+  size_t block_size() const { return block_size_; }
+  // The range's checksum, once Next has said there is no more.
+  uint64_t Digest() const { return checksum_.Digest(); }
+
+ private:
+  const RandomAccessFile& file_;
+  std::string path_;
+  uint64_t offset_, size_;
+  std::vector<uint8_t>* buffer_;
+  uint64_t begin_ = 0;
+  size_t block_size_ = 0;
+  ChecksumStream checksum_;
+};
+
+// Reads the whole range and sets *digest to its checksum.
+Status ChecksumRange(const RandomAccessFile& file, const std::string& path, uint64_t offset,
+                     uint64_t size, std::vector<uint8_t>* buffer, uint64_t* digest);
 
 }  // namespace ckptspec

@@ -206,6 +206,68 @@ TEST(HostileCheckpoint, LargeChunkIsStreamedUnderAMemoryLimit) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: verify, 12: load, 13: loaded content";
 }
 
+// A chunk beyond the loader's staging size is streamed: the part a template asks for is copied
+// out of the blocks as they pass, runs straddling block boundaries included, and the whole chunk
+// is checksummed. The chunk (2-D, 320 MB) is sparse but for its first 4 MB of random bytes.
+TEST(HostileCheckpoint, PieceOfAChunkBeyondTheStagingSizeIsCopiedFromTheStream) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string root = tmp.path();
+  constexpr int64_t kRows = 160000, kCols = 1000;  // bf16: 2000 bytes a row, 320 MB
+  constexpr uint64_t kBytes = uint64_t{kRows} * kCols * 2;
+  std::vector<uint8_t> head(4 << 20);
+  uint64_t x = 88172645463325252ULL;
+  for (uint8_t& b : head) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+  const std::string dir = JoinPath(root, IterationDirName(kIteration));
+  ASSERT_TRUE(CreateDirs(Env::Posix(), dir).ok());
+  const std::string shard = JoinPath(dir, ShardFileName(0));
+  ASSERT_NO_FATAL_FAILURE(MakeSparseFile(shard, kBytes));
+  const int fd = ::open(shard.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  ::close(fd);
+  std::unique_ptr<RandomAccessFile> file;
+  ASSERT_TRUE(Env::Posix()->NewRandomAccessFile(shard, &file).ok());
+  std::vector<uint8_t> buffer;
+  uint64_t sum = 0;
+  ASSERT_TRUE(ChecksumRange(*file, shard, 0, kBytes, &buffer, &sum).ok());
+  CheckpointMetadata md = OneChunk(1, kBytes, sum);
+  md.tensors[0].global_shape = {kRows, kCols};
+  md.tensors[0].chunks[0].box = Box{{0, 0}, {kRows, kCols}};
+  md.tensors[0].chunks[0].extent.size = kBytes;
+  ASSERT_NO_FATAL_FAILURE(WriteIndex(Env::Posix(), root, md));
+
+  const Box want{{523, 10}, {1100, 980}};  // rows 523-1622 span blocks 0-3 of 1 MiB
+  LoadRequest request = SmallPieceOfW(kRows);
+  TensorSpec& spec = request.templates[0].tensors[0].spec;
+  spec.global_shape = {kRows, kCols};
+  spec.global_offset = want.offset;
+  spec.local_shape = want.shape;
+  request.templates[0].tensors[0].data.assign(static_cast<size_t>(Volume(want.shape)) * 2, 0);
+  ResourceLimits limits;
+  limits.max_read_ratio = uint64_t{1} << 20;
+  LoadResult result;
+  ASSERT_TRUE(LoadFrom(Env::Posix(), root, request, &result, limits).ok());
+  std::vector<uint8_t> expected;
+  for (int64_t r = want.offset[0]; r < want.offset[0] + want.shape[0]; ++r) {
+    const uint8_t* row = head.data() + (r * kCols + want.offset[1]) * 2;
+    expected.insert(expected.end(), row, row + want.shape[1] * 2);
+  }
+  EXPECT_TRUE(result.state[0].tensors[0].data == expected);
+
+  // One flipped byte far beyond the piece fails the whole chunk's checksum.
+  const int rw = ::open(shard.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(rw, 0);
+  const uint8_t one = 1;
+  ASSERT_EQ(::pwrite(rw, &one, 1, static_cast<off_t>(kBytes - 1)), 1);
+  ::close(rw);
+  const Status corrupt = LoadFrom(Env::Posix(), root, request, &result, limits);
+  EXPECT_EQ(corrupt.code(), Status::Code::kCorruption) << corrupt.ToString();
+}
+
 // --- Row 3: items sharing bytes ------------------------------------------------------------------
 
 // Three tensors whose chunks all point at the same 64 bytes of one file, and an object there too.

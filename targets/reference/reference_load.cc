@@ -154,35 +154,30 @@ class CheckpointReader {
   Status StreamPiece(size_t tensor, size_t chunk, TensorDestination* dst, const Box& dst_box,
                      const Box& piece, int elem) {
     const ChunkEntry& c = m_.tensors[tensor].chunks[chunk];
-    struct Run {
-      uint64_t from, to, bytes;
-    };
-    std::vector<Run> runs;  // at most the destination's size in runs: the template's allocation
-    CKPTSPEC_RETURN_IF_ERROR(ForEachRun(c.box, dst_box, piece, elem, [&](uint64_t from, uint64_t to, uint64_t bytes) {
-      runs.push_back(Run{from, to, bytes});
-      return Status::OK();
-    }));
-    size_t next = 0;
-    uint64_t digest = 0;
     const RandomAccessFile* file;
     CKPTSPEC_RETURN_IF_ERROR(File(c.extent, &file));
-    CKPTSPEC_RETURN_IF_ERROR(StreamRange(
-        *file, Path(c.extent), c.extent.offset, c.extent.size, &block_,
-        [&](uint64_t begin, const uint8_t* data, size_t n) {
-          const uint64_t end = begin + n;
-          while (next < runs.size() && runs[next].from < end) {
-            Run& r = runs[next];
-            const uint64_t take = std::min<uint64_t>(r.bytes, end - r.from);
-            CKPTSPEC_RETURN_IF_ERROR(dst->Write(r.to, data + (r.from - begin), take));
-            r.from += take;
-            r.to += take;
-            r.bytes -= take;
-            if (r.bytes == 0) ++next;
-          }
-          return Status::OK();
-        },
-        &digest));
-    return Verify(c.extent, ChunkName(tensor, chunk), digest);
+    RangeStream stream(*file, Path(c.extent), c.extent.offset, c.extent.size, &block_);
+    bool more = true;
+    // The piece's runs come in increasing order of their place in the chunk: each is copied out
+    // of the blocks it spans as the stream passes them.
+    CKPTSPEC_RETURN_IF_ERROR(ForEachRun(c.box, dst_box, piece, elem, [&](uint64_t from, uint64_t to, uint64_t bytes) {
+      while (bytes > 0) {
+        while (more && from >= stream.block_begin() + stream.block_size()) {
+          CKPTSPEC_RETURN_IF_ERROR(stream.Next(&more));
+        }
+        if (!more) return Status::Corruption(Path(c.extent) + ": " + ChunkName(tensor, chunk) +
+                                             " ends before its box");  // precondition broken
+        const uint64_t end = stream.block_begin() + stream.block_size();
+        const uint64_t take = std::min(bytes, end - from);
+        CKPTSPEC_RETURN_IF_ERROR(dst->Write(to, stream.block() + (from - stream.block_begin()), take));
+        from += take;
+        to += take;
+        bytes -= take;
+      }
+      return Status::OK();
+    }));
+    while (more) CKPTSPEC_RETURN_IF_ERROR(stream.Next(&more));  // the rest, for the checksum
+    return Verify(c.extent, ChunkName(tensor, chunk), stream.Digest());
   }
 
   // Fills `dst`, the destination of a shard with spec `spec`.

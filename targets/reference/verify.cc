@@ -34,9 +34,7 @@ class ExtentChecker {
       open_index_ = extent.file;
     }
     uint64_t digest = 0;
-    const Status s = StreamRange(
-        *file_, path, extent.offset, extent.size, &buffer_,
-        [](uint64_t, const uint8_t*, size_t) { return Status::OK(); }, &digest);
+    const Status s = ChecksumRange(*file_, path, extent.offset, extent.size, &buffer_, &digest);
     if (!s.ok()) return what + ": " + s.ToString();
     *bytes += extent.size;
     if (digest != extent.checksum) {
