@@ -160,7 +160,7 @@ class CheckpointReader {
     bool more = true;
     // The piece's runs come in increasing order of their place in the chunk: each is copied out
     // of the blocks it spans as the stream passes them.
-    CKPTSPEC_RETURN_IF_ERROR(ForEachRun(c.box, dst_box, piece, elem, [&](uint64_t from, uint64_t to, uint64_t bytes) {
+    auto copy_run = [&](uint64_t from, uint64_t to, uint64_t bytes) {
       while (bytes > 0) {
         while (more && from >= stream.block_begin() + stream.block_size()) {
           CKPTSPEC_RETURN_IF_ERROR(stream.Next(&more));
@@ -169,13 +169,15 @@ class CheckpointReader {
                                              " ends before its box");  // precondition broken
         const uint64_t end = stream.block_begin() + stream.block_size();
         const uint64_t take = std::min(bytes, end - from);
-        CKPTSPEC_RETURN_IF_ERROR(dst->Write(to, stream.block() + (from - stream.block_begin()), take));
+        const uint8_t* data = stream.block() + (from - stream.block_begin());
+        CKPTSPEC_RETURN_IF_ERROR(dst->Write(to, data, take));
         from += take;
         to += take;
         bytes -= take;
       }
       return Status::OK();
-    }));
+    };
+    CKPTSPEC_RETURN_IF_ERROR(ForEachRun(c.box, dst_box, piece, elem, copy_run));
     while (more) CKPTSPEC_RETURN_IF_ERROR(stream.Next(&more));  // the rest, for the checksum
     return Verify(c.extent, ChunkName(tensor, chunk), stream.Digest());
   }
@@ -259,7 +261,8 @@ class CheckpointReader {
       return Status::IOError(Path(entry.extent) + ": " + what + " of " +
                              std::to_string(entry.extent.size) + " bytes does not fit in memory");
     }
-    CKPTSPEC_RETURN_IF_ERROR(ReadVerified(entry.extent, what, reinterpret_cast<uint8_t*>(bytes.data())));
+    CKPTSPEC_RETURN_IF_ERROR(
+        ReadVerified(entry.extent, what, reinterpret_cast<uint8_t*>(bytes.data())));
     dst->data = std::move(bytes);
     return Status::OK();
   }
@@ -275,7 +278,9 @@ class CheckpointReader {
   }
 
   Status File(const Extent& e, const RandomAccessFile** file) {
-    if (!files_[e.file]) CKPTSPEC_RETURN_IF_ERROR(env_->NewRandomAccessFile(Path(e), &files_[e.file]));
+    if (!files_[e.file]) {
+      CKPTSPEC_RETURN_IF_ERROR(env_->NewRandomAccessFile(Path(e), &files_[e.file]));
+    }
     *file = files_[e.file].get();
     return Status::OK();
   }
@@ -283,8 +288,8 @@ class CheckpointReader {
   // The message names the expected checksum only: never a value computed from what was read.
   Status Verify(const Extent& e, const std::string& what, uint64_t actual) const {
     if (actual == e.checksum) return Status::OK();
-    return Status::Corruption(Path(e) + ": " + what + " at byte " + std::to_string(e.offset) + " (" +
-                              std::to_string(e.size) + " bytes) fails its XXH3 checksum " +
+    return Status::Corruption(Path(e) + ": " + what + " at byte " + std::to_string(e.offset) +
+                              " (" + std::to_string(e.size) + " bytes) fails its XXH3 checksum " +
                               ChecksumHex(e.checksum));
   }
 
@@ -438,62 +443,68 @@ Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMet
 }
 
 Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* metadata) {
-  Env* env = options_.env;
-  const ResourceLimits& limits = options_.limits;
-  const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
-  IndexLayout layout;
-  CKPTSPEC_RETURN_IF_ERROR(ProbeIndexLayout(dir, &layout));
-  CheckpointMetadata m;
-  uint64_t index_bytes = 0;
-  if (layout == IndexLayout::kSingle) {
-    CKPTSPEC_RETURN_IF_ERROR(
-        ReadIndexFile(dir, kMetadataFileName, kMetadataChecksumFileName, &m, &index_bytes));
-  } else {
-    CKPTSPEC_RETURN_IF_ERROR(ReadPerWriterIndex(dir, &m, &index_bytes));
-  }
-  const std::string index = layout == IndexLayout::kSingle ? kMetadataFileName : "the writers' index";
-  const std::string index_path = JoinPath(dir, index);
-  if (m.iteration != iteration) {
-    return Status::Corruption(index_path + ": iteration: " + std::to_string(m.iteration) +
-                              ", but the directory is " + IterationDirName(iteration));
-  }
-  uint64_t items = m.objects.size();
-  for (const TensorEntry& t : m.tensors) items += t.chunks.size();
-  if (items > limits.max_chunks) {
-    return LimitExceeded(index_path, items, "chunks and objects", &ResourceLimits::max_chunks, limits);
-  }
-  // What the checkpoint occupies on disk (the index and its files' allocated blocks): the
-  // measure of how much reading it may cost.
-  uint64_t stored = index_bytes;
-  for (const FileEntry& f : m.files) {
-    const std::string file_path = JoinPath(dir, f.name);
-    uint64_t size = 0, blocks = 0;
-    CKPTSPEC_RETURN_IF_ERROR(env->GetFileSize(file_path, &size));
-    if (size != f.size) {
-      return Status::Corruption(file_path + ": " + std::to_string(size) + " bytes on disk, " +
-                                index + " says " + std::to_string(f.size));
+  // Allocations here are bounded by options_.limits; running out of memory is still an error.
+  try {
+    Env* env = options_.env;
+    const ResourceLimits& limits = options_.limits;
+    const std::string dir = JoinPath(options_.root, IterationDirName(iteration));
+    IndexLayout layout;
+    CKPTSPEC_RETURN_IF_ERROR(ProbeIndexLayout(dir, &layout));
+    CheckpointMetadata m;
+    uint64_t index_bytes = 0;
+    if (layout == IndexLayout::kSingle) {
+      CKPTSPEC_RETURN_IF_ERROR(
+          ReadIndexFile(dir, kMetadataFileName, kMetadataChecksumFileName, &m, &index_bytes));
+    } else {
+      CKPTSPEC_RETURN_IF_ERROR(ReadPerWriterIndex(dir, &m, &index_bytes));
     }
-    CKPTSPEC_RETURN_IF_ERROR(env->GetFileStoredSize(file_path, &blocks));
-    stored += std::min(blocks, size);
+    const std::string index =
+        layout == IndexLayout::kSingle ? kMetadataFileName : "the writers' index";
+    const std::string index_path = JoinPath(dir, index);
+    if (m.iteration != iteration) {
+      return Status::Corruption(index_path + ": iteration: " + std::to_string(m.iteration) +
+                                ", but the directory is " + IterationDirName(iteration));
+    }
+    uint64_t items = m.objects.size();
+    for (const TensorEntry& t : m.tensors) items += t.chunks.size();
+    if (items > limits.max_chunks) {
+      return LimitExceeded(index_path, items, "chunks and objects", &ResourceLimits::max_chunks, limits);
+    }
+    // What the checkpoint occupies on disk (the index and its files' allocated blocks): the
+    // measure of how much reading it may cost.
+    uint64_t stored = index_bytes;
+    for (const FileEntry& f : m.files) {
+      const std::string file_path = JoinPath(dir, f.name);
+      uint64_t size = 0, blocks = 0;
+      CKPTSPEC_RETURN_IF_ERROR(env->GetFileSize(file_path, &size));
+      if (size != f.size) {
+        return Status::Corruption(file_path + ": " + std::to_string(size) + " bytes on disk, " +
+                                  index + " says " + std::to_string(f.size));
+      }
+      CKPTSPEC_RETURN_IF_ERROR(env->GetFileStoredSize(file_path, &blocks));
+      stored += std::min(blocks, size);
+    }
+    CKPTSPEC_RETURN_IF_ERROR(CheckExtentsDisjoint(m, index_path));
+    // Disjoint extents inside the files: the sum cannot overflow (it is at most the files' sizes).
+    uint64_t to_read = 0;
+    for (const TensorEntry& t : m.tensors) {
+      for (const ChunkEntry& c : t.chunks) to_read += c.extent.size;
+    }
+    for (const ObjectEntry& o : m.objects) to_read += o.extent.size;
+    const unsigned __int128 budget =
+        static_cast<unsigned __int128>(stored) * static_cast<unsigned __int128>(limits.max_read_ratio);
+    if (to_read > budget) {
+      return LimitExceeded(index_path + ": its items hold " + std::to_string(to_read) +
+                               " bytes, the checkpoint occupies " + std::to_string(stored) +
+                               " bytes on disk",
+                           (to_read + stored - 1) / std::max<uint64_t>(stored, 1),
+                           "bytes to read per byte stored", &ResourceLimits::max_read_ratio, limits);
+    }
+    *metadata = std::move(m);
+    return Status::OK();
+  } catch (const std::bad_alloc&) {
+    return Status::IOError("reading the index of " + IterationDirName(iteration) + ": out of memory");
   }
-  CKPTSPEC_RETURN_IF_ERROR(CheckExtentsDisjoint(m, index_path));
-  // Disjoint extents inside the files: the sum cannot overflow (it is at most the files' sizes).
-  uint64_t to_read = 0;
-  for (const TensorEntry& t : m.tensors) {
-    for (const ChunkEntry& c : t.chunks) to_read += c.extent.size;
-  }
-  for (const ObjectEntry& o : m.objects) to_read += o.extent.size;
-  const unsigned __int128 budget =
-      static_cast<unsigned __int128>(stored) * static_cast<unsigned __int128>(limits.max_read_ratio);
-  if (to_read > budget) {
-    return LimitExceeded(index_path + ": its items hold " + std::to_string(to_read) +
-                             " bytes, the checkpoint occupies " + std::to_string(stored) +
-                             " bytes on disk",
-                         (to_read + stored - 1) / std::max<uint64_t>(stored, 1),
-                         "bytes to read per byte stored", &ResourceLimits::max_read_ratio, limits);
-  }
-  *metadata = std::move(m);
-  return Status::OK();
 }
 
 // LoadImpl, with running out of memory an error rather than an exception: every allocation the
