@@ -85,10 +85,14 @@ Status ParseDecimal(const std::string& key, const std::string& value, T min, T m
   T parsed{};
   const char* end = value.data() + value.size();
   const auto [ptr, error] = std::from_chars(value.data(), end, parsed);
-  if (value.empty() || error != std::errc() || ptr != end || parsed < min || parsed > max) {
-    return Bad(key + " = '" + value + "' is not a whole number from " + std::to_string(min) +
-               " to " + std::to_string(max));
+  const std::string accepted = " (accepted: " + std::to_string(min) + " to " + std::to_string(max) + ")";
+  if (error == std::errc::result_out_of_range && ptr == end) {
+    return Bad(key + " = '" + value + "' is out of range" + accepted);
   }
+  if (value.empty() || error != std::errc() || ptr != end) {
+    return Bad(key + " = '" + value + "' is not a whole number" + accepted);
+  }
+  if (parsed < min || parsed > max) return Bad(key + " = '" + value + "' is out of range" + accepted);
   *out = parsed;
   return Status::OK();
 }

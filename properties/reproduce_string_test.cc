@@ -123,7 +123,7 @@ TEST(ReproduceString, SizesOutsideZeroToMaxSizeAreRefused) {
   EXPECT_CONTAINS(DecodeError(Written(r)), "the case's size is 101");
   EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), kId, 10)), "0 to max_size = 10 are");
   EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), kId, 101)),
-                  "max_size = '101' is not a whole number from 0 to 100");
+                  "max_size = '101' is out of range (accepted: 0 to 100)");
 }
 
 TEST(ReproduceString, ShrinkPathsBeyondTheLimitsAreRefused) {
@@ -175,9 +175,12 @@ TEST(ReproduceString, TheTextAroundTheValueIsChecked) {
   EXPECT_CONTAINS(DecodeError("colour=red " + WithValue(value)), "unknown key 'colour'");
   EXPECT_CONTAINS(DecodeError("seed=2 " + WithValue(value)), "'seed' is given twice");
   EXPECT_CONTAINS(DecodeError("seed=99999999999999999999 reproduce=" + value),
-                  "seed = '99999999999999999999' is not a whole number from 0 to 18446744073709551615");
+                  "seed = '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
   EXPECT_CONTAINS(DecodeError("noshrink=2 reproduce=" + value), "noshrink = '2'");
-  EXPECT_CONTAINS(DecodeError("max_success=-1 reproduce=" + value), "max_success = '-1'");
+  EXPECT_CONTAINS(DecodeError("max_success=-1 reproduce=" + value),
+                  "max_success = '-1' is out of range (accepted: 0 to 2147483647)");
+  EXPECT_CONTAINS(DecodeError("max_success=1e3 reproduce=" + value),
+                  "max_success = '1e3' is not a whole number (accepted: 0 to 2147483647)");
   EXPECT_CONTAINS(DecodeError("seed=1 reproduce='" + value), "the quote opened at offset 17 is not closed");
   EXPECT_CONTAINS(DecodeError("=1 " + WithValue(value)), "expected a key at offset 0, found '='");
   EXPECT_CONTAINS(DecodeError(WithValue(value.substr(0, 5))), "has 5 characters, a length base64 never has");
