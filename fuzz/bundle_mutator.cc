@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/bundle.h"
+#include "model/json_util.h"
 #include "targets/reference/format.h"
 
 namespace ckptspec {
@@ -44,8 +45,8 @@ class Mutator {
     if (candidates.empty()) return false;
     const std::string path = *candidates[Below(candidates.size())];
     std::string& content = bundle->files[path];
-    json doc = json::parse(content, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return false;
+    json doc;
+    if (!ParseJson(content, JsonLimits(), &doc).ok()) return false;
     std::vector<json::json_pointer> nodes;
     std::vector<std::string> strings;
     Collect(doc, json::json_pointer(), &nodes, &strings);
@@ -227,7 +228,8 @@ class Mutator {
   static void SyncDataChecksums(Bundle* bundle, const std::string& dir) {
     const auto metadata = bundle->files.find(JoinRelative(dir, kMetadataFileName));
     if (metadata == bundle->files.end()) return;
-    json doc = json::parse(metadata->second, nullptr, /*allow_exceptions=*/false);
+    json doc;
+    if (!ParseJson(metadata->second, JsonLimits(), &doc).ok()) return;
     if (!doc.is_object() || !doc["files"].is_array()) return;
     std::vector<const std::string*> files;  // the content of each listed file, or null
     for (json& f : doc["files"]) {

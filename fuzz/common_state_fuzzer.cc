@@ -6,14 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_target.h"
+#include "model/json_util.h"
 #include "model/rerun_state_machine.h"
 #include "model/rng_streams.h"
 #include "model/state_sharding.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ckptspec;
-  const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  nlohmann::json j;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (!ParseJson(text, JsonLimits(), &j).ok()) return 0;
   CheckpointInfo info;
   ReadCheckpointInfo(j, &info);
   RankRngState rng;

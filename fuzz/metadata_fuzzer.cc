@@ -1,6 +1,9 @@
 // Fuzzes the reference format's metadata parser (docs/FORMAT.md): any bytes give a Status, never
 // a crash, a hang or an unbounded allocation; whatever parses re-encodes to text that parses to
-// the same metadata (the encoder and decoder agree).
+// the same metadata (the encoder and decoder agree). The text goes through the project's JSON
+// reader (model/json_util.h) with its limits: nesting deeper than kDefaultMaxJsonDepth, a key
+// twice and numbers that do not fit are refused (seeds deep_common, tensors_twice,
+// chunk_member_twice, number_overflow).
 #include <string>
 
 #include "fuzz/fuzz_target.h"

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_target.h"
+#include "model/json_util.h"
 #include "targets/process/protocol.h"
 
 namespace {
@@ -34,10 +35,9 @@ void ReadsAndRoundTrips(const json& message, Status (*from)(const json&, T*),
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ckptspec;
-  const json message =
-      json::parse(reinterpret_cast<const char*>(data), reinterpret_cast<const char*>(data) + size,
-                  nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) return 0;
+  json message;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (!ParseJson(text, JsonLimits(), &message).ok()) return 0;
   ReadsAndRoundTrips<HelloReply>(message, HelloReplyFromJson, HelloReplyToJson,
                                  "a hello reply does not round-trip");
   ReadsAndRoundTrips<SaveCall>(message, SaveCallFromJson, SaveCallToJson,

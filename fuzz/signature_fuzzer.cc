@@ -1,6 +1,8 @@
 // Fuzzes the plan-dump parser (docs/SIGNATURE.md) and the validators behind `verify-plan`: any
 // bytes give a Status; a parsed signature runs through P4, P5, P11 and a P6 self-diff without a
-// crash, the self-diff is empty, and the signature round-trips through its JSON form.
+// crash, the self-diff is empty, and the signature round-trips through its JSON form. The text
+// goes through the project's JSON reader (model/json_util.h) with its limits (seeds deep_common,
+// ranks_twice, number_overflow).
 #include <string>
 
 #include "fuzz/fuzz_target.h"

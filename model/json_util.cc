@@ -19,6 +19,7 @@ struct JsonPath::Level {
   std::string key;      // objects: the member being read
   uint64_t index = 0;   // arrays: the element being read
   json* container = nullptr;  // where kept values go; null while skipping
+  json* slot = nullptr;       // objects: the kept member being read, made when its key is read
   std::unique_ptr<json> streamed;  // the value this level is the root of, when it is streamed
   // Objects: names of the members that are not in *container (streamed, skipped, or all of them
   // while skipping), so that a duplicate among them is still found. Small objects search the
@@ -150,7 +151,14 @@ class JsonTreeBuilder {
 
   bool key(std::string& name) {
     JsonPath::Level& object = levels_.back();
-    if ((object.container != nullptr && object.container->contains(name)) || IsUnkept(object, name)) {
+    bool duplicate = IsUnkept(object, name);
+    if (!duplicate && object.container != nullptr) {
+      auto& members = *object.container->get_ptr<json::object_t*>();
+      auto [it, inserted] = members.emplace(name, nullptr);
+      duplicate = !inserted;
+      object.slot = &it->second;
+    }
+    if (duplicate) {
       return Fail(RenderPath(levels_, levels_.size() - 1) + ": duplicate key " +
                   JsonPreview(json(name), 64) + " at " + Position(text_, KeyStart()));
     }
@@ -243,15 +251,19 @@ class JsonTreeBuilder {
     JsonPath::Level& parent = levels_.back();
     if (parent.container == nullptr) return Action::kSkip;
     const Action action = handler_ != nullptr ? handler_->Classify(CurrentPath()) : Action::kKeep;
-    if (action != Action::kKeep && parent.is_object) AddUnkept(&parent);
+    if (action != Action::kKeep && parent.is_object) {
+      parent.container->get_ptr<json::object_t*>()->erase(parent.key);  // its placeholder
+      parent.slot = nullptr;
+      AddUnkept(&parent);
+    }
     return action;
   }
 
   json* Insert(json value) {
     JsonPath::Level& parent = levels_.back();
     if (parent.is_object) {
-      auto& members = *parent.container->get_ptr<json::object_t*>();
-      return &members.emplace(parent.key, std::move(value)).first->second;
+      *parent.slot = std::move(value);
+      return parent.slot;
     }
     auto& elements = *parent.container->get_ptr<json::array_t*>();
     elements.push_back(std::move(value));

@@ -384,20 +384,8 @@ Status SignatureFromJson(const json& value, GlobalSignature* out) {
 
 Status ParseSignature(std::string_view text, GlobalSignature* out) {
   json value;
-  try {
-    value = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 47: ...".
-    std::string what = e.what();
-    const size_t bracket = what.find("] ");
-    if (bracket != std::string::npos) what.erase(0, bracket + 2);
-    const std::string prefix = "parse error at ";
-    if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
-    return Status::InvalidArgument("signature JSON: parse error at byte " + std::to_string(e.byte) +
-                                   ", " + what);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("signature JSON: ") + e.what());
-  }
+  const Status read = ParseJson(text, JsonLimits(), &value);
+  if (!read.ok()) return Status::InvalidArgument("signature JSON: " + read.message());
   return SignatureFromJson(value, out);
 }
 

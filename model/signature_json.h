@@ -51,8 +51,11 @@ nlohmann::json ObjectSpecToJson(const ObjectSpec& spec);
 Status TensorSpecFromJson(const nlohmann::json& json, TensorSpec* out);
 Status ObjectSpecFromJson(const nlohmann::json& json, ObjectSpec* out);
 
-// Parses JSON text and reads it as above. A syntax error gives an InvalidArgument Status naming the
-// byte position: "signature JSON: parse error at byte 17: ...".
+// Parses JSON text with the project's reader (json_util.h: ParseJson, default limits) and reads
+// it as above. What the reader refuses (syntax, nesting deeper than kDefaultMaxJsonDepth, a key
+// twice in one object, numbers that do not fit) gives an InvalidArgument Status with its message
+// after "signature JSON: ": "signature JSON: parse error at byte 17, line 1, column 17: ...",
+// "signature JSON: (root): duplicate key \"ranks\" at byte 60, line 1, column 60".
 Status ParseSignature(std::string_view text, GlobalSignature* out);
 
 // True when a and b hold the same ranks, entries (all fields, digests and origins included, in

@@ -1,5 +1,7 @@
 #include "model/signature_json.h"
 
+#include "model/json_util.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -258,7 +260,35 @@ TEST(SignatureJson, RejectsDeepCommonWithoutRecursing) {
   GlobalSignature s;
   const Status st = ParseSignature(text, &s);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "ranks[0].common: nests deeper than 256 levels");
+  EXPECT_EQ(st.message().rfind("signature JSON: ranks[0].common[0][0][0]...[0][0][0][0][0][0]: nests "
+                               "deeper than " + std::to_string(kDefaultMaxJsonDepth) + " levels at byte ",
+                               0),
+            0u)
+      << st.message();
+  // A tree the reader accepts but deeper than a common tree may be is refused by the signature.
+  std::string deeper(kMaxCommonDepth + 1, '[');
+  deeper += "1" + std::string(kMaxCommonDepth + 1, ']');
+  const Status common = ParseSignature(R"({"format": "ckptspec.signature", "version": 1, "ranks": [{"rank": 0,
+      "common": )" + deeper + "}]}", &s);
+  EXPECT_EQ(common.message(), "ranks[0].common: nests deeper than 256 levels");
+}
+
+TEST(SignatureJson, APlanDumpWithRanksTwiceIsRefused) {
+  // Last-wins would read the empty second "ranks" and pass every check.
+  json j = json::parse(kValid);
+  std::string text = j.dump();
+  ASSERT_EQ(text.back(), '}');
+  text.pop_back();
+  text += R"(,"ranks":[]})";
+  GlobalSignature s;
+  const Status st = ParseSignature(text, &s);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("signature JSON: (root): duplicate key \"ranks\" at byte ", 0), 0u)
+      << st.message();
+  // A key twice inside an entry is refused with the entry's path.
+  text = R"({"format": "ckptspec.signature", "version": 1, "ranks": [{"rank": 0, "rank": 1}]})";
+  EXPECT_EQ(ParseSignature(text, &s).message(),
+            "signature JSON: ranks[0]: duplicate key \"rank\" at byte 70, line 1, column 70");
 }
 
 TEST(SignatureJson, ParseErrorsNameTheBytePosition) {
@@ -270,7 +300,9 @@ TEST(SignatureJson, ParseErrorsNameTheBytePosition) {
             "signature JSON: parse error at byte 47, line 1, column 47: syntax error while parsing "
             "object key - unexpected ','; expected string literal");
   EXPECT_FALSE(ParseSignature("", &s).ok());
-  EXPECT_FALSE(ParseSignature("{\"format\": 1e999}", &s).ok());
+  EXPECT_EQ(ParseSignature("{\"format\": 1e999}", &s).message(),
+            "signature JSON: format: number 1e999 is out of range of a double at byte 12, line 1, "
+            "column 12");
 }
 
 TEST(SignatureJson, HugeShapesAreReadWithoutAllocatingTheirVolume) {

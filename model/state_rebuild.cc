@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "model/float_codec.h"
+#include "model/json_util.h"
 #include "model/rerun_state_machine.h"
 #include "model/rng_streams.h"
 #include "model/scheduler.h"
@@ -124,10 +125,10 @@ Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& te
   return Status::OK();
 }
 
-Status ParseJson(const std::string& bytes, const std::string& what, json* out) {
-  json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption(what + " is not valid JSON");
-  *out = std::move(j);
+// An object's bytes as JSON (the project's reader: bounded depth, no duplicate keys).
+Status ParseStoredJson(const std::string& bytes, const std::string& what, json* out) {
+  const Status read = ParseJson(bytes, JsonLimits(), out);
+  if (!read.ok()) return Status::Corruption(what + " is not valid JSON: " + read.message());
   return Status::OK();
 }
 
@@ -211,14 +212,14 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
       const ShardedObject& o = *objects[i];
       const std::string what = "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
       json j;
-      CKPTSPEC_RETURN_IF_ERROR(ParseJson(o.data, what, &j));
+      CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(o.data, what, &j));
       switch (role.kind) {
         case EntryKind::kModuleCommon: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what)); break;
         case EntryKind::kRerun: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.rerun, j, what)); break;
         case EntryKind::kData: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, j, what)); break;
         case EntryKind::kSliceIndex: {
           json want;
-          CKPTSPEC_RETURN_IF_ERROR(ParseJson(e.dict.objects[i].data, what, &want));
+          CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(e.dict.objects[i].data, what, &want));
           if (j != want) {
             return Status::Corruption(what + ": the dp_reshardable slice index differs from this layout's "
                                       "(the bucket layout changed)");

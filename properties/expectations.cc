@@ -70,8 +70,9 @@ const Expectation& Expectations::For(const std::string& property) const {
 }
 
 Status ParseExpectations(const std::string& text, const std::string& source, Expectations* out) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument(source + ": not JSON");
+  json j;
+  const Status read = ParseJson(text, JsonLimits(), &j);
+  if (!read.ok()) return Status::InvalidArgument(source + ": " + read.message());
   if (!j.is_object()) return Error(source, "(root)", "expected an object, got " + JsonPreview(j));
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "format" && it.key() != "version" && it.key() != "properties") {

@@ -26,7 +26,13 @@ TEST(Expectations, ParseTheFormAndRejectWhatIsWrongByName) {
     Expectations e;
     return ParseExpectations(text, "x.json", &e).message();
   };
-  EXPECT_EQ(error("{"), "x.json: not JSON");
+  EXPECT_EQ(error("{"),
+            "x.json: parse error at byte 2, line 1, column 2: syntax error while parsing object key - "
+            "unexpected end of input; expected string literal");
+  // A property twice is refused, not read as the last one.
+  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {
+      "P3": {"expect": "fail", "reason": "r"}, "P3": {"expect": "pass"}}})"),
+            "x.json: properties: duplicate key \"P3\" at byte 114, line 2, column 48");
   EXPECT_EQ(error(R"({"format": "other", "version": 1})"), "x.json: format: expected \"ckptspec.expectations\"");
   EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P99": {"expect": "pass"}}})"),
             "x.json: properties.P99: no such property");

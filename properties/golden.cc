@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_util.h"
+
 #ifndef CKPTSPEC_SOURCE_DIR
 #error "CKPTSPEC_SOURCE_DIR must name the source directory (properties/CMakeLists.txt)"
 #endif
@@ -153,7 +155,9 @@ Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::s
   const std::string json_path = JoinPath(dir, "scenario.json");
   std::string text;
   CKPTSPEC_RETURN_IF_ERROR(ReadFileToString(env, json_path, kMaxScenarioJson, &text));
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  const Status read = ParseJson(text, JsonLimits(), &j);
+  if (!read.ok()) return Status::Corruption(json_path + ": " + read.message());
   if (!j.is_object() || !j.value("format_version", nlohmann::json()).is_number_integer() ||
       !j.value("iteration", nlohmann::json()).is_number_integer() ||
       !j.value("files", nlohmann::json()).is_object()) {

@@ -405,8 +405,9 @@ Status RegressionCaseFromJson(const json& j, RegressionCase* out) {
 }
 
 Status ParseRegressionCase(const std::string& text, RegressionCase* out) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument("regression: not valid JSON");
+  json j;
+  const Status read = ParseJson(text, JsonLimits(), &j);
+  if (!read.ok()) return Status::InvalidArgument("regression: " + read.message());
   return RegressionCaseFromJson(j, out);
 }
 

@@ -103,7 +103,11 @@ TEST(Regressions, ErrorsNameTheField) {
   s = RegressionCaseFromJson(property, &c);
   EXPECT_NE(s.message().find("regression.property"), std::string::npos) << s.ToString();
 
-  EXPECT_FALSE(ParseRegressionCase("{not json", &c).ok());
+  EXPECT_EQ(ParseRegressionCase("{not json", &c).message(),
+            "regression: parse error at byte 3, line 1, column 3: syntax error while parsing object "
+            "key - invalid literal; last read: '{no'; expected string literal");
+  EXPECT_EQ(ParseRegressionCase(R"({"property": "P1", "property": "P2"})", &c).message(),
+            "regression: (root): duplicate key \"property\" at byte 20, line 1, column 20");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "adapters/reference/crashing_env.h"
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/reference/rendezvous.h"
+#include "model/json_util.h"
 #include "targets/process/protocol.h"
 
 namespace {
@@ -42,9 +43,10 @@ bool EnvInt(const char* name, int* out) {
   return true;
 }
 
+// A request as JSON (the project's reader: bounded depth, no duplicate keys), or null.
 json ParseOrNull(const std::string& line) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? json() : j;
+  json j;
+  return ckptspec::ParseJson(line, ckptspec::JsonLimits(), &j).ok() ? j : json();
 }
 
 std::string OpOf(const json& request) {

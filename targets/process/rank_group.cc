@@ -279,17 +279,16 @@ Status RankGroup::DeadRank(int rank, const std::string& during) {
 
 Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during, const std::string& line,
                              json* reply) {
-  // nlohmann's parser is iterative, and so is the depth check; a deeper reply is refused before
-  // anything copies it (copies recurse once per level).
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded() && JsonDeeperThan(j, kMaxReplyDepth)) {
+  // The project's reader refuses a reply deeper than kMaxReplyDepth while reading it, before any
+  // tree that deep exists (copies recurse once per level), and a key twice in one object.
+  json j;
+  JsonLimits limits;
+  limits.max_depth = kMaxReplyDepth;
+  const Status read = ParseJson(line, limits, &j);
+  if (!read.ok() || !j.is_object()) {
     return Fault(rank, AdapterFault::kGarbage,
-                 "reply to " + during + " nests deeper than " + std::to_string(kMaxReplyDepth) +
-                     " levels: " + Preview(line));
-  }
-  if (j.is_discarded() || !j.is_object()) {
-    return Fault(rank, AdapterFault::kGarbage,
-                 "reply to " + during + " is not a JSON object: " + Preview(line));
+                 "reply to " + during + " is not a JSON object: " + Preview(line) +
+                     (read.ok() ? std::string() : " (" + read.message() + ")"));
   }
   const auto integer = [&](const char* name, int64_t* value) {
     auto it = j.find(name);

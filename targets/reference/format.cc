@@ -193,10 +193,36 @@ namespace {
 using Action = JsonStreamHandler::Action;
 using namespace std::string_view_literals;
 
+// Where an entry sits, rendered only when an error names it: "" (the top level), "files[3].",
+// "tensors[2].chunks[0].".
+class Where {
+ public:
+  Where() = default;
+  Where(const char* array, uint64_t index) : array_(array), index_(index) {}
+  static Where Chunk(uint64_t tensor, uint64_t chunk) {
+    Where w("tensors", tensor);
+    w.chunk_ = static_cast<int64_t>(chunk);
+    return w;
+  }
+
+  std::string str() const {
+    if (array_ == nullptr) return std::string();
+    std::string s = std::string(array_) + "[" + std::to_string(index_) + "].";
+    if (chunk_ >= 0) s += "chunks[" + std::to_string(chunk_) + "].";
+    return s;
+  }
+  friend std::string operator+(const Where& where, const char* name) { return where.str() + name; }
+
+ private:
+  const char* array_ = nullptr;
+  uint64_t index_ = 0;
+  int64_t chunk_ = -1;
+};
+
 // Names a field in an error message; the name is built only when an error is reported:
 // where + name ("tensors[2].chunks[0]." + "offset"), with "[index]" when index >= 0.
 struct FieldName {
-  const std::string& where;
+  const Where& where;
   const char* name;
   int64_t index = -1;
 
@@ -219,14 +245,14 @@ class Reader {
   // A refusal of the JSON reader (its message starts with the JSON path or the byte position).
   Status NotJson(const Status& s) const { return Status::Corruption(path_ + ": " + s.message()); }
 
-  Status Field(const json& obj, const std::string& where, const char* name, const json** out) const {
+  Status Field(const json& obj, const Where& where, const char* name, const json** out) const {
     auto it = obj.find(name);
     if (it == obj.end()) return Bad(where + name, "missing");
     *out = &*it;
     return Status::OK();
   }
 
-  Status Int(const json& obj, const std::string& where, const char* name, int64_t lo, int64_t hi,
+  Status Int(const json& obj, const Where& where, const char* name, int64_t lo, int64_t hi,
              int64_t* out) const {
     const json* v;
     CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, &v));
@@ -255,7 +281,7 @@ class Reader {
     return Status::OK();
   }
 
-  Status String(const json& obj, const std::string& where, const char* name,
+  Status String(const json& obj, const Where& where, const char* name,
                 std::string* out) const {
     const json* v;
     CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, &v));
@@ -264,14 +290,14 @@ class Reader {
     return Status::OK();
   }
 
-  Status Array(const json& obj, const std::string& where, const char* name,
+  Status Array(const json& obj, const Where& where, const char* name,
                const json** out) const {
     CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, out));
     if (!(*out)->is_array()) return Bad(where + name, "expected an array, found " + TypeOf(**out));
     return Status::OK();
   }
 
-  Status DimsField(const json& obj, const std::string& where, const char* name, Dims* out) const {
+  Status DimsField(const json& obj, const Where& where, const char* name, Dims* out) const {
     const json* v;
     CKPTSPEC_RETURN_IF_ERROR(Array(obj, where, name, &v));
     if (v->size() > kMaxAxes) return Bad(where + name, "more than 32 axes");
@@ -296,7 +322,7 @@ class Reader {
 
 // The members of an extent that need nothing but the entry: integers, the checksum's spelling.
 // `file` is read as an integer here; its range is checked by CheckExtentInContext.
-Status ReadExtent(const Reader& r, const json& j, const std::string& where, Extent* e) {
+Status ReadExtent(const Reader& r, const json& j, const Where& where, Extent* e) {
   const int64_t max = std::numeric_limits<int64_t>::max();
   int64_t file, offset, size;
   CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "file", std::numeric_limits<int64_t>::min(), max, &file));
@@ -321,7 +347,7 @@ bool ExtentFits(const Extent& e, const std::vector<FileEntry>& files) {
 }
 
 // The checks of an extent that need the files: its file exists and holds its byte range.
-Status CheckExtentInContext(const Reader& r, const Extent& e, const std::string& where,
+Status CheckExtentInContext(const Reader& r, const Extent& e, const Where& where,
                             const std::vector<FileEntry>& files) {
   CKPTSPEC_RETURN_IF_ERROR(
       r.Range(e.file, FieldName{where, "file"}, 0, static_cast<int64_t>(files.size()) - 1));
@@ -333,14 +359,6 @@ Status CheckExtentInContext(const Reader& r, const Extent& e, const std::string&
                                             std::to_string(file_size) + " bytes");
   }
   return Status::OK();
-}
-
-std::string ElementWhere(const char* array, uint64_t index) {
-  return std::string(array) + "[" + std::to_string(index) + "].";
-}
-
-std::string ChunkWhere(uint64_t tensor, uint64_t chunk) {
-  return ElementWhere("tensors", tensor) + "chunks[" + std::to_string(chunk) + "].";
 }
 
 // Decodes metadata in one streaming read (json_util.h) that never holds a tree of the whole
@@ -404,9 +422,9 @@ class MetadataDecoder : public JsonStreamHandler {
   // chunks, objects, in order.
   Status Finish(const json& top) const {
     const json* array;
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, "", "files", &array));
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, Where(), "files", &array));
     CKPTSPEC_RETURN_IF_ERROR(files_error_);
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, "", "tensors", &array));
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, Where(), "tensors", &array));
     for (size_t t = 0; t < m_->tensors.size(); ++t) {
       const TensorEntry& e = m_->tensors[t];
       int64_t global_volume = 0;
@@ -417,7 +435,7 @@ class MetadataDecoder : public JsonStreamHandler {
       }
     }
     CKPTSPEC_RETURN_IF_ERROR(tensors_error_);
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, "", "objects", &array));
+    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, Where(), "objects", &array));
     for (size_t i = 0; i < m_->objects.size(); ++i) {
       CKPTSPEC_RETURN_IF_ERROR(CheckObjectInContext(m_->objects[i], i));
     }
@@ -493,8 +511,8 @@ class MetadataDecoder : public JsonStreamHandler {
   }
 
   Status DecodeFile(const json& f, uint64_t i) {
-    const std::string where = ElementWhere("files", i);
-    if (!f.is_object()) return r_.Bad(where, "expected an object");
+    const Where where("files", i);
+    if (!f.is_object()) return r_.Bad(where.str(), "expected an object");
     FileEntry e;
     CKPTSPEC_RETURN_IF_ERROR(r_.String(f, where, "name", &e.name));
     if (!IsSafeFileName(e.name) || e.name == kMetadataFileName ||
@@ -512,8 +530,8 @@ class MetadataDecoder : public JsonStreamHandler {
 
   // tensors[t] without its chunks.
   Status DecodeTensor(const json& t, uint64_t i, TensorEntry* e) {
-    const std::string where = ElementWhere("tensors", i);
-    if (!t.is_object()) return r_.Bad(where, "expected an object");
+    const Where where("tensors", i);
+    if (!t.is_object()) return r_.Bad(where.str(), "expected an object");
     CKPTSPEC_RETURN_IF_ERROR(r_.String(t, where, "key", &e->key));
     if (e->key.empty()) return r_.Bad(where + "key", "empty key");
     if (keys_.count(e->key)) return r_.Bad(where + "key", "duplicate key '" + e->key + "'");
@@ -535,8 +553,8 @@ class MetadataDecoder : public JsonStreamHandler {
 
   // What a chunk's own members say; CheckChunkInContext checks the rest.
   Status DecodeChunk(const json& cj, uint64_t t, uint64_t c, ChunkEntry* chunk) const {
-    const std::string cw = ChunkWhere(t, c);
-    if (!cj.is_object()) return r_.Bad(cw, "expected an object");
+    const Where cw = Where::Chunk(t, c);
+    if (!cj.is_object()) return r_.Bad(cw.str(), "expected an object");
     CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(cj, cw, "offset", &chunk->box.offset));
     CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(cj, cw, "shape", &chunk->box.shape));
     CKPTSPEC_RETURN_IF_ERROR(r_.Int(cj, cw, "rank", std::numeric_limits<int64_t>::min(),
@@ -546,33 +564,32 @@ class MetadataDecoder : public JsonStreamHandler {
 
   Status CheckChunkInContext(const TensorEntry& e, const ChunkEntry& chunk, uint64_t t, uint64_t c,
                              int64_t global_volume, int64_t* covered) const {
-    const auto cw = [&] { return ChunkWhere(t, c); };
+    const Where cw = Where::Chunk(t, c);
     if (chunk.box.offset.size() != e.global_shape.size() ||
         chunk.box.shape.size() != e.global_shape.size()) {
-      return r_.Bad(cw() + "shape", "chunk " + BoxToString(chunk.box) + " and global shape " +
+      return r_.Bad(cw + "shape", "chunk " + BoxToString(chunk.box) + " and global shape " +
                                         DimsToString(e.global_shape) + " differ in rank");
     }
     if (!IsWithin(chunk.box, e.global_shape)) {
-      return r_.Bad(cw() + "offset", "chunk " + BoxToString(chunk.box) +
+      return r_.Bad(cw + "offset", "chunk " + BoxToString(chunk.box) +
                                          " lies outside global shape " + DimsToString(e.global_shape));
     }
     if (chunk.rank < 0 || chunk.rank > m_->world_size - 1) {
-      const std::string where = cw();
-      CKPTSPEC_RETURN_IF_ERROR(r_.Range(chunk.rank, FieldName{where, "rank"}, 0, m_->world_size - 1));
+      CKPTSPEC_RETURN_IF_ERROR(r_.Range(chunk.rank, FieldName{cw, "rank"}, 0, m_->world_size - 1));
     }
     if (!ExtentFits(chunk.extent, m_->files)) {
-      CKPTSPEC_RETURN_IF_ERROR(CheckExtentInContext(r_, chunk.extent, cw(), m_->files));
+      CKPTSPEC_RETURN_IF_ERROR(CheckExtentInContext(r_, chunk.extent, cw, m_->files));
     }
     const int64_t volume = Volume(chunk.box.shape);  // within a validated global shape
     if (chunk.extent.size / DTypeSize(e.dtype) != static_cast<uint64_t>(volume) ||
         chunk.extent.size % DTypeSize(e.dtype) != 0) {
-      return r_.Bad(cw() + "byte_size", std::to_string(chunk.extent.size) + " bytes, but " +
+      return r_.Bad(cw + "byte_size", std::to_string(chunk.extent.size) + " bytes, but " +
                                             std::to_string(volume) + " elements of " +
                                             DTypeName(e.dtype) + " need " + std::to_string(volume) +
                                             " x " + std::to_string(DTypeSize(e.dtype)));
     }
     if (volume > global_volume - *covered) {
-      return r_.Bad(cw() + "shape", "chunks hold more elements than the global shape " +
+      return r_.Bad(cw + "shape", "chunks hold more elements than the global shape " +
                                         DimsToString(e.global_shape));
     }
     *covered += volume;
@@ -581,8 +598,8 @@ class MetadataDecoder : public JsonStreamHandler {
 
   // What an object's own members say; CheckObjectInContext checks the rest.
   Status DecodeObject(const json& o, uint64_t i) {
-    const std::string where = ElementWhere("objects", i);
-    if (!o.is_object()) return r_.Bad(where, "expected an object");
+    const Where where("objects", i);
+    if (!o.is_object()) return r_.Bad(where.str(), "expected an object");
     ObjectEntry e;
     CKPTSPEC_RETURN_IF_ERROR(r_.String(o, where, "key", &e.key));
     if (e.key.empty()) return r_.Bad(where + "key", "empty key");
@@ -605,7 +622,7 @@ class MetadataDecoder : public JsonStreamHandler {
   }
 
   Status CheckObjectInContext(const ObjectEntry& e, uint64_t i) const {
-    const std::string where = ElementWhere("objects", i);
+    const Where where("objects", i);
     if (keys_.count(e.key)) return r_.Bad(where + "key", "'" + e.key + "' is also a tensor key");
     CKPTSPEC_RETURN_IF_ERROR(r_.Range(e.rank, FieldName{where, "rank"}, 0, m_->world_size - 1));
     return CheckExtentInContext(r_, e.extent, where, m_->files);
@@ -627,12 +644,12 @@ class MetadataDecoder : public JsonStreamHandler {
 Status DecodeTopLevel(json& j, const Reader& r, CheckpointMetadata* m) {
   if (!j.is_object()) return r.Bad("(top level)", "expected an object");
   std::string format;
-  CKPTSPEC_RETURN_IF_ERROR(r.String(j, "", "format", &format));
+  CKPTSPEC_RETURN_IF_ERROR(r.String(j, Where(), "format", &format));
   if (format != kReferenceFormatName) {
     return r.Bad("format", "'" + format.substr(0, 64) + "' is not '" + kReferenceFormatName + "'");
   }
   int64_t version;
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, "", "format_version", 1, 1 << 20, &version));
+  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, Where(), "format_version", 1, 1 << 20, &version));
   if (version > kReferenceFormatVersion) {
     return Status::NotSupported(r.Bad("format_version", "version " + std::to_string(version) +
                                                             " is newer than this reader (" +
@@ -640,12 +657,12 @@ Status DecodeTopLevel(json& j, const Reader& r, CheckpointMetadata* m) {
                                                             ")").message());
   }
   m->format_version = static_cast<int>(version);
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, "", "iteration", 0, kMaxIteration, &m->iteration));
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, "", "world_size", 1, int64_t{1} << 31, &m->world_size));
+  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, Where(), "iteration", 0, kMaxIteration, &m->iteration));
+  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, Where(), "world_size", 1, int64_t{1} << 31, &m->world_size));
   const json* v;
-  CKPTSPEC_RETURN_IF_ERROR(r.Field(j, "", "layout", &v));
+  CKPTSPEC_RETURN_IF_ERROR(r.Field(j, Where(), "layout", &v));
   m->layout = std::move(j["layout"]);
-  CKPTSPEC_RETURN_IF_ERROR(r.Field(j, "", "common", &v));
+  CKPTSPEC_RETURN_IF_ERROR(r.Field(j, Where(), "common", &v));
   m->common = std::move(j["common"]);
   return Status::OK();
 }

@@ -10,18 +10,10 @@ namespace {
 
 using testing_util::CheckContent;
 using testing_util::DictsOf;
+using testing_util::EngineOn;
 using testing_util::LoadInto;
 using testing_util::MakeSharding;
 using testing_util::TemplatesOf;
-
-std::unique_ptr<ReferenceEngine> EngineOn(MemEnv* env, IndexLayout layout) {
-  ReferenceOptions options;
-  options.env = env;
-  options.root = "/ckpt";
-  options.async_execution = AsyncExecution::kDeferred;
-  options.index_layout = layout;
-  return std::make_unique<ReferenceEngine>(std::move(options));
-}
 
 class IndexLayoutTest : public testing::Test {
  protected:

@@ -91,6 +91,16 @@ struct MemHarness {
   std::unique_ptr<ReferenceEngine> engine;
 };
 
+// A reference engine on `env` at "/ckpt" that writes `layout` (and reads either).
+inline std::unique_ptr<ReferenceEngine> EngineOn(MemEnv* env, IndexLayout layout) {
+  ReferenceOptions options;
+  options.env = env;
+  options.root = "/ckpt";
+  options.async_execution = AsyncExecution::kDeferred;
+  options.index_layout = layout;
+  return std::make_unique<ReferenceEngine>(std::move(options));
+}
+
 inline Status LoadInto(Engine& engine, const std::vector<ShardedStateDict>& templates,
                        LoadResult* result, StrictMode strict = StrictMode::kAssumeOkUnexpected,
                        std::optional<int64_t> iteration = std::nullopt) {
