@@ -37,9 +37,10 @@ struct BoxBounds {
 // Cost: O(N log N) to sort the second axis, then O(log N) per box and per candidate, where a
 // candidate is an earlier box that is still active on the sweep axis and meets the current box on
 // the second axis. With rank 1 or 2 every candidate intersects, so the total is O((N + V) log N)
-// for V visited pairs; with more axes a candidate may still be separated on a third axis and is
-// then compared and skipped. The second axis is the one (other than the sweep axis) with the
-// most distinct lower bounds. Memory: O(N).
+// for V visited pairs. With more axes a candidate may still be separated on a third axis; it is
+// then compared and skipped, and a layout built for it (boxes that all span the sweep axis and
+// the second axis, separated only on a third) makes those comparisons quadratic in N. The second
+// axis is the one (other than the sweep axis) with the most distinct lower bounds. Memory: O(N).
 void ForEachOverlap(const BoxBounds& boxes, size_t sweep_axis,
                     const std::function<bool(size_t k, size_t i)>& visit);
 

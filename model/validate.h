@@ -7,7 +7,8 @@
 // act on. Results are deterministic (keys in order of first appearance, rank by rank).
 //
 // Cost: linear in the number of entries up to sorting within one key (n log n), never per element
-// of a tensor and never quadratic in the number of replicas of one chunk. The number of reported
+// of a tensor and never quadratic in the number of replicas of one chunk; the sweep over an
+// irregular grid is O(n log n) for tensors of up to two axes (box_overlap.h has the bound beyond). The number of reported
 // violations per key and kind is capped (kMaxReportsPerKey), with one summary violation for the
 // rest, so a badly broken 16k-rank save yields a readable report.
 #pragma once
