@@ -11,19 +11,26 @@ namespace {
 
 constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
 
-// The axis other than `sweep_axis` with the most distinct lower bounds (the sweep axis itself
-// when there is no other).
-size_t ChooseIndexAxis(const BoxBounds& boxes, size_t sweep_axis) {
-  size_t best_axis = sweep_axis, best = 0;
+// The number of distinct lower bounds of the boxes on each axis.
+std::vector<size_t> DistinctLowerBounds(const BoxBounds& boxes) {
+  std::vector<size_t> counts(boxes.rank);
   std::vector<int64_t> values(boxes.size());
   for (size_t a = 0; a < boxes.rank; ++a) {
-    if (a == sweep_axis) continue;
     for (size_t i = 0; i < values.size(); ++i) values[i] = boxes.Lo(i, a);
     std::sort(values.begin(), values.end());
-    const size_t distinct = std::unique(values.begin(), values.end()) - values.begin();
-    if (best_axis == sweep_axis || distinct > best) best = distinct, best_axis = a;
+    counts[a] = std::unique(values.begin(), values.end()) - values.begin();
   }
-  return best_axis;
+  return counts;
+}
+
+// The axis with the most distinct lower bounds among those not `skip` (the lowest on a tie), or
+// `fallback` when there is none.
+size_t MostDistinct(const std::vector<size_t>& counts, size_t skip, size_t fallback) {
+  size_t best = fallback;
+  for (size_t a = 0; a < counts.size(); ++a) {
+    if (a != skip && (best == fallback || counts[a] > counts[best])) best = a;
+  }
+  return best;
 }
 
 // The active boxes, indexed by their interval on one axis: a max-tree over every box's slot,
@@ -112,11 +119,25 @@ bool MeetElsewhere(const BoxBounds& boxes, size_t k, size_t i, size_t skip_a, si
 
 }  // namespace
 
+SweepAxes ChooseSweepAxes(const BoxBounds& boxes) {
+  const std::vector<size_t> counts = DistinctLowerBounds(boxes);
+  SweepAxes axes;
+  axes.sweep = MostDistinct(counts, counts.size(), 0);
+  axes.index = MostDistinct(counts, axes.sweep, axes.sweep);
+  return axes;
+}
+
 void ForEachOverlap(const BoxBounds& boxes, size_t sweep_axis,
+                    const std::function<bool(size_t k, size_t i)>& visit) {
+  const std::vector<size_t> counts = boxes.size() < 2 ? std::vector<size_t>() : DistinctLowerBounds(boxes);
+  ForEachOverlap(boxes, SweepAxes{sweep_axis, MostDistinct(counts, sweep_axis, sweep_axis)}, visit);
+}
+
+void ForEachOverlap(const BoxBounds& boxes, SweepAxes axes,
                     const std::function<bool(size_t k, size_t i)>& visit) {
   const size_t n = boxes.size();
   if (n < 2) return;
-  const size_t index_axis = ChooseIndexAxis(boxes, sweep_axis);
+  const size_t sweep_axis = axes.sweep, index_axis = axes.index;
   ActiveIntervals active(boxes, index_axis);
   // Active boxes by their end on the sweep axis, the nearest end on top.
   using End = std::pair<int64_t, size_t>;

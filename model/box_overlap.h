@@ -44,4 +44,16 @@ struct BoxBounds {
 void ForEachOverlap(const BoxBounds& boxes, size_t sweep_axis,
                     const std::function<bool(size_t k, size_t i)>& visit);
 
+// The axes a sweep should use: `sweep`, the axis with the most distinct lower bounds, and
+// `index`, the next (the same axis when there is one). Ties go to the lower axis.
+struct SweepAxes {
+  size_t sweep = 0;
+  size_t index = 0;
+};
+SweepAxes ChooseSweepAxes(const BoxBounds& boxes);
+
+// ForEachOverlap with the second axis given (any axis; the pairs visited are the same).
+void ForEachOverlap(const BoxBounds& boxes, SweepAxes axes,
+                    const std::function<bool(size_t k, size_t i)>& visit);
+
 }  // namespace ckptspec

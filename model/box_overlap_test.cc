@@ -71,6 +71,15 @@ RC_GTEST_PROP(BoxOverlap, VisitsExactlyThePairsOfThePlainSweepInItsOrder, ()) {
   const std::vector<Pair> expected = OracleOverlaps(boxes, sweep_axis, limit);
   RC_CLASSIFY(expected.empty(), "disjoint");
   RC_ASSERT(SweptOverlaps(boxes, sweep_axis, limit) == expected);
+  // Whichever axis indexes the active boxes, the pairs are the same.
+  const SweepAxes axes{sweep_axis, *rc::gen::inRange<size_t>(0, rank)};
+  std::vector<Pair> indexed;
+  ForEachOverlap(boxes, axes, [&](size_t k, size_t i) {
+    if (indexed.size() == limit) return false;
+    indexed.emplace_back(k, i);
+    return true;
+  });
+  RC_ASSERT(indexed == expected);
 }
 
 // Disjoint boxes long on the sweep axis: a sweep that never shrinks its active set compares every

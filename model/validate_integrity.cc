@@ -354,17 +354,8 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
   // active at once; the overlaps are reported in the sweep's order: by offset on that axis, ties
   // in CompareChunks order. (Identical chunks share their offsets, so counting over all main
   // chunks counts the distinct ones.)
-  size_t axis = 0;
-  if (rank > 1) {
-    size_t best = 0;
-    std::vector<int64_t> offsets(mains.size());
-    for (size_t a = 0; a < rank; ++a) {
-      for (size_t m = 0; m < mains.size(); ++m) offsets[m] = all.Lo(m, a);
-      std::sort(offsets.begin(), offsets.end());
-      const size_t n = std::unique(offsets.begin(), offsets.end()) - offsets.begin();
-      if (n > best) best = n, axis = a;
-    }
-  }
+  const SweepAxes axes = ChooseSweepAxes(all);
+  const size_t axis = axes.sweep;
   std::vector<std::pair<int64_t, size_t>> sweep_order(distinct.size());
   for (size_t d = 0; d < distinct.size(); ++d) sweep_order[d] = {all.Lo(distinct[d].chunk, axis), d};
   std::sort(sweep_order.begin(), sweep_order.end());  // by offset, then the position: stable
@@ -381,7 +372,7 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
   }
   distinct = std::move(swept);
   auto spec_of = [&](const Distinct& d) -> const TensorSpec& { return *mains[d.chunk].spec; };
-  ForEachOverlap(bounds, axis, [&](size_t k, size_t i) {
+  ForEachOverlap(bounds, axes, [&](size_t k, size_t i) {
     if (overlaps++ >= kMaxReportsPerKey) return false;
     Box both;
     IntersectChunks(spec_of(distinct[k]), spec_of(distinct[i]), &both);
