@@ -42,7 +42,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
            if (!s.ok()) throw CLI::ValidationError(s.message());
            o->budget = text;
          },
-         "cases per property (e.g. 200), or a time for the whole run (e.g. 30s, 2m)")
+         "cases per property (" + DescribeRange(kBudgetCases) +
+             "), or a time for the whole run: seconds (" + DescribeRange(kBudgetSeconds) +
+             ", e.g. 30s) or minutes (" + DescribeRange(kBudgetMinutes) + ", e.g. 2m)")
       ->default_str(o->budget);
   cmd->add_option("--json", o->json_out, "write a JSON report to FILE");
   cmd->add_option("--junit", o->junit_out, "write a JUnit XML report to FILE");
