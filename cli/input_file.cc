@@ -7,20 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "targets/env/confined_view.h"
+
 namespace ckptspec {
 namespace {
 
-const char* KindOf(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 Status NotRegular(const std::string& flag, const std::string& path, mode_t mode) {
-  return Status::InvalidArgument(flag + " '" + path + "': " + KindOf(mode) + ", not a regular file");
+  return Status::InvalidArgument(flag + " '" + path + "': " + FileKindName(mode) + ", not a regular file");
 }
 
 Status Failed(const std::string& flag, const std::string& path, const char* what, int error) {
