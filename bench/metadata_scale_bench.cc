@@ -9,6 +9,7 @@
 //     writes such a checkpoint for measuring the command itself, e.g. 1000 x 1000 (about 200 MB):
 //     /usr/bin/time -v build/cli/ckptspec verify DIR
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -36,9 +37,11 @@ uint64_t ProcStatusBytes(const char* field) {
   return 0;
 }
 
-// Sets the peak to the current resident size (Linux: clear_refs 5), so that the next peak is the
-// call's own.
+// Returns freed heap memory to the system and sets the peak to the current resident size (Linux:
+// clear_refs 5), so that the next peak is the call's own (memory an earlier run left resident in
+// the allocator would otherwise hide it).
 void ResetPeak() {
+  malloc_trim(0);
   std::ofstream clear("/proc/self/clear_refs");
   clear << "5";
 }
@@ -67,8 +70,8 @@ void BM_VerifyMetadataHeavy(benchmark::State& state) {
   if (root.empty()) return state.SkipWithError("could not write the checkpoint");
   uint64_t peak_growth = 0;
   for (auto _ : state) {
-    const uint64_t before = ProcStatusBytes("VmRSS:");
     ResetPeak();
+    const uint64_t before = ProcStatusBytes("VmRSS:");
     VerifyReport report;
     const Status s = VerifyCheckpoint(Env::Posix(), root, /*all_iterations=*/false, &report);
     peak_growth = std::max(peak_growth, ProcStatusBytes("VmHWM:") - before);
@@ -89,8 +92,8 @@ void BM_ReadMetadataHeavy(benchmark::State& state) {
   ReferenceEngine engine(std::move(options));
   uint64_t peak_growth = 0;
   for (auto _ : state) {
-    const uint64_t before = ProcStatusBytes("VmRSS:");
     ResetPeak();
+    const uint64_t before = ProcStatusBytes("VmRSS:");
     CheckpointMetadata metadata;
     const Status s = engine.ReadMetadata(1, &metadata);
     peak_growth = std::max(peak_growth, ProcStatusBytes("VmHWM:") - before);

@@ -231,7 +231,18 @@ Status ReadObject(const json& value, const Path& path, ObjectSpec* out) {
   return Status::OK();
 }
 
-Status ReadRank(const json& value, const Path& path, RankSignature* out) {
+// A rank's tensor and object entries read one by one while the text streams (ParseSignature):
+// what was read before the first error, and that error.
+struct StreamedEntries {
+  std::vector<TensorSpec> tensors;
+  std::vector<ObjectSpec> objects;
+  Status tensors_error, objects_error;
+};
+
+// Reads ranks[i]. With `streamed`, its "tensors" and "objects" arrays arrive empty and their
+// entries (already read) come from there, their errors reported where reading them would be.
+Status ReadRank(const json& value, const Path& path, RankSignature* out,
+                StreamedEntries* streamed = nullptr) {
   CKPTSPEC_RETURN_IF_ERROR(CheckObject(value, path, {"rank", "tensors", "objects", "common"}));
   RankSignature rank;
   const json* m;
@@ -240,17 +251,27 @@ Status ReadRank(const json& value, const Path& path, RankSignature* out) {
   if ((m = Member(value, "tensors")) != nullptr) {
     const Path p(&path, "tensors");
     if (!m->is_array()) return p.Error("expected an array, " + Got(*m));
-    rank.tensors.resize(m->size());
-    for (size_t i = 0; i < m->size(); ++i) {
-      CKPTSPEC_RETURN_IF_ERROR(ReadTensor((*m)[i], Path(&p, i), &rank.tensors[i]));
+    if (streamed != nullptr) {
+      CKPTSPEC_RETURN_IF_ERROR(streamed->tensors_error);
+      rank.tensors = std::move(streamed->tensors);
+    } else {
+      rank.tensors.resize(m->size());
+      for (size_t i = 0; i < m->size(); ++i) {
+        CKPTSPEC_RETURN_IF_ERROR(ReadTensor((*m)[i], Path(&p, i), &rank.tensors[i]));
+      }
     }
   }
   if ((m = Member(value, "objects")) != nullptr) {
     const Path p(&path, "objects");
     if (!m->is_array()) return p.Error("expected an array, " + Got(*m));
-    rank.objects.resize(m->size());
-    for (size_t i = 0; i < m->size(); ++i) {
-      CKPTSPEC_RETURN_IF_ERROR(ReadObject((*m)[i], Path(&p, i), &rank.objects[i]));
+    if (streamed != nullptr) {
+      CKPTSPEC_RETURN_IF_ERROR(streamed->objects_error);
+      rank.objects = std::move(streamed->objects);
+    } else {
+      rank.objects.resize(m->size());
+      for (size_t i = 0; i < m->size(); ++i) {
+        CKPTSPEC_RETURN_IF_ERROR(ReadObject((*m)[i], Path(&p, i), &rank.objects[i]));
+      }
     }
   }
   if ((m = Member(value, "common")) != nullptr) {
@@ -330,7 +351,10 @@ json SignatureToJson(const GlobalSignature& signature) {
   return out;
 }
 
-Status SignatureFromJson(const json& value, GlobalSignature* out) {
+namespace {
+
+// The document's own members: format, version, and "ranks" an array.
+Status ReadTopLevel(const json& value) {
   const Path root;
   CKPTSPEC_RETURN_IF_ERROR(CheckObject(value, root, {"format", "version", "ranks"}));
   const json* m;
@@ -350,15 +374,21 @@ Status SignatureFromJson(const json& value, GlobalSignature* out) {
     }
   }
   CKPTSPEC_RETURN_IF_ERROR(Required(value, root, "ranks", &m));
+  if (!m->is_array()) return Path(&root, "ranks").Error("expected an array, " + Got(*m));
+  return Status::OK();
+}
+
+// Orders the ranks read from ranks[0..read.size()) of an array of `n` by their numbers, which
+// must be 0..n-1 once each; `read_error` is the error of ranks[read.size()], if any, reported
+// after the ranks before it are checked.
+Status AssembleRanks(std::vector<RankSignature> read, size_t n, const Status& read_error,
+                     GlobalSignature* out) {
+  const Path root;
   const Path ranks_path(&root, "ranks");
-  if (!m->is_array()) return ranks_path.Error("expected an array, " + Got(*m));
-  const size_t n = m->size();
-  std::vector<RankSignature> read(n);
   // where[r] = 1 + the array index that holds rank r, or 0.
   std::vector<size_t> where(n, 0);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < read.size(); ++i) {
     const Path p(&ranks_path, i);
-    CKPTSPEC_RETURN_IF_ERROR(ReadRank((*m)[i], p, &read[i]));
     const int64_t r = read[i].rank;
     const Path rank_path(&p, "rank");
     if (static_cast<uint64_t>(r) >= n) {
@@ -372,21 +402,95 @@ Status SignatureFromJson(const json& value, GlobalSignature* out) {
     }
     where[r] = i + 1;
   }
+  CKPTSPEC_RETURN_IF_ERROR(read_error);
   GlobalSignature signature;
   signature.ranks.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t r = read[i].rank;
-    signature.ranks[r] = std::move(read[i]);
+  for (RankSignature& rank : read) {
+    const int64_t r = rank.rank;
+    signature.ranks[r] = std::move(rank);
   }
   *out = std::move(signature);
   return Status::OK();
 }
 
+// ParseSignature's reader: each ranks[i].tensors[j] and ranks[i].objects[j] is built alone and
+// read at once, each ranks[i] without them when it is complete; no tree of the document exists.
+class StreamedSignature : public JsonStreamHandler {
+ public:
+  Action Classify(const JsonPath& p) override {
+    if (p.size() == 2 && p.Matches({"ranks", "[]"})) {
+      rank_count_ = p.Index(1) + 1;
+      return error_.ok() ? Action::kStream : Action::kSkip;
+    }
+    if (p.size() == 4 && p.Matches({"ranks", "[]", "tensors", "[]"})) {
+      return entries_.tensors_error.ok() ? Action::kStream : Action::kSkip;
+    }
+    if (p.size() == 4 && p.Matches({"ranks", "[]", "objects", "[]"})) {
+      return entries_.objects_error.ok() ? Action::kStream : Action::kSkip;
+    }
+    return Action::kKeep;
+  }
+
+  Status Take(const JsonPath& p, json&& value) override {
+    const Path root;
+    const Path ranks(&root, "ranks");
+    const Path rank(&ranks, p.Index(1));
+    if (p.size() == 4) {
+      const bool tensor = p.Key(2) == "tensors";
+      const Path list(&rank, tensor ? "tensors" : "objects");
+      const Path entry(&list, p.Index(3));
+      Status& error = tensor ? entries_.tensors_error : entries_.objects_error;
+      if (tensor) {
+        entries_.tensors.emplace_back();
+        error = ReadTensor(value, entry, &entries_.tensors.back());
+      } else {
+        entries_.objects.emplace_back();
+        error = ReadObject(value, entry, &entries_.objects.back());
+      }
+      return Status::OK();
+    }
+    RankSignature read;
+    error_ = ReadRank(value, rank, &read, &entries_);
+    if (error_.ok()) read_.push_back(std::move(read));
+    entries_ = StreamedEntries();
+    return Status::OK();
+  }
+
+  Status Finish(const json& top, GlobalSignature* out) {
+    CKPTSPEC_RETURN_IF_ERROR(ReadTopLevel(top));
+    return AssembleRanks(std::move(read_), rank_count_, error_, out);
+  }
+
+ private:
+  StreamedEntries entries_;        // of the rank being read
+  std::vector<RankSignature> read_;  // ranks[0..) up to the first error
+  Status error_;                   // the first rank's error
+  size_t rank_count_ = 0;          // elements of "ranks"
+};
+
+}  // namespace
+
+Status SignatureFromJson(const json& value, GlobalSignature* out) {
+  CKPTSPEC_RETURN_IF_ERROR(ReadTopLevel(value));
+  const json& ranks = *value.find("ranks");
+  const Path root;
+  const Path ranks_path(&root, "ranks");
+  std::vector<RankSignature> read;
+  Status error;
+  for (size_t i = 0; i < ranks.size() && error.ok(); ++i) {
+    RankSignature rank;
+    error = ReadRank(ranks[i], Path(&ranks_path, i), &rank);
+    if (error.ok()) read.push_back(std::move(rank));
+  }
+  return AssembleRanks(std::move(read), ranks.size(), error, out);
+}
+
 Status ParseSignature(std::string_view text, GlobalSignature* out) {
-  json value;
-  const Status read = ParseJson(text, JsonLimits(), &value);
+  StreamedSignature reader;
+  json top;
+  const Status read = ParseJsonStreamed(text, JsonLimits(), &reader, &top);
   if (!read.ok()) return Status::InvalidArgument("signature JSON: " + read.message());
-  return SignatureFromJson(value, out);
+  return reader.Finish(top, out);
 }
 
 bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::string* difference) {

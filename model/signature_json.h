@@ -55,7 +55,10 @@ Status ObjectSpecFromJson(const nlohmann::json& json, ObjectSpec* out);
 // it as above. What the reader refuses (syntax, nesting deeper than kDefaultMaxJsonDepth, a key
 // twice in one object, numbers that do not fit) gives an InvalidArgument Status with its message
 // after "signature JSON: ": "signature JSON: parse error at byte 17, line 1, column 17: ...",
-// "signature JSON: (root): duplicate key \"ranks\" at byte 60, line 1, column 60".
+// "signature JSON: (root): duplicate key \"ranks\" at byte 60, line 1, column 60". The text is
+// read streaming (ParseJsonStreamed): each tensor and object entry is built alone and read at
+// once, so reading costs the signature read plus one entry's tree, never a tree of the whole dump.
+// Results and errors are those of SignatureFromJson on the same document.
 Status ParseSignature(std::string_view text, GlobalSignature* out);
 
 // True when a and b hold the same ranks, entries (all fields, digests and origins included, in
