@@ -7,7 +7,6 @@
 
 #include "cli/input_file.h"
 #include "cli/numeric_flag.h"
-#include "model/json_util.h"
 #include "model/signature_json.h"
 #include "model/validate.h"
 #include "targets/env/confined_view.h"
@@ -25,7 +24,8 @@ void AddLimitFlags(CLI::App* cmd, ResourceLimits* limits) {
 }
 
 // Reads a plan dump under the limits: a regular file (refused before it is opened otherwise) of
-// at most max_metadata_bytes, nested at most max_json_depth, of at most max_chunks entries.
+// at most max_metadata_bytes, nested at most max_json_depth, of at most max_chunks entries (the
+// bound on the checks' work; the signature's memory is bounded by the text's size).
 Status ReadPlan(const std::string& flag, const std::string& path, const ResourceLimits& limits,
                 GlobalSignature* sig) {
   CKPTSPEC_RETURN_IF_ERROR(CheckRegularFile(flag, path));
@@ -36,24 +36,14 @@ Status ReadPlan(const std::string& flag, const std::string& path, const Resource
   }
   std::string text;
   CKPTSPEC_RETURN_IF_ERROR(ReadRegularFile(flag, path, limits.max_metadata_bytes, &text));
-  nlohmann::json value;
-  const Status read = ParseJson(text, limits.json(), &value);
-  if (!read.ok()) return Status::InvalidArgument(path + ": signature JSON: " + read.message());
+  const Status read = ParseSignature(text, limits.json(), sig);  // streamed, one entry at a time
+  if (!read.ok()) return Status::InvalidArgument(path + ": " + read.message());
+  text = std::string();
   uint64_t entries = 0;
-  const auto ranks = value.is_object() ? value.find("ranks") : value.end();
-  if (value.is_object() && ranks != value.end() && ranks->is_array()) {
-    for (const nlohmann::json& rank : *ranks) {
-      for (const char* list : {"tensors", "objects"}) {
-        const auto it = rank.is_object() ? rank.find(list) : rank.end();
-        if (rank.is_object() && it != rank.end() && it->is_array()) entries += it->size();
-      }
-    }
-  }
+  for (const RankSignature& r : sig->ranks) entries += r.tensors.size() + r.objects.size();
   if (entries > limits.max_chunks) {
     return LimitExceeded(path, entries, "entries", &ResourceLimits::max_chunks, limits);
   }
-  const Status s = SignatureFromJson(value, sig);
-  if (!s.ok()) return Status::InvalidArgument(path + ": " + s.message());
   return Status::OK();
 }
 

@@ -486,9 +486,13 @@ Status SignatureFromJson(const json& value, GlobalSignature* out) {
 }
 
 Status ParseSignature(std::string_view text, GlobalSignature* out) {
+  return ParseSignature(text, JsonLimits(), out);
+}
+
+Status ParseSignature(std::string_view text, const JsonLimits& limits, GlobalSignature* out) {
   StreamedSignature reader;
   json top;
-  const Status read = ParseJsonStreamed(text, JsonLimits(), &reader, &top);
+  const Status read = ParseJsonStreamed(text, limits, &reader, &top);
   if (!read.ok()) return Status::InvalidArgument("signature JSON: " + read.message());
   return reader.Finish(top, out);
 }

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_util.h"
 #include "model/sharded.h"
 #include "model/status.h"
 
@@ -60,6 +61,8 @@ Status ObjectSpecFromJson(const nlohmann::json& json, ObjectSpec* out);
 // once, so reading costs the signature read plus one entry's tree, never a tree of the whole dump.
 // Results and errors are those of SignatureFromJson on the same document.
 Status ParseSignature(std::string_view text, GlobalSignature* out);
+// The same under the reader's `limits` instead of the defaults.
+Status ParseSignature(std::string_view text, const JsonLimits& limits, GlobalSignature* out);
 
 // True when a and b hold the same ranks, entries (all fields, digests and origins included, in
 // order) and common trees. Otherwise false, with the first difference described in *difference
