@@ -20,6 +20,7 @@ struct JsonPath::Level {
   uint64_t index = 0;   // arrays: the element being read
   json* container = nullptr;  // where kept values go; null while skipping
   json* slot = nullptr;       // objects: the kept member being read, made when its key is read
+  bool kept = false;          // part of the tree handed back (not of a streamed value)
   std::unique_ptr<json> streamed;  // the value this level is the root of, when it is streamed
   // Objects: names of the members that are not in *container (streamed, skipped, or all of them
   // while skipping), so that a duplicate among them is still found. Small objects search the
@@ -33,6 +34,15 @@ namespace {
 constexpr size_t kPathLevelsShown = 12;  // deeper paths show their first and last levels
 constexpr size_t kPlainNameMax = 64;
 constexpr size_t kSmallKeySet = 16;
+
+// What a kept value costs in memory (libstdc++ and glibc malloc on 64 bits, rounded up): an array
+// element (with the vector's spare capacity), an object member (a map node with its key), a
+// container's own header, a string's, and a string's characters beyond the inline buffer.
+constexpr uint64_t kElementBytes = 32;
+constexpr uint64_t kMemberBytes = 96;
+constexpr uint64_t kContainerBytes = 64;
+constexpr uint64_t kStringBytes = 48;
+uint64_t HeapBytes(const std::string& s) { return s.size() > 15 ? s.size() + 17 : 0; }
 
 bool IsPlainName(const std::string& name) {
   if (name.empty() || name.size() > kPlainNameMax) return false;
@@ -259,6 +269,26 @@ class JsonTreeBuilder {
     return action;
   }
 
+  // Adds what `value`, beginning now, takes in the tree handed back; past max_tree_bytes it is an
+  // error.
+  bool Account(const json& value) {
+    const JsonPath::Level* parent = levels_.empty() ? nullptr : &levels_.back();
+    if (parent != nullptr && !parent->kept) return true;
+    uint64_t cost = parent == nullptr ? 0
+                    : parent->is_object ? kMemberBytes + HeapBytes(parent->key)
+                                        : kElementBytes;
+    if (value.is_string()) {
+      cost += kStringBytes + HeapBytes(value.get_ref<const std::string&>());
+    } else if (value.is_structured()) {
+      cost += kContainerBytes;
+    }
+    tree_bytes_ += cost;
+    if (tree_bytes_ <= limits_.max_tree_bytes) return true;
+    return Fail(Path() + ": the JSON tree kept in memory exceeds " +
+                std::to_string(limits_.max_tree_bytes) + " bytes at " +
+                Position(text_, ReadTo() > 0 ? ReadTo() - 1 : 0));
+  }
+
   json* Insert(json value) {
     JsonPath::Level& parent = levels_.back();
     if (parent.is_object) {
@@ -277,11 +307,13 @@ class JsonTreeBuilder {
 
   bool Scalar(json value) {
     if (levels_.empty()) {
+      if (!Account(value)) return false;
       *root_ = std::move(value);
       return true;
     }
     switch (Begin()) {
       case Action::kKeep:
+        if (!Account(value)) return false;
         Insert(std::move(value));
         break;
       case Action::kStream:
@@ -304,11 +336,15 @@ class JsonTreeBuilder {
     JsonPath::Level level;
     level.is_object = is_object;
     if (levels_.empty()) {
+      if (!Account(fresh)) return false;
       *root_ = std::move(fresh);
       level.container = root_;
+      level.kept = true;
     } else {
       switch (Begin()) {
         case Action::kKeep:
+          if (!Account(fresh)) return false;
+          level.kept = levels_.back().kept;
           level.container = Insert(std::move(fresh));
           break;
         case Action::kStream:
@@ -340,6 +376,7 @@ class JsonTreeBuilder {
   json* const root_;
   const char* read_to_;  // one past the last character the parser has read
   std::vector<JsonPath::Level> levels_;
+  uint64_t tree_bytes_ = 0;  // what the tree handed back takes (Account)
   Status status_;
 };
 

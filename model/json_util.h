@@ -27,6 +27,10 @@ inline constexpr uint64_t kDefaultMaxJsonBytes = uint64_t{1} << 30;
 struct JsonLimits {
   int max_depth = kDefaultMaxJsonDepth;
   uint64_t max_bytes = kDefaultMaxJsonBytes;
+  // Memory the tree handed back may take, as estimated from nlohmann's node sizes (a tree can
+  // take 30 times its text: "[{},{},...]"); no bound by default. Streamed values are not counted:
+  // they live one at a time.
+  uint64_t max_tree_bytes = UINT64_MAX;
 };
 
 // Reads JSON text (RFC 8259, UTF-8, nothing but whitespace after the value) into *out.
@@ -45,6 +49,7 @@ struct JsonLimits {
 //   a number beyond a double:    "ranks[0].digest: number 1e400 is out of range of a double at ..."
 //   an integer beyond 64 bits:   "x: integer 99999999999999999999 is out of range of a 64-bit
 //                                 integer at ..." (integers are never silently made floats)
+//   a tree beyond max_tree_bytes: "common[5]: the JSON tree kept in memory exceeds N bytes at ..."
 // JSON paths are written as in error messages everywhere: members joined by '.', indices in
 // brackets, "(root)" for the document; a member name that is not a plain identifier is quoted in
 // brackets, long names and deep paths are shortened with "...".

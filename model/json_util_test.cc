@@ -143,6 +143,22 @@ TEST(ParseJson, TextLongerThanTheLimitIsRefusedBeforeReading) {
   EXPECT_TRUE(Parse("[12]", nullptr, limits).ok());
 }
 
+TEST(ParseJson, ATreeBeyondItsMemoryBoundIsRefused) {
+  JsonLimits limits;
+  limits.max_tree_bytes = 127;  // the array (64) and two elements (32 each) do not fit
+  const Status s = Parse("[1, 2, 3]", nullptr, limits);
+  EXPECT_EQ(s.message().rfind("[1]: the JSON tree kept in memory exceeds 127 bytes at byte ", 0), 0u)
+      << s.message();
+  limits.max_tree_bytes = 64 + 3 * 32;
+  EXPECT_TRUE(Parse("[1, 2, 3]", nullptr, limits).ok());
+  // Thirty times its text: each "{}," is an element and an object's header.
+  std::string many = "[";
+  for (int i = 0; i < 1000; ++i) many += "{},";
+  many += "{}]";
+  limits.max_tree_bytes = 30 * many.size();
+  EXPECT_FALSE(Parse(many, nullptr, limits).ok());
+}
+
 // Streams the elements of "items", skips "skipped", keeps the rest.
 class Recorder : public JsonStreamHandler {
  public:
@@ -170,6 +186,19 @@ TEST(ParseJsonStreamed, StreamedValuesAreHandedOverAndLeftOut) {
   EXPECT_EQ(j, json::parse(R"({"head": 1, "items": [], "tail": [3]})"));
   EXPECT_EQ(recorder.taken, (std::vector<std::string>{"items[0].parts[0]=7", "items[0].parts[1]=8",
                                                       R"(items[0]={"k":1,"parts":[]})", "items[1]=2"}));
+}
+
+TEST(ParseJsonStreamed, StreamedValuesDoNotCountAgainstTheTreeBound) {
+  Recorder recorder;
+  std::string items = R"({"items": [)";
+  for (int i = 0; i < 1000; ++i) items += R"({"k": 1, "parts": [1, 2]}, )";
+  items += "3]}";
+  JsonLimits limits;
+  limits.max_tree_bytes = 64 + 96 + 64;  // the root, its member "items" and that empty array
+  json j;
+  const Status s = ParseJsonStreamed(items, limits, &recorder, &j);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(recorder.taken.size(), 3001u);
 }
 
 TEST(ParseJsonStreamed, ChecksApplyToStreamedAndSkippedParts) {

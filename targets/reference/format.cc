@@ -681,8 +681,11 @@ Status DecodeMetadata(const std::string& text, const std::string& path, const Js
   try {
     CheckpointMetadata m;
     MetadataDecoder decoder(reader, &m);
+    JsonLimits bounded = limits;
+    bounded.max_tree_bytes = std::min(
+        limits.max_tree_bytes, kMaxMetadataTreeBytesPerByte * text.size() + kMetadataTreeAllowance);
     json top;
-    const Status read = ParseJsonStreamed(text, limits, &decoder, &top);
+    const Status read = ParseJsonStreamed(text, bounded, &decoder, &top);
     if (!read.ok()) return reader.NotJson(read);
     CKPTSPEC_RETURN_IF_ERROR(DecodeTopLevel(top, reader, &m));
     CKPTSPEC_RETURN_IF_ERROR(decoder.Finish(top));

@@ -56,6 +56,12 @@ enum class IndexLayout { kSingle, kPerWriter };
 const char* IndexLayoutName(IndexLayout layout);  // "single", "per-writer"
 // Upper bounds checked before reading (a hostile size never drives an allocation).
 inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 30;
+// What `layout` and `common` may take in memory as trees (the JSON reader's estimate,
+// JsonLimits::max_tree_bytes): this many bytes per byte of the index text, plus the allowance.
+// A tree can take 30 times its text ("[{},{},...]"); an index whose trees would take more is
+// refused.
+inline constexpr uint64_t kMaxMetadataTreeBytesPerByte = 4;
+inline constexpr uint64_t kMetadataTreeAllowance = uint64_t{64} << 20;
 inline constexpr uint64_t kMaxTrackerBytes = 64;
 inline constexpr int64_t kMaxIteration = int64_t{1} << 53;
 

@@ -152,8 +152,34 @@ TEST_F(MetadataReaderTest, AKeyTwiceInAChunkIsANamedError) {
                           "metadata.json: tensors[0].chunks[0]: duplicate key \"xxh3\" at byte ");
 }
 
+TEST(MetadataReader, ACommonTreeBeyondItsMemoryBoundIsANamedError) {
+  // 3 MB of "{}," would take about 100 MB as a tree: more than kMaxMetadataTreeBytesPerByte per
+  // byte of the text plus kMetadataTreeAllowance.
+  CheckpointMetadata md;
+  md.world_size = 1;
+  md.common = nlohmann::json::parse(kPlaceholder);
+  const auto empty_objects = [](int n) {
+    std::string list = "[";
+    for (int i = 0; i < n; ++i) list += "{},";
+    return list + "{}]";
+  };
+  const std::string many = empty_objects(1000000);
+  std::string text = EncodeMetadata(md);
+  text.replace(text.find(kPlaceholder), std::string(kPlaceholder).size(), many);
+  ASSERT_GT(96 * (many.size() / 3), kMaxMetadataTreeBytesPerByte * text.size() + kMetadataTreeAllowance);
+  CheckpointMetadata out;
+  const Status s = DecodeMetadata(text, "iter_0000001/metadata.json", &out);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_EQ(s.message().rfind("iter_0000001/metadata.json: common[", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("]: the JSON tree kept in memory exceeds "), std::string::npos) << s.message();
+  // A tree a quarter of the size reads.
+  text = EncodeMetadata(md);
+  text.replace(text.find(kPlaceholder), std::string(kPlaceholder).size(), empty_objects(250000));
+  EXPECT_TRUE(DecodeMetadata(text, "iter_0000001/metadata.json", &out).ok());
+}
+
 // The process's virtual memory size (VmSize) in bytes.
-uint64_t VirtualMemoryBytes() {
+[[maybe_unused]] uint64_t VirtualMemoryBytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
