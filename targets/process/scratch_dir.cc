@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "targets/env/confined_view.h"
 #include "targets/env/env.h"
 #include "targets/env/posix_remove_tree.h"
 
@@ -16,17 +17,6 @@ namespace {
 
 std::string Errno(const std::string& path, const char* call) {
   return path + ": " + call + ": " + std::strerror(errno);
-}
-
-// What a file that is not a regular one is, for messages.
-const char* FileKind(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 std::string RandomHex16() {
@@ -105,7 +95,7 @@ ScratchDir::ReadResult ScratchDir::Read(const std::string& name, uint64_t max_si
     return ReadResult::kError;
   }
   if (!S_ISREG(st.st_mode)) {
-    *what = FileKind(st.st_mode);
+    *what = FileKindName(st.st_mode);
     close(fd);
     return ReadResult::kUnsafe;
   }
