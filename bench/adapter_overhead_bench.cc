@@ -4,10 +4,16 @@
 // process per rank, entry bytes through scratch files, the reference engine on the real disk).
 // Both on-disk variants put their checkpoints under $TMPDIR (else /tmp): run it with TMPDIR on a
 // tmpfs to see the protocol's cost apart from fsync latency, on a disk to see a real deployment.
-// The three run the same cases (same seed, same count, no shrinking) side by side in each
-// iteration, so the ratios compare like with like:
+// The adapter runs twice: with live groups (its ranks started once and reset between cases,
+// docs/PROTOCOL.md revision 2) and with fresh processes for every engine
+// (--adapter-fresh-processes). All run the same cases (same seed, same count, no shrinking) side
+// by side in each iteration, so the ratios compare like with like:
 //   adapter/in-memory = the whole price of running a target through the protocol;
-//   adapter/disk      = the protocol's own share (processes, pipes, scratch files).
+//   adapter/disk      = the protocol's own share (processes, pipes, scratch files);
+//   live/fresh        = what live groups save.
+// CKPTSPEC_BENCH_ADAPTER, when set, is the adapter command measured instead of the built-in one
+// (e.g. a Python adapter under its environment's interpreter); CKPTSPEC_BENCH_CASES, when set,
+// the cases per batch (default 20; a Python adapter with fresh processes takes seconds a case).
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
@@ -23,7 +29,13 @@
 namespace ckptspec {
 namespace {
 
-constexpr int kCases = 20;
+constexpr int kDefaultCases = 20;
+
+int CasesPerBatch() {
+  const char* chosen = getenv("CKPTSPEC_BENCH_CASES");
+  const int n = chosen ? atoi(chosen) : 0;
+  return n > 0 ? n : kDefaultCases;
+}
 
 // The reference target on the POSIX Env in a fresh temporary directory (removed at the end).
 class ReferenceOnDisk : public TargetUnderTest {
@@ -68,7 +80,7 @@ TargetFactory ReferenceOnDiskFactory() {
 double CasesPerSecond(benchmark::State& state, const Property& p, const TargetFactory& f, uint64_t seed) {
   RunParams params;
   params.seed = seed;
-  params.max_success = kCases;
+  params.max_success = CasesPerBatch();
   params.shrink = false;
   const PropertyOutcome o = RunProperty(p, f, params);
   if (o.verdict != Verdict::kPass) {
@@ -82,20 +94,24 @@ void BM_AdapterOverhead(benchmark::State& state, const char* id) {
   const Property& p = *FindProperty(id);
   const TargetFactory memory = ReferenceTargetFactory();
   const TargetFactory disk = ReferenceOnDiskFactory();
+  const char* chosen = getenv("CKPTSPEC_BENCH_ADAPTER");
   AdapterOptions options;
-  options.command = CKPTSPEC_REFERENCE_ADAPTER;
-  TargetFactory adapter;
-  const Status s = AdapterTargetFactory(options, &adapter);
+  options.command = chosen && *chosen ? chosen : CKPTSPEC_REFERENCE_ADAPTER;
+  TargetFactory adapter, fresh;
+  Status s = AdapterTargetFactory(options, &adapter);
+  options.fresh_processes = true;
+  if (s.ok()) s = AdapterTargetFactory(options, &fresh);
   if (!s.ok()) {
     state.SkipWithError(s.ToString().c_str());
     return;
   }
-  double in_memory = 0, on_disk = 0, through_adapter = 0;
+  double in_memory = 0, on_disk = 0, through_adapter = 0, fresh_processes = 0;
   uint64_t seed = 1;
   for (auto _ : state) {
     in_memory += CasesPerSecond(state, p, memory, seed);
     on_disk += CasesPerSecond(state, p, disk, seed);
     through_adapter += CasesPerSecond(state, p, adapter, seed);
+    fresh_processes += CasesPerSecond(state, p, fresh, seed);
     ++seed;
   }
   const double n = static_cast<double>(state.iterations());
@@ -104,6 +120,8 @@ void BM_AdapterOverhead(benchmark::State& state, const char* id) {
   state.counters["adapter cases/s"] = through_adapter / n;
   state.counters["adapter/in-memory"] = through_adapter / in_memory;
   state.counters["adapter/disk"] = through_adapter / on_disk;
+  state.counters["fresh cases/s"] = fresh_processes / n;
+  state.counters["live/fresh"] = through_adapter / fresh_processes;
 }
 BENCHMARK_CAPTURE(BM_AdapterOverhead, P1_ResumeEquivalence, "P1")->Unit(benchmark::kSecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_AdapterOverhead, P2_RoundTripIdentity, "P2")->Unit(benchmark::kSecond)->Iterations(3);

@@ -27,6 +27,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
                   "adapter protocol (docs/PROTOCOL.md)");
   AddNumberFlag(cmd, "--adapter-timeout", &o->adapter_timeout_s, kAdapterTimeoutSeconds,
                 "seconds an adapter may take per request");
+  cmd->add_flag("--adapter-fresh-processes", o->adapter_fresh_processes,
+                "start an adapter's rank processes for every engine, even when it declares reset "
+                "(slower; rules out state its reset fails to forget)");
   cmd->add_option("--expectations", o->expectations,
                   "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
                   "code is 0 only when every outcome is as expected");
@@ -426,6 +429,7 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     AdapterOptions adapter;
     adapter.command = command;
     adapter.timeout_s = o.adapter_timeout_s;
+    adapter.fresh_processes = o.adapter_fresh_processes;
     TargetFactory factory;
     s = AdapterTargetFactory(adapter, &factory);
     if (!s.ok()) {

@@ -32,6 +32,7 @@ struct RunOptions {
   // Adapter commands (docs/PROTOCOL.md, docs/ADAPTERS.md), each run as a target.
   std::vector<std::string> adapters;
   double adapter_timeout_s = 60;  // per request to an adapter
+  bool adapter_fresh_processes = false;  // no live groups (docs/PROTOCOL.md, revision 2)
   // A per-target expectations file (properties/expectations.h) every target is judged by.
   std::string expectations;
   // Shared libraries to load before resolving targets (properties/plugin.h); their targets can

@@ -231,11 +231,11 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
   };
   std::string text;
   EXPECT_EQ(run_with(R"({"P13": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
-  EXPECT_NE(text.find("adapter:ckptspec_reference_adapter  pass"), std::string::npos) << text;
+  EXPECT_NE(text.find("adapter:ckptspec-reference  pass"), std::string::npos) << text;
   EXPECT_EQ(run_with(R"({"P2": {"expect": "fail", "reason": "a known bug"}})", &text), 1) << text;
-  EXPECT_NE(text.find("UNEXPECTED pass: adapter:ckptspec_reference_adapter P2, expected fail (a known bug)"),
+  EXPECT_NE(text.find("UNEXPECTED pass: adapter:ckptspec-reference P2, expected fail (a known bug)"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec_reference_adapter P13, expected pass"),
+  EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec-reference P13, expected pass"),
             std::string::npos) << text;
   EXPECT_EQ(run_with(R"({"P22": {"expect": "pass"}})", &text), 2) << text;
   EXPECT_NE(text.find("properties.P22: no such property"), std::string::npos) << text;

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "targets/env/env.h"
@@ -12,6 +14,11 @@
 
 namespace ckptspec {
 namespace {
+
+// Live rank groups kept per target between cases: one per world size a case uses most (the
+// catalog's layouts use 1 to 8 ranks; a pool of 4 keeps the common sizes without holding many
+// idle processes).
+constexpr size_t kLiveGroupsPerTarget = 4;
 
 // A fresh directory "ckptspec-adapter-<pid>-XXXXXX" (mode 0700) under `root`, registered for
 // removal on a termination signal (targets/process/harness_registry.h).
@@ -46,17 +53,47 @@ std::string WorkRoot() {
   return access("/dev/shm", W_OK | X_OK) == 0 ? std::string("/dev/shm") : CheckpointRoot();
 }
 
-std::string DefaultName(const std::string& command) {
-  const size_t start = command.find_first_not_of(" \t");
-  if (start == std::string::npos) return "adapter";
-  const std::string first = command.substr(start, command.find_first_of(" \t", start) - start);
-  const size_t slash = first.rfind('/');
-  return "adapter:" + (slash == std::string::npos ? first : first.substr(slash + 1));
+// Whether `name` is fit to name a target in reports: 1 to 64 of [A-Za-z0-9._-].
+bool IsPlainName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// The base name of the command's first word that is not an interpreter or a launcher, without
+// its extension: "python3 adapters/zarr/ckptspec_zarr_adapter.py" -> "ckptspec_zarr_adapter".
+std::string CommandName(const std::string& command) {
+  static const char* const kLaunchers[] = {"python", "python3", "sh", "bash", "env", "exec", "nice", "uv"};
+  std::istringstream words(command);
+  std::string word, last;
+  while (words >> word) {
+    if (word.find('=') != std::string::npos && word.find('/') == std::string::npos) continue;  // VAR=value
+    if (!word.empty() && word[0] == '-') continue;  // a launcher's flag
+    const size_t slash = word.rfind('/');
+    std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
+    bool launcher = false;
+    for (const char* l : kLaunchers) launcher = launcher || base == l || base.rfind(std::string(l) + ".", 0) == 0;
+    last = base;
+    if (launcher) continue;
+    const size_t dot = base.rfind('.');
+    if (dot != std::string::npos && dot > 0) base = base.substr(0, dot);
+    return base;
+  }
+  return last.empty() ? "adapter" : last;
+}
+
+std::string TargetName(const AdapterOptions& options, const HelloReply& hello) {
+  if (!options.name.empty()) return options.name;
+  if (IsPlainName(hello.adapter)) return "adapter:" + hello.adapter;
+  return "adapter:" + CommandName(options.command);
 }
 
 class AdapterUnderTest : public TargetUnderTest {
  public:
   // `temp_dirs` hold options.directory and options.work_dir; removed at the end.
+  // `options.pool`, when set, is shared with the factory and the other targets it made.
   AdapterUnderTest(std::string name, std::vector<std::string> temp_dirs, ProcessEngineOptions options)
       : name_(std::move(name)), temp_dirs_(std::move(temp_dirs)), options_(std::move(options)) {
     StartProcess();
@@ -96,19 +133,25 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
                                .WithContext("adapter '" + options.command + "'"));
 
   TargetFactory factory;
-  factory.name = options.name.empty() ? DefaultName(options.command) : options.name;
+  factory.name = TargetName(options, hello);
   factory.capabilities = hello.capabilities;
   factory.fault_injection = false;
   const std::string name = factory.name;
   const AdapterOptions copy = options;
   const Capabilities declared = hello.capabilities;
-  factory.make = [name, copy, declared](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
+  std::shared_ptr<RankGroupPool> pool;
+  if (hello.reset && !options.fresh_processes) {
+    pool = std::make_shared<RankGroupPool>(RankGroupOptions{options.command, 0, options.timeout_s},
+                                           kLiveGroupsPerTarget);
+  }
+  factory.make = [name, copy, declared, pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
     std::string checkpoints, work;
     ProcessEngineOptions engine;
     engine.command = copy.command;
     engine.timeout_s = copy.timeout_s;
     engine.capabilities = declared;
     engine.events = target_options.events;
+    engine.pool = pool;
     std::vector<std::string> made;
     // A temporary directory that cannot be made leaves its path empty: every engine call then
     // fails (ProcessEngine refuses to run without both).

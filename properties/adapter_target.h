@@ -12,8 +12,16 @@
 //    under $CKPTSPEC_SCRATCH_DIR, else /dev/shm when it is writable, else beside the first, for
 //    the harness's scratch files.
 //  - The made targets record their processes' timeouts and leftovers in TargetOptions::events.
-//  - NewProcess() shuts the adapter processes down and gives a new engine over the same
-//    checkpoint directory (the next call starts new processes).
+//  - Live groups (docs/PROTOCOL.md, revision 2): when the adapter declares reset and
+//    fresh_processes is false, the targets one factory makes share a pool of rank groups
+//    (targets/process/rank_group_pool.h), started once and reset between cases; the pool lives as
+//    long as the factory and the targets it made.
+//  - NewProcess() gives the adapter processes back (shut down, or reset into the pool) and gives
+//    a new engine over the same checkpoint directory: the next call starts new processes, or takes
+//    reset ones.
+//  - The target's name is AdapterOptions::name; else the name the adapter gives itself in hello
+//    ("adapter": a name of letters, digits, '.', '_' and '-'); else the command's first word
+//    that is not an interpreter (python, sh, env, ...), without directory or extension.
 //  - The storage is the real disk, not a MemEnv: mem_env() is null and fault_injection false, so
 //    P13, P14, P16, P17 and P18 are n/a. TargetOptions (deferred async, retention) are engine
 //    settings no protocol message carries; the adapter uses its own.
@@ -27,8 +35,9 @@ namespace ckptspec {
 
 struct AdapterOptions {
   std::string command;     // run by /bin/sh -c, once per rank
-  std::string name;        // the target's name; empty: "adapter:" + the command's first word's base name
+  std::string name;        // the target's name; empty: see the contract above
   double timeout_s = 60;   // per request
+  bool fresh_processes = false;  // never reuse rank processes across engines, even with reset
 };
 
 Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out);

@@ -143,10 +143,10 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     // each hang until the deadline again, so none of them runs: the timed-out case is the one
     // reported.
     if (!events.timed_out.ok()) RC_DISCARD("an earlier case of this run timed out; not run while shrinking");
-    events.left_behind = Status::OK();
+    events.release_fault = Status::OK();
     property.check(watched);
     if (!events.timed_out.ok()) RC_FAIL(events.timed_out.message());
-    if (!events.left_behind.ok()) RC_FAIL(events.left_behind.message());
+    if (!events.release_fault.ok()) RC_FAIL(events.release_fault.message());
   };
 
   const auto start = Clock::now();

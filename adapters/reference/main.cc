@@ -165,6 +165,9 @@ int main(int argc, char** argv) {
   app.add_option("--fault", fault_name, "misbehave: " + ckptspec::InjectedFaultNames())->capture_default_str();
   app.add_option("--fault-rank", fault.rank, "the rank that misbehaves")->capture_default_str();
   app.add_option("--fault-path", fault.path, "where the hostile faults' links point");
+  bool no_reset = false;
+  app.add_flag("--no-reset", no_reset,
+               "do not declare the reset capability (the harness then starts processes per engine)");
   CLI11_PARSE(app, argc, argv);
   if (!ckptspec::ParseInjectedFault(fault_name, &fault.kind)) {
     std::cerr << "--fault: unknown fault '" << fault_name << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
@@ -187,6 +190,9 @@ int main(int argc, char** argv) {
   options.world_size = world;
   options.env = fault.Here(0, InjectedFault::kCrashSave) ? &crashing : ckptspec::Env::Posix();
   if (fault.kind == InjectedFault::kWrongSize) options.wrong_size_rank = fault.rank;
+  // A fault keeps state of its own across calls (counts of saves and writes) that reset would not
+  // forget: only a faultless adapter declares reset.
+  options.reset = !no_reset && fault.kind == InjectedFault::kNone;
   ckptspec::ReferenceAdapter adapter(std::move(options));
 
   std::string line;

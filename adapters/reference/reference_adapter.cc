@@ -70,6 +70,9 @@ std::vector<json> ReferenceAdapter::Serve(const std::vector<json>& requests) {
       s = engine_ ? engine_->Finalize() : Status::OK();
     } else if (op == "load") {
       s = Load(requests, &replies);
+    } else if (op == "reset" && options_.reset) {
+      engine_.reset();
+      directory_.clear();
     } else if (op != "shutdown") {
       s = Status::NotSupported("unknown op \"" + op + "\"");
     }
@@ -101,6 +104,7 @@ Status ReferenceAdapter::Hello(const std::vector<json>& requests, std::vector<js
   HelloReply hello;
   hello.adapter = "ckptspec-reference";
   hello.capabilities = ReferenceEngine(ReferenceOptions()).capabilities();
+  hello.reset = options_.reset;
   for (json& reply : *replies) HelloReplyToJson(hello, &reply);
   return Status::OK();
 }

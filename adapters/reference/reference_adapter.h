@@ -10,6 +10,8 @@
 //    soon as the reply is out, async saves included); load writes every kept entry's file.
 //  - One ReferenceEngine per checkpoint directory, kept across calls (plan cache, pending async
 //    save); a request naming another directory finalizes the old engine first.
+//  - reset (when options.reset declared it) drops the engine, as the end of the process does: its
+//    plan cache is forgotten, and its destructor completes a pending async save.
 #pragma once
 
 #include <memory>
@@ -29,6 +31,7 @@ struct ReferenceAdapterOptions {
   // Fault injection (tests of the harness's verdicts): with wrong_size_rank >= 0, every load
   // writes that rank's first kept tensor one byte short.
   int wrong_size_rank = -1;
+  bool reset = true;  // declare the reset capability (protocol revision 2)
 };
 
 class ReferenceAdapter {

@@ -22,6 +22,7 @@
 #include "targets/env/env.h"
 #include "targets/process/harness_registry.h"
 #include "targets/process/process_engine.h"
+#include "targets/process/rank_group_pool.h"
 
 namespace ckptspec {
 namespace {
@@ -90,7 +91,7 @@ TEST_F(AdapterEngineTest, SavesLoadsReshardsAndReportsAdapterErrors) {
     LoadResult result;
     const Status none = engine->Load(RequestFor(Dicts(2, 1)), &result);
     EXPECT_EQ(none.code(), Status::Code::kNotFound) << none.ToString();
-    EXPECT_EQ(none.message().rfind("adapter rank 0: ", 0), 0u) << none.ToString();
+    EXPECT_EQ(none.message().rfind("adapter ranks 0, 1: ", 0), 0u) << none.ToString();  // both said it
     EXPECT_TRUE(engine->capabilities().resharding);
 
     const std::vector<ShardedStateDict> saved = Dicts(2, 10);
@@ -145,6 +146,93 @@ TEST_F(AdapterEngineTest, SavesLoadsReshardsAndReportsAdapterErrors) {
     pids = engine->started_pids();
   }
   ExpectNoProcessLeft(pids);
+}
+
+// Live groups (docs/PROTOCOL.md, revision 2): engine after engine, each over its own directory,
+// served by the same processes, reset in between.
+TEST_F(AdapterEngineTest, EnginesSharingAPoolReuseResetProcessesAcrossDirectories) {
+  auto pool = std::make_shared<RankGroupPool>(RankGroupOptions{kAdapter, 0, 20}, 4);
+  const auto engine_over = [&](const std::string& name) {
+    ProcessEngineOptions o;
+    o.command = kAdapter;
+    o.directory = JoinPath(dir_, name);
+    o.work_dir = JoinPath(dir_, "work");
+    o.timeout_s = 20;
+    o.pool = pool;
+    return std::make_unique<ProcessEngine>(o);
+  };
+  std::vector<pid_t> first;
+  {
+    auto engine = engine_over("case1");
+    ASSERT_TRUE(engine->Save(10, Dicts(2, 10), SaveOptions()).ok());
+    first = engine->started_pids();
+    ASSERT_EQ(first.size(), 2u);
+  }
+  EXPECT_EQ(pool->idle(), 1u);
+  {
+    auto engine = engine_over("case2");
+    LoadResult result;
+    const Status none = engine->Load(RequestFor(Dicts(2, 1)), &result);
+    EXPECT_EQ(none.code(), Status::Code::kNotFound) << "a new directory is empty: " << none.ToString();
+    EXPECT_TRUE(engine->started_pids().empty()) << "no process was started for the second engine";
+    EXPECT_EQ(engine->group()->pids(), first);
+    ASSERT_TRUE(engine->Save(5, Dicts(2, 5), SaveOptions()).ok());
+    LoadRequest request = RequestFor(Dicts(2, 5));
+    ASSERT_TRUE(engine->Load(std::move(request), &result).ok());
+    EXPECT_EQ(result.iteration, 5);
+  }
+  {
+    // The first directory again: its save is there.
+    auto engine = engine_over("case1");
+    LoadResult result;
+    ASSERT_TRUE(engine->Load(RequestFor(Dicts(2, 10)), &result).ok());
+    EXPECT_EQ(result.iteration, 10);
+    EXPECT_EQ(engine->group()->pids(), first);
+  }
+  EXPECT_EQ(pool->started(), 1u);
+  pool.reset();
+  ExpectNoProcessLeft(first);
+}
+
+TEST_F(AdapterEngineTest, WithoutResetEachEngineStartsItsOwnProcesses) {
+  auto pool = std::make_shared<RankGroupPool>(RankGroupOptions{kAdapter + " --no-reset", 0, 20}, 4);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    ProcessEngineOptions o;
+    o.command = kAdapter + " --no-reset";
+    o.directory = JoinPath(dir_, "ckpt");
+    o.work_dir = JoinPath(dir_, "work");
+    o.pool = pool;
+    ProcessEngine engine(o);
+    ASSERT_TRUE(engine.Save(10 + i, Dicts(1, 1), SaveOptions()).ok());
+    EXPECT_FALSE(engine.group()->hello().reset);
+    pids.insert(pids.end(), engine.started_pids().begin(), engine.started_pids().end());
+  }
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_EQ(pool->started(), 2u);
+  EXPECT_EQ(pool->idle(), 0u);
+  ExpectNoProcessLeft(pids);
+}
+
+// Ranks that fail differently are all named; ranks that agree are named together.
+TEST_F(AdapterEngineTest, TheErrorOfEveryFailingRankIsReported) {
+  const std::string replies =
+      "while read -r line; do id=$(printf '%s' \"$line\" | sed 's/.*\"id\":\\([0-9]*\\).*/\\1/'); "
+      "case \"$line\" in *hello*) printf '{\"id\":%s,\"rank\":%s,\"ok\":true,\"protocol\":1,"
+      "\"capabilities\":{}}\\n' \"$id\" \"$RANK\";; "
+      "*) if [ \"$RANK\" = 0 ]; then msg='duplicate main replica of w'; code=InvalidArgument; "
+      "else msg='collective failed on the coordinator'; code=IOError; fi; "
+      "printf '{\"id\":%s,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\\n' "
+      "\"$id\" \"$RANK\" \"$code\" \"$msg\";; esac; done";
+  ProcessEngineOptions o;
+  o.command = replies;
+  o.directory = JoinPath(dir_, "ckpt");
+  o.work_dir = JoinPath(dir_, "work");
+  ProcessEngine engine(o);
+  const Status s = engine.Save(1, Dicts(3, 1), SaveOptions());
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(s.message(),
+            "adapter rank 0: duplicate main replica of w; ranks 1, 2: collective failed on the coordinator");
 }
 
 struct InjectedCase {
@@ -450,7 +538,7 @@ TEST(AdapterProperties, PassLikeTheReferenceOrAreNotApplicable) {
   options.command = kAdapter;
   TargetFactory factory;
   ASSERT_TRUE(AdapterTargetFactory(options, &factory).ok());
-  EXPECT_EQ(factory.name, "adapter:ckptspec_reference_adapter");
+  EXPECT_EQ(factory.name, "adapter:ckptspec-reference");
   EXPECT_FALSE(factory.fault_injection);
   RunParams params;
   params.max_success = 3;

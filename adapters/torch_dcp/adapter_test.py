@@ -138,7 +138,9 @@ class TorchDcpAdapterTest(unittest.TestCase):
         g = self.group(1)
         self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": True,
                                           "checksums": False, "plan_cache": True,
-                                          "deterministic": False, "strict_modes": False})
+                                          "deterministic": False, "strict_modes": False,
+                                          "reset": True})
+        self.assertFalse(self.group(1, "--no-reset").capabilities["reset"])
 
     def test_save_then_reshard_on_load(self):
         data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2),
@@ -274,6 +276,28 @@ class TorchDcpAdapterTest(unittest.TestCase):
                 self.assertEqual(reply["iteration"], it)
                 self.assertEqual(self.loaded(req, 0), raw(d["w"][2 * r:2 * r + 2]))
                 self.assertEqual(self.loaded(req, 1), raw(d["v"]))
+
+    def test_reset_completes_a_pending_save_and_serves_another_directory(self):
+        data = {"w": full("fp32", (4,), 1)}
+        g = self.group(2)
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,))] for r in range(2)]
+        replies = self.save(g, specs, data, iteration=5, assume_constant_structure=True, **{"async": True})
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        replies = g.call("reset")
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        reqs, replies = self.load(g, specs)
+        self.assertEqual([r["iteration"] for r in replies], [5, 5], replies)
+        first = self.dir
+        self.dir = str(Path(self.tmp.name) / "another")  # the next case's directory
+        other = {"w": full("fp32", (6,), 7)}
+        specs = [[tensor("w", "fp32", (6,), (3 * r,), (3,), (2,))] for r in range(2)]
+        replies = self.save(g, specs, other, iteration=1, assume_constant_structure=True)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        reqs, replies = self.load(g, specs)
+        for r, (req, reply) in enumerate(zip(reqs, replies)):
+            self.assertEqual(reply["iteration"], 1)
+            self.assertEqual(self.loaded(req, 0), raw(other["w"][3 * r:3 * r + 3]))
+        self.assertNotEqual(first, self.dir)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,14 @@ class AdapterError(Exception):
 
 def capabilities(args):
     return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
-            "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": False}
+            "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": False,
+            "reset": not args.no_reset}  # protocol revision 2: Engine.reset forgets everything
+
+
+# DCP's plan cache lives in class attributes of its SavePlanner, shared by every planner of the
+# process (torch/distributed/checkpoint/planner.py); reset empties them.
+PLAN_CACHES = ("_cached_save_plan", "_cached_final_save_plan", "_cached_all_plans",
+               "_cached_global_plan", "_cached_metadata")
 
 
 def from_exception(e):
@@ -410,6 +417,21 @@ class Engine:
         self.group.agree(error)  # and every rank sees the tracker before it goes on (a load)
         return {}
 
+    # --- reset (protocol revision 2) ---
+
+    def reset(self):
+        """Back to the state of a fresh process after hello: a pending async save is completed as
+        finalize would (its error belongs to no case, but a failed collective leaves the ranks out
+        of step, so it is the reset's error and the harness replaces the group), and DCP's plan
+        cache is emptied. The gloo process groups are kept."""
+        self.finalize()
+        from torch.distributed.checkpoint.planner import SavePlanner
+        for name in PLAN_CACHES:
+            cache = getattr(SavePlanner, name, None)
+            if isinstance(cache, dict):
+                cache.clear()
+        return {}
+
     # --- load ---
 
     def load(self, req):
@@ -479,6 +501,8 @@ def serve(args):
                 reply.update(engine.load(req))
             elif op == "finalize":
                 reply.update(engine.finalize())
+            elif op == "reset" and not args.no_reset:
+                reply.update(engine.reset())
             elif op == "shutdown":
                 out.write(json.dumps(reply) + "\n")
                 out.flush()
@@ -504,6 +528,8 @@ def main():
                    help="async_save's stager: none needed (owned copies) or DCP's DefaultStager")
     p.add_argument("--no-async", action="store_true", help="do not declare async saves")
     p.add_argument("--no-plan-cache", action="store_true", help="do not declare DCP's plan cache")
+    p.add_argument("--no-reset", action="store_true",
+                   help="do not declare reset: the harness then starts new processes for every engine")
     p.add_argument("--pg-timeout", type=float, default=float(os.environ.get("CKPTSPEC_DCP_PG_TIMEOUT", 45)),
                    help="gloo collective timeout in seconds (default 45: below the harness's 60)")
     serve(p.parse_args())

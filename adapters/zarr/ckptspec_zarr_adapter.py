@@ -50,7 +50,8 @@ TRACKER = "latest_checkpointed_iteration.txt"
 METADATA = "metadata.json"
 COMMON = "common.json"
 CAPABILITIES = {"resharding": True, "objects": True, "async": False, "checksums": False,
-                "plan_cache": False, "deterministic": False, "strict_modes": True}
+                "plan_cache": False, "deterministic": False, "strict_modes": True,
+                "reset": True}  # protocol revision 2: nothing is kept between requests to forget
 STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
                 "raise_all", "return_unexpected", "return_all", "ignore_all")
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -538,6 +539,8 @@ def serve():
                 reply.update(load(group, rank, req))
             elif op == "finalize":
                 pass  # no async saves: nothing is ever pending
+            elif op == "reset":
+                pass  # no state outlives a request (the rendezvous may be kept)
             elif op == "shutdown":
                 print(json.dumps(reply), flush=True)
                 return

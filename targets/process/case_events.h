@@ -12,9 +12,10 @@ struct CaseEvents {
   // The runner fails the case with it, and does not run the cases that shrinking proposes after
   // it: each would cost the whole timeout again.
   Status timed_out;
-  // The first group of the case that left processes running after its shutdown (kLeftBehind),
-  // found when the engine was destroyed, outside any call.
-  Status left_behind;
+  // The first fault found when a group of the case was given back as its engine was destroyed,
+  // outside any call: processes left running after shutdown or reset (kLeftBehind), or a reset
+  // the adapter refused or did not answer.
+  Status release_fault;
 };
 
 }  // namespace ckptspec

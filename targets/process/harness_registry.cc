@@ -177,7 +177,9 @@ std::vector<LeftoverProcess> FindLeftoverChildren() {
   }
   std::vector<LeftoverProcess> out;
   for (const Child& c : Children()) {
-    if (groups.count(c.pgrp)) continue;
+    // A rank process leads its registered group. Any other child was reparented here: an
+    // orphan, even while it is still in a rank's group (it may not have left it yet).
+    if (groups.count(c.pid)) continue;
     if (c.state == 'Z') {
       (void)waitpid(c.pid, nullptr, WNOHANG);
       continue;

@@ -14,10 +14,11 @@
 //    default action. Registration blocks from then on. Processes started by Subprocess get the
 //    default signal mask back before exec.
 //  - FindLeftoverChildren() lists the children of this process (a child subreaper: the orphans of
-//    adapter processes are reparented to it) that are still running and belong to no registered
-//    process group: what adapters left behind. Zombies among them are reaped on the way and not
-//    listed. Attribution is by elimination: with several adapter groups alive at once, a leftover
-//    is reported by the group that shuts down next.
+//    adapter processes are reparented to it) that are still running and are not a rank process
+//    (the leader of a registered process group): what adapters left behind, including an orphan
+//    still in a rank's group. Zombies among them are reaped on the way and not listed.
+//    Attribution is by elimination: with several adapter groups alive at once, a leftover is
+//    reported by the group that is reset or shut down next.
 #pragma once
 
 #include <sys/types.h>

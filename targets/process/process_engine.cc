@@ -14,15 +14,36 @@ using nlohmann::json;
 // Largest object a load may hand back through a scratch file.
 constexpr uint64_t kMaxObjectBytes = uint64_t{1} << 30;
 
-// OK when every rank replied ok; else the lowest failing rank's error.
-Status FirstError(const std::vector<json>& replies) {
+// OK when every rank replied ok; else every failing rank's error, with the lowest failing
+// rank's code: "adapter rank 1: ...", "adapter ranks 0, 1: ..." when they say the same, else
+// "adapter rank 0: ...; rank 1: ...". Ranks often fail differently: the coordinator with the
+// cause, the others with what it did to them.
+Status RanksErrors(const std::vector<json>& replies) {
+  std::vector<std::pair<std::vector<size_t>, Status>> distinct;  // the ranks that said each
   for (size_t r = 0; r < replies.size(); ++r) {
     if (replies[r]["ok"].get<bool>()) continue;
     Status error;
     (void)ErrorFromJson(replies[r]["error"], &error);  // well-formed: RankGroup::Call checked it
-    return error.WithContext("adapter rank " + std::to_string(r));
+    bool seen = false;
+    for (auto& [ranks, status] : distinct) {
+      if (status.code() == error.code() && status.message() == error.message()) {
+        ranks.push_back(r);
+        seen = true;
+      }
+    }
+    if (!seen) distinct.push_back({{r}, error});
   }
-  return Status::OK();
+  if (distinct.empty()) return Status::OK();
+  std::string message;
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    const auto& [ranks, status] = distinct[i];
+    std::string who = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t k = 0; k < ranks.size(); ++k) who += (k ? ", " : "") + std::to_string(ranks[k]);
+    message += (i == 0 ? "adapter " : "; ") + who + ": " + status.message();
+  }
+  Status combined;  // the first error's code with the whole message, through the wire form
+  (void)ErrorFromJson(json{{"code", StatusCodeName(distinct[0].second.code())}, {"message", message}}, &combined);
+  return combined;
 }
 
 // The scratch file name of a rank's entry: "r3.t7" (tensor 7 of rank 3), "r3.o0".
@@ -36,10 +57,28 @@ ProcessEngine::ProcessEngine(ProcessEngineOptions options)
     : options_(std::move(options)), capabilities_(options_.capabilities) {}
 
 ProcessEngine::~ProcessEngine() {
-  if (!group_) return;
-  const Status shut = group_->Shutdown();
-  if (!shut.ok() && options_.events != nullptr && options_.events->left_behind.ok()) {
-    options_.events->left_behind = shut;
+  const Status released = ReleaseGroup();
+  if (!released.ok() && options_.events != nullptr && options_.events->release_fault.ok()) {
+    options_.events->release_fault = released;
+  }
+}
+
+Status ProcessEngine::ReleaseGroup() {
+  if (!group_) return Status::OK();
+  Status s;
+  if (options_.pool) {
+    s = options_.pool->Release(std::move(group_));
+  } else {
+    s = group_->Shutdown();
+  }
+  group_.reset();
+  return s;
+}
+
+void ProcessEngine::NoteTimeout(const Status& s) {
+  if (!s.ok() && options_.events != nullptr && options_.events->timed_out.ok() && group_ &&
+      group_->last_fault() == AdapterFault::kTimedOut) {
+    options_.events->timed_out = s;
   }
 }
 
@@ -53,10 +92,7 @@ Status ProcessEngine::Probe(const std::string& command, double timeout_s, HelloR
 Status ProcessEngine::CallGroup(const std::string& op, std::vector<json> requests,
                                 std::vector<json>* replies) {
   const Status s = group_->Call(op, std::move(requests), replies);
-  if (!s.ok() && options_.events != nullptr && options_.events->timed_out.ok() &&
-      group_->last_fault() == AdapterFault::kTimedOut) {
-    options_.events->timed_out = s;
-  }
+  NoteTimeout(s);
   return s;
 }
 
@@ -66,27 +102,26 @@ Status ProcessEngine::EnsureGroup(int world_size) {
     return Status::FailedPrecondition("adapter harness: no checkpoint or work directory was given");
   }
   Status pending;
-  if (group_ && group_->alive()) {
-    pending = Finalize();
-    const Status shut = group_->Shutdown();
-    if (pending.ok()) pending = shut;
-  }
-  group_.reset();
+  if (group_ && group_->alive()) pending = Finalize();
+  const Status released = ReleaseGroup();
+  if (pending.ok()) pending = released;
   if (!pending.ok()) return pending;
   if (!scratch_) {
     CKPTSPEC_RETURN_IF_ERROR(CreateDirs(Env::Posix(), options_.work_dir).WithContext("adapter harness"));
     CKPTSPEC_RETURN_IF_ERROR(ScratchSpace::Open(options_.work_dir, &scratch_).WithContext("adapter harness"));
   }
-  group_ = std::make_unique<RankGroup>(RankGroupOptions{options_.command, world_size, options_.timeout_s}, &ids_);
-  HelloReply hello;
-  Status started = group_->Start(&hello);
-  for (pid_t pid : group_->pids()) started_pids_.push_back(pid);
-  if (!started.ok() && options_.events != nullptr && options_.events->timed_out.ok() &&
-      group_->last_fault() == AdapterFault::kTimedOut) {
-    options_.events->timed_out = started;
+  Status started;
+  if (options_.pool) {
+    started = options_.pool->Acquire(world_size, &group_, &started_pids_);
+  } else {
+    group_ = std::make_unique<RankGroup>(RankGroupOptions{options_.command, world_size, options_.timeout_s}, &ids_);
+    HelloReply hello;
+    started = group_->Start(&hello);
+    for (pid_t pid : group_->pids()) started_pids_.push_back(pid);
   }
+  NoteTimeout(started);
   CKPTSPEC_RETURN_IF_ERROR(started);
-  capabilities_ = hello.capabilities;
+  capabilities_ = group_->hello().capabilities;
   return Status::OK();
 }
 
@@ -125,14 +160,14 @@ Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict
   }
   std::vector<json> replies;
   CKPTSPEC_RETURN_IF_ERROR(CallGroup("save", std::move(requests), &replies));
-  return FirstError(replies);
+  return RanksErrors(replies);
 }
 
 Status ProcessEngine::Finalize() {
   if (!group_ || !group_->alive()) return Status::OK();
   std::vector<json> requests(group_->world_size(), json::object()), replies;
   CKPTSPEC_RETURN_IF_ERROR(CallGroup("finalize", std::move(requests), &replies));
-  return FirstError(replies);
+  return RanksErrors(replies);
 }
 
 Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
@@ -161,7 +196,7 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   }
   std::vector<json> replies;
   CKPTSPEC_RETURN_IF_ERROR(CallGroup("load", std::move(requests), &replies));
-  CKPTSPEC_RETURN_IF_ERROR(FirstError(replies));
+  CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   std::vector<LoadReply> loaded(n);
   for (int r = 0; r < n; ++r) {
     const Status s = LoadReplyFromJson(replies[r], &loaded[r]);

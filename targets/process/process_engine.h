@@ -5,19 +5,23 @@
 // Contracts (beyond Engine's):
 //  - Groups start lazily: the first call starts one; a call with another number of ranks
 //    finalizes the running group (returning a pending async save's error instead of proceeding),
-//    shuts it down and starts one of the new size over the same checkpoint directory.
+//    gives it back and starts one of the new size over the same checkpoint directory.
+//  - Without a pool, a group is started for the engine and given back by shutting it down. With
+//    one (options.pool), groups are acquired from it and released to it (rank_group_pool.h): an
+//    adapter that declared reset serves engine after engine, each in its own directory.
 //  - Entry bytes travel through files of a fresh call directory under work_dir, named
 //    "r<rank>.t<i>" (tensors) and "r<rank>.o<i>" (objects) and removed when the call returns (so
 //    an async save must have read them before it replied). The adapter is not trusted with them
 //    (scratch_dir.h): inputs are created exclusively, never through a planted link; a loaded
 //    entry is read back only from a regular file of the call directory, size-capped, without
 //    following a link or waiting on a FIFO (else the fault kUnsafeFile).
-//  - A timeout is recorded in options.events (when given); so is a group that left processes
-//    behind when it was shut down by the destructor (when another number of ranks replaces the
-//    group, that fault is the call's error instead).
+//  - A timeout is recorded in options.events (when given); so is the fault of giving the group
+//    back in the destructor (processes left behind, a reset refused or not answered); when
+//    another number of ranks replaces the group, that fault is the call's error instead.
 //  - An adapter's own error reply becomes its Status, prefixed "adapter rank R: " (the lowest
 //    failing rank's). A fault (adapter_fault.h) kills the group; the next call starts a new one.
-//  - The destructor shuts the group down; no process outlives the engine.
+//  - The destructor gives the group back without finalizing (a pending async save is left to the
+//    adapter's shutdown or reset); without a pool no process outlives the engine.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +32,7 @@
 
 #include "targets/process/case_events.h"
 #include "targets/process/rank_group.h"
+#include "targets/process/rank_group_pool.h"
 #include "targets/process/scratch_dir.h"
 #include "targets/target.h"
 
@@ -40,6 +45,7 @@ struct ProcessEngineOptions {
   double timeout_s = 60;      // per request
   Capabilities capabilities;  // what capabilities() answers until a group has said hello
   CaseEvents* events = nullptr;  // not owned; outlives the engine when set
+  std::shared_ptr<RankGroupPool> pool;  // null: a group per engine, shut down at the end
 };
 
 class ProcessEngine : public Engine {
@@ -65,6 +71,10 @@ class ProcessEngine : public Engine {
 
  private:
   Status EnsureGroup(int world_size);
+  // Gives group_ back (to the pool, or by shutting it down) and forgets it.
+  Status ReleaseGroup();
+  // Records a timeout of the group in options_.events.
+  void NoteTimeout(const Status& s);
   Status NewCallDir(std::unique_ptr<ScratchDir>* dir);
   // group_->Call, with a timeout recorded in options_.events.
   Status CallGroup(const std::string& op, std::vector<nlohmann::json> requests,
@@ -74,7 +84,7 @@ class ProcessEngine : public Engine {
 
   ProcessEngineOptions options_;
   Capabilities capabilities_;
-  RequestIds ids_;
+  RequestIds ids_;  // without a pool
   std::unique_ptr<ScratchSpace> scratch_;
   std::unique_ptr<RankGroup> group_;
   std::vector<pid_t> started_pids_;

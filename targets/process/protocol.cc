@@ -144,6 +144,7 @@ void HelloReplyToJson(const HelloReply& hello, json* reply) {
   (*reply)["protocol"] = hello.protocol;
   (*reply)["adapter"] = hello.adapter;
   (*reply)["capabilities"] = CapabilitiesToJson(hello.capabilities);
+  if (hello.reset) (*reply)["capabilities"]["reset"] = true;
 }
 
 Status HelloReplyFromJson(const json& reply, HelloReply* out) {
@@ -162,7 +163,15 @@ Status HelloReplyFromJson(const json& reply, HelloReply* out) {
   }
   const json* caps;
   CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "capabilities", &caps));
-  return CapabilitiesFromJson(*caps, &out->capabilities).WithContext("hello");
+  json engine_caps = *caps;
+  out->reset = false;
+  if (engine_caps.is_object() && engine_caps.contains("reset")) {
+    const json& reset = engine_caps["reset"];
+    if (!reset.is_boolean()) return Bad("hello.capabilities.reset", "true or false", reset);
+    out->reset = reset.get<bool>();
+    engine_caps.erase("reset");
+  }
+  return CapabilitiesFromJson(engine_caps, &out->capabilities).WithContext("hello");
 }
 
 void SaveCallToJson(const SaveCall& call, json* request) {

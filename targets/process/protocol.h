@@ -23,6 +23,9 @@
 namespace ckptspec {
 
 inline constexpr int kProtocolVersion = 1;
+// Revisions add what an adapter opts into and keep the version (docs/PROTOCOL.md, "Revisions").
+// Revision 2: the reset request and capability, live groups.
+inline constexpr int kProtocolRevision = 2;
 
 // An entry and the scratch file that holds (save) or receives (load) its bytes.
 struct WireTensor {
@@ -38,6 +41,9 @@ struct HelloReply {
   int protocol = kProtocolVersion;
   std::string adapter;  // the adapter's name for itself (may be empty)
   Capabilities capabilities;
+  // Revision 2: "reset" among the capabilities: the process serves case after case, forgetting
+  // everything at each reset request. Not an engine capability (target.h): the harness's.
+  bool reset = false;
 };
 
 // Engine::Save's arguments for one rank.

@@ -63,6 +63,13 @@ int MillisecondsUntil(Clock::time_point deadline) {
   return ms <= 0 ? 0 : static_cast<int>(std::ceil(std::min(ms, 1e9)));
 }
 
+// The capabilities a hello reply declares, "reset" included, as the adapter wrote them.
+json DeclaredCapabilities(const HelloReply& hello) {
+  json reply = json::object();
+  HelloReplyToJson(hello, &reply);
+  return reply["capabilities"];
+}
+
 }  // namespace
 
 RankGroup::RankGroup(RankGroupOptions options, RequestIds* ids)
@@ -117,7 +124,7 @@ Status RankGroup::Start(HelloReply* hello) {
   alive_ = true;
   std::vector<json> requests(n);
   for (int r = 0; r < n; ++r) {
-    requests[r] = {{"protocol", kProtocolVersion}, {"rank", r}, {"world_size", n}};
+    requests[r] = {{"protocol", kProtocolVersion}, {"revision", kProtocolRevision}, {"rank", r}, {"world_size", n}};
   }
   std::vector<json> replies;
   CKPTSPEC_RETURN_IF_ERROR(Call("hello", std::move(requests), &replies));
@@ -132,14 +139,36 @@ Status RankGroup::Start(HelloReply* hello) {
     const Status s = HelloReplyFromJson(replies[r], &h);
     if (!s.ok()) return Fault(r, AdapterFault::kMalformedReply, "reply to hello: " + s.message());
     if (r == 0) {
-      *hello = h;
-    } else if (CapabilitiesToJson(h.capabilities) != CapabilitiesToJson(hello->capabilities)) {
+      hello_ = h;
+      continue;
+    }
+    const json declared = DeclaredCapabilities(h), by_rank0 = DeclaredCapabilities(hello_);
+    if (declared != by_rank0) {
       return Fault(r, AdapterFault::kMalformedReply,
-                   "reply to hello: declares capabilities " + DumpLine(CapabilitiesToJson(h.capabilities)) +
-                       ", rank 0 declares " + DumpLine(CapabilitiesToJson(hello->capabilities)));
+                   "reply to hello: declares capabilities " + DumpLine(declared) + ", rank 0 declares " +
+                       DumpLine(by_rank0));
     }
   }
+  *hello = hello_;
   return Status::OK();
+}
+
+Status RankGroup::Reset() {
+  if (!hello_.reset) return Status::FailedPrecondition("adapter group: its ranks did not declare reset");
+  std::vector<json> requests(ranks_.size(), json::object()), replies;
+  CKPTSPEC_RETURN_IF_ERROR(Call("reset", std::move(requests), &replies));
+  for (size_t r = 0; r < replies.size(); ++r) {
+    if (replies[r]["ok"].get<bool>()) continue;
+    Status refused;
+    (void)ErrorFromJson(replies[r]["error"], &refused);  // well-formed: Call checked it
+    KillAll();
+    return refused.WithContext("adapter rank " + std::to_string(r) + " refused reset");
+  }
+  const std::vector<LeftoverProcess> leftovers = FindLeftoverChildren();
+  if (leftovers.empty()) return Status::OK();
+  const std::string detail = DescribeLeftovers(leftovers) + " still ran after reset; killed";
+  KillLeftovers(leftovers);
+  return Fault(-1, AdapterFault::kLeftBehind, detail);
 }
 
 Status RankGroup::Call(const std::string& op, std::vector<json> requests, std::vector<json>* replies,

@@ -55,6 +55,15 @@ class RankGroup {
 
   // Starts the processes and exchanges hello. On error the group is dead.
   Status Start(HelloReply* hello);
+  // Rank 0's reply to hello (after a successful Start; every rank declared the same).
+  const HelloReply& hello() const { return hello_; }
+
+  // Sends reset (protocol revision 2; only to ranks that declared it) and waits for every reply.
+  // OK when every rank replied ok and no orphan of the adapter is left (a process reparented to
+  // ckptspec: harness_registry.h). Else the group is dead: an error reply is that error,
+  // prefixed "adapter rank R refused reset: "; leftovers are the fault kLeftBehind, after they
+  // were killed; a fault of the exchange is that fault.
+  Status Reset();
 
   // Sends {"id", "op", ...requests[r]} to rank r (requests.size() == world size), waits for
   // every reply. `timeout_s` <= 0 means the group's.
@@ -66,8 +75,8 @@ class RankGroup {
   Status Fault(int rank, AdapterFault fault, const std::string& detail);
 
   // Sends shutdown, waits a few seconds for every process to exit, then kills what is left:
-  // the ranks' process groups, and every leftover child (harness_registry.h), a process the
-  // adapter started outside its group. Leftovers of a group that was alive until now are the
+  // the ranks' process groups, and every leftover child (harness_registry.h): an orphan of the
+  // adapter, reparented to ckptspec. Leftovers of a group that was alive until now are the
   // fault kLeftBehind (naming them), returned after they were killed; else OK.
   Status Shutdown();
 
@@ -95,6 +104,7 @@ class RankGroup {
   std::vector<std::unique_ptr<Subprocess>> ranks_;
   std::vector<std::string> buffers_;  // bytes read from each rank's stdout not yet consumed
   int port_ = 0;
+  HelloReply hello_;
   bool alive_ = false;
   std::optional<AdapterFault> last_fault_;
   int last_fault_rank_ = -1;
