@@ -63,6 +63,15 @@ int MillisecondsUntil(Clock::time_point deadline) {
   return ms <= 0 ? 0 : static_cast<int>(std::ceil(std::min(ms, 1e9)));
 }
 
+// The deadline of hello, which also covers the processes' start (a Python rank importing torch
+// takes seconds of CPU): the request's deadline per round of as many ranks as there are cores,
+// since more ranks than cores start in turns.
+double HelloTimeout(const RankGroupOptions& options) {
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const long rounds = (options.world_size + cores - 1) / cores;
+  return options.timeout_s * static_cast<double>(std::max(1L, rounds));
+}
+
 // The capabilities a hello reply declares, "reset" included, as the adapter wrote them.
 json DeclaredCapabilities(const HelloReply& hello) {
   json reply = json::object();
@@ -127,7 +136,7 @@ Status RankGroup::Start(HelloReply* hello) {
     requests[r] = {{"protocol", kProtocolVersion}, {"revision", kProtocolRevision}, {"rank", r}, {"world_size", n}};
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(Call("hello", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(Call("hello", std::move(requests), &replies, HelloTimeout(options_)));
   for (int r = 0; r < n; ++r) {
     if (!replies[r]["ok"].get<bool>()) {
       Status refused;

@@ -4,7 +4,8 @@
 // Contracts:
 //  - Start() launches N processes (Subprocess) with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 //    MASTER_PORT and CKPTSPEC_PROTOCOL set, sends hello and checks the replies (protocol version,
-//    the same capabilities on every rank).
+//    the same capabilities on every rank). Hello's deadline is the request deadline times
+//    ceil(N / online cores): more ranks than cores start in turns.
 //  - Call() never blocks past its deadline. It returns OK with every rank's reply (a JSON object
 //    with the right "id" and "rank", and "ok" true, or false with a well-formed "error"), or the
 //    Status of a fault (adapter_fault.h) naming the rank, the request and the tail of the rank's
