@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Protocol-level tests of the megatron_core adapter: a small driver speaks docs/PROTOCOL.md to N
+rank processes, as ckptspec's harness does, and checks what comes back. Run with the torch
+environment and one megatron-core version:
+    adapters/megatron_core/run_with_mcore_env.sh . --mcore 0.19.2 @PYTHON@ adapters/megatron_core/adapter_test.py
+"""
+import importlib.util
+import sys
+import unittest
+from pathlib import Path
+
+import torch
+
+# The protocol driver and entry helpers are the torch_dcp adapter test's (one driver for both).
+_spec = importlib.util.spec_from_file_location(
+    "torch_dcp_adapter_test", Path(__file__).parents[1] / "torch_dcp" / "adapter_test.py")
+driver = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(driver)
+driver.ADAPTER = Path(__file__).with_name("ckptspec_megatron_core_adapter.py")
+tensor, full, raw = driver.tensor, driver.full, driver.raw
+
+
+class MegatronCoreAdapterTest(unittest.TestCase):
+    setUp = driver.TorchDcpAdapterTest.setUp
+    tearDown = driver.TorchDcpAdapterTest.tearDown
+    entries = driver.TorchDcpAdapterTest.entries
+    save = driver.TorchDcpAdapterTest.save
+    load = driver.TorchDcpAdapterTest.load
+    loaded = driver.TorchDcpAdapterTest.loaded
+
+    def group(self, world, *args):
+        g = driver.Group(world, ("--pg-timeout", "30", *args))
+        self.addCleanup(g.close)
+        return g
+
+    def test_capabilities(self):
+        g = self.group(1)
+        self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": False,
+                                          "checksums": False, "plan_cache": True,
+                                          "deterministic": False, "strict_modes": True,
+                                          "reset": True})
+
+    def test_save_then_reshard_on_load(self):
+        data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2),
+                "step": full("int64", (2, 1), 3), "q": full("fp8_e4m3", (2, 2), 0)}
+        g = self.group(2)
+        specs = [[tensor("w", "fp32", (4, 6), (2 * r, 0), (2, 6), (2, 1)),
+                  tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,)),
+                  tensor("step", "int64", (2, 1), (r, 0), (1,), (2, 1), prepend=1),
+                  tensor("q", "fp8_e4m3", (2, 2), (r, 0), (1, 2), (2, 1))] for r in range(2)]
+        objects = [[{"key": "rng", "global_shape": [2], "global_offset": [r], "replica_id": [0],
+                     "bytes": f"rank {r} rng".encode()}] for r in range(2)]
+        replies = self.save(g, specs, data, objects)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        self.assertEqual(Path(self.dir, "latest_checkpointed_iteration.txt").read_text().strip(), "10")
+        self.assertTrue(Path(self.dir, "iter_0000010", "metadata.json").is_file())
+        # Under three ranks: w cut along axis 1, b, step and q whole on every rank.
+        g3 = self.group(3)
+        lspecs = [[tensor("w", "fp32", (4, 6), (0, 2 * r), (4, 2), (1, 3)),
+                   tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,)),
+                   tensor("step", "int64", (2, 1), (r % 2, 0), (1,), (2, 1), replica=(r // 2,),
+                          prepend=1),
+                   tensor("q", "fp8_e4m3", (2, 2), (0, 0), (2, 2), (1, 1), replica=(r,))]
+                  for r in range(3)]
+        lobjs = [[{"key": "rng", "global_shape": [2], "global_offset": [r % 2],
+                   "replica_id": [r // 2]}] for r in range(3)]
+        reqs, replies = self.load(g3, lspecs, lobjs)  # megatron validates the load's sharding too
+        for r, (req, reply) in enumerate(zip(reqs, replies)):
+            self.assertTrue(reply["ok"], reply)
+            self.assertEqual(reply["iteration"], 10)
+            self.assertEqual(reply["common"], {"iteration": 10})
+            w, b, step, q = (self.loaded(req, i) for i in range(4))
+            self.assertEqual(w, raw(data["w"][:, 2 * r:2 * r + 2]))
+            self.assertEqual(b, raw(data["b"]))
+            self.assertEqual(step, raw(data["step"][r % 2]))
+            self.assertEqual(q, raw(data["q"]))
+            self.assertEqual(Path(req["objects"][0]["file"]).read_bytes(), f"rank {r % 2} rng".encode())
+        # The common state alone (empty templates), as the harness reads it first.
+        _, replies = self.load(g, [[], []])
+        self.assertEqual([r.get("common") for r in replies], [{"iteration": 10}] * 2, replies)
+
+    def test_irregular_grid_and_fully_parallel_load(self):
+        data = {"buf": full("fp32", (10,), 4)}
+        g = self.group(2)
+        specs = [[tensor("buf", "fp32", (10,), (0,), (3,))], [tensor("buf", "fp32", (10,), (3,), (7,))]]
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
+        reqs, replies = self.load(self.group(1), [[tensor("buf", "fp32", (10,), (0,), (10,))]])
+        self.assertTrue(replies[0]["ok"], replies)
+        self.assertEqual(self.loaded(reqs[0]), raw(data["buf"]))
+        whole = [[tensor("buf", "fp32", (10,), (0,), (10,), replica=(r,))] for r in range(2)]
+        reqs, replies = self.load(self.group(2, "--fully-parallel-load"), whole)
+        for req, reply in zip(reqs, replies):
+            self.assertTrue(reply["ok"], reply)
+            self.assertEqual(self.loaded(req), raw(data["buf"]))
+
+    def test_only_main_replicas_are_written(self):
+        data = {"w": full("fp32", (4,), 1)}
+        g = self.group(2)
+        specs = [[tensor("w", "fp32", (4,), (0,), (4,), (1,), replica=(r,))] for r in range(2)]
+        other = {1: {0: torch.zeros(4)}}  # the non-main replica holds other data
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data, overrides=other)))
+        reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
+        self.assertTrue(replies[0]["ok"], replies)
+        self.assertEqual(self.loaded(reqs[0]), raw(data["w"]))
+
+    def test_invalid_sharding_fails_on_every_rank_at_once(self):
+        # validate_sharding_integrity raises on rank 0 only; the gate makes every rank fail now
+        # instead of rank 1 waiting in the strategy's collectives until the timeout.
+        data = {"w": full("fp32", (4,), 1)}
+        g = self.group(2)
+        for specs in ([[tensor("w", "fp32", (4,), (0,), (4,), (1,))] for r in range(2)],  # 2 mains
+                      [[tensor("w", "fp32", (4,), (2 * r,), (1,), (4,))] for r in range(2)]):  # gaps
+            replies = self.save(g, specs, data)
+            for reply in replies:
+                self.assertFalse(reply["ok"], reply)
+                self.assertEqual(reply["error"]["code"], "InvalidArgument", reply)
+            self.assertIn("Invalid sharding", replies[0]["error"]["message"])
+        self.assertFalse(Path(self.dir, "latest_checkpointed_iteration.txt").exists())
+        # The group is still usable.
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,))] for r in range(2)]
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
+
+    def test_strict_modes(self):
+        data = {"w": full("fp32", (4,), 1), "v": full("fp32", (2,), 2)}
+        g = self.group(2)
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,)),
+                  tensor("v", "fp32", (2,), (0,), (2,), (1,), replica=(r,))] for r in range(2)]
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
+        # rank 1 asks for x (unexpected); nobody asks for v (missing).
+        want = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,))] for r in range(2)]
+        want[1].append(tensor("x", "fp32", (3,), (0,), (3,), (1,)))
+        _, replies = self.load(g, want)  # assume_ok_unexpected: DCP's missing key
+        self.assertTrue(all(not r["ok"] for r in replies), replies)
+        for mode in ("raise_unexpected", "raise_all"):
+            _, replies = self.load(g, want, strict=mode)
+            self.assertTrue(all(not r["ok"] for r in replies), replies)
+            self.assertIn("'x'", replies[1]["error"]["message"])
+            self.assertEqual(replies[1]["error"]["code"], "InvalidArgument")
+        reqs, replies = self.load(g, want, strict="return_all")
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        self.assertEqual([r["unexpected"] for r in replies], [[], ["x"]])
+        self.assertEqual([r["missing"] for r in replies], [["v"], ["v"]])
+        self.assertEqual([r["dropped"] for r in replies], [[], ["x"]])
+        self.assertEqual(self.loaded(reqs[1]), raw(data["w"][2:]))
+        _, replies = self.load(g, want, strict="log_all")
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        self.assertTrue(any("x" in w for w in replies[1]["warnings"]), replies)
+        self.assertTrue(any("v" in w for w in replies[0]["warnings"]), replies)
+        for mode in ("ignore_all", "log_unexpected", "return_unexpected"):
+            _, replies = self.load(g, want, strict=mode)
+            self.assertTrue(all(r["ok"] for r in replies), (mode, replies))
+            self.assertEqual(replies[1]["dropped"], ["x"])
+
+    def test_tracker_and_load_without_checkpoint(self):
+        g = self.group(1)
+        _, (reply,) = self.load(g, [[]])
+        self.assertEqual(reply["error"]["code"], "NotFound")
+        data = {"w": full("fp32", (4,), 1)}
+        spec = [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]]
+        self.assertTrue(self.save(g, spec, data)[0]["ok"])
+        self.assertEqual(self.save(g, spec, data)[0]["error"]["code"], "FailedPrecondition")
+        self.assertTrue(self.save(g, spec, data, iteration=20)[0]["ok"])
+        _, (reply,) = self.load(g, [[]], iteration=10)
+        self.assertEqual(reply["iteration"], 10)
+        _, (reply,) = self.load(g, [[]])
+        self.assertEqual(reply["iteration"], 20)
+
+    def test_plan_cache_saves_and_reset(self):
+        data = {"w": full("fp32", (4,), 1), "v": full("fp32", (2,), 5)}
+        g = self.group(2)
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,)),
+                  tensor("v", "fp32", (2,), (0,), (2,), (1,), replica=(r,))] for r in range(2)]
+        for it in (1, 2, 3):
+            d = {k: v + it for k, v in data.items()}
+            replies = self.save(g, specs, d, iteration=it, assume_constant_structure=True)
+            self.assertTrue(all(r["ok"] for r in replies), replies)
+            reqs, replies = self.load(g, specs)
+            for r, (req, reply) in enumerate(zip(reqs, replies)):
+                self.assertEqual(reply["iteration"], it)
+                self.assertEqual(self.loaded(req, 0), raw(d["w"][2 * r:2 * r + 2]))
+                self.assertEqual(self.loaded(req, 1), raw(d["v"]))
+        self.assertTrue(all(r["ok"] for r in g.call("reset")))
+        self.dir = str(Path(self.tmp.name) / "another")  # the next case's directory
+        other = {"w": full("fp32", (6,), 7)}
+        specs = [[tensor("w", "fp32", (6,), (3 * r,), (3,), (2,))] for r in range(2)]
+        replies = self.save(g, specs, other, iteration=1, assume_constant_structure=True)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        reqs, replies = self.load(g, specs)
+        for r, (req, reply) in enumerate(zip(reqs, replies)):
+            self.assertEqual(reply["iteration"], 1)
+            self.assertEqual(self.loaded(req, 0), raw(other["w"][3 * r:3 * r + 3]))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,604 @@
+#!/usr/bin/env python3
+"""ckptspec adapter (docs/PROTOCOL.md, version 1 revision 2) over megatron-core dist_checkpointing.
+
+One process per rank, a gloo default process group over MASTER_ADDR:MASTER_PORT, CPU tensors, the
+`torch_dist` strategy. The megatron-core version is whichever `megatron` the interpreter imports
+(PYTHONPATH: see run_with_mcore_env.sh --mcore VERSION). What reaches megatron-core:
+
+  - each tensor entry becomes a megatron.core.dist_checkpointing.mapping.ShardedTensor with the
+    entry's key, dtype, local_shape, global_shape, global_offset, axis_fragmentations (None when
+    absent: an irregular grid), replica_id (a tuple) and prepend_axis_num; several chunks of one
+    key on a rank are several ShardedTensors;
+  - each object entry becomes a ShardedObject(key, bytes, global_shape, global_offset, replica_id)
+    (megatron stores it under its unique key `{key}/shard_{offsets}_{shape}`);
+  - the request's `common` is the state dict's non-sharded part, saved by megatron's common backend
+    (0.16.1: common.pt by the torch common strategy; 0.19.2: the `common_state` ShardedObject) and
+    read back with dist_checkpointing.load_common_state_dict.
+
+save: dist_checkpointing.save(state, iter_dir, sharded_strategy, validate_access_integrity=
+validate). The save strategy is FullyParallelSaveStrategyWrapper(TorchDistSaveShardedStrategy(
+cached_metadata=C), WORLD, do_cache_distribution=C) -- Megatron-LM's default -- where C is the
+request's assume_constant_structure; the strategy object lives across saves (as in Megatron-LM's
+training/checkpointing.py) so that the cached plan is reused, and a save without
+assume_constant_structure gets a fresh one. Then rank 0 writes latest_checkpointed_iteration.txt
+(Megatron-LM's tracker). load: dist_checkpointing.load(templates, iter_dir, TorchDist load
+strategy (or the fully-parallel wrapper with --fully-parallel-load), strict=StrictHandling(strict)).
+
+megatron-core raises some errors on one rank only (validate_sharding_integrity on rank 0, the
+raise_* strict modes on the ranks with unexpected keys) while the others enter the strategy's
+collectives and block until the process-group timeout. The adapter's strategies are "gated":
+their save/load first agree with every rank (all_gather_object), and a rank that failed before
+the gate meets the others there with its error, so every rank fails at once (--no-gate: the raw
+behaviour). CUDA calls on the checkpoint path are patched in one place: patch_cuda_for_cpu().
+"""
+import argparse
+import datetime
+import json
+import logging
+import math
+import os
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+warnings.filterwarnings("ignore")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+PROTOCOL = 1
+TRACKER = "latest_checkpointed_iteration.txt"
+STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
+                "raise_all", "return_unexpected", "return_all", "ignore_all")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+          "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
+          "int32": torch.int32, "int64": torch.int64}
+COMMON_KEY = "ckptspec_common"    # the request's common state inside megatron's state dict
+ENTRIES_KEY = "ckptspec_entries"  # {"t<i>": ShardedTensor, "o<i>": ShardedObject}
+PATCHES = []
+
+
+def patch_cuda_for_cpu():
+    """Every CUDA call megatron-core makes on the torch_dist save/load path, redirected to the CPU.
+    The only place the adapter changes megatron-core's behaviour; each line names the upstream
+    function (megatron/core/dist_checkpointing/...) that needs it. Listed in docs/ADAPTERS.md."""
+    from megatron.core.dist_checkpointing import exchange_utils
+    from megatron.core.dist_checkpointing.mapping import ShardedTensor
+    from megatron.core.dist_checkpointing.strategies import state_dict_saver
+
+    # 1. strategies/state_dict_saver.py save_state_dict_async_finalize (and strategies/
+    #    async_utils.py): torch.tensor(..., device=torch.cuda.current_device()) for the all-reduce
+    #    of write failures.
+    torch.cuda.current_device = lambda: "cpu"
+    # 2. strategies/filesystem_async.py FileSystemWriterAsync.preload_tensors and
+    #    strategies/fully_parallel.py FullyParallelLoadStrategyWrapper.load: torch.cuda.synchronize().
+    torch.cuda.synchronize = lambda *a, **k: None
+
+    class CpuTorch:
+        """The `torch` of one megatron module with device "cuda" read as "cpu"."""
+
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        @staticmethod
+        def _dev(kw):
+            if str(kw.get("device", "")).startswith("cuda"):
+                kw["device"] = "cpu"
+            return kw
+
+        def tensor(self, *a, **kw):
+            return torch.tensor(*a, **self._dev(kw))
+
+        def empty(self, *a, **kw):
+            return torch.empty(*a, **self._dev(kw))
+
+        def empty_like(self, *a, **kw):
+            return torch.empty_like(*a, **self._dev(kw))
+
+    # 3. strategies/state_dict_saver.py verify_global_md_reuse: torch.tensor(..., device='cuda')
+    #    (the cached save plan's cross-rank check).
+    state_dict_saver.torch = CpuTorch()
+    # 4. exchange_utils.py exchange_loaded_tensors_* / _get_empty_tensor_for_exchange (the
+    #    fully-parallel load): torch.empty(_like)(..., device="cuda") ...
+    exchange_utils.torch = CpuTorch()
+    #    ... ShardedTensor.init_data("cuda") ...
+    init_data = ShardedTensor.init_data
+    ShardedTensor.init_data = lambda self, device, *a, **k: init_data(
+        self, "cpu" if str(device).startswith("cuda") else device, *a, **k)
+    # 5. ... and tensor.cuda() on the exchanged tensors: stays on the CPU.
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    PATCHES[:] = ["torch.cuda.current_device", "torch.cuda.synchronize",
+                  "state_dict_saver.torch", "exchange_utils.torch", "ShardedTensor.init_data",
+                  "torch.Tensor.cuda"]
+
+
+class AdapterError(Exception):
+    """An error with one of the protocol's Status codes."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def from_exception(e):
+    if isinstance(e, AdapterError):
+        return e
+    text = f"{type(e).__name__}: {e}"
+    if hasattr(e, "failures"):  # DCP's CheckpointException: each rank's failure
+        parts = []
+        for r, failure in sorted(e.failures.items()):
+            exc = failure[0] if isinstance(failure, tuple) else failure
+            parts.append(f"rank {r}: {type(exc).__name__}: {exc}")
+        text = f"{type(e).__name__}: " + ("; ".join(parts) or str(e))
+    if ("Missing key in checkpoint" in text or "FileNotFoundError" in text
+            or "does not exist" in text or "is not a distributed checkpoint" in text):
+        code = "NotFound"
+    elif any(s in text for s in ("Invalid sharding", "Unexpected keys", "Missing keys",
+                                 "Size mismatch", "shape mismatch", "ValueError",
+                                 "Failed to validate global plan", "CheckpointingException",
+                                 "AssertionError")):
+        code = "InvalidArgument"
+    elif isinstance(e, FileNotFoundError):
+        code = "NotFound"
+    else:
+        code = "IOError"
+    return AdapterError(code, text)
+
+
+class Group:
+    """The gloo default process group, created at the first operation that needs it."""
+
+    def __init__(self, rank, world, timeout_s):
+        self.rank, self.world, self.timeout_s = rank, world, timeout_s
+        self.broken = None  # why the gloo group can no longer be trusted (a collective failed)
+
+    def check(self, e):
+        """Records a failed collective: gloo's group is out of step after a timeout or a closed
+        pair, so this rank refuses reset and the harness replaces the group."""
+        text = str(e)
+        if "gloo" in text or "Connection closed" in text or "timeout" in text.lower():
+            self.broken = text[:300]
+
+    def ensure(self):
+        if not dist.is_initialized():
+            dist.init_process_group("gloo", rank=self.rank, world_size=self.world,
+                                    timeout=datetime.timedelta(seconds=self.timeout_s))
+
+    def agree(self, error):
+        """Every rank learns whether any rank failed; raises on every rank if one did."""
+        self.ensure()
+        gathered = [None] * self.world
+        try:
+            dist.all_gather_object(gathered, None if error is None else [error.code, str(error)])
+        except Exception as e:
+            self.broken = f"{type(e).__name__}: {e}"
+            raise
+        if error is not None:
+            raise error
+        for r, err in enumerate(gathered):
+            if err is not None:
+                raise AdapterError(err[0], f"rank {r} failed: {err[1]}")
+
+    def close(self):
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def attempt(fn):
+    try:
+        return fn(), None
+    except Exception as e:  # every rank must reach agree()
+        return None, from_exception(e)
+
+
+class Gate:
+    """The agreement point in front of a strategy's collectives (see the module docstring)."""
+
+    def __init__(self, group, enabled):
+        self.group, self.enabled = group, enabled
+        self.passed = False   # this rank reached the gate (or failed before it and met it)
+        self.tripped = False  # the gate itself raised: another rank failed before it
+
+    def __call__(self):
+        self.passed = True
+        if self.enabled:
+            try:
+                self.group.agree(None)
+            except AdapterError:
+                self.tripped = True
+                raise
+
+    def fail(self, error):
+        """Called with any error of the megatron call. A rank that failed before the gate meets
+        the others there; an error of the gate itself ends the call on this rank too. Returns
+        (the error, for every rank's final agree) only for a failure past the gate."""
+        if self.enabled and not self.passed:
+            self.passed = True
+            self.group.agree(error)
+        if self.tripped or not self.enabled:
+            raise error
+        return error
+
+
+def gated(cls, method):
+    """A subclass of a megatron strategy class whose `method` passes the gate first."""
+    def run(self, *a, **k):
+        self.ckptspec_gate()
+        return getattr(cls, method)(self, *a, **k)
+    return type(f"Gated{cls.__name__}", (cls,), {method: run})
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries <-> megatron
+
+
+def torch_dtype(name, key):
+    if name not in DTYPES:
+        raise AdapterError("InvalidArgument", f"tensor '{key}': unknown dtype '{name}'")
+    return DTYPES[name]
+
+
+def read_bytes(path, what):
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise AdapterError("IOError", f"{what}: cannot read {path}: {e.strerror}") from e
+
+
+def read_tensor(t):
+    dtype = torch_dtype(t["dtype"], t["key"])
+    shape = list(t["local_shape"])
+    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
+    size = torch.empty((), dtype=dtype).element_size() * math.prod(shape)
+    if len(raw) != size:
+        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
+                                              f"bytes, local shape {shape} needs {size}")
+    if size == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def tensor_bytes(x):
+    x = x.contiguous()
+    if x.numel() == 0:
+        return b""
+    return x.view(-1).view(torch.uint8).numpy().tobytes()
+
+
+def sharded_tensor(t, data, allow_shape_mismatch=False):
+    from megatron.core.dist_checkpointing.mapping import ShardedTensor
+    frag = t.get("axis_fragmentations")
+    try:
+        return ShardedTensor(key=t["key"], data=data, dtype=data.dtype,
+                             local_shape=tuple(t["local_shape"]),
+                             global_shape=tuple(t["global_shape"]),
+                             global_offset=tuple(t["global_offset"]),
+                             axis_fragmentations=None if frag is None else tuple(frag),
+                             replica_id=tuple(t["replica_id"]),
+                             prepend_axis_num=t.get("prepend_axis_num", 0) or 0,
+                             allow_shape_mismatch=allow_shape_mismatch)
+    except Exception as e:
+        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': megatron-core refuses the "
+                                              f"ShardedTensor: {type(e).__name__}: {e}") from e
+
+
+def sharded_object(o, data):
+    from megatron.core.dist_checkpointing.mapping import ShardedObject
+    try:
+        return ShardedObject(key=o["key"], data=data, global_shape=tuple(o["global_shape"]),
+                             global_offset=tuple(o["global_offset"]),
+                             replica_id=tuple(o["replica_id"]))
+    except Exception as e:
+        raise AdapterError("InvalidArgument", f"object '{o['key']}': megatron-core refuses the "
+                                              f"ShardedObject: {type(e).__name__}: {e}") from e
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkpoint directory
+
+
+def iter_dir(directory, iteration):
+    return Path(directory) / f"iter_{iteration:07d}"
+
+
+def tracked_iteration(directory):
+    path = Path(directory) / TRACKER
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    try:
+        return int(text)
+    except ValueError as e:
+        raise AdapterError("Corruption", f"{path}: '{text[:40]}' is not an iteration") from e
+
+
+def resolve(directory, iteration):
+    from megatron.core import dist_checkpointing
+    if iteration is None:
+        iteration = tracked_iteration(directory)
+        if iteration is None:
+            raise AdapterError("NotFound", f"no checkpoint under {directory}: no {TRACKER}")
+    ckpt = iter_dir(directory, int(iteration))
+    if not (ckpt / "metadata.json").exists():
+        raise AdapterError("NotFound", f"{ckpt} is not a complete checkpoint: no metadata.json")
+    try:
+        common = dist_checkpointing.load_common_state_dict(str(ckpt))
+    except Exception as e:
+        raise AdapterError("Corruption", f"{ckpt}: the common state does not load: "
+                                         f"{type(e).__name__}: {e}") from e
+    return int(iteration), ckpt, common.get(COMMON_KEY, {})
+
+
+class WarningLog(logging.Handler):
+    """Collects the warnings megatron-core's validation logs (the log_* strict modes)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+
+
+class Engine:
+    def __init__(self, args, rank, world):
+        self.args, self.rank, self.world = args, rank, world
+        self.group = Group(rank, world, args.pg_timeout)
+        self.save_strategy = None  # kept across saves while assume_constant_structure holds
+
+    def ensure_megatron(self):
+        """megatron-core is imported (and patched) at the first save or load: hello stays fast."""
+        if not PATCHES:
+            import megatron.core
+            patch_cuda_for_cpu()
+            print(f"megatron-core {getattr(megatron.core, '__version__', '?')} from "
+                  f"{os.path.dirname(megatron.core.__file__)}; patched: {', '.join(PATCHES)}",
+                  file=sys.stderr)
+
+    def new_save_strategy(self, cache):
+        from megatron.core.dist_checkpointing.strategies.fully_parallel import \
+            FullyParallelSaveStrategyWrapper
+        from megatron.core.dist_checkpointing.strategies.torch import TorchDistSaveShardedStrategy
+        if self.args.no_fully_parallel_save:
+            return gated(TorchDistSaveShardedStrategy, "save")("torch_dist", 1, cached_metadata=cache)
+        inner = TorchDistSaveShardedStrategy("torch_dist", 1, cached_metadata=cache)
+        return gated(FullyParallelSaveStrategyWrapper, "save")(
+            inner, dist.group.WORLD, do_cache_distribution=cache)
+
+    def new_load_strategy(self):
+        from megatron.core.dist_checkpointing.strategies.fully_parallel import \
+            FullyParallelLoadStrategyWrapper
+        from megatron.core.dist_checkpointing.strategies.torch import TorchDistLoadShardedStrategy
+        if self.args.fully_parallel_load:
+            return gated(FullyParallelLoadStrategyWrapper, "load")(
+                TorchDistLoadShardedStrategy(), dist.group.WORLD)
+        return gated(TorchDistLoadShardedStrategy, "load")()
+
+    # --- save ---
+
+    def save(self, req):
+        self.ensure_megatron()
+        from megatron.core import dist_checkpointing
+        directory, iteration = req["directory"], int(req["iteration"])
+        ckpt = iter_dir(directory, iteration)
+        cache = bool(req.get("assume_constant_structure")) and not self.args.no_plan_cache
+
+        def prepare():
+            if tracked_iteration(directory) == iteration:
+                raise AdapterError("FailedPrecondition", f"{ckpt} is the checkpoint the tracker "
+                                                         "names; refusing to overwrite it")
+            entries = {}
+            for i, t in enumerate(req["tensors"]):
+                entries[f"t{i}"] = sharded_tensor(t, read_tensor(t))
+            for i, o in enumerate(req["objects"]):
+                entries[f"o{i}"] = sharded_object(o, read_bytes(o["file"], f"object '{o['key']}'"))
+            if self.rank == 0:
+                ckpt.mkdir(parents=True, exist_ok=True)
+            return {COMMON_KEY: req.get("common", {}), ENTRIES_KEY: entries}
+
+        self.group.ensure()
+        state, error = attempt(prepare)
+        self.group.agree(error)  # also: rank 0 made the directory before anyone saves into it
+        if not cache or self.save_strategy is None:
+            self.save_strategy = self.new_save_strategy(cache)
+        strategy = self.save_strategy
+        gate = Gate(self.group, not self.args.no_gate)
+        strategy.ckptspec_gate = gate
+        error = None
+        try:
+            dist_checkpointing.save(state, str(ckpt), sharded_strategy=strategy,
+                                    validate_access_integrity=bool(req.get("validate", True)))
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.save_strategy = None  # a failed save leaves no plan to reuse
+            self.group.check(e)
+            error = from_exception(e)
+            gate.fail(error)
+        self.group.agree(error)  # a failure past the gate: every rank learns of it
+
+        def commit():
+            if self.rank == 0:
+                tmp = Path(directory) / (TRACKER + ".tmp")
+                tmp.write_text(f"{iteration}\n")
+                os.replace(tmp, Path(directory) / TRACKER)
+
+        _, error = attempt(commit)
+        self.group.agree(error)  # every rank sees the tracker before it goes on
+        return {}
+
+    def finalize(self):
+        return {}  # saves are synchronous (capability async is false)
+
+    # --- reset (protocol revision 2) ---
+
+    def reset(self):
+        """Back to a fresh process after hello: the save strategy (its cached plan, cached global
+        metadata, cached distribution) is dropped; load strategies are made per load. The gloo
+        process group is kept."""
+        self.save_strategy = None
+        if self.group.broken:
+            raise AdapterError("FailedPrecondition", "a collective of this group failed earlier "
+                                                     f"({self.group.broken}); start a new group")
+        return {}
+
+    # --- load ---
+
+    def load(self, req):
+        self.ensure_megatron()
+        from megatron.core import dist_checkpointing
+        from megatron.core.dist_checkpointing.validation import StrictHandling
+        strict = req.get("strict", "assume_ok_unexpected")
+        tensors, objects = req.get("tensors", []), req.get("objects", [])
+        shape_mismatch = bool(req.get("allow_shape_mismatch"))
+
+        def prepare():
+            if strict not in STRICT_MODES:
+                raise AdapterError("InvalidArgument", f"unknown strict mode '{strict}'")
+            iteration, ckpt, common = resolve(req["directory"], req.get("iteration"))
+            entries = {}
+            for i, t in enumerate(tensors):
+                dtype = torch_dtype(t["dtype"], t["key"])
+                entries[f"t{i}"] = sharded_tensor(t, torch.zeros(t["local_shape"], dtype=dtype),
+                                                  shape_mismatch)
+            for i, o in enumerate(objects):
+                entries[f"o{i}"] = sharded_object(o, None)
+            return iteration, ckpt, common, entries
+
+        self.group.ensure()
+        found, error = attempt(prepare)
+        self.group.agree(error)
+        iteration, ckpt, common, entries = found
+        strategy = self.new_load_strategy()
+        gate = Gate(self.group, not self.args.no_gate)
+        strategy.ckptspec_gate = gate
+        log = WarningLog()
+        logger = logging.getLogger("megatron.core.dist_checkpointing")
+        logger.setLevel(logging.WARNING)  # the log_* modes' lines (the root logger is at ERROR)
+        logger.addHandler(log)
+        missing, unexpected, loaded, error = set(), set(), {}, None
+        try:
+            loaded = dist_checkpointing.load({ENTRIES_KEY: entries}, str(ckpt),
+                                             sharded_strategy=strategy,
+                                             strict=StrictHandling(strict))
+            if isinstance(loaded, tuple):
+                loaded, missing, unexpected = loaded
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.group.check(e)
+            error = from_exception(e)
+            gate.fail(error)
+        finally:
+            logger.removeHandler(log)
+        got = loaded.get(ENTRIES_KEY, {}) or {}
+        dropped = []
+
+        def write():
+            for i, t in enumerate(tensors):
+                x = got.get(f"t{i}")
+                if x is None:
+                    dropped.append(t["key"])
+                    continue
+                Path(t["file"]).write_bytes(tensor_bytes(x))
+            for i, o in enumerate(objects):
+                if f"o{i}" not in got:
+                    dropped.append(o["key"])
+                    continue
+                value = got[f"o{i}"]
+                if not isinstance(value, (bytes, bytearray)):
+                    raise AdapterError("Corruption", f"object '{o['key']}' loaded as "
+                                                     f"{type(value).__name__}, not bytes")
+                Path(o["file"]).write_bytes(bytes(value))
+
+        if error is None:
+            _, error = attempt(write)
+        self.group.agree(error)  # DCP may fail on some ranks only (its coordinator's KeyError)
+        return {"iteration": iteration, "common": common, "dropped": sorted(set(dropped)),
+                "unexpected": sorted(unexpected) if "return" in strict else [],
+                "missing": sorted(missing) if strict == "return_all" else [],
+                "warnings": log.lines if strict.startswith("log") else []}
+
+
+def capabilities(args):
+    return {"resharding": True, "objects": True, "async": False, "checksums": False,
+            "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": True,
+            "reset": not args.no_reset}
+
+
+# ---------------------------------------------------------------------------------------------
+# The request loop
+
+
+def serve(args):
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    out = sys.stdout
+    sys.stdout = sys.stderr  # stdout carries replies only: anything megatron prints goes to stderr
+    logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
+    engine = Engine(args, rank, world)
+    for line in sys.stdin:
+        req = {}
+        try:
+            req = json.loads(line)
+            op = req["op"]
+            reply = {"id": req["id"], "rank": rank, "ok": True}
+            if op == "hello":
+                if req.get("protocol") != PROTOCOL:
+                    raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
+                                                       f"this adapter speaks {PROTOCOL}")
+                reply.update(protocol=PROTOCOL, adapter="megatron_core",
+                             capabilities=capabilities(args))
+            elif op == "save":
+                reply.update(engine.save(req))
+            elif op == "load":
+                reply.update(engine.load(req))
+            elif op == "finalize":
+                reply.update(engine.finalize())
+            elif op == "reset" and not args.no_reset:
+                reply.update(engine.reset())
+            elif op == "shutdown":
+                out.write(json.dumps(reply) + "\n")
+                out.flush()
+                sys.stderr.flush()
+                os._exit(0)  # no teardown of the gloo group: a peer may already be gone
+            else:
+                raise AdapterError("InvalidArgument", f"unknown op '{op}'")
+        except Exception as e:  # a bug here or in megatron-core: still one reply, named
+            if not isinstance(e, AdapterError):
+                traceback.print_exc(file=sys.stderr)
+                engine.group.check(e)
+            e = from_exception(e)
+            reply = {"id": req.get("id"), "rank": rank, "ok": False,
+                     "error": {"code": e.code, "message": str(e)}}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    engine.group.close()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--no-plan-cache", action="store_true",
+                   help="do not declare the cached save plan (assume_constant_structure)")
+    p.add_argument("--no-fully-parallel-save", action="store_true",
+                   help="save with TorchDistSaveShardedStrategy alone, without the fully-parallel wrapper")
+    p.add_argument("--fully-parallel-load", action="store_true",
+                   help="load through FullyParallelLoadStrategyWrapper")
+    p.add_argument("--no-gate", action="store_true",
+                   help="no agreement before the strategies' collectives: a one-rank error "
+                        "leaves the other ranks blocked until the process-group timeout")
+    p.add_argument("--no-reset", action="store_true",
+                   help="do not declare reset: the harness then starts new processes for every engine")
+    p.add_argument("--pg-timeout", type=float,
+                   default=float(os.environ.get("CKPTSPEC_MCORE_PG_TIMEOUT", 45)),
+                   help="gloo collective timeout in seconds (default 45: below the harness's 60)")
+    serve(p.parse_args())
+
+
+if __name__ == "__main__":
+    main()

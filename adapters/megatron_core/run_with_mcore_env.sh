@@ -1,0 +1,31 @@
+#!/bin/sh
+# Runs a command with the torch environment that ci/setup builds (adapters/requirements/
+# $CKPTSPEC_TORCH_ENV.txt, default torch-2.14.1) and one megatron-core version beside it on
+# PYTHONPATH (adapters/requirements/megatron-core-VERSION.txt, installed by ci/setup with
+# --no-deps --target), or exits 77 -- ctest's SKIP_RETURN_CODE -- with a SKIPPED: line when either
+# is missing or incomplete.
+#   run_with_mcore_env.sh REPO_ROOT --mcore VERSION COMMAND ARGS...
+#   ("@PYTHON@" in any of them becomes the torch environment's python)
+repo=$1
+shift
+if [ "$1" != "--mcore" ] || [ -z "$2" ]; then
+  echo "usage: run_with_mcore_env.sh REPO_ROOT --mcore VERSION COMMAND ARGS..." >&2
+  exit 2
+fi
+version=$2
+shift 2
+. "$repo/adapters/requirements/env_dir.sh"
+mcore_name=megatron-core-$version
+mcore_requirements="$repo/adapters/requirements/$mcore_name.txt"
+if [ ! -f "$mcore_requirements" ]; then
+  echo "SKIPPED: no requirement file $mcore_requirements (--mcore $version)" >&2
+  exit 77
+fi
+mcore_dir=$(ckptspec_env_dir "$mcore_name" "$mcore_requirements")
+if [ ! -f "$mcore_dir/.ckptspec-complete" ] || [ ! -d "$mcore_dir/megatron/core" ]; then
+  echo "SKIPPED: megatron-core $version ($mcore_dir) is missing or incomplete; ci/setup builds it" >&2
+  exit 77
+fi
+PYTHONPATH="$mcore_dir${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH
+exec "$repo/adapters/torch_dcp/run_with_torch_env.sh" "$repo" "$@"
