@@ -15,10 +15,10 @@
 namespace ckptspec {
 namespace {
 
-// Live rank groups kept per target between cases: one per world size a case uses most (the
-// catalog's layouts use 1 to 8 ranks; a pool of 4 keeps the common sizes without holding many
-// idle processes).
-constexpr size_t kLiveGroupsPerTarget = 4;
+// Idle rank processes a target keeps between cases (rank_group_pool.h): enough for the small
+// worlds most cases use (1, 2, 4 ranks...); bigger worlds start fresh each time. The bound is in
+// ranks because each idle rank holds its memory: a Python rank that imported torch, about 600 MB.
+constexpr size_t kLiveRanksPerTarget = 8;
 
 // A fresh directory "ckptspec-adapter-<pid>-XXXXXX" (mode 0700) under `root`, registered for
 // removal on a termination signal (targets/process/harness_registry.h).
@@ -142,7 +142,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   std::shared_ptr<RankGroupPool> pool;
   if (hello.reset && !options.fresh_processes) {
     pool = std::make_shared<RankGroupPool>(RankGroupOptions{options.command, 0, options.timeout_s},
-                                           kLiveGroupsPerTarget);
+                                           kLiveRanksPerTarget);
   }
   factory.make = [name, copy, declared, pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
     std::string checkpoints, work;

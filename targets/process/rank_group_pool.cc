@@ -4,8 +4,14 @@
 
 namespace ckptspec {
 
-RankGroupPool::RankGroupPool(RankGroupOptions options, size_t capacity)
-    : options_(std::move(options)), capacity_(capacity) {}
+RankGroupPool::RankGroupPool(RankGroupOptions options, size_t max_idle_ranks)
+    : options_(std::move(options)), max_idle_ranks_(max_idle_ranks) {}
+
+size_t RankGroupPool::idle_ranks() const {
+  size_t ranks = 0;
+  for (const auto& group : idle_) ranks += static_cast<size_t>(group->world_size());
+  return ranks;
+}
 
 RankGroupPool::~RankGroupPool() {
   for (auto& group : idle_) (void)group->Shutdown();  // no case is left to blame
@@ -33,7 +39,8 @@ Status RankGroupPool::Acquire(int world_size, std::unique_ptr<RankGroup>* group,
 
 Status RankGroupPool::Release(std::unique_ptr<RankGroup> group) {
   if (!group || !group->alive()) return Status::OK();
-  if (!group->hello().reset || capacity_ == 0) return group->Shutdown();
+  const size_t size = static_cast<size_t>(group->world_size());
+  if (!group->hello().reset || size > max_idle_ranks_) return group->Shutdown();
   CKPTSPEC_RETURN_IF_ERROR(group->Reset());  // on error the group is dead; dropping it reaps it
   for (size_t i = 0; i < idle_.size(); ++i) {
     if (idle_[i]->world_size() != group->world_size()) continue;
@@ -41,7 +48,7 @@ Status RankGroupPool::Release(std::unique_ptr<RankGroup> group) {
     idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
     break;
   }
-  if (idle_.size() >= capacity_) {
+  while (!idle_.empty() && idle_ranks() + size > max_idle_ranks_) {
     (void)idle_.front()->Shutdown();
     idle_.erase(idle_.begin());
   }

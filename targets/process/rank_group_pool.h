@@ -11,8 +11,11 @@
 //    afterwards; otherwise it is shut down (or, after a fault, already dead) and dropped, and the
 //    reset's error or the leftovers (the fault kLeftBehind, after they were killed) are returned.
 //    A group whose ranks did not declare "reset" is shut down as before the pool existed.
-//  - At most `capacity` idle groups are kept, at most one per world size; releasing beyond that
-//    shuts down the group idle longest. The destructor shuts every idle group down.
+//  - Idle groups hold at most `max_idle_ranks` rank processes in all, at most one group per world
+//    size: a group of more ranks is shut down rather than kept, and keeping one shuts down the
+//    groups idle longest until it fits. The bound is in ranks, not groups, because an idle rank
+//    costs its memory (a Python rank that imported torch holds about 600 MB). The destructor
+//    shuts every idle group down.
 //  - Request ids come from one counter for every group of the pool (ids()).
 //  - Not thread-safe: one pool serves one target, whose cases run one after another.
 #pragma once
@@ -31,7 +34,7 @@ namespace ckptspec {
 class RankGroupPool {
  public:
   // `options.world_size` is ignored: each group gets the size asked for.
-  RankGroupPool(RankGroupOptions options, size_t capacity);
+  RankGroupPool(RankGroupOptions options, size_t max_idle_ranks);
   ~RankGroupPool();
   RankGroupPool(const RankGroupPool&) = delete;
   RankGroupPool& operator=(const RankGroupPool&) = delete;
@@ -45,14 +48,15 @@ class RankGroupPool {
   Status Release(std::unique_ptr<RankGroup> group);
 
   RequestIds* ids() { return &ids_; }
-  // Idle groups now held (for tests).
+  // Idle groups now held, and their ranks (for tests).
   size_t idle() const { return idle_.size(); }
+  size_t idle_ranks() const;
   // Groups started over the pool's life (for tests and reports).
   size_t started() const { return started_; }
 
  private:
   RankGroupOptions options_;
-  size_t capacity_;
+  size_t max_idle_ranks_;
   RequestIds ids_;
   std::vector<std::unique_ptr<RankGroup>> idle_;  // longest idle first
   size_t started_ = 0;

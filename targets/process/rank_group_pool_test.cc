@@ -34,7 +34,7 @@ std::vector<pid_t> Pids(const RankGroup& group) { return group.pids(); }
 TEST(RankGroupPool, AGroupThatResetsServesTheNextEngine) {
   std::vector<pid_t> first;
   {
-    RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 3);
+    RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 5);
     std::unique_ptr<RankGroup> group;
     ASSERT_TRUE(pool.Acquire(2, &group).ok());
     EXPECT_TRUE(group->hello().reset);
@@ -73,7 +73,17 @@ TEST(RankGroupPool, AGroupWithoutResetIsShutDown) {
   EXPECT_EQ(pool.started(), 2u);
 }
 
-TEST(RankGroupPool, CapacityZeroKeepsNothing) {
+TEST(RankGroupPool, AGroupOfMoreRanksThanTheBoundIsNotKept) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 3);
+  std::unique_ptr<RankGroup> group;
+  ASSERT_TRUE(pool.Acquire(4, &group).ok());
+  const std::vector<pid_t> pids = Pids(*group);
+  ASSERT_TRUE(pool.Release(std::move(group)).ok());
+  EXPECT_EQ(pool.idle(), 0u);
+  ExpectNoProcessLeft(pids);
+}
+
+TEST(RankGroupPool, NoRanksToKeepKeepsNothing) {
   RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 0);
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(1, &group).ok());
@@ -83,8 +93,8 @@ TEST(RankGroupPool, CapacityZeroKeepsNothing) {
   ExpectNoProcessLeft(pids);
 }
 
-TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondCapacity) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 2);
+TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondTheBoundInRanks) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 5);
   std::unique_ptr<RankGroup> a, b, c;
   ASSERT_TRUE(pool.Acquire(1, &a).ok());
   ASSERT_TRUE(pool.Acquire(2, &b).ok());
@@ -94,6 +104,7 @@ TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondCapacity) {
   ASSERT_TRUE(pool.Release(std::move(b)).ok());
   ASSERT_TRUE(pool.Release(std::move(c)).ok());
   EXPECT_EQ(pool.idle(), 2u);
+  EXPECT_EQ(pool.idle_ranks(), 5u) << "2 + 3 ranks: the 1-rank group had to go";
   ExpectNoProcessLeft(oldest);
   std::unique_ptr<RankGroup> again;
   ASSERT_TRUE(pool.Acquire(1, &again).ok());
