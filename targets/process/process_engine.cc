@@ -1,5 +1,6 @@
 #include "targets/process/process_engine.h"
 
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -67,7 +68,12 @@ Status ProcessEngine::ReleaseGroup() {
   if (!group_) return Status::OK();
   Status s;
   if (options_.pool) {
-    s = options_.pool->Release(std::move(group_));
+    std::optional<AdapterFault> fault;
+    s = options_.pool->Release(std::move(group_), &fault);
+    // A reset that hung is a timeout of the case like any other (runner.h: not run again).
+    if (fault == AdapterFault::kTimedOut && options_.events != nullptr && options_.events->timed_out.ok()) {
+      options_.events->timed_out = s;
+    }
   } else {
     s = group_->Shutdown();
   }

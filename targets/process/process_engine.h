@@ -15,11 +15,13 @@
 //    (scratch_dir.h): inputs are created exclusively, never through a planted link; a loaded
 //    entry is read back only from a regular file of the call directory, size-capped, without
 //    following a link or waiting on a FIFO (else the fault kUnsafeFile).
-//  - A timeout is recorded in options.events (when given); so is the fault of giving the group
-//    back in the destructor (processes left behind, a reset refused or not answered); when
-//    another number of ranks replaces the group, that fault is the call's error instead.
-//  - An adapter's own error reply becomes its Status, prefixed "adapter rank R: " (the lowest
-//    failing rank's). A fault (adapter_fault.h) kills the group; the next call starts a new one.
+//  - A timeout is recorded in options.events (when given), a reset that hung as the group was
+//    given back included; so is the fault of giving the group back in the destructor (processes
+//    left behind, a reset refused or not answered); when another number of ranks replaces the
+//    group, that fault is the call's error instead.
+//  - The adapter's own error replies become one Status naming every failing rank, with the
+//    lowest one's code ("adapter rank 1: X", "adapter ranks 0, 1: X", "adapter rank 0: X; rank 1:
+//    Y"). A fault (adapter_fault.h) kills the group; the next call starts a new one.
 //  - The destructor gives the group back without finalizing (a pending async save is left to the
 //    adapter's shutdown or reset); without a pool no process outlives the engine.
 #pragma once

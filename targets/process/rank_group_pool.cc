@@ -37,11 +37,16 @@ Status RankGroupPool::Acquire(int world_size, std::unique_ptr<RankGroup>* group,
   return s;
 }
 
-Status RankGroupPool::Release(std::unique_ptr<RankGroup> group) {
+Status RankGroupPool::Release(std::unique_ptr<RankGroup> group, std::optional<AdapterFault>* fault) {
+  if (fault != nullptr) fault->reset();
   if (!group || !group->alive()) return Status::OK();
   const size_t size = static_cast<size_t>(group->world_size());
   if (!group->hello().reset || size > max_idle_ranks_) return group->Shutdown();
-  CKPTSPEC_RETURN_IF_ERROR(group->Reset());  // on error the group is dead; dropping it reaps it
+  const Status reset = group->Reset();
+  if (!reset.ok()) {  // the group is dead; dropping it reaps it
+    if (fault != nullptr) *fault = group->last_fault();
+    return reset;
+  }
   for (size_t i = 0; i < idle_.size(); ++i) {
     if (idle_[i]->world_size() != group->world_size()) continue;
     (void)idle_[i]->Shutdown();  // the one of this size idle longest gives way

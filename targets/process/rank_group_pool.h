@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/status.h"
@@ -44,8 +45,9 @@ class RankGroupPool {
   // *group is the dead group (its last_fault() names the verdict) and the fault is returned.
   Status Acquire(int world_size, std::unique_ptr<RankGroup>* group, std::vector<pid_t>* started = nullptr);
 
-  // Takes back a group Acquire handed out (null is a no-op), as the contract above says.
-  Status Release(std::unique_ptr<RankGroup> group);
+  // Takes back a group Acquire handed out (null is a no-op), as the contract above says. When
+  // given, *fault is set to the fault that ended the group while it was reset (a timeout, ...).
+  Status Release(std::unique_ptr<RankGroup> group, std::optional<AdapterFault>* fault = nullptr);
 
   RequestIds* ids() { return &ids_; }
   // Idle groups now held, and their ranks (for tests).

@@ -134,7 +134,9 @@ TEST(RankGroupPool, AResetThatHangsIsTimedOutAndDropped) {
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(1, &group).ok());
   const std::vector<pid_t> pids = Pids(*group);
-  const Status s = pool.Release(std::move(group));
+  std::optional<AdapterFault> fault;
+  const Status s = pool.Release(std::move(group), &fault);
+  EXPECT_EQ(fault, AdapterFault::kTimedOut) << s.ToString();
   EXPECT_NE(s.message().find("timed out"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("reset"), std::string::npos) << s.ToString();
   EXPECT_EQ(pool.idle(), 0u);
