@@ -1,4 +1,4 @@
-// Time to detection of every catalog mutant (DESIGN.md §7): for each mutant, over seeds 1..20,
+// Time to detection of every catalog mutant (docs/DESIGN.md §7): for each mutant, over seeds 1..20,
 // each of its catalog killers (MutantInfo::killers) runs as `ckptspec run --properties P --seed s`
 // would (100 cases, RapidCheck's size schedule, shrinking on). A seed's detection is the killer
 // that failed first in time: its time to the first failing case, the cases run until then, and

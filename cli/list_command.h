@@ -1,4 +1,4 @@
-// `ckptspec list`: the properties (id, name, the BUGS.md entries each is meant to catch) and the
+// `ckptspec list`: the properties (id, name, the docs/BUGS.md entries each is meant to catch) and the
 // targets `ckptspec run --target` accepts (the registered clean targets, then each catalog mutant
 // with its name, upstream thread and killers). Exit code 0.
 #pragma once

@@ -1,4 +1,4 @@
-// Generators of training configurations and load flags for a layout and model (DESIGN.md §8).
+// Generators of training configurations and load flags for a layout and model (docs/DESIGN.md §8).
 //
 // Contracts:
 //  - TrainingConfigFor(layout, model) yields a config with ValidateTrainingConfig(...).ok() and

@@ -1,14 +1,14 @@
-// Generators of layouts and models that fit them (DESIGN.md §8).
+// Generators of layouts and models that fit them (docs/DESIGN.md §8).
 //
 // Contracts:
-//  - GenLayoutAndModel yields a Layout and a ModelConfig with ValidateModelForLayout(...).ok(),
+//  - gen::LayoutAndModelUpTo yields a Layout and a ModelConfig with ValidateModelForLayout(...).ok(),
 //    over every dimension (TP, PP, CP, DP, EP, expert-TP; rank orders with pp last; uneven
 //    pipeline splits; dense, MoE and mixed dense/MoE models; tied and untied embeddings).
 //  - Worlds are biased toward small sizes but reach `max_world` (64 and more); shrinking goes
 //    toward world 1 and the smallest model, because every choice shrinks toward its first option.
-//  - GenLayoutFor yields another valid layout for the same model (a resume under a new layout).
-//  - GenHeterogeneous yields two named modules on disjoint rank ranges.
-//  - GenInvalidLayout yields sizes that break exactly one named rule and the text the error must
+//  - gen::LayoutFor yields another valid layout for the same model (a resume under a new layout).
+//  - gen::Heterogeneous yields two named modules on disjoint rank ranges.
+//  - gen::InvalidLayout yields sizes that break exactly one named rule and the text the error must
 //    contain.
 //  - Models are tiny (hidden 8 to 32): properties are about structure, not size.
 #pragma once

@@ -1,5 +1,5 @@
 // Loading by chunk intersection, in memory: fills the chunks a rank requests (a template) from
-// the chunks a save wrote. This is the resharding rule of Megatron-core's load (SEMANTICS.md §4):
+// the chunks a save wrote. This is the resharding rule of Megatron-core's load (docs/SEMANTICS.md §4):
 // tensors match by key and global shape and are copied element by element where the boxes
 // intersect, whatever the grids; objects match by unique key exactly and are never resharded.
 //

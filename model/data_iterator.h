@@ -1,5 +1,5 @@
 // A deterministic dataset and its iterator: per-epoch shuffles, global batches split into
-// micro-batches over DP ranks, and the resume rule (BUGS.md B10, B16, B18).
+// micro-batches over DP ranks, and the resume rule (docs/BUGS.md B10, B16, B18).
 //
 // Model: the dataset has num_samples samples with ids 0..N-1. The run consumes an infinite
 // SEQUENCE of samples: position p (0, 1, 2, ...) holds Permutation(seed, epoch = p / N)[p % N].
@@ -52,7 +52,7 @@ struct DataIteratorState {
   // The in-memory sampler, not part of the checkpoint (neither persisted nor compared): a sampler
   // built at a resume from consumed_samples c either re-derives every epoch pass from the running
   // count (correct; pass_origin = -1), or keeps c frozen and re-applies it at each new pass
-  // (pass_origin = c: BUGS.md B10), so every later pass restarts at position c and replays the
+  // (pass_origin = c: docs/BUGS.md B10), so every later pass restarts at position c and replays the
   // tail of c's epoch. Only what it samples can tell the two apart.
   int64_t pass_origin = -1;
   bool operator==(const DataIteratorState& o) const {

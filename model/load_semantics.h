@@ -1,6 +1,6 @@
 // Load semantics, the parts independent of sharding: (checkpointed state, new config, new layout,
-// flags) -> the expected training state after the load, or a named error. DESIGN.md §4 "Load
-// semantics"; SEMANTICS.md §5-§7. Layouts are layout.h's Layout; only their sizes matter here
+// flags) -> the expected training state after the load, or a named error. docs/DESIGN.md §4 "Load
+// semantics"; docs/SEMANTICS.md §5-§7. Layouts are layout.h's Layout; only their sizes matter here
 // (the canonical sharding lives in state_sharding.h).
 //
 // The expected state starts as InitialTrainingState(new config) and takes, row by row:

@@ -2,7 +2,7 @@
 //
 // Each ParameterSpec is one logical parameter tensor (one layer's, one expert's). Its checkpoint
 // `key` is shared by all layers (and experts) of the same kind: Megatron stacks homogeneous layers
-// along a prepended layer axis and experts along a prepended expert axis (SEMANTICS.md §2), so
+// along a prepended layer axis and experts along a prepended expert axis (docs/SEMANTICS.md §2), so
 // "decoder.layers.mlp.linear_fc1.weight" has global shape (num_layers, ffn, hidden). When dense and
 // MoE layers mix (moe_layer_freq > 1), layers are not homogeneous and every layer gets its own
 // key "decoder.layers.{i}.…" without a layer axis.

@@ -14,7 +14,7 @@
 //    The checkpoint (dp_reshardable) stores, per bucket and state, a 1-D tensor of numel_unpadded
 //    elements; rank r's chunk is its slice clipped to numel_unpadded (possibly empty: a rank whose
 //    slice is all padding writes nothing). Alignment gaps hold zeros.
-// With uneven parameter sizes the slices hold different numbers of parameters (BUGS.md B07): any
+// With uneven parameter sizes the slices hold different numbers of parameters (docs/BUGS.md B07): any
 // per-parameter list of a slice is rank-variant and must never go to common state.
 #pragma once
 

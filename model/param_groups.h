@@ -1,5 +1,5 @@
 // Optimizer param groups: identity, hyper-parameters, Megatron's default grouping, and matching
-// saved groups to current groups by identity (SEMANTICS.md §5, BUGS.md B01).
+// saved groups to current groups by identity (docs/SEMANTICS.md §5, docs/BUGS.md B01).
 //
 // A param group has IDENTITY fields, which say which parameters it holds and how the scheduler
 // treats them (wd_mult, lr_mult, is_expert_parallel, is_decoupled_lr; from megatron-core v0.19 also

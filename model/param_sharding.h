@@ -1,5 +1,5 @@
 // The canonical sharding of model parameters under a layout: the spec's own framework layer for
-// parameters, following Megatron-core's conventions (SEMANTICS.md §2).
+// parameters, following Megatron-core's conventions (docs/SEMANTICS.md §2).
 //
 //  - Keys: ModelParameters()'s checkpoint keys; in a heterogeneous layout each module's keys carry
 //    its name as prefix ("vision.decoder.layers...").

@@ -1,6 +1,6 @@
 // Megatron's RerunStateMachine (core/rerun_state_machine.py), modelled exactly but
 // deterministically: results are values, and what Megatron reads from the environment (the node
-// and device a rank runs on, error injection) are inputs. SEMANTICS.md §6, DESIGN.md §4.3.
+// and device a rank runs on, error injection) are inputs. docs/SEMANTICS.md §6, docs/DESIGN.md §4.3.
 //
 // Transitions of ShouldRunForwardBackward (flags OR-reduced over ranks: pass the reduced flags;
 // a single-rank model uses its own):

@@ -18,7 +18,7 @@
 // Per group: lr = Lr(group's max_lr or the scheduler's, group's min_lr or the scheduler's)
 //   x lr_mult; weight_decay = Wd x wd_mult.
 //
-// Saved state (SEMANTICS.md §5): max_lr, min_lr, lr_warmup_steps, lr_decay_steps, lr_decay_style,
+// Saved state (docs/SEMANTICS.md §5): max_lr, min_lr, lr_warmup_steps, lr_decay_steps, lr_decay_style,
 // num_steps, start_wd, end_wd, wd_incr_steps, wd_incr_style. init_lr and the WSD fields are not
 // saved (they always come from the arguments).
 #pragma once

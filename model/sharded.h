@@ -1,5 +1,5 @@
 // The per-rank sharded state dict and its structure signature (Megatron-core's data model:
-// ShardedTensor, ShardedObject, common state; SEMANTICS.md §1-§2).
+// ShardedTensor, ShardedObject, common state; docs/SEMANTICS.md §1-§2).
 //
 // A TensorSpec / ObjectSpec is the structure of one entry without data; a signature is the list of
 // specs of every rank (the "plan dump" third parties hand to ckptspec, JSON form in

@@ -79,7 +79,7 @@ Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<T
   for (int64_t r = 0; r < layout.world_size(); ++r) {
     const TrainingState& state = states[layout.ModuleOf(r)];
     // Megatron emits the rerun object (a sentinel in steady state) unless the mode is disabled
-    // (SEMANTICS.md §3, PR #4448); load templates never request it then, so saving it anyway
+    // (docs/SEMANTICS.md §3, PR #4448); load templates never request it then, so saving it anyway
     // made it a "missing" key that refused every raise_all resume.
     EntryFilter filter;
     filter.rerun = state.config.rerun_mode != RerunMode::kDisabled;

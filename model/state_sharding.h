@@ -1,7 +1,7 @@
-// The canonical sharding of the WHOLE training state (the spec's framework layer, DESIGN.md §4):
+// The canonical sharding of the WHOLE training state (the spec's framework layer, docs/DESIGN.md §4):
 // training state -> each rank's ShardedStateDict, the templates a rank requests on load, and
-// loaded dicts -> training state. Megatron-core's conventions (SEMANTICS.md §2, §4, §5, §7) with
-// the fixes of BUGS.md B02, B04, B07, B08.
+// loaded dicts -> training state. Megatron-core's conventions (docs/SEMANTICS.md §2, §4, §5, §7) with
+// the fixes of docs/BUGS.md B02, B04, B07, B08.
 //
 // A run is one TrainingState per module of a HeterogeneousLayout (a plain Layout is one unnamed
 // module). Module m's state must have config.model.name == the module's name, config.data.dp_size

@@ -4,7 +4,7 @@
 // Contents: for every ParameterSpec (ModelParameters order) the parameter in model dtype (raw
 // element bits), the fp32 main copy (mixed precision only: model dtype != fp32), an optional
 // CPU-offload fp32 copy (HybridDeviceOptimizer: its CPU sub-optimizer steps against this copy and
-// then copies it back into the main and model parameters -- BUGS.md B03's mechanism), Adam's
+// then copies it back into the main and model parameters -- docs/BUGS.md B03's mechanism), Adam's
 // exp_avg and exp_avg_sq (fp32), a per-parameter step counter; frozen parameters keep only the
 // model copy. Then the optimizers (one, or dense + expert sub-optimizers of a ChainedOptimizer),
 // each a list of param groups with their per-group step counters; the scheduler state; per-rank RNG

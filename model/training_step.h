@@ -1,4 +1,4 @@
-// The deterministic training step (DESIGN.md §4 "A deterministic training step").
+// The deterministic training step (docs/DESIGN.md §4 "A deterministic training step").
 //
 // Gradient of element i of parameter `name` in an iteration that consumes samples s_1..s_B (the
 // data iterator's order: micro-batch, DP rank, position):

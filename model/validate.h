@@ -1,5 +1,5 @@
 // Validators over the signatures of all ranks of one save: sharding integrity (P4), key
-// injectivity (P5), constant structure (P6) and common-state invariance (P11) of DESIGN.md §5.
+// injectivity (P5), constant structure (P6) and common-state invariance (P11) of docs/DESIGN.md §5.
 //
 // Contract: every function here takes any GlobalSignature, however malformed, and RETURNS what is
 // wrong; none asserts, throws or crashes. Each Violation names the property, the kind, the key,
@@ -84,7 +84,7 @@ std::vector<Violation> CheckShardingIntegrity(const GlobalSignature& signature);
 // P5, key injectivity: distinct state never shares a key.
 // - kKeyCollision: entries of one key with different non-empty origins (each origin named with its
 //   ranks); a key used both for a ShardedTensor and a ShardedObject; main replicas of one chunk
-//   (same key and box) whose digests differ (distinct state at one offset, BUGS.md B08).
+//   (same key and box) whose digests differ (distinct state at one offset, docs/BUGS.md B08).
 // - kReplicaContentMismatch: replicas of one chunk whose digests are both present and differ,
 //   where the main replicas agree among themselves.
 // Entries are taken as they are (malformed ones are P4's to report).

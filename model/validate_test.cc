@@ -157,7 +157,7 @@ TEST(Validate, ObjectOutsideItsShapeIsExtra) {
   EXPECT_EQ(*v.box, (Box{{7}, {1}}));
 }
 
-// BUGS.md B02: two modules' optimizer param groups under one key, and every TP rank main.
+// docs/BUGS.md B02: two modules' optimizer param groups under one key, and every TP rank main.
 TEST(Validate, TwoModulesUnderOneKeyCollide) {
   GlobalSignature s = CleanTp2Dp2();
   for (int64_t r = 0; r < 4; ++r) {
@@ -360,7 +360,7 @@ TEST(Validate, HugeTensorsCostNothingPerElement) {
   EXPECT_EQ(*v[2].box, (Box{{big / 2, 0}, {big / 2, 2}}));
 }
 
-// BUGS.md B08: a per-expert scalar registered without the expert axis.
+// docs/BUGS.md B08: a per-expert scalar registered without the expert axis.
 TEST(Validate, ExpertScalarWithoutExpertAxisIsCaught) {
   GlobalSignature s;
   for (int64_t ep = 0; ep < 4; ++ep) {
@@ -396,7 +396,7 @@ TEST(Validate, ExpertScalarWithoutExpertAxisIsCaught) {
   EXPECT_EQ(FormatViolations(CheckKeyInjectivity(s)), "no violations\n");
 }
 
-// BUGS.md B04: a fault save adds the rerun state machine's object; a sentinel save has none.
+// docs/BUGS.md B04: a fault save adds the rerun state machine's object; a sentinel save has none.
 TEST(Validate, StructureDiffAddedRemovedReshapedReReplicated) {
   const GlobalSignature sentinel = CleanTp2Dp2();
   GlobalSignature fault = CleanTp2Dp2();

@@ -1,6 +1,6 @@
 // P15, strict handling: for every StrictMode, a load whose templates request keys the checkpoint
 // lacks ("unexpected", per rank) and leave checkpoint keys requested by no rank ("missing")
-// follows the mode table of SEMANTICS.md §4 exactly:
+// follows the mode table of docs/SEMANTICS.md §4 exactly:
 //   error:      assume_ok_unexpected and raise_unexpected iff some rank has unexpected keys;
 //               raise_all iff unexpected or missing keys; no other mode errs.
 //   reported:   return_* give `unexpected` equal to the true per-rank sets, return_all `missing`

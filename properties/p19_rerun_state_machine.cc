@@ -1,4 +1,4 @@
-// P19, rerun state machine (model/rerun_state_machine.h, DESIGN.md §4.3): a trained run meets a
+// P19, rerun state machine (model/rerun_state_machine.h, docs/DESIGN.md §4.3): a trained run meets a
 // fault -- a result that ValidateResult rejects (or the error injector fires), fatal or not,
 // reproducible on the rerun or not -- and the machine is driven through Megatron's loop.
 //  - Transitions and exit codes follow the spec: after the in-place rerun a reproducible fatal

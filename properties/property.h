@@ -1,4 +1,4 @@
-// The property catalog: every invariant of DESIGN.md §5 (P1-P19), written once against the
+// The property catalog: every invariant of docs/DESIGN.md §5 (P1-P19), written once against the
 // harness (harness.h) and run against any target: the reference in ctest, mutants and adapters
 // through the same table.
 //
@@ -19,7 +19,7 @@ namespace ckptspec {
 struct Property {
   const char* id;    // "P1"
   const char* name;  // "resume equivalence"
-  const char* bugs;  // the BUGS.md entries it is meant to catch, e.g. "B06 B10 B16"
+  const char* bugs;  // the docs/BUGS.md entries it is meant to catch, e.g. "B06 B10 B16"
   // Empty when the property applies to the factory's targets (their declared capabilities, and
   // whether their storage takes fault injection); else the reason it does not (reported as
   // "n/a", never as a pass).

@@ -1,4 +1,4 @@
-// A training iteration that hits a persistent fault (DESIGN.md §4.3): the rerun state machine's
+// A training iteration that hits a persistent fault (docs/DESIGN.md §4.3): the rerun state machine's
 // path from NOT_RUNNING_YET to WILL_RERUN_FROM_CHECKPOINT, as Megatron's loop takes it when a
 // validated result (the loss) is NaN on the initial run and NaN again on the in-place rerun.
 //

@@ -1,4 +1,4 @@
-// The stateful model-based test (DESIGN.md §8): the specification as the model, a target as the
+// The stateful model-based test (docs/DESIGN.md §8): the specification as the model, a target as the
 // system under test, and the operations of a training job (stateful_ops.h) as rc::state commands.
 // Each command generates its operation's arguments from the model (discarding itself with RC_PRE
 // where none applies) and fails the case with the postcondition RunOp reports.

@@ -1,4 +1,4 @@
-// The target interface: what every property runs against (DESIGN.md §2, §6, §7, §11).
+// The target interface: what every property runs against (docs/DESIGN.md §2, §6, §7, §11).
 //
 // A target is a framework layer (training state <-> per-rank sharded state dicts) plus an engine
 // layer (per-rank sharded state dicts <-> storage). The reference implements both; each mutant is
@@ -13,7 +13,7 @@
 //    finalize first; its error surfaces at that call and is never dropped (B19). The tracker
 //    names the iteration only after its files are complete.
 //  - Load(request, result) resolves the directory (an iteration or the tracker's), loads into
-//    copies of the templates and reports per StrictMode (SEMANTICS.md §4).
+//    copies of the templates and reports per StrictMode (docs/SEMANTICS.md §4).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@
 
 namespace ckptspec {
 
-// Megatron's StrictHandling (SEMANTICS.md §4). With "unexpected" = keys a rank requests that the
+// Megatron's StrictHandling (docs/SEMANTICS.md §4). With "unexpected" = keys a rank requests that the
 // checkpoint lacks, "missing" = checkpoint keys that no rank requests (computed by *_ALL only):
 enum class StrictMode {
   kAssumeOkUnexpected,  // default: no pre-check; a requested key the checkpoint lacks is an error

@@ -4,7 +4,7 @@
 //
 // The mutant: the reference with a framework layer that forgets the data iterator's position on
 // load (the resumed run starts the dataset again from sample 0 instead of continuing at
-// consumed_samples, the family of BUGS.md B10/B16/B18). P1 (resume equivalence) kills it: after
+// consumed_samples, the family of docs/BUGS.md B10/B16/B18). P1 (resume equivalence) kills it: after
 // k > 0 iterations the resumed run sees other samples than the uninterrupted one.
 #include "properties/plugin.h"
 #include "targets/mutants/mutant_target.h"

@@ -1,5 +1,6 @@
 // Load a reference checkpoint straight into device memory (or, the same code path, into host
-// memory), so that round-trip properties can check the state where training would hold it.
+// memory), so that the state can be checked where training would hold it (its own tests do; no
+// property of the catalog uses it yet).
 //
 // LoadToMemory runs ReferenceEngine::LoadToDestinations with one TensorBuffer per loaded tensor:
 // each chunk is read once into host staging memory, its XXH3 checksum verified there, and every

@@ -1,7 +1,7 @@
 // B15 uneven-shard-cache. Upstream: https://github.com/pytorch/torchtitan/issues/1136,
 // https://github.com/pytorch/torchtitan/pull/1702.
 //
-// Mechanism (the plausible one BUGS.md names; not confirmed upstream): with cache_state_dict and
+// Mechanism (the plausible one docs/BUGS.md names; not confirmed upstream): with cache_state_dict and
 // uneven FSDP2 dim-0 shards, the cached state-dict entries stop aliasing the padded local shards,
 // so DCP's in-place load fills a copy and the parameters keep their old values. The mutant engine
 // loads every UNEVEN shard (a tensor whose local extent times its fragmentation differs from the

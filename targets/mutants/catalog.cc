@@ -24,7 +24,7 @@
 namespace ckptspec {
 
 // Killers: the properties that kill the mutant in the kill matrix at seed 1 (the most direct ones
-// first); docs/MUTANTS.md compares them with BUGS.md's invariant column and says why they differ.
+// first); docs/MUTANTS.md compares them with docs/BUGS.md's invariant column and says why they differ.
 const std::vector<MutantInfo>& MutantCatalog() {
   static const std::vector<MutantInfo> kCatalog = {
       {"B01", "swift-lr-mult-pop", "ms-swift PR #9517 (fix #9524)", "P8 P1 P2", B01Parts},

@@ -1,9 +1,9 @@
-// The mutant catalog: one entry per BUGS.md bug (DESIGN.md §7), each the reference target with one
+// The mutant catalog: one entry per docs/BUGS.md bug (docs/DESIGN.md §7), each the reference target with one
 // faithful deviation that reproduces the bug's mechanism (see each bNN_*.cc for the mechanism and
 // the upstream thread; docs/MUTANTS.md for the table).
 //
 // Contracts:
-//  - ids are "B01".."B20" in BUGS.md order, one entry each; a target built from an entry is named
+//  - ids are "B01".."B20" in docs/BUGS.md order, one entry each; a target built from an entry is named
 //    by its id.
 //  - killers are the properties that kill the mutant (`ckptspec run --target ID --seed 1` shows
 //    each of them KILLED); bench/time_to_detection_bench sweeps seeds over exactly these.

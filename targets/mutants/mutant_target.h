@@ -1,6 +1,7 @@
-// The scaffolding every mutant of the catalog (BUGS.md B01-B20, DESIGN.md §7) is built from: the
-// reference target with ONE part replaced -- its framework layer (a CanonicalFramework subclass
-// that overrides one method), its plan cache, or its engine (a ReferenceEngine subclass).
+// The scaffolding every mutant of the catalog (docs/BUGS.md B01-B20, docs/DESIGN.md §7) is built from: the
+// reference target with its own deviation in one or two parts -- its framework layer (a
+// CanonicalFramework subclass that overrides a method), its plan cache, or its engine (a
+// ReferenceEngine subclass); B04 replaces both the plan cache and the framework layer.
 //
 // Contracts:
 //  - MutantParts leaves every part it does not set as the reference's.

@@ -1,4 +1,4 @@
-// Async saves (P14, BUGS.md B19) and retention (P13's cleanup clause).
+// Async saves (P14, docs/BUGS.md B19) and retention (P13's cleanup clause).
 #include <gtest/gtest.h>
 
 #include "targets/reference/reference_test_util.h"

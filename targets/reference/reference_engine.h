@@ -1,4 +1,4 @@
-// The reference engine: a real sharded checkpointer on an Env (DESIGN.md §6, docs/FORMAT.md).
+// The reference engine: a real sharded checkpointer on an Env (docs/DESIGN.md §6, docs/FORMAT.md).
 //
 // Save (sync, or the background part of an async save):
 //  1. Check every entry (ValidateTensorSpec / ValidateObjectSpec, data sizes) and, when
@@ -93,7 +93,7 @@ class ReferenceEngine : public Engine {
   Status ReadMetadata(int64_t iteration, CheckpointMetadata* metadata);
   // The index layout of an iteration directory: metadata.json present is kSingle; otherwise at
   // least one writer_* directory is kPerWriter; neither is NotFound naming both. Virtual so that
-  // a mutant can probe the way a buggy reader does (BUGS.md B20).
+  // a mutant can probe the way a buggy reader does (docs/BUGS.md B20).
   virtual Status ProbeIndexLayout(const std::string& dir, IndexLayout* layout);
   // Iterations with a complete directory under the root, ascending.
   Status ListIterations(std::vector<int64_t>* iterations);

@@ -1,7 +1,7 @@
 // ReferenceEngine::Load: metadata verification, strict handling, resharding by chunk
 // intersection, checksum verification of every byte read.
 //
-// Strict handling (SEMANTICS.md §4; the names are Megatron's): for rank r, "unexpected" is the
+// Strict handling (docs/SEMANTICS.md §4; the names are Megatron's): for rank r, "unexpected" is the
 // set of base keys r requests (tensor keys, object keys) that the checkpoint lacks; "missing" is
 // the set of checkpoint keys that no rank requests, computed by the *_all modes only.
 //

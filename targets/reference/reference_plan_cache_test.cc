@@ -1,4 +1,4 @@
-// The plan cache behind assume_constant_structure (P6, P7; BUGS.md B04, B09).
+// The plan cache behind assume_constant_structure (P6, P7; docs/BUGS.md B04, B09).
 #include <gtest/gtest.h>
 
 #include "targets/reference/reference_test_util.h"

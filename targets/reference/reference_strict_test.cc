@@ -1,4 +1,4 @@
-// Strict handling of unexpected and missing keys, every mode (P15, SEMANTICS.md §4).
+// Strict handling of unexpected and missing keys, every mode (P15, docs/SEMANTICS.md §4).
 #include <gtest/gtest.h>
 
 #include "targets/reference/reference_test_util.h"

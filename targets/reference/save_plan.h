@@ -1,5 +1,5 @@
 // Save planning: which rank writes which item (deduplication of replicas), and the plan cache
-// behind --ckpt-assume-constant-structure (SEMANTICS.md §3, DESIGN.md P7).
+// behind --ckpt-assume-constant-structure (docs/SEMANTICS.md §3, docs/DESIGN.md §5, P7).
 //
 // Contracts:
 //  - MakeSavePlan writes exactly the main replicas (replica id all zeros): each by the rank that
@@ -10,7 +10,7 @@
 //  - PlanCache::Lookup returns the stored plan only when its fingerprint equals the current one,
 //    so any structure change (an object that appears only in a fault save, a frozen or added
 //    parameter) re-plans. It is the one component a mutant replaces to reproduce Megatron's
-//    frozen cached_local_plan (BUGS.md B04): a Lookup that ignores the fingerprint.
+//    frozen cached_local_plan (docs/BUGS.md B04): a Lookup that ignores the fingerprint.
 //  - ResolvePlan binds a plan to the dicts being saved and fails (FailedPrecondition) when an
 //    item no longer exists or no longer matches; items the plan lacks are not written.
 #pragma once

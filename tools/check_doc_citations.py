@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Fails when a file of the repository cites a document the repository lacks.
+
+A citation is a name ending in `.md` (`docs/PROTOCOL.md`, `MUTANTS.md`), outside a URL. It must
+name a file of the tree, either from the repository root or from the citing file's directory (so
+docs/ may cite its siblings by name, and code must say `docs/NAME.md`). A citation followed by a
+section, `docs/DESIGN.md §4.3` or `docs/PROTOCOL.md, "Revisions"`, must also name a heading of
+that document: one whose number is that section, or whose title contains the quoted words.
+
+  check_doc_citations.py REPO_ROOT    exit 0: every citation resolves; 1: each one that does not,
+                                      as FILE:LINE: what is wrong; 2: usage
+"""
+import os
+import re
+import subprocess
+import sys
+
+CITATION = re.compile(
+    r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.md)\b"            # the document
+    r"(?:(?:,| ) ?§ ?(\d+(?:\.\d+)*)"                      # a numbered section, or
+    r"|,? \"([^\"\n]{1,80})\")?")                          # a quoted heading
+URL = re.compile(r"\w+://\S+")
+SKIPPED_DIRS = {".git", ".venv", "__pycache__"}
+
+
+def tracked_files(root):
+    """The files of the tree: git's list when the tree is a clone, else a walk without build
+    directories."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
+                             check=True).stdout
+        return [p for p in out.decode().split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = [x for x in dirs if x not in SKIPPED_DIRS and not x.startswith("build")]
+            files += [os.path.relpath(os.path.join(d, n), root) for n in names]
+        return files
+
+
+def headings(path):
+    """The heading lines of a markdown file, without their leading #s."""
+    with open(path, encoding="utf-8") as f:
+        return [line.lstrip("#").strip() for line in f if line.startswith("#")]
+
+
+def has_section(heads, number):
+    return any(re.match("§?" + re.escape(number) + r"(\.|\s|$)", h) for h in heads)
+
+
+def has_titled(heads, title):
+    return any(title.lower() in h.lower() for h in heads)
+
+
+def check(root):
+    problems, cited = [], 0
+    for rel in sorted(tracked_files(root)):
+        path = os.path.join(root, rel)
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+            continue  # binary data, or a file the clone does not have
+        for number, line in enumerate(lines, 1):
+            text = URL.sub(" ", line)
+            for m in CITATION.finditer(text):
+                doc, section, title = m.groups()
+                cited += 1
+                candidates = [os.path.join(root, doc), os.path.join(os.path.dirname(path), doc)]
+                target = next((c for c in candidates if os.path.isfile(c)), None)
+                where = f"{rel}:{number}"
+                if target is None:
+                    problems.append(f"{where}: cites {doc}, which the repository lacks")
+                elif section and not has_section(headings(target), section):
+                    problems.append(f"{where}: cites {doc} §{section}, which has no such section")
+                elif title and target.endswith(".md") and not has_titled(headings(target), title):
+                    problems.append(f"{where}: cites {doc}, \"{title}\", which has no such heading")
+    return problems, cited
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    problems, cited = check(argv[1])
+    for p in problems:
+        print(p)
+    print(f"check_doc_citations: {cited} citations, {len(problems)} unresolved")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
