@@ -32,28 +32,25 @@ the gate meets the others there with its error, so every rank fails at once (--n
 behaviour). CUDA calls on the checkpoint path are patched in one place: patch_cuda_for_cpu().
 """
 import argparse
-import datetime
-import json
 import logging
-import math
 import os
 import sys
-import traceback
 import warnings
 from pathlib import Path
 
 warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-PROTOCOL = 1
-TRACKER = "latest_checkpointed_iteration.txt"
-STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
-                "raise_all", "return_unexpected", "return_all", "ignore_all")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
-          "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
-          "int32": torch.int32, "int64": torch.int64}
+from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: E402
+                                  iteration_to_load, iter_dir, read_bytes, refuse_overwrite,
+                                  write_tracker)
+from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
+from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
+                                torch_dtype, write_tensor)
+
 COMMON_KEY = "ckptspec_common"    # the request's common state inside megatron's state dict
 ENTRIES_KEY = "ckptspec_entries"  # {"t<i>": ShardedTensor, "o<i>": ShardedObject}
 PATCHES = []
@@ -113,24 +110,10 @@ def patch_cuda_for_cpu():
                   "torch.Tensor.cuda"]
 
 
-class AdapterError(Exception):
-    """An error with one of the protocol's Status codes."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-
-
 def from_exception(e):
     if isinstance(e, AdapterError):
         return e
-    text = f"{type(e).__name__}: {e}"
-    if hasattr(e, "failures"):  # DCP's CheckpointException: each rank's failure
-        parts = []
-        for r, failure in sorted(e.failures.items()):
-            exc = failure[0] if isinstance(failure, tuple) else failure
-            parts.append(f"rank {r}: {type(exc).__name__}: {exc}")
-        text = f"{type(e).__name__}: " + ("; ".join(parts) or str(e))
+    text = exception_text(e)
     if ("Missing key in checkpoint" in text or "FileNotFoundError" in text
             or "does not exist" in text or "is not a distributed checkpoint" in text):
         code = "NotFound"
@@ -144,52 +127,6 @@ def from_exception(e):
     else:
         code = "IOError"
     return AdapterError(code, text)
-
-
-class Group:
-    """The gloo default process group, created at the first operation that needs it."""
-
-    def __init__(self, rank, world, timeout_s):
-        self.rank, self.world, self.timeout_s = rank, world, timeout_s
-        self.broken = None  # why the gloo group can no longer be trusted (a collective failed)
-
-    def check(self, e):
-        """Records a failed collective: gloo's group is out of step after a timeout or a closed
-        pair, so this rank refuses reset and the harness replaces the group."""
-        text = str(e)
-        if "gloo" in text or "Connection closed" in text or "timeout" in text.lower():
-            self.broken = text[:300]
-
-    def ensure(self):
-        if not dist.is_initialized():
-            dist.init_process_group("gloo", rank=self.rank, world_size=self.world,
-                                    timeout=datetime.timedelta(seconds=self.timeout_s))
-
-    def agree(self, error):
-        """Every rank learns whether any rank failed; raises on every rank if one did."""
-        self.ensure()
-        gathered = [None] * self.world
-        try:
-            dist.all_gather_object(gathered, None if error is None else [error.code, str(error)])
-        except Exception as e:
-            self.broken = f"{type(e).__name__}: {e}"
-            raise
-        if error is not None:
-            raise error
-        for r, err in enumerate(gathered):
-            if err is not None:
-                raise AdapterError(err[0], f"rank {r} failed: {err[1]}")
-
-    def close(self):
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def attempt(fn):
-    try:
-        return fn(), None
-    except Exception as e:  # every rank must reach agree()
-        return None, from_exception(e)
 
 
 class Gate:
@@ -233,39 +170,6 @@ def gated(cls, method):
 # Entries <-> megatron
 
 
-def torch_dtype(name, key):
-    if name not in DTYPES:
-        raise AdapterError("InvalidArgument", f"tensor '{key}': unknown dtype '{name}'")
-    return DTYPES[name]
-
-
-def read_bytes(path, what):
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise AdapterError("IOError", f"{what}: cannot read {path}: {e.strerror}") from e
-
-
-def read_tensor(t):
-    dtype = torch_dtype(t["dtype"], t["key"])
-    shape = list(t["local_shape"])
-    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
-    size = torch.empty((), dtype=dtype).element_size() * math.prod(shape)
-    if len(raw) != size:
-        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
-                                              f"bytes, local shape {shape} needs {size}")
-    if size == 0:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
-
-
-def tensor_bytes(x):
-    x = x.contiguous()
-    if x.numel() == 0:
-        return b""
-    return x.view(-1).view(torch.uint8).numpy().tobytes()
-
-
 def sharded_tensor(t, data, allow_shape_mismatch=False):
     from megatron.core.dist_checkpointing.mapping import ShardedTensor
     frag = t.get("axis_fragmentations")
@@ -298,29 +202,9 @@ def sharded_object(o, data):
 # The checkpoint directory
 
 
-def iter_dir(directory, iteration):
-    return Path(directory) / f"iter_{iteration:07d}"
-
-
-def tracked_iteration(directory):
-    path = Path(directory) / TRACKER
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    try:
-        return int(text)
-    except ValueError as e:
-        raise AdapterError("Corruption", f"{path}: '{text[:40]}' is not an iteration") from e
-
-
 def resolve(directory, iteration):
     from megatron.core import dist_checkpointing
-    if iteration is None:
-        iteration = tracked_iteration(directory)
-        if iteration is None:
-            raise AdapterError("NotFound", f"no checkpoint under {directory}: no {TRACKER}")
-    ckpt = iter_dir(directory, int(iteration))
+    iteration, ckpt = iteration_to_load(directory, iteration)
     if not (ckpt / "metadata.json").exists():
         raise AdapterError("NotFound", f"{ckpt} is not a complete checkpoint: no metadata.json")
     try:
@@ -328,7 +212,7 @@ def resolve(directory, iteration):
     except Exception as e:
         raise AdapterError("Corruption", f"{ckpt}: the common state does not load: "
                                          f"{type(e).__name__}: {e}") from e
-    return int(iteration), ckpt, common.get(COMMON_KEY, {})
+    return iteration, ckpt, common.get(COMMON_KEY, {})
 
 
 class WarningLog(logging.Handler):
@@ -349,7 +233,7 @@ class WarningLog(logging.Handler):
 class Engine:
     def __init__(self, args, rank, world):
         self.args, self.rank, self.world = args, rank, world
-        self.group = Group(rank, world, args.pg_timeout)
+        self.group = GlooGroup(rank, world, args.pg_timeout)
         self.save_strategy = None  # kept across saves while assume_constant_structure holds
 
     def ensure_megatron(self):
@@ -390,12 +274,10 @@ class Engine:
         cache = bool(req.get("assume_constant_structure")) and not self.args.no_plan_cache
 
         def prepare():
-            if tracked_iteration(directory) == iteration:
-                raise AdapterError("FailedPrecondition", f"{ckpt} is the checkpoint the tracker "
-                                                         "names; refusing to overwrite it")
+            refuse_overwrite(directory, iteration)
             entries = {}
             for i, t in enumerate(req["tensors"]):
-                entries[f"t{i}"] = sharded_tensor(t, read_tensor(t))
+                entries[f"t{i}"] = sharded_tensor(t, read_tensor(t, list(t["local_shape"])))
             for i, o in enumerate(req["objects"]):
                 entries[f"o{i}"] = sharded_object(o, read_bytes(o["file"], f"object '{o['key']}'"))
             if self.rank == 0:
@@ -403,7 +285,7 @@ class Engine:
             return {COMMON_KEY: req.get("common", {}), ENTRIES_KEY: entries}
 
         self.group.ensure()
-        state, error = attempt(prepare)
+        state, error = attempt(prepare, from_exception)
         self.group.agree(error)  # also: rank 0 made the directory before anyone saves into it
         if not cache or self.save_strategy is None:
             self.save_strategy = self.new_save_strategy(cache)
@@ -425,11 +307,9 @@ class Engine:
 
         def commit():
             if self.rank == 0:
-                tmp = Path(directory) / (TRACKER + ".tmp")
-                tmp.write_text(f"{iteration}\n")
-                os.replace(tmp, Path(directory) / TRACKER)
+                write_tracker(directory, iteration)
 
-        _, error = attempt(commit)
+        _, error = attempt(commit, from_exception)
         self.group.agree(error)  # every rank sees the tracker before it goes on
         return {}
 
@@ -443,9 +323,7 @@ class Engine:
         metadata, cached distribution) is dropped; load strategies are made per load. The gloo
         process group is kept."""
         self.save_strategy = None
-        if self.group.broken:
-            raise AdapterError("FailedPrecondition", "a collective of this group failed earlier "
-                                                     f"({self.group.broken}); start a new group")
+        self.group.refuse_reset_if_broken()
         return {}
 
     # --- load ---
@@ -472,7 +350,7 @@ class Engine:
             return iteration, ckpt, common, entries
 
         self.group.ensure()
-        found, error = attempt(prepare)
+        found, error = attempt(prepare, from_exception)
         self.group.agree(error)
         iteration, ckpt, common, entries = found
         strategy = self.new_load_strategy()
@@ -506,7 +384,7 @@ class Engine:
                 if x is None:
                     dropped.append(t["key"])
                     continue
-                Path(t["file"]).write_bytes(tensor_bytes(x))
+                write_tensor(t["file"], x)
             for i, o in enumerate(objects):
                 if f"o{i}" not in got:
                     dropped.append(o["key"])
@@ -518,7 +396,7 @@ class Engine:
                 Path(o["file"]).write_bytes(bytes(value))
 
         if error is None:
-            _, error = attempt(write)
+            _, error = attempt(write, from_exception)
         self.group.agree(error)  # DCP may fail on some ranks only (its coordinator's KeyError)
         return {"iteration": iteration, "common": common, "dropped": sorted(set(dropped)),
                 "unexpected": sorted(unexpected) if "return" in strict else [],
@@ -538,46 +416,14 @@ def capabilities(args):
 
 def serve(args):
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    out = sys.stdout
-    sys.stdout = sys.stderr  # stdout carries replies only: anything megatron prints goes to stderr
     logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
     engine = Engine(args, rank, world)
-    for line in sys.stdin:
-        req = {}
-        try:
-            req = json.loads(line)
-            op = req["op"]
-            reply = {"id": req["id"], "rank": rank, "ok": True}
-            if op == "hello":
-                if req.get("protocol") != PROTOCOL:
-                    raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
-                                                       f"this adapter speaks {PROTOCOL}")
-                reply.update(protocol=PROTOCOL, adapter="megatron_core",
-                             capabilities=capabilities(args))
-            elif op == "save":
-                reply.update(engine.save(req))
-            elif op == "load":
-                reply.update(engine.load(req))
-            elif op == "finalize":
-                reply.update(engine.finalize())
-            elif op == "reset" and not args.no_reset:
-                reply.update(engine.reset())
-            elif op == "shutdown":
-                out.write(json.dumps(reply) + "\n")
-                out.flush()
-                sys.stderr.flush()
-                os._exit(0)  # no teardown of the gloo group: a peer may already be gone
-            else:
-                raise AdapterError("InvalidArgument", f"unknown op '{op}'")
-        except Exception as e:  # a bug here or in megatron-core: still one reply, named
-            if not isinstance(e, AdapterError):
-                traceback.print_exc(file=sys.stderr)
-                engine.group.check(e)
-            e = from_exception(e)
-            reply = {"id": req.get("id"), "rank": rank, "ok": False,
-                     "error": {"code": e.code, "message": str(e)}}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+    ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
+    if not args.no_reset:
+        ops["reset"] = lambda req: engine.reset()
+    if serve_requests(rank, "megatron_core", capabilities(args), ops, from_exception,
+                      engine.group.check) == "shutdown":
+        os._exit(0)  # no teardown of the gloo group: a peer may already be gone
     engine.group.close()
 
 

@@ -36,19 +36,16 @@ key the checkpoint lacks unless allow_partial_load; the other modes are Megatron
 volume) on the coordinator; it cannot be turned off.
 """
 import argparse
-import datetime
 import json
-import math
 import os
 import sys
-import traceback
 import warnings
 from pathlib import Path
 
 warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
 import torch.distributed.checkpoint as dcp  # noqa: E402
 from torch.distributed._shard.metadata import ShardMetadata  # noqa: E402
 from torch.distributed._shard.sharded_tensor import Shard, ShardedTensor  # noqa: E402
@@ -56,24 +53,16 @@ from torch.distributed._shard.sharded_tensor.metadata import (  # noqa: E402
     ShardedTensorMetadata, TensorProperties)
 from torch.distributed.checkpoint.api import CheckpointException  # noqa: E402
 
-PROTOCOL = 1
-TRACKER = "latest_checkpointed_iteration.txt"
+from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
+                                  is_main, iter_dir, iteration_to_load, read_bytes,
+                                  refuse_overwrite, unique_key, write_tracker)
+from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
+from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
+                                torch_dtype, write_tensor)
+
 METADATA = "metadata.json"
 COMMON = "common.json"
 DCP_METADATA = ".metadata"
-STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
-                "raise_all", "return_unexpected", "return_all", "ignore_all")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
-          "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
-          "int32": torch.int32, "int64": torch.int64}
-
-
-class AdapterError(Exception):
-    """An error with one of the protocol's Status codes."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
 
 
 def capabilities(args):
@@ -93,11 +82,7 @@ def from_exception(e):
     if isinstance(e, AdapterError):
         return e
     if isinstance(e, CheckpointException):
-        parts = []
-        for r, failure in sorted(e.failures.items()):
-            exc = failure[0] if isinstance(failure, tuple) else failure
-            parts.append(f"rank {r}: {type(exc).__name__}: {exc}")
-        text = "; ".join(parts) or str(e)
+        text = exception_text(e)
         if "Missing key in checkpoint" in text:
             code = "NotFound"
         elif "FileNotFoundError" in text:
@@ -107,7 +92,7 @@ def from_exception(e):
             code = "InvalidArgument"
         else:
             code = "IOError"
-        return AdapterError(code, f"DCP CheckpointException: {text}")
+        return AdapterError(code, f"DCP {text}")
     if isinstance(e, FileNotFoundError):
         return AdapterError("NotFound", f"{type(e).__name__}: {e}")
     return AdapterError("IOError", f"{type(e).__name__}: {e}")
@@ -136,99 +121,8 @@ class OwnedCopyStager:
         pass
 
 
-class Group:
-    """The gloo process group, created at the first operation that needs it (hello stays fast)."""
-
-    def __init__(self, rank, world, timeout_s):
-        self.rank, self.world, self.timeout_s = rank, world, timeout_s
-        self.async_pg = None
-
-    def ensure(self):
-        if not dist.is_initialized():
-            dist.init_process_group("gloo", rank=self.rank, world_size=self.world,
-                                    timeout=datetime.timedelta(seconds=self.timeout_s))
-
-    def async_group(self):
-        # async_save runs its collectives in a thread: a group of its own, as DCP advises.
-        if self.async_pg is None:
-            self.ensure()
-            self.async_pg = dist.new_group(backend="gloo")
-        return self.async_pg
-
-    def agree(self, error):
-        """Every rank learns whether any rank failed; raises the first failure on every rank, so
-        that no rank enters a DCP collective the others never reach."""
-        self.ensure()
-        gathered = [None] * self.world
-        dist.all_gather_object(gathered, None if error is None else [error.code, str(error)])
-        if error is not None:
-            raise error
-        for r, err in enumerate(gathered):
-            if err is not None:
-                raise AdapterError(err[0], f"rank {r} failed: {err[1]}")
-
-    def close(self):
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def attempt(fn):
-    try:
-        return fn(), None
-    except Exception as e:  # every rank must reach agree()
-        return None, from_exception(e)
-
-
 # ---------------------------------------------------------------------------------------------
 # Entries <-> torch
-
-
-def torch_dtype(name, key):
-    if name not in DTYPES:
-        raise AdapterError("InvalidArgument", f"tensor '{key}': unknown dtype '{name}'")
-    return DTYPES[name]
-
-
-def is_main(replica_id):
-    return all(r == 0 for r in replica_id)
-
-
-def box_of(t):
-    """(offset, shape) of a tensor entry's chunk in the global tensor (prepended axes are 1)."""
-    p = t.get("prepend_axis_num", 0) or 0
-    return list(t["global_offset"]), [1] * p + list(t["local_shape"])
-
-
-def unique_key(o):
-    return (f"{o['key']}/shard_{'.'.join(map(str, o['global_offset']))}"
-            f"_{'.'.join(map(str, o['global_shape']))}")
-
-
-def read_bytes(path, what):
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise AdapterError("IOError", f"{what}: cannot read {path}: {e.strerror}") from e
-
-
-def read_tensor(t):
-    dtype = torch_dtype(t["dtype"], t["key"])
-    _, shape = box_of(t)
-    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
-    size = torch.empty((), dtype=dtype).element_size() * math.prod(shape)
-    if len(raw) != size:
-        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
-                                              f"bytes, local shape {t['local_shape']} needs {size}")
-    if size == 0:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
-
-
-def tensor_bytes(x):
-    x = x.contiguous()
-    if x.numel() == 0:
-        return b""
-    return x.view(-1).view(torch.uint8).numpy().tobytes()
 
 
 def subtract(box, cut):
@@ -296,28 +190,8 @@ def state_dict_of(entries, tensors, rank, world):
 # The checkpoint directory
 
 
-def iter_dir(directory, iteration):
-    return Path(directory) / f"iter_{iteration:07d}"
-
-
-def tracked_iteration(directory):
-    path = Path(directory) / TRACKER
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    try:
-        return int(text)
-    except ValueError as e:
-        raise AdapterError("Corruption", f"{path}: '{text[:40]}' is not an iteration") from e
-
-
 def resolve(directory, iteration):
-    if iteration is None:
-        iteration = tracked_iteration(directory)
-        if iteration is None:
-            raise AdapterError("NotFound", f"no checkpoint under {directory}: no {TRACKER}")
-    ckpt = iter_dir(directory, int(iteration))
+    iteration, ckpt = iteration_to_load(directory, iteration)
     for name in (DCP_METADATA, METADATA):
         if not (ckpt / name).exists():
             raise AdapterError("NotFound", f"{ckpt} is not a complete checkpoint: no {name}")
@@ -327,7 +201,7 @@ def resolve(directory, iteration):
         raise AdapterError("NotFound", f"{e.filename} is missing") from e
     except (ValueError, UnicodeDecodeError) as e:
         raise AdapterError("Corruption", f"{ckpt / COMMON}: {e}") from e
-    return int(iteration), ckpt, common
+    return iteration, ckpt, common
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,7 +211,7 @@ def resolve(directory, iteration):
 class Engine:
     def __init__(self, args, rank, world):
         self.args, self.rank, self.world = args, rank, world
-        self.group = Group(rank, world, args.pg_timeout)
+        self.group = GlooGroup(rank, world, args.pg_timeout)
         self.pending = None  # an async save: (future, commit)
 
     # --- save ---
@@ -350,12 +224,11 @@ class Engine:
         cache = bool(req.get("assume_constant_structure")) and not self.args.no_plan_cache
 
         def prepare():
-            if tracked_iteration(directory) == iteration:
-                raise AdapterError("FailedPrecondition", f"{ckpt} is the checkpoint the tracker "
-                                                         "names; refusing to overwrite it")
+            refuse_overwrite(directory, iteration)
             keep = [t for t in req["tensors"]
                     if self.args.replicas == "all" or is_main(t["replica_id"])]
-            sd = state_dict_of(keep, [read_tensor(t) for t in keep], self.rank, self.world)
+            sd = state_dict_of(keep, [read_tensor(t, box_of(t)[1]) for t in keep], self.rank,
+                              self.world)
             for o in req["objects"]:
                 if self.args.replicas == "all" or is_main(o["replica_id"]):
                     sd[unique_key(o)] = read_bytes(o["file"], f"object '{unique_key(o)}'")
@@ -365,7 +238,7 @@ class Engine:
             return sd
 
         self.group.ensure()
-        sd, error = attempt(prepare)
+        sd, error = attempt(prepare, from_exception)
         self.group.agree(error)
         planner = dcp.DefaultSavePlanner(enable_plan_caching=cache)
 
@@ -376,9 +249,7 @@ class Engine:
                         "iteration": iteration, "world_size": self.world,
                         "layout": req.get("layout")}
                 (ckpt / METADATA).write_text(json.dumps(meta, sort_keys=True))
-                tmp = Path(directory) / (TRACKER + ".tmp")
-                tmp.write_text(f"{iteration}\n")
-                os.replace(tmp, Path(directory) / TRACKER)
+                write_tracker(directory, iteration)
 
         if use_async:
             try:
@@ -413,7 +284,7 @@ class Engine:
                 raise
             error = from_exception(e)
         self.group.agree(error)  # the tracker names the iteration only once every rank is done
-        _, error = attempt(commit)
+        _, error = attempt(commit, from_exception)
         self.group.agree(error)  # and every rank sees the tracker before it goes on (a load)
         return {}
 
@@ -423,8 +294,10 @@ class Engine:
         """Back to the state of a fresh process after hello: a pending async save is completed as
         finalize would (its error belongs to no case, but a failed collective leaves the ranks out
         of step, so it is the reset's error and the harness replaces the group), and DCP's plan
-        cache is emptied. The gloo process groups are kept."""
+        cache is emptied. The gloo process groups are kept, unless a collective of theirs
+        failed: then reset is refused and the harness starts a new group."""
         self.finalize()
+        self.group.refuse_reset_if_broken()
         from torch.distributed.checkpoint.planner import SavePlanner
         for name in PLAN_CACHES:
             cache = getattr(SavePlanner, name, None)
@@ -454,7 +327,7 @@ class Engine:
             return iteration, ckpt, common, sd, templates
 
         self.group.ensure()
-        found, error = attempt(prepare)
+        found, error = attempt(prepare, from_exception)
         self.group.agree(error)
         iteration, ckpt, common, sd, templates = found
         try:
@@ -465,7 +338,7 @@ class Engine:
                 raise
             raise from_exception(e) from e
         for t, x in zip(tensors, templates):  # the local shards are the templates themselves
-            Path(t["file"]).write_bytes(tensor_bytes(x))
+            write_tensor(t["file"], x)
         for o in objects:
             value = sd[unique_key(o)]
             if not isinstance(value, (bytes, bytearray)):
@@ -482,41 +355,10 @@ class Engine:
 def serve(args):
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     engine = Engine(args, rank, world)
-    out = sys.stdout
-    sys.stdout = sys.stderr  # stdout carries replies only: anything torch prints goes to stderr
-    for line in sys.stdin:
-        req = {}
-        try:
-            req = json.loads(line)
-            op = req["op"]
-            reply = {"id": req["id"], "rank": rank, "ok": True}
-            if op == "hello":
-                if req.get("protocol") != PROTOCOL:
-                    raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
-                                                       f"this adapter speaks {PROTOCOL}")
-                reply.update(protocol=PROTOCOL, adapter="torch_dcp", capabilities=capabilities(args))
-            elif op == "save":
-                reply.update(engine.save(req))
-            elif op == "load":
-                reply.update(engine.load(req))
-            elif op == "finalize":
-                reply.update(engine.finalize())
-            elif op == "reset" and not args.no_reset:
-                reply.update(engine.reset())
-            elif op == "shutdown":
-                out.write(json.dumps(reply) + "\n")
-                out.flush()
-                break
-            else:
-                raise AdapterError("InvalidArgument", f"unknown op '{op}'")
-        except Exception as e:  # a bug here or in torch: still one reply, named
-            if not isinstance(e, AdapterError):
-                traceback.print_exc(file=sys.stderr)
-            e = from_exception(e)
-            reply = {"id": req.get("id"), "rank": rank, "ok": False,
-                     "error": {"code": e.code, "message": str(e)}}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+    ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
+    if not args.no_reset:
+        ops["reset"] = lambda req: engine.reset()
+    serve_requests(rank, "torch_dcp", capabilities(args), ops, from_exception, engine.group.check)
     engine.group.close()
 
 

@@ -45,29 +45,23 @@ import ml_dtypes
 import numpy as np
 import zarr
 
-PROTOCOL = 1
-TRACKER = "latest_checkpointed_iteration.txt"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
+                                  is_main, iter_dir, iteration_to_load, read_bytes,
+                                  refuse_overwrite, serve, unique_key,
+                                  write_tracker)
+
 METADATA = "metadata.json"
 COMMON = "common.json"
 CAPABILITIES = {"resharding": True, "objects": True, "async": False, "checksums": False,
                 "plan_cache": False, "deterministic": False, "strict_modes": True,
                 "reset": True}  # protocol revision 2: nothing is kept between requests to forget
-STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
-                "raise_all", "return_unexpected", "return_all", "ignore_all")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 # Megatron's torch_to_numpy_dtype_dict (bfloat16 only with tensorstore's dtype registered).
 DTYPES = {"fp32": np.dtype("float32"), "fp16": np.dtype("float16"), "int32": np.dtype("int32"),
           "int64": np.dtype("int64"), "bf16": BF16, "bfloat16": BF16, "float32": np.dtype("float32"),
           "float16": np.dtype("float16")}
 NO_NUMPY_DTYPE = ("fp8_e4m3", "fp8_e5m2", "float8_e4m3fn", "float8_e5m2")
-
-
-class AdapterError(Exception):
-    """An error with one of the protocol's Status codes."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
 
 
 class Group:
@@ -148,16 +142,6 @@ class Group:
         return [v for _, v in gathered]
 
 
-def attempt(fn):
-    """(fn(), None), or (None, the error as an AdapterError)."""
-    try:
-        return fn(), None
-    except AdapterError as e:
-        return None, e
-    except Exception as e:  # every rank must reach agree(), or the others wait for it forever
-        return None, AdapterError("IOError", f"{type(e).__name__}: {e}")
-
-
 def phase(group, fn):
     """Runs fn on this rank, then lets every rank learn whether any rank failed."""
     return group.agree(*reversed(attempt(fn)))
@@ -176,31 +160,9 @@ def numpy_dtype(name, key):
     raise AdapterError("InvalidArgument", f"tensor '{key}': unknown dtype '{name}'")
 
 
-def is_main(replica_id):
-    return all(r == 0 for r in replica_id)
-
-
-def box_of(t):
-    """(offset, shape) of a tensor entry's chunk in the global tensor."""
-    p = t.get("prepend_axis_num", 0) or 0
-    return list(t["global_offset"]), [1] * p + list(t["local_shape"])
-
-
-def unique_key(o):
-    return (f"{o['key']}/shard_{'.'.join(map(str, o['global_offset']))}"
-            f"_{'.'.join(map(str, o['global_shape']))}")
-
-
-def read_file(path, what):
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise AdapterError("IOError", f"{what}: cannot read {path}: {e.strerror}") from e
-
-
 def read_tensor(t):
     dtype = numpy_dtype(t["dtype"], t["key"])
-    raw = read_file(t["file"], f"tensor '{t['key']}'")
+    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
     shape = tuple(t["local_shape"])
     if len(raw) != dtype.itemsize * math.prod(shape):
         raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
@@ -299,22 +261,6 @@ def write_chunk(directory, t, data):
     arr[global_slice(offset, shape, prepend)] = data
 
 
-def tracked_iteration(directory):
-    path = Path(directory) / TRACKER
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    try:
-        return int(text)
-    except ValueError as e:
-        raise AdapterError("Corruption", f"{path}: '{text[:40]}' is not an iteration") from e
-
-
-def iter_dir(directory, iteration):
-    return Path(directory) / f"iter_{iteration:07d}"
-
-
 def save(group, rank, req):
     # "async" and "assume_constant_structure" are not declared: every save is synchronous and
     # plans anew, as the backend did.
@@ -322,11 +268,9 @@ def save(group, rank, req):
     ckpt = iter_dir(directory, iteration)
 
     def prepare():
-        if tracked_iteration(directory) == iteration:
-            raise AdapterError("FailedPrecondition", f"{ckpt} is the checkpoint the tracker names; "
-                                                     "refusing to overwrite it")
+        refuse_overwrite(directory, iteration)
         data = [read_tensor(t) for t in req["tensors"]]
-        objs = [read_file(o["file"], f"object '{unique_key(o)}'") for o in req["objects"]]
+        objs = [read_bytes(o["file"], f"object '{unique_key(o)}'") for o in req["objects"]]
         return data, objs
 
     def signature():
@@ -368,9 +312,7 @@ def save(group, rank, req):
                     "common_backend": "json", "common_backend_version": 1,
                     "iteration": iteration, "world_size": group.world, "layout": req.get("layout")}
             (ckpt / METADATA).write_text(json.dumps(meta, sort_keys=True))
-            tmp = Path(directory) / (TRACKER + ".tmp")
-            tmp.write_text(f"{iteration}\n")
-            os.replace(tmp, Path(directory) / TRACKER)
+            write_tracker(directory, iteration)
 
     for step in (create, create_arrays, write, commit):
         phase(group, step)
@@ -404,11 +346,7 @@ def checkpoint_keys(ckpt):
 
 
 def resolve(directory, iteration):
-    if iteration is None:
-        iteration = tracked_iteration(directory)
-        if iteration is None:
-            raise AdapterError("NotFound", f"no checkpoint under {directory}: no {TRACKER}")
-    ckpt = iter_dir(directory, int(iteration))
+    iteration, ckpt = iteration_to_load(directory, iteration)
     meta_path = ckpt / METADATA
     if not meta_path.exists():
         raise AdapterError("NotFound", f"{ckpt} is not a complete checkpoint: no {METADATA}")
@@ -421,7 +359,7 @@ def resolve(directory, iteration):
         raise AdapterError("Corruption", f"{ckpt}: malformed {METADATA} or {COMMON}: {e}") from e
     if not isinstance(meta, dict) or meta.get("sharded_backend") != "zarr":
         raise AdapterError("Corruption", f"{meta_path}: not a zarr checkpoint")
-    return int(iteration), ckpt, common
+    return iteration, ckpt, common
 
 
 def read_box(arr, t, dtype, allow_shape_mismatch):
@@ -519,41 +457,15 @@ def load(group, rank, req):
 # The request loop
 
 
-def serve():
+def main():
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     group = Group(rank, world)
-    for line in sys.stdin:
-        req = {}
-        try:
-            req = json.loads(line)
-            op = req["op"]
-            reply = {"id": req["id"], "rank": rank, "ok": True}
-            if op == "hello":
-                if req.get("protocol") != PROTOCOL:
-                    raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
-                                                       f"this adapter speaks {PROTOCOL}")
-                reply.update(protocol=PROTOCOL, adapter="zarr", capabilities=CAPABILITIES)
-            elif op == "save":
-                reply.update(save(group, rank, req))
-            elif op == "load":
-                reply.update(load(group, rank, req))
-            elif op == "finalize":
-                pass  # no async saves: nothing is ever pending
-            elif op == "reset":
-                pass  # no state outlives a request (the rendezvous may be kept)
-            elif op == "shutdown":
-                print(json.dumps(reply), flush=True)
-                return
-            else:
-                raise AdapterError("InvalidArgument", f"unknown op '{op}'")
-        except AdapterError as e:
-            reply = {"id": req.get("id"), "rank": rank, "ok": False,
-                     "error": {"code": e.code, "message": str(e)}}
-        except Exception as e:  # a bug here or in zarr: still one reply, named
-            reply = {"id": req.get("id"), "rank": rank, "ok": False,
-                     "error": {"code": "IOError", "message": f"{type(e).__name__}: {e}"}}
-        print(json.dumps(reply), flush=True)
+    # finalize: no async saves, nothing is ever pending; reset: no state outlives a request (the
+    # rendezvous is kept).
+    ops = {"save": lambda req: save(group, rank, req), "load": lambda req: load(group, rank, req),
+           "finalize": lambda req: {}, "reset": lambda req: {}}
+    serve(rank, "zarr", CAPABILITIES, ops)
 
 
 if __name__ == "__main__":
-    serve()
+    main()

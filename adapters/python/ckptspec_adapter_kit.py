@@ -1,0 +1,165 @@
+"""What every Python adapter of ckptspec shares (standard library only): the request loop of the
+adapter protocol (docs/PROTOCOL.md, version 1 revision 2), its error type, the protocol's entries,
+and the Megatron-style checkpoint directory that the adapters write:
+
+  <directory>/latest_checkpointed_iteration.txt   the tracker: rank 0, once every rank is done
+  <directory>/iter_0000010/                       one iteration's checkpoint
+
+An adapter imports it by path, from the directory beside its own:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+"""
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+PROTOCOL = 1
+TRACKER = "latest_checkpointed_iteration.txt"
+# Megatron's StrictHandling values, as the protocol's load request names them.
+STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
+                "raise_all", "return_unexpected", "return_all", "ignore_all")
+
+
+class AdapterError(Exception):
+    """An error with one of the protocol's Status codes (NotFound, InvalidArgument, ...)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def plain_error(e):
+    """AdapterError as it is; anything else an IOError naming its type."""
+    if isinstance(e, AdapterError):
+        return e
+    return AdapterError("IOError", f"{type(e).__name__}: {e}")
+
+
+def attempt(fn, to_error=plain_error):
+    """(fn(), None), or (None, the exception as an AdapterError). Every rank of a collective step
+    must reach the step's agreement, so nothing escapes."""
+    try:
+        return fn(), None
+    except Exception as e:
+        return None, to_error(e)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries (docs/PROTOCOL.md, "Entries")
+
+
+def is_main(replica_id):
+    return all(r == 0 for r in replica_id)
+
+
+def box_of(t):
+    """(offset, shape) of a tensor entry's chunk in the global tensor (prepended axes are 1)."""
+    p = t.get("prepend_axis_num", 0) or 0
+    return list(t["global_offset"]), [1] * p + list(t["local_shape"])
+
+
+def unique_key(o):
+    """Megatron's unique key of an object shard: `{key}/shard_{offsets}_{shape}`."""
+    return (f"{o['key']}/shard_{'.'.join(map(str, o['global_offset']))}"
+            f"_{'.'.join(map(str, o['global_shape']))}")
+
+
+def read_bytes(path, what):
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise AdapterError("IOError", f"{what}: cannot read {path}: {e.strerror}") from e
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkpoint directory
+
+
+def iter_dir(directory, iteration):
+    return Path(directory) / f"iter_{iteration:07d}"
+
+
+def tracked_iteration(directory):
+    """The iteration the tracker names, None without a tracker; Corruption when unreadable."""
+    path = Path(directory) / TRACKER
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    try:
+        return int(text)
+    except ValueError as e:
+        raise AdapterError("Corruption", f"{path}: '{text[:40]}' is not an iteration") from e
+
+
+def refuse_overwrite(directory, iteration):
+    """FailedPrecondition when the tracker names `iteration`: a save never overwrites the
+    checkpoint a resume would read."""
+    if tracked_iteration(directory) == iteration:
+        raise AdapterError("FailedPrecondition", f"{iter_dir(directory, iteration)} is the "
+                                                 "checkpoint the tracker names; refusing to "
+                                                 "overwrite it")
+
+
+def iteration_to_load(directory, iteration):
+    """(iteration, its directory): the requested one, or the tracker's; NotFound without one."""
+    if iteration is None:
+        iteration = tracked_iteration(directory)
+        if iteration is None:
+            raise AdapterError("NotFound", f"no checkpoint under {directory}: no {TRACKER}")
+    return int(iteration), iter_dir(directory, int(iteration))
+
+
+def write_tracker(directory, iteration):
+    """Names `iteration` in the tracker, atomically (rename over the old one)."""
+    tmp = Path(directory) / (TRACKER + ".tmp")
+    tmp.write_text(f"{iteration}\n")
+    os.replace(tmp, Path(directory) / TRACKER)
+
+
+# ---------------------------------------------------------------------------------------------
+# The request loop
+
+
+def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=None):
+    """Answers requests from stdin, one JSON line each, with one reply line on stdout, until
+    shutdown or the end of stdin. `ops` maps each op but hello and shutdown to a function of the
+    request returning the reply's fields ("reset" only when the adapter declares it). An
+    exception becomes the reply's error (to_error); one that is not an AdapterError is a defect of
+    the adapter or its third party: its traceback goes to stderr and on_unexpected(e) is told.
+    Whatever else the process prints goes to stderr: stdout carries replies only.
+    Returns "shutdown" or "eof"."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        req = {}
+        try:
+            req = json.loads(line)
+            op = req["op"]
+            reply = {"id": req["id"], "rank": rank, "ok": True}
+            if op == "hello":
+                if req.get("protocol") != PROTOCOL:
+                    raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
+                                                       f"this adapter speaks {PROTOCOL}")
+                reply.update(protocol=PROTOCOL, adapter=adapter, capabilities=capabilities)
+            elif op == "shutdown":
+                out.write(json.dumps(reply) + "\n")
+                out.flush()
+                sys.stderr.flush()
+                return "shutdown"
+            elif op in ops:
+                reply.update(ops[op](req))
+            else:
+                raise AdapterError("InvalidArgument", f"unknown op '{op}'")
+        except Exception as e:
+            if not isinstance(e, AdapterError):
+                traceback.print_exc(file=sys.stderr)
+                if on_unexpected is not None:
+                    on_unexpected(e)
+            e = to_error(e)
+            reply = {"id": req.get("id") if isinstance(req, dict) else None, "rank": rank,
+                     "ok": False, "error": {"code": e.code, "message": str(e)}}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return "eof"

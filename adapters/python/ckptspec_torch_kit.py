@@ -1,0 +1,109 @@
+"""What the torch-based adapters of ckptspec (torch_dcp, megatron_core) share: the protocol's
+dtypes as torch dtypes, tensor entries read from and written to the harness's files, and the gloo
+process group with its agreement step. Imported by path beside ckptspec_adapter_kit.
+"""
+import datetime
+import math
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ckptspec_adapter_kit import AdapterError, read_bytes
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+          "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
+          "int32": torch.int32, "int64": torch.int64}
+
+
+def torch_dtype(name, key):
+    if name not in DTYPES:
+        raise AdapterError("InvalidArgument", f"tensor '{key}': unknown dtype '{name}'")
+    return DTYPES[name]
+
+
+def read_tensor(t, shape):
+    """The entry's tensor of `shape` from its file (raw little-endian elements)."""
+    dtype = torch_dtype(t["dtype"], t["key"])
+    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
+    size = torch.empty((), dtype=dtype).element_size() * math.prod(shape)
+    if len(raw) != size:
+        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
+                                              f"bytes, local shape {t['local_shape']} needs {size}")
+    if size == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def write_tensor(path, x):
+    """x's elements, raw, to the harness's file."""
+    x = x.contiguous()
+    Path(path).write_bytes(b"" if x.numel() == 0 else x.view(-1).view(torch.uint8).numpy().tobytes())
+
+
+def exception_text(e):
+    """`Type: message`; for DCP's CheckpointException (an exception with `failures`) each
+    rank's failure, `rank r: Type: message; ...`."""
+    if hasattr(e, "failures") and isinstance(e.failures, dict):
+        parts = []
+        for r, failure in sorted(e.failures.items()):
+            exc = failure[0] if isinstance(failure, tuple) else failure
+            parts.append(f"rank {r}: {type(exc).__name__}: {exc}")
+        return f"{type(e).__name__}: " + ("; ".join(parts) or str(e))
+    return f"{type(e).__name__}: {e}"
+
+
+class GlooGroup:
+    """The gloo default process group over MASTER_ADDR:MASTER_PORT, created at the first operation
+    that needs it (hello stays fast). A collective that failed (a timeout, a peer gone) leaves the
+    group out of step: `broken` says why, and the adapter then refuses reset so that the harness
+    replaces the whole group."""
+
+    def __init__(self, rank, world, timeout_s):
+        self.rank, self.world, self.timeout_s = rank, world, timeout_s
+        self.broken = None
+        self.async_pg = None
+
+    def check(self, e):
+        """Records e if it is a failed collective."""
+        text = str(e)
+        if "gloo" in text or "Connection closed" in text or "timeout" in text.lower():
+            self.broken = text[:300]
+
+    def ensure(self):
+        if not dist.is_initialized():
+            dist.init_process_group("gloo", rank=self.rank, world_size=self.world,
+                                    timeout=datetime.timedelta(seconds=self.timeout_s))
+
+    def async_group(self):
+        """A group of its own for collectives run in a background thread (DCP's async_save)."""
+        if self.async_pg is None:
+            self.ensure()
+            self.async_pg = dist.new_group(backend="gloo")
+        return self.async_pg
+
+    def agree(self, error):
+        """Every rank learns whether any rank failed; raises on every rank if one did (this rank's
+        own error, else the first failing rank's), so that no rank enters a collective the others
+        never reach."""
+        self.ensure()
+        gathered = [None] * self.world
+        try:
+            dist.all_gather_object(gathered, None if error is None else [error.code, str(error)])
+        except Exception as e:
+            self.broken = f"{type(e).__name__}: {e}"[:300]
+            raise
+        if error is not None:
+            raise error
+        for r, err in enumerate(gathered):
+            if err is not None:
+                raise AdapterError(err[0], f"rank {r} failed: {err[1]}")
+
+    def refuse_reset_if_broken(self):
+        if self.broken:
+            raise AdapterError("FailedPrecondition", "a collective of this group failed earlier "
+                                                     f"({self.broken}); start a new group")
+
+    def close(self):
+        if dist.is_initialized():
+            dist.destroy_process_group()
