@@ -60,6 +60,7 @@ int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
     const RankCoords& have = saved[c];
     if (have.tp != want.tp || have.pp != want.pp || have.ep != want.ep || have.etp != want.etp) continue;
     if (data_parallel_random_init && have.dp != want.dp) continue;
+    if (have.dp == want.dp && have.cp == want.cp) return static_cast<int>(c);  // its own state
     if (best < 0 || have.dp < saved[best].dp) best = static_cast<int>(c);
   }
   return best;

@@ -37,8 +37,8 @@
 // | L7 | RNG              | loaded only when not finetune, not no_load_rng, the checkpoint has RNG,   |
 // |    |                  | and TP and PP are unchanged. Each rank takes the saved state of the rank  |
 // |    |                  | with its (tp, pp, ep, etp) coordinates (and dp under                      |
-// |    |                  | data_parallel_random_init; else the lowest dp): missing is an error.      |
-// |    |                  | Otherwise each rank is freshly seeded.                                    |
+// |    |                  | data_parallel_random_init): the one at its own dp and cp if saved, else   |
+// |    |                  | the lowest dp; missing is an error. Otherwise each rank is freshly seeded.|
 // | L8 | rerun state      | loaded (LoadRerunPayload) unless finetune or the new mode is DISABLED;    |
 // |    |                  | needs world, TP, PP and DP unchanged: under a change a sentinel payload is|
 // |    |                  | skipped and a pending rerun is an error. "World" is both the module's and |
@@ -88,8 +88,10 @@ struct ResumeRequest {
 Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& saved, const Layout& now);
 
 // L7's matching rule alone: the index in `saved` of the rank whose RNG state the rank at `want`
-// takes (same tp, pp, ep and etp, and dp under data_parallel_random_init; the lowest dp, first in
-// list order among equals), or -1.
+// takes, or -1. Candidates have the same tp, pp, ep and etp (and dp under
+// data_parallel_random_init); the one at the same dp and cp is taken (a rank of an unchanged
+// layout takes its own state, the entry a framework's template asks for), else the lowest dp,
+// first in list order among equals.
 int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
                  bool data_parallel_random_init);
 

@@ -1,5 +1,8 @@
 #include "model/state_sharding.h"
 
+#include <map>
+#include <string>
+
 #include "model/rerun_state_machine.h"
 #include "model/state_common.h"
 #include "model/state_entries.h"
@@ -199,6 +202,19 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector
       }
     }
     all.push_back(std::move(e));
+  }
+  // Several ranks may take one saved RNG state (a changed DP or CP): one of them, the lowest rank,
+  // asks for it as the main replica and the others as replicas, so that the templates have one
+  // main replica per object, as a checkpointer validates them (megatron-core refuses "Duplicate
+  // ShardedObject keys" on load too).
+  std::map<std::string, int64_t> requests;
+  for (RankEntries& e : all) {
+    for (size_t i = 0; i < e.dict.objects.size(); ++i) {
+      if (e.object_roles[i].kind != EntryKind::kRng) continue;
+      ObjectSpec& spec = e.dict.objects[i].spec;
+      const int64_t earlier = requests[spec.UniqueKey()]++;
+      if (earlier > 0 && IsMainReplica(spec.replica_id)) spec.replica_id = {earlier};
+    }
   }
   *out = std::move(all);
   return Status::OK();

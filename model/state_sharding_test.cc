@@ -329,6 +329,38 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
   }
 }
 
+// Load templates are what a framework hands its checkpointer, and megatron-core validates them
+// as it validates saves: no object may have two main replicas ("Duplicate ShardedObject keys").
+// With EP the RNG state is one object per (pp, tp, dp-cp) position; on an unchanged layout every
+// rank asks for its own (found by the megatron_core adapter: TP1 CP2 DP2 EP2, where the ranks of
+// CP 0 and 1 both asked for one position).
+TEST(StateSharding, LoadTemplatesHaveOneMainReplicaPerObject) {
+  ParallelSizes p;
+  p.cp = 2;
+  p.ep = 2;
+  Layout l;
+  ASSERT_TRUE(Layout::Make(4, p, RankOrder(), &l).ok());
+  const TrainingConfig c = Config(l, /*experts=*/4);
+  ASSERT_TRUE(ValidateModelForLayout(c.model, l).ok());
+  const TrainingState s = Trained(c, 1);
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
+  CheckpointInfo info;
+  ASSERT_TRUE(ReadCheckpointInfo(dicts.at(0).common, &info).ok());
+  std::vector<ShardedStateDict> templates;
+  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l, c.model.name), {c}, info, LoadFlags(),
+                             &templates).ok());
+  std::string duplicates;
+  for (const Violation& v : CheckShardingIntegrity(Sig(templates))) {
+    if (v.kind == ViolationKind::kDuplicateMain) duplicates += FormatViolations({v});
+  }
+  EXPECT_EQ(duplicates, "");
+  TrainingState back;
+  const Status st = LoadOne(dicts, l, c, LoadFlags(), &back);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(FirstDifference(back, s), "");
+}
+
 TEST(StateSharding, DpReshardableReshardsOverDp) {
   const Layout l1 = MakeLayout(2, 1, 1), l2 = MakeLayout(4, 1, 1);
   const TrainingState s = Trained(Config(l1), 2);
@@ -437,15 +469,17 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
     const int64_t tp = *rc::gen::element<int64_t>(1, 2, 4);
     const int64_t pp = *rc::gen::element<int64_t>(1, 2);
     const int64_t dp = *rc::gen::element<int64_t>(1, 2);
+    const int64_t cp = *rc::gen::element<int64_t>(1, 2);
     const int64_t ep = experts > 0 ? *rc::gen::element<int64_t>(1, 2) : 1;
     const int64_t etp = experts > 0 ? *rc::gen::element<int64_t>(0, 1) : 0;
     ParallelSizes p;
     p.tp = tp;
     p.pp = pp;
+    p.cp = cp;
     p.ep = ep;
     p.etp = etp;
     Layout l;
-    RC_PRE(Layout::Make(tp * pp * dp, p, RankOrder(), &l).ok());
+    RC_PRE(Layout::Make(tp * pp * dp * cp, p, RankOrder(), &l).ok());
     return l;
   };
   const int experts = *rc::gen::element(0, 2, 4);
@@ -489,6 +523,16 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
   f.reset_dataloader = *rc::gen::arbitrary<bool>();
   f.no_load_optim = *rc::gen::arbitrary<bool>();
   f.no_load_rng = *rc::gen::arbitrary<bool>();
+  // The templates under the new layout: one main replica per object (what a checkpointer such as
+  // megatron-core validates on load as on save).
+  CheckpointInfo info;
+  RC_ASSERT(ReadCheckpointInfo(dicts.at(0).common, &info).ok());
+  std::vector<ShardedStateDict> templates;
+  if (StateTemplates(HeterogeneousLayout::Single(l2, c2.model.name), {c2}, info, f, &templates).ok()) {
+    for (const Violation& v : CheckShardingIntegrity(Sig(templates))) {
+      RC_ASSERT(v.kind != ViolationKind::kDuplicateMain);
+    }
+  }
   TrainingState expected, got;
   const Status es = ExpectedStateAfterLoad({s, l1, sc.optimizer_format, true}, {c2, l2, f}, &expected);
   const Status gs = LoadOne(dicts, l2, c2, f, &got);
