@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/expectations_file.h"
 #include "cli/input_file.h"
 #include "cli/output_file.h"
 #include "properties/adapter_target.h"
@@ -53,7 +54,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_option("--junit", o->junit_out, "write a JUnit XML report to FILE");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
   cmd->add_flag("--details", o->details,
-                "describe every kill of a mutant (default: its fastest kill only)");
+                "list every failure's time to detection, cases and shrunk size, and describe every "
+                "kill of a mutant (default: its fastest kill only)");
   return cmd;
 }
 
@@ -130,17 +132,12 @@ PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint6
   return total;
 }
 
-std::string Cell(const PropertyOutcome& o) {
+// "0.25s/3c/40b": time to the first failing case, cases run, printed size of the shrunk
+// counterexample.
+std::string KillTime(const PropertyOutcome& o) {
   std::ostringstream os;
-  switch (o.verdict) {
-    case Verdict::kPass: os << "pass"; break;
-    case Verdict::kNotApplicable: os << "n/a"; break;
-    case Verdict::kFail:
-      os << "KILLED " << std::fixed << std::setprecision(2) << o.time_to_failure_s << "s/"
-         << o.cases << "c/" << o.shrunk_size << "b";
-      break;
-    default: os << VerdictName(o.verdict); break;
-  }
+  os << std::fixed << std::setprecision(2) << o.time_to_failure_s << "s/" << o.cases << "c/"
+     << o.shrunk_size << "b";
   return os.str();
 }
 
@@ -189,11 +186,25 @@ TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const st
 
 namespace {
 
-std::string CellText(const PropertyOutcome& o, const RunJudging& judging) {
+// One character per outcome (the legend below the matrix says what each means).
+char CellChar(const PropertyOutcome& o, const RunJudging& judging) {
   if (judging.expectations && !judging.IsMutant(o.target)) {
-    return Judge(judging.expectations->For(o.property), o).cell;
+    const std::string cell = Judge(judging.expectations->For(o.property), o).cell;
+    if (cell == "pass") return '.';
+    if (cell == "n/a") return '-';
+    if (cell == "xfail") return 'x';
+    if (cell == "UNEXPECTED pass") return 'P';
+    if (cell == "UNEXPECTED n/a") return 'N';
+    return 'F';  // UNEXPECTED FAIL
   }
-  return Cell(o);
+  switch (o.verdict) {
+    case Verdict::kPass: return '.';
+    case Verdict::kNotApplicable: return '-';
+    case Verdict::kFail: return judging.IsMutant(o.target) ? 'K' : 'F';
+    case Verdict::kGaveUp: return 'g';
+    case Verdict::kError: return 'E';
+  }
+  return '?';
 }
 
 std::vector<std::string> TargetsInOrder(const std::vector<PropertyOutcome>& outcomes) {
@@ -210,37 +221,62 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJu
   const std::vector<std::string> targets = TargetsInOrder(outcomes);
   std::vector<std::string> properties;
   std::map<std::pair<std::string, std::string>, const PropertyOutcome*> cell;
+  size_t property_width = 2;
   for (const PropertyOutcome& o : outcomes) {
     if (std::find(properties.begin(), properties.end(), o.property) == properties.end()) {
       properties.push_back(o.property);
+      property_width = std::max(property_width, o.property.size());
     }
     cell[{o.target, o.property}] = &o;
   }
-  size_t name_width = 6, cell_width = 4;
-  for (const auto& t : targets) name_width = std::max(name_width, t.size());
-  for (const PropertyOutcome& o : outcomes) cell_width = std::max(cell_width, CellText(o, judging).size());
-  const int name_w = static_cast<int>(name_width) + 2, cell_w = static_cast<int>(cell_width) + 2;
-  std::ostringstream os;
-  os << std::left << std::setw(name_w) << "target";
-  for (const auto& p : properties) os << std::setw(cell_w) << p;
-  os << "verdict\n";
+  std::vector<std::string> verdicts;
+  size_t name_width = 6, verdict_width = 7;
   for (const auto& t : targets) {
-    os << std::setw(name_w) << t;
+    verdicts.push_back(JudgeTarget(outcomes, t, judging).text);
+    name_width = std::max(name_width, t.size());
+    verdict_width = std::max(verdict_width, verdicts.back().size());
+  }
+  const int name_w = static_cast<int>(name_width) + 2, verdict_w = static_cast<int>(verdict_width) + 2,
+            cell_w = static_cast<int>(property_width) + 1;
+  std::ostringstream header;
+  header << std::left << std::setw(name_w) << "target" << std::setw(verdict_w) << "verdict";
+  for (const auto& p : properties) header << std::setw(cell_w) << p;
+  std::string head = header.str();
+  head.erase(head.find_last_not_of(' ') + 1);
+  std::ostringstream os;
+  os << std::left << head << "\n";
+  for (size_t i = 0; i < targets.size(); ++i) {
+    std::string row;
     for (const auto& p : properties) {
-      auto it = cell.find({t, p});
-      os << std::setw(cell_w) << (it == cell.end() ? "-" : CellText(*it->second, judging));
+      auto it = cell.find({targets[i], p});
+      row += it == cell.end() ? ' ' : CellChar(*it->second, judging);
+      row += std::string(static_cast<size_t>(cell_w) - 1, ' ');
     }
-    os << JudgeTarget(outcomes, t, judging).text << "\n";
+    row.erase(row.find_last_not_of(' ') + 1);
+    os << std::setw(name_w) << targets[i] << std::setw(verdict_w) << verdicts[i] << row << "\n";
   }
-  os << "(KILLED t/c/b: time to the first failing case, cases run, printed size of the shrunk "
-        "counterexample in bytes; verdict: killed or SURVIVED for a mutant, clean or FAILED for "
-        "another target";
+  os << "K killed (a mutant failed it)  F failed  . pass  - n/a  g gave up  E error";
+  if (judging.expectations) os << "\nx failed as expected  P passed, N n/a, against expectation";
+  os << "\nverdict: a mutant is killed or SURVIVED, another target clean or FAILED";
   if (judging.expectations) {
-    os << ", or, judged by " << judging.expectations->source
-       << ", as expected or UNEXPECTED, where xfail is an expected failure";
+    os << ", or as expected or\nUNEXPECTED against " << judging.expectations->source;
   }
-  os << ")\n";
+  os << "\n";
   return os.str();
+}
+
+std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes) {
+  std::ostringstream os;
+  for (const std::string& t : TargetsInOrder(outcomes)) {
+    std::string kills;
+    for (const PropertyOutcome& o : outcomes) {
+      if (o.target == t && o.verdict == Verdict::kFail) kills += "  " + o.property + " " + KillTime(o);
+    }
+    if (!kills.empty()) os << t << ":" << kills << "\n";
+  }
+  if (os.str().empty()) return "";
+  return "\nfailures, time to the first failing case / cases run / size of the shrunk "
+         "counterexample:\n" + os.str();
 }
 
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
@@ -401,9 +437,7 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (s.ok()) s = ParseBudget(o.budget, &budget);
   Expectations expectations;
   if (s.ok() && !o.expectations.empty()) {
-    std::string text;
-    s = ReadRegularFile("--expectations", o.expectations, kMaxExpectationsFileBytes, &text);
-    if (s.ok()) s = ParseExpectations(text, o.expectations, &expectations);
+    s = ReadExpectationsFile(o.expectations, &expectations);
   }
   for (const std::string& path : o.plugins) {
     if (s.ok()) s = CheckRegularFile("--plugin", path);
@@ -458,6 +492,7 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (!o.quiet) err << "\r" << std::string(79, ' ') << "\r" << std::flush;
   out << MatrixText(outcomes, judging);
+  if (o.details) out << KillTimesText(outcomes);
   DescribeOutcomes(outcomes, judging, o.details, out);
   bool met = true;
   for (const std::string& t : TargetsInOrder(outcomes)) met = met && JudgeTarget(outcomes, t, judging).met;

@@ -1,6 +1,6 @@
 // `ckptspec run`: runs the property catalog against targets and prints the kill matrix
-// (target × property: pass, KILLED with time to detection, cases and shrunk size, or n/a; then each
-// target's verdict against its expectation), with optional JSON and JUnit reports. With neither
+// (a row per target: its verdict against its expectation, then one character per property --
+// killed, pass, n/a, ...), with optional JSON and JUnit reports. With neither
 // --target nor --adapter: the reference (both index layouts) and every catalog mutant.
 //
 // Expectations: a mutant (TargetFactory::expect_killed) must be KILLED by at least one selected
@@ -46,7 +46,9 @@ struct RunOptions {
   std::string json_out;
   std::string junit_out;
   bool quiet = false;    // no progress line
-  bool details = false;  // also describe every kill of a mutant (not only the fastest)
+  // Also list every failure's time to detection, cases and shrunk size, and describe every kill of
+  // a mutant (not only the fastest).
+  bool details = false;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunOptions* options);
@@ -58,8 +60,6 @@ constexpr NumberRange<double> kAdapterTimeoutSeconds{0.001, 24 * 3600.0};
 constexpr NumberRange<int64_t> kBudgetCases{1, 1000000000};
 constexpr NumberRange<double> kBudgetSeconds{0.001, 7 * 24 * 3600.0};  // "30s"
 constexpr NumberRange<double> kBudgetMinutes{0.001, 7 * 24 * 60.0};    // "2m"
-// The largest expectations file read (they list a few dozen properties).
-constexpr uint64_t kMaxExpectationsFileBytes = 1 << 20;
 
 // Parses --budget: a whole number of cases, or a time in seconds ("30s") or minutes ("2m"),
 // within the ranges above. The error names the flag, the value and both ranges.
@@ -86,12 +86,17 @@ struct TargetVerdict {
 TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const std::string& target,
                           const RunJudging& judging);
 
-// The reports, from the outcomes of one run. A mutant's cells are its outcomes (KILLED ...); other
-// targets' cells, under an expectations file, how each outcome compares with it ("xfail",
-// "UNEXPECTED pass", ...). The JSON has one entry per target (expect, verdict, met) and per
-// outcome (with "expected" and "matches" under a file). JUnit counts an expected failure as
-// skipped, an unexpected outcome as a failure, and a surviving mutant as a failed "killed" case.
+// The reports, from the outcomes of one run. The matrix has a row per target (its name, its
+// verdict) and one character per property, with a legend: a mutant's cells are its outcomes (K
+// killed, . pass, - n/a); other targets' cells, under an expectations file, how each outcome
+// compares with it (x an expected failure, F, P, N an unexpected failure, pass, n/a). With the 19
+// properties and the catalog's target names it is under 120 columns wide. KillTimesText lists,
+// per target, each failure's time to detection, cases and shrunk size (`--details`). The JSON has
+// one entry per target (expect, verdict, met) and per outcome (with "expected" and "matches"
+// under a file). JUnit counts an expected failure as skipped, an unexpected outcome as a failure,
+// and a surviving mutant as a failed "killed" case.
 std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
+std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes);
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
                          const RunJudging& judging = {});
 std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});

@@ -79,7 +79,7 @@ TEST(RunCommand, ReportPathsAreCheckedFirstAndWriteErrorsAreExit2) {
   std::ostringstream out2, err2;
   EXPECT_EQ(RunRunCommand(o, out2, err2), 2);
   EXPECT_EQ(err2.str(), "ckptspec run: --junit '/dev/full': cannot write: No space left on device\n");
-  EXPECT_NE(out2.str().find("reference  pass"), std::string::npos) << out2.str();
+  EXPECT_NE(out2.str().find("reference  clean    ."), std::string::npos) << out2.str();
   std::ifstream json(o.json_out);
   EXPECT_EQ(nlohmann::json::parse(json)["format"], "ckptspec.run");
   std::remove(o.json_out.c_str());
@@ -118,7 +118,7 @@ TEST(RunCommand, ReferencePassesAndReportsAreWellFormed) {
   o.quiet = true;
   std::ostringstream out, err;
   EXPECT_EQ(RunRunCommand(o, out, err), 0) << out.str() << err.str();
-  EXPECT_NE(out.str().find("reference  pass"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("reference  clean    .\n"), std::string::npos) << out.str();
 
   PropertyOutcome fail;
   fail.target = "B04";
@@ -135,10 +135,15 @@ TEST(RunCommand, ReferencePassesAndReportsAreWellFormed) {
   na.verdict = Verdict::kNotApplicable;
   na.message = "no async";
   const std::vector<PropertyOutcome> outcomes = {fail, na};
-  EXPECT_NE(MatrixText(outcomes).find("KILLED 0.25s/3c/40b"), std::string::npos) << MatrixText(outcomes);
+  EXPECT_NE(MatrixText(outcomes).find("target  verdict  P7  P14\nB04     FAILED   F   -\n"), std::string::npos)
+      << MatrixText(outcomes);
+  EXPECT_EQ(KillTimesText(outcomes),
+            "\nfailures, time to the first failing case / cases run / size of the shrunk "
+            "counterexample:\nB04:  P7 0.25s/3c/40b\n");
   RunJudging mutant;
   mutant.expect_killed = {"B04"};
-  EXPECT_NE(MatrixText(outcomes, mutant).find("killed\n"), std::string::npos);
+  EXPECT_EQ(MatrixText(outcomes, mutant).substr(0, 50),
+            "target  verdict  P7  P14\nB04     killed   K   -\nK ");
   const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 9, mutant));
   EXPECT_EQ(j["seed"], 9);
   EXPECT_EQ(j["targets"][0]["verdict"], "killed");
@@ -231,8 +236,9 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
   };
   std::string text;
   EXPECT_EQ(run_with(R"({"P13": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
-  EXPECT_NE(text.find("adapter:ckptspec-reference  pass"), std::string::npos) << text;
+  EXPECT_NE(text.find("adapter:ckptspec-reference  as expected  .   -\n"), std::string::npos) << text;
   EXPECT_EQ(run_with(R"({"P2": {"expect": "fail", "reason": "a known bug"}})", &text), 1) << text;
+  EXPECT_NE(text.find("adapter:ckptspec-reference  UNEXPECTED  P   N\n"), std::string::npos) << text;
   EXPECT_NE(text.find("UNEXPECTED pass: adapter:ckptspec-reference P2, expected fail (a known bug)"),
             std::string::npos) << text;
   EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec-reference P13, expected pass"),

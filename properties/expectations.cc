@@ -1,8 +1,5 @@
 #include "properties/expectations.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "model/json_util.h"
@@ -75,7 +72,8 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
   if (!read.ok()) return Status::InvalidArgument(source + ": " + read.message());
   if (!j.is_object()) return Error(source, "(root)", "expected an object, got " + JsonPreview(j));
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() != "format" && it.key() != "version" && it.key() != "properties") {
+    if (it.key() != "format" && it.key() != "version" && it.key() != "properties" &&
+        it.key() != "extends") {
       return Error(source, "(root)", "unknown member " + JsonPreview(json(it.key())));
     }
   }
@@ -85,6 +83,19 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
   if (j.value("version", json()) != json(1)) return Error(source, "version", "expected 1");
   Expectations result;
   result.source = source;
+  auto extends = j.find("extends");
+  if (extends != j.end()) {
+    if (!extends->is_string()) {
+      return Error(source, "extends", "expected a file name, got " + JsonPreview(*extends));
+    }
+    const std::string name = extends->get<std::string>();
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.size() > 255) {
+      return Error(source, "extends",
+                   "expected the name of a file in the same directory, got " + JsonPreview(*extends));
+    }
+    result.extends = name;
+  }
   auto properties = j.find("properties");
   if (properties != j.end()) {
     if (!properties->is_object()) {
@@ -100,12 +111,15 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
   return Status::OK();
 }
 
-Status LoadExpectations(const std::string& path, Expectations* out) {
-  std::ifstream file(path);
-  if (!file) return Status::NotFound("expectations file '" + path + "' cannot be read");
-  std::stringstream text;
-  text << file.rdbuf();
-  return ParseExpectations(text.str(), path, out);
+Status ApplyBase(const Expectations& base, Expectations* own) {
+  if (!base.extends.empty()) {
+    return Status::InvalidArgument(own->source + ": extends: " + base.source +
+                                   " extends another file; a base may not extend");
+  }
+  for (const auto& [property, expectation] : base.properties) {
+    own->properties.emplace(property, expectation);  // the file's own entry wins
+  }
+  return Status::OK();
 }
 
 Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome) {

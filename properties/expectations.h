@@ -8,6 +8,11 @@
 //
 // A property the file does not list is expected to pass. "fail" and "n/a" need a non-empty
 // reason. Reading never throws; errors name the file and the member.
+//
+// "extends": "base.json" (a file name in the same directory, no path) takes every expectation of
+// that file first and lets this one add or replace properties, so that a row of a version matrix
+// (megatron_core-0.19.2-torch-2.15.0.json) states only how it differs from its version's file. A
+// base may not extend another.
 #pragma once
 
 #include <map>
@@ -28,14 +33,19 @@ struct Expectation {
 
 struct Expectations {
   std::string source;  // the file, for messages
+  std::string extends;  // the base file's name, as written ("" without one)
   std::map<std::string, Expectation> properties;  // by id ("P13"); ids are catalog ids
   const Expectation& For(const std::string& property) const;
 };
 
 // Parses the form above; `source` names the text in errors. Unknown property ids, unknown
-// members and expectations other than "pass", "fail", "n/a" are errors.
+// members and expectations other than "pass", "fail", "n/a" are errors. `extends` is recorded,
+// not followed.
 Status ParseExpectations(const std::string& text, const std::string& source, Expectations* out);
-Status LoadExpectations(const std::string& path, Expectations* out);
+// Completes a file that extends `base` (the file its `extends` names, parsed): *own keeps its
+// properties and takes the base's others. InvalidArgument when the base extends a file itself.
+// (Reading the base is the caller's: cli/expectations_file.h.)
+Status ApplyBase(const Expectations& base, Expectations* own);
 
 // How an outcome compares with its expectation. A failure, an error and a run that gave up all
 // count as "fail".

@@ -1,0 +1,25 @@
+// Reading `ckptspec run --expectations FILE` (docs/ADAPTERS.md, "Expectations"): the file, and the
+// base file beside it that its "extends" names, each read as an input file of the command (a
+// regular file of at most kMaxExpectationsFileBytes; cli/input_file.h).
+//
+// Contracts:
+//  - The base is FILE's directory joined with the name "extends" gives (a name without '/', so
+//    nothing outside that directory is read); a base that extends another file is an error.
+//  - Errors are InvalidArgument or NotFound naming the flag and the file, as the input-file checks
+//    word them; an error of the base names FILE and "extends" first.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/status.h"
+#include "properties/expectations.h"
+
+namespace ckptspec {
+
+// The largest expectations file read (they list a few dozen properties).
+constexpr uint64_t kMaxExpectationsFileBytes = 1 << 20;
+
+Status ReadExpectationsFile(const std::string& path, Expectations* out);
+
+}  // namespace ckptspec
