@@ -101,5 +101,7 @@ rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict) {
 
 void showValue(const TrainingConfig& config, std::ostream& os) { os << DescribeTrainingConfig(config); }
 void showValue(const LoadFlags& flags, std::ostream& os) { os << DescribeLoadFlags(flags); }
+void showValue(LrDecayStyle style, std::ostream& os) { os << LrDecayStyleName(style); }
+void showValue(IdentityField field, std::ostream& os) { os << IdentityFieldName(field); }
 
 }  // namespace ckptspec

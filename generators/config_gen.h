@@ -31,5 +31,7 @@ rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict);
 
 void showValue(const TrainingConfig& config, std::ostream& os);
 void showValue(const LoadFlags& flags, std::ostream& os);
+void showValue(LrDecayStyle style, std::ostream& os);
+void showValue(IdentityField field, std::ostream& os);
 
 }  // namespace ckptspec

@@ -46,6 +46,40 @@ TEST(Expectations, ParseTheFormAndRejectWhatIsWrongByName) {
             "x.json: (root): unknown member \"target\"");
 }
 
+TEST(Expectations, ApplyBaseKeepsTheFilesOwnEntriesAndTakesTheOthers) {
+  const char* kBase = R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P13": {"expect": "n/a", "reason": "real disk"},
+                     "P7": {"expect": "fail", "reason": "cached plan"}}})";
+  Expectations base, row;
+  ASSERT_TRUE(ParseExpectations(kBase, "base.json", &base).ok());
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "extends": "base.json", "properties": {"P15": {"expect": "fail", "reason": "strides"},
+                                             "P7": {"expect": "pass"}}})", "row.json", &row).ok());
+  EXPECT_EQ(row.extends, "base.json");
+  ASSERT_TRUE(ApplyBase(base, &row).ok());
+  EXPECT_EQ(row.source, "row.json");
+  EXPECT_EQ(row.For("P13").expected, Expected::kNotApplicable);  // from the base
+  EXPECT_EQ(row.For("P13").reason, "real disk");
+  EXPECT_EQ(row.For("P15").reason, "strides");                  // the row's own
+  EXPECT_EQ(row.For("P7").expected, Expected::kPass);           // the row's, over the base's
+  EXPECT_EQ(row.For("P1").expected, Expected::kPass);
+
+  // A base may not extend another file; "extends" names a file beside, never a path.
+  Expectations chained = row;
+  EXPECT_EQ(ApplyBase(row, &chained).message(),
+            "row.json: extends: row.json extends another file; a base may not extend");
+  const auto error = [](const std::string& extends) {
+    Expectations e;
+    return ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1, "extends": )" +
+                                 extends + "}", "x.json", &e).message();
+  };
+  EXPECT_EQ(error(R"("../base.json")"),
+            "x.json: extends: expected the name of a file in the same directory, got \"../base.json\"");
+  EXPECT_EQ(error(R"("..")"),
+            "x.json: extends: expected the name of a file in the same directory, got \"..\"");
+  EXPECT_EQ(error("7"), "x.json: extends: expected a file name, got 7");
+}
+
 TEST(Expectations, JudgeEveryCombination) {
   const Expectation pass{Expected::kPass, ""}, fail{Expected::kFail, "r"}, na{Expected::kNotApplicable, "r"};
   struct Row {

@@ -117,6 +117,8 @@ const std::vector<GoldenScenario>& GoldenScenarios() {
   return kScenarios;
 }
 
+void showValue(const GoldenScenario& scenario, std::ostream& os) { os << scenario.name; }
+
 std::string GoldenCorpusDir() { return std::string(CKPTSPEC_SOURCE_DIR) + "/corpus/golden"; }
 
 Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& factory, Env* env,

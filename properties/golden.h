@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct GoldenScenario {
 // TP2·PP2·DP2 dense bf16 fully_reshardable; MoE EP2 dp_reshardable; two heterogeneous modules
 // (all format version 1, single index); TP2·DP2 dense fp32 in format version 2's per-writer index.
 const std::vector<GoldenScenario>& GoldenScenarios();
+// How RapidCheck prints a chosen scenario in a counterexample: its name.
+void showValue(const GoldenScenario& scenario, std::ostream& os);
 
 // corpus/golden in the source tree (a compile definition of the source directory).
 std::string GoldenCorpusDir();

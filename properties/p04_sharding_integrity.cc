@@ -31,6 +31,9 @@ const char* BreakName(Break b) {
   return "?";
 }
 
+// How RapidCheck prints the generated break in a counterexample.
+void showValue(Break b, std::ostream& os) { os << BreakName(b); }
+
 // One entry of one rank's dict.
 struct EntryRef {
   int64_t rank = 0;

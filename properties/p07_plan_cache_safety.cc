@@ -32,6 +32,9 @@ const char* ChangeName(Change c) {
   return "?";
 }
 
+// How RapidCheck prints the generated change in a counterexample.
+void showValue(Change c, std::ostream& os) { os << ChangeName(c); }
+
 struct SaveRecord {
   RunSpec run;
   std::vector<TrainingState> states;

@@ -30,6 +30,9 @@ const char* CaseName(Case c) {
   return "?";
 }
 
+// How RapidCheck prints the generated case in a counterexample.
+void showValue(Case c, std::ostream& os) { os << CaseName(c); }
+
 }  // namespace
 
 void CheckParamGroupIdentity(const TargetFactory& factory) {

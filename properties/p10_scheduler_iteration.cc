@@ -30,6 +30,9 @@ const char* ChangeName(SchedulerChange c) {
   return "?";
 }
 
+// How RapidCheck prints the generated change in a counterexample.
+void showValue(SchedulerChange c, std::ostream& os) { os << ChangeName(c); }
+
 // Applies `change` to `c` when the result stays valid; returns whether the config changed.
 bool ApplyChange(SchedulerChange change, LrDecayStyle style, SchedulerConfig* c) {
   SchedulerConfig n = *c;

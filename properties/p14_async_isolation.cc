@@ -38,6 +38,10 @@ const char* NextCallName(NextCall c) {
   return "?";
 }
 
+// How RapidCheck prints the generated fault and next call in a counterexample.
+void showValue(Fault f, std::ostream& os) { os << FaultName(f); }
+void showValue(NextCall c, std::ostream& os) { os << NextCallName(c); }
+
 // Overwrites every byte the caller handed to the save.
 void Scribble(std::vector<ShardedStateDict>* dicts) {
   for (ShardedStateDict& d : *dicts) {

@@ -32,6 +32,9 @@ const char* CorruptionName(Corruption c) {
   return "?";
 }
 
+// How RapidCheck prints the generated corruption in a counterexample.
+void showValue(Corruption c, std::ostream& os) { os << CorruptionName(c); }
+
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
