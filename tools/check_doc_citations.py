@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Fails when a file of the repository cites a document the repository lacks.
 
-A citation is a name ending in `.md` (`docs/PROTOCOL.md`, `MUTANTS.md`), outside a URL. It must
+A citation is a file name with the markdown extension (`docs/PROTOCOL.md`), outside a URL. It must
 name a file of the tree, either from the repository root or from the citing file's directory (so
-docs/ may cite its siblings by name, and code must say `docs/NAME.md`). A citation followed by a
+docs/ may cite its siblings by their bare names, and code must give the path from the root). A citation followed by a
 section, `docs/DESIGN.md §4.3` or `docs/PROTOCOL.md, "Revisions"`, must also name a heading of
 that document: one whose number is that section, or whose title contains the quoted words.
 
@@ -21,8 +21,6 @@ CITATION = re.compile(
     r"|,? \"([^\"\n]{1,80})\")?")                          # a quoted heading
 URL = re.compile(r"\w+://\S+")
 SKIPPED_DIRS = {".git", ".venv", "__pycache__"}
-# The checker and its test name documents as examples and in the small trees the test builds.
-NOT_CITING = {"tools/check_doc_citations.py", "tools/check_doc_citations_test.py"}
 
 
 def tracked_files(root):
@@ -57,8 +55,6 @@ def has_titled(heads, title):
 def check(root):
     problems, cited = [], 0
     for rel in sorted(tracked_files(root)):
-        if rel in NOT_CITING:
-            continue
         path = os.path.join(root, rel)
         try:
             with open(path, encoding="utf-8") as f:
