@@ -127,16 +127,16 @@ Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome) 
   const bool failed = Failed(outcome.verdict);
   switch (expectation.expected) {
     case Expected::kPass:
-      if (na) return {false, "UNEXPECTED n/a"};
-      return failed ? Judgement{false, "UNEXPECTED FAIL"} : Judgement{true, "pass"};
+      if (na) return {false, "UNEXPECTED n/a", 'N'};
+      return failed ? Judgement{false, "UNEXPECTED FAIL", 'F'} : Judgement{true, "pass", '.'};
     case Expected::kFail:
-      if (na) return {false, "UNEXPECTED n/a"};
-      return failed ? Judgement{true, "xfail"} : Judgement{false, "UNEXPECTED pass"};
+      if (na) return {false, "UNEXPECTED n/a", 'N'};
+      return failed ? Judgement{true, "xfail", 'x'} : Judgement{false, "UNEXPECTED pass", 'P'};
     case Expected::kNotApplicable:
-      if (na) return {true, "n/a"};
-      return failed ? Judgement{false, "UNEXPECTED FAIL"} : Judgement{false, "UNEXPECTED pass"};
+      if (na) return {true, "n/a", '-'};
+      return failed ? Judgement{false, "UNEXPECTED FAIL", 'F'} : Judgement{false, "UNEXPECTED pass", 'P'};
   }
-  return {false, "?"};
+  return {false, "?", '?'};
 }
 
 }  // namespace ckptspec

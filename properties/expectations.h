@@ -54,6 +54,8 @@ struct Judgement {
   // The matrix cell: "pass", "n/a", "xfail" (an expected failure), "UNEXPECTED FAIL",
   // "UNEXPECTED pass", "UNEXPECTED n/a".
   std::string cell;
+  // The same in one character, for the compact matrix: '.', '-', 'x', 'P', 'N', 'F'.
+  char symbol = '?';
 };
 Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome);
 
