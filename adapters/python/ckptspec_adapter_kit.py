@@ -8,8 +8,11 @@ and the Megatron-style checkpoint directory that the adapters write:
 An adapter imports it by path, from the directory beside its own:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 """
+import faulthandler
 import json
+import multiprocessing
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -122,14 +125,30 @@ def write_tracker(directory, iteration):
 # The request loop
 
 
+def end_children(timeout_s=5):
+    """Terminates and reaps every live multiprocessing child of this process (e.g. megatron-core's
+    write-results queue, a multiprocessing Manager started on the first save). Python's exit
+    handlers would shut such a child down; an adapter that leaves with os._exit skips them, and the
+    orphan would keep the harness's pipes open."""
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(timeout_s)
+
+
 def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=None):
     """Answers requests from stdin, one JSON line each, with one reply line on stdout, until
     shutdown or the end of stdin. `ops` maps each op but hello and shutdown to a function of the
     request returning the reply's fields ("reset" only when the adapter declares it). An
     exception becomes the reply's error (to_error); one that is not an AdapterError is a defect of
     the adapter or its third party: its traceback goes to stderr and on_unexpected(e) is told.
-    Whatever else the process prints goes to stderr: stdout carries replies only.
+    Whatever else the process prints goes to stderr: stdout carries replies only. SIGUSR1 makes
+    the process print every thread's Python stack to stderr and go on (for a rank that hangs).
+    At shutdown, after the reply, the multiprocessing children the third party started are ended
+    (end_children), so the caller may leave without Python's exit handlers.
     Returns "shutdown" or "eof"."""
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     out = sys.stdout
     sys.stdout = sys.stderr
     for line in sys.stdin:
@@ -146,6 +165,7 @@ def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=
             elif op == "shutdown":
                 out.write(json.dumps(reply) + "\n")
                 out.flush()
+                end_children()
                 sys.stderr.flush()
                 return "shutdown"
             elif op in ops:

@@ -5,10 +5,13 @@ processes, as ckptspec's harness does, and checks what comes back. Run with the 
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 from pathlib import Path
 
@@ -17,6 +20,10 @@ import torch
 ADAPTER = Path(__file__).with_name("ckptspec_torch_dcp_adapter.py")
 DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "int64": torch.int64,
       "fp8_e4m3": torch.float8_e4m3fn}
+# No single request of these tests takes a minute even on two busy cores; a rank that has not
+# replied by then is stuck (the gloo timeout is shorter), and the test fails with every rank's
+# Python stack instead of waiting for ctest's timeout.
+CALL_DEADLINE_S = float(os.environ.get("CKPTSPEC_ADAPTER_TEST_DEADLINE", 180))
 
 
 def free_port():
@@ -37,8 +44,11 @@ class Group:
         self.world, self.next_id = world, 1
         env = dict(os.environ, WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(free_port()), CKPTSPEC_PROTOCOL="1", CKPTSPEC_DCP_PG_TIMEOUT="20")
+        # Each rank leads a process group of its own: whatever it starts is ended with it (an
+        # orphan holding the test's output pipe would keep ctest waiting).
         self.procs = [subprocess.Popen([sys.executable, str(ADAPTER), *args], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+                                       stdout=subprocess.PIPE, start_new_session=True,
+                                       env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
                       for r in range(world)]
         replies = self.call("hello", [{"protocol": 1, "rank": r, "world_size": world} for r in range(world)])
         assert all(r["ok"] and r["protocol"] == 1 for r in replies), replies
@@ -50,17 +60,75 @@ class Group:
             req = {"id": rid, "op": op, **(per_rank[r] if per_rank else {})}
             p.stdin.write((json.dumps(req) + "\n").encode())
             p.stdin.flush()
-        replies = [json.loads(p.stdout.readline()) for p in self.procs]
+        replies = [json.loads(line) for line in self.read_replies(op)]
         for r, reply in enumerate(replies):
             assert reply["id"] == rid and reply["rank"] == r, reply
         return replies
 
-    def close(self):
-        self.call("shutdown")
+    def read_replies(self, op):
+        """One line from every rank, or, past CALL_DEADLINE_S, an AssertionError naming the ranks
+        that did not reply, after each rank has dumped its threads' stacks to stderr (SIGUSR1:
+        see ckptspec_adapter_kit.serve) and been killed."""
+        lines = [None] * self.world
+
+        def read(r):
+            lines[r] = self.procs[r].stdout.readline()
+
+        readers = [threading.Thread(target=read, args=(r,), daemon=True) for r in range(self.world)]
+        for t in readers:
+            t.start()
+        end = time.monotonic() + CALL_DEADLINE_S
+        for t in readers:
+            t.join(max(0.0, end - time.monotonic()))
+        silent = [r for r in range(self.world) if readers[r].is_alive() or not lines[r]]
+        if silent:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            self.kill_groups()
+            raise AssertionError(f"'{op}': no reply from rank(s) {silent} within "
+                                 f"{CALL_DEADLINE_S:.0f} s (their stacks are on stderr)")
+        return lines
+
+    def kill_groups(self):
+        """SIGKILL to every rank's process group (the rank and what it started), then reaps."""
         for p in self.procs:
-            p.wait(20)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+    def left_behind(self):
+        """The live processes of the ranks' process groups, as 'PID (NAME)' (Linux /proc)."""
+        groups, found = {p.pid for p in self.procs}, []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+            except OSError:
+                continue
+            name, fields = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+            if int(fields[2]) in groups and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
+                found.append(f"{stat.parent.name} ({name})")
+        return found
+
+    def close(self):
+        """Shuts the ranks down (unless a missed deadline killed them) and fails when a rank left
+        a process behind (an orphan that holds the harness's pipes); ends all of them either way."""
+        left = []
+        if all(p.poll() is None for p in self.procs):
+            self.call("shutdown")
+            for p in self.procs:
+                p.wait(20)
+            end = time.monotonic() + 5  # a helper (multiprocessing's resource tracker) may
+            while (left := self.left_behind()) and time.monotonic() < end:  # take a moment
+                time.sleep(0.1)
+        self.kill_groups()
+        for p in self.procs:
             p.stdin.close()
             p.stdout.close()
+        assert not left, f"processes left behind after shutdown: {', '.join(left)}"
 
 
 def tensor(key, dtype, gshape, goff, lshape, frag=None, replica=(0,), prepend=0):
