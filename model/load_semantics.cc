@@ -133,8 +133,19 @@ Status LoadRng(const CheckpointDescriptor& ckpt, const ResumeRequest& req, Train
 
 }  // namespace
 
+LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConfig& config,
+                                      const Layout& saved, const Layout& now) {
+  LoadedStateClasses c;
+  c.optimizer = !flags.finetune && !flags.no_load_optim;
+  c.rng = !flags.finetune && !flags.no_load_rng && saved.tp() == now.tp() && saved.pp() == now.pp();
+  c.rerun = !flags.finetune && config.rerun_mode != RerunMode::kDisabled;
+  c.data = !flags.finetune && !flags.reset_dataloader;
+  return c;
+}
+
 Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequest& req, TrainingState* out) {
   const LoadFlags& f = req.flags;
+  const LoadedStateClasses load = StateClassesToLoad(f, req.config, ckpt.layout, req.layout);
   // L0.
   if (f.override_scheduler && f.use_checkpoint_scheduler) {
     return Status::InvalidArgument(
@@ -162,8 +173,7 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   s.rerun.current_iteration = s.iteration;
 
   // L3 / L4.
-  const bool load_optim = !f.finetune && !f.no_load_optim;
-  if (load_optim) {
+  if (load.optimizer) {
     CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(ckpt.optimizer_format, ckpt.layout, req.layout));
     if (ckpt.optimizer_format == OptimizerFormat::kDpReshardable) {
       // dp_reshardable buffers are laid out over the trainable parameters: a parameter frozen
@@ -183,7 +193,7 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   }
 
   // L5 / L6.
-  if (load_optim) {
+  if (load.optimizer) {
     CKPTSPEC_RETURN_IF_ERROR(LoadSchedulerState(saved.scheduler, req.config.scheduler, f.override_scheduler,
                                                 f.use_checkpoint_scheduler, &s.scheduler));
     if (f.override_scheduler) {
@@ -200,14 +210,13 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   for (SubOptimizer& o : s.optimizers) ApplySchedule(s.scheduler, &o.groups);
 
   // L7.
-  const bool tp_pp_same = ckpt.layout.tp() == req.layout.tp() && ckpt.layout.pp() == req.layout.pp();
-  if (!f.finetune && !f.no_load_rng && ckpt.has_rng && tp_pp_same) {
+  if (load.rng && ckpt.has_rng) {
     CKPTSPEC_RETURN_IF_ERROR(LoadRng(ckpt, req, &s));
   }
 
   // L8.
   nlohmann::json payload;
-  if (!f.finetune && req.config.rerun_mode != RerunMode::kDisabled) {
+  if (load.rerun) {
     CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(saved.rerun, &payload));
     RerunLoadContext ctx;
     ctx.saved_world = static_cast<int>(ckpt.layout.world_size());
@@ -230,7 +239,7 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   }
 
   // L9.
-  if (!f.finetune && !f.reset_dataloader) {
+  if (load.data) {
     if (ckpt.layout.dp() != req.layout.dp()) {
       return Status::FailedPrecondition("data iterator state saved under DP " + std::to_string(ckpt.layout.dp()) +
                                         " cannot be resumed under DP " + std::to_string(req.layout.dp()) +

@@ -16,7 +16,9 @@
 // |    |                  | starts at this iteration (it counts the loop's iterations).               |
 // | L3 | optimizer state  | skipped under finetune or no_load_optim. Otherwise: fully_reshardable     |
 // |    |                  | loads under any layout change; dp_reshardable only when TP, PP, CP, EP    |
-// |    |                  | and ETP are unchanged (error naming the changed size). Groups match by    |
+// |    |                  | and ETP are unchanged (error naming the changed size) and no parameter    |
+// |    |                  | trainable when saved is frozen now (its buffers are laid out over the     |
+// |    |                  | trainable parameters: error naming it). Groups match by                   |
 // |    |                  | identity (IdentityKeySet::kCore) as a bijection (param_groups.h; saved    |
 // |    |                  | groups whose parameters are all frozen now are dropped first); each       |
 // |    |                  | current group takes the saved group's hyper-parameters and step. Moments, |
@@ -82,6 +84,20 @@ struct ResumeRequest {
   // The resuming run's world size (every module's ranks), for L8; 0: layout.world_size().
   int64_t run_world_size = 0;
 };
+
+// Which state classes a load takes from the checkpoint, by the flags, the new config and the two
+// layouts: the one statement of rows L3/L5 (optimizer), L7 (RNG), L8 (rerun state) and L9 (data
+// iterator), used by ExpectedStateAfterLoad and by the load templates (state_sharding.h).
+struct LoadedStateClasses {
+  bool optimizer = false;  // L3-L6: not finetune, not no_load_optim
+  bool rng = false;        // L7: not finetune, not no_load_rng, TP and PP unchanged (the
+                           // checkpoint must also hold RNG state)
+  bool rerun = false;      // L8: not finetune and the new rerun mode is not DISABLED (a world,
+                           // TP, PP or DP change then skips a sentinel payload or is an error)
+  bool data = false;       // L9: not finetune, not reset_dataloader (a DP change is then an error)
+};
+LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConfig& config,
+                                      const Layout& saved, const Layout& now);
 
 // L3's format rule alone: OK for fully_reshardable; for dp_reshardable FailedPrecondition naming
 // the first of TP, PP, CP, EP, ETP that differs between `saved` and `now`.

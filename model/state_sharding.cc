@@ -158,13 +158,14 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector
     return Status::InvalidArgument("the checkpoint has " + std::to_string(was_modules.size()) +
                                    " modules, the run " + std::to_string(now_modules.size()));
   }
-  const bool load_optim = !flags.finetune && !flags.no_load_optim;
   for (size_t m = 0; m < now_modules.size(); ++m) {
     if (now_modules[m].name != was_modules[m].name) {
       return Status::InvalidArgument("module " + std::to_string(m) + " is '" + now_modules[m].name +
                                      "', the checkpoint's '" + was_modules[m].name + "'");
     }
-    if (load_optim) {
+    const LoadedStateClasses load = StateClassesToLoad(flags, configs[m], was_modules[m].layout,
+                                                       now_modules[m].layout);
+    if (load.optimizer) {
       CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(saved.sharding.optimizer_format,
                                                           was_modules[m].layout, now_modules[m].layout)
                                    .WithContext("module '" + now_modules[m].name + "'"));
@@ -177,18 +178,20 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector
     const Layout& was = was_modules[m].layout;
     const TrainingConfig& config = configs[m];
     const bool same_dp = now.dp() == was.dp() && now.cp() == was.cp() && now.edp() == was.edp();
+    const LoadedStateClasses load = StateClassesToLoad(flags, config, was, now);
     EntryFilter f;
-    f.optimizer = load_optim;
+    f.optimizer = load.optimizer;
     f.slice_index = same_dp;
     f.rng = false;
-    f.rerun = !flags.finetune && config.rerun_mode != RerunMode::kDisabled &&
-              layout.world_size() == saved.layout.world_size() && now.world_size() == was.world_size() &&
-              now.tp() == was.tp() && now.pp() == was.pp() && now.dp() == was.dp();
-    f.data = !flags.finetune && !flags.reset_dataloader && now.dp() == was.dp();
+    // Requested only where it loads: a layout change skips the rerun payload (or errs) and a DP
+    // change errs (L8, L9), so the templates never ask for what the load would not take.
+    f.rerun = load.rerun && layout.world_size() == saved.layout.world_size() &&
+              now.world_size() == was.world_size() && now.tp() == was.tp() && now.pp() == was.pp() &&
+              now.dp() == was.dp();
+    f.data = load.data && now.dp() == was.dp();
     RankEntries e;
     CKPTSPEC_RETURN_IF_ERROR(plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
-    const bool rng = !flags.finetune && !flags.no_load_rng && now.tp() == was.tp() && now.pp() == was.pp();
-    if (rng) {
+    if (load.rng) {
       const int s = MatchRngRank(RankCoordsOf(was), now.Coords(layout.LocalRank(r)),
                                  config.data_parallel_random_init);
       if (s >= 0) {
