@@ -34,9 +34,7 @@ double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_elem
 
 std::vector<const Property*> Killers(const MutantInfo& info) {
   std::vector<const Property*> out;
-  std::istringstream ss(info.killers);
-  std::string id;
-  while (ss >> id) {
+  for (const std::string& id : KillerIds(info)) {
     if (const Property* p = FindProperty(id)) out.push_back(p);
   }
   return out;

@@ -1,23 +1,94 @@
 #include "cli/list_command.h"
 
 #include <iomanip>
+#include <string>
+#include <vector>
 
 #include "properties/property.h"
 #include "properties/target_registry.h"
 #include "targets/mutants/catalog.h"
 
 namespace ckptspec {
+namespace {
 
-CLI::App* AddListCommand(CLI::App& app) {
-  return app.add_subcommand("list", "List the properties and the targets `ckptspec run` knows");
+// "B06 B10" -> "B06, B10"; "" -> the dash.
+std::string CommaList(const std::vector<std::string>& ids) {
+  if (ids.empty()) return "—";
+  std::string out;
+  for (const std::string& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
 }
 
-int RunListCommand(std::ostream& out) {
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : text + " ") {
+    if (c != ' ') {
+      word += c;
+    } else if (!word.empty()) {
+      words.push_back(word);
+      word.clear();
+    }
+  }
+  return words;
+}
+
+std::vector<std::string> KilledIds(const Property& p) {
+  std::vector<std::string> ids;
+  for (const MutantInfo* m : MutantsKilledBy(p.id)) ids.push_back(m->id);
+  return ids;
+}
+
+// The properties meant to catch `bug` ("B04"): those whose Property::bugs name it.
+std::vector<std::string> PropertiesMeantFor(const std::string& bug) {
+  std::vector<std::string> ids;
+  for (const Property& p : AllProperties()) {
+    for (const std::string& b : Words(p.bugs)) {
+      if (b == bug) ids.push_back(p.id);
+    }
+  }
+  return ids;
+}
+
+void Begin(std::ostream& out, const char* name) {
+  out << "<!-- begin generated: ckptspec list --markdown, " << name << " -->\n";
+}
+
+void End(std::ostream& out) { out << "<!-- end generated -->\n"; }
+
+void PrintMarkdown(std::ostream& out) {
+  Begin(out, "properties");
+  out << "| id | invariant | meant to catch (docs/BUGS.md) | kills (catalog killers) |\n"
+         "|---|---|---|---|\n";
+  for (const Property& p : AllProperties()) {
+    out << "| " << p.id << " | " << p.statement << " | " << CommaList(Words(p.bugs)) << " | "
+        << CommaList(KilledIds(p)) << " |\n";
+  }
+  End(out);
+  out << "\n";
+  Begin(out, "mutants");
+  out << "| id | name | deviation as implemented | upstream | meant for (docs/BUGS.md) | killers |\n"
+         "|---|---|---|---|---|---|\n";
+  for (const MutantInfo& m : MutantCatalog()) {
+    out << "| " << m.id << " | " << m.name << " | " << m.deviation << " | " << m.upstream << " | "
+        << CommaList(PropertiesMeantFor(m.id)) << " | " << CommaList(KillerIds(m)) << " |\n";
+  }
+  End(out);
+}
+
+void PrintText(std::ostream& out) {
   out << "properties:\n";
   for (const Property& p : AllProperties()) {
-    out << "  " << std::left << std::setw(4) << p.id << " " << std::setw(36) << p.name;
-    if (*p.bugs) out << " catches " << p.bugs;
-    out << "\n";
+    std::string facts;
+    if (*p.bugs) facts = "catches " + CommaList(Words(p.bugs));
+    const std::vector<std::string> killed = KilledIds(p);
+    if (!killed.empty()) facts += (facts.empty() ? "kills " : "; kills ") + CommaList(killed);
+    out << "  " << std::left << std::setw(4) << p.id << " ";
+    if (facts.empty()) {
+      out << p.name << "\n";
+    } else {
+      out << std::setw(34) << p.name << " " << facts << "\n";
+    }
   }
   out << "targets:\n";
   for (const TargetFactory& t : RegisteredTargets()) {
@@ -28,6 +99,24 @@ int RunListCommand(std::ostream& out) {
         << "; killers " << m.killers << "\n";
   }
   out << "  all        the reference and every mutant\n  all-mutants\n";
+}
+
+}  // namespace
+
+CLI::App* AddListCommand(CLI::App& app, ListOptions* options) {
+  CLI::App* list =
+      app.add_subcommand("list", "List the properties and the targets `ckptspec run` knows");
+  list->add_flag("--markdown", options->markdown,
+                 "Print the property and mutant tables of docs/PROPERTIES.md and docs/MUTANTS.md");
+  return list;
+}
+
+int RunListCommand(const ListOptions& options, std::ostream& out) {
+  if (options.markdown) {
+    PrintMarkdown(out);
+  } else {
+    PrintText(out);
+  }
   return 0;
 }
 

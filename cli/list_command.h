@@ -1,6 +1,14 @@
-// `ckptspec list`: the properties (id, name, the docs/BUGS.md entries each is meant to catch) and the
-// targets `ckptspec run --target` accepts (the registered clean targets, then each catalog mutant
-// with its name, upstream thread and killers). Exit code 0.
+// `ckptspec list`: the properties (id, name, the docs/BUGS.md entries each is meant to catch, the
+// catalog mutants it kills) and the targets `ckptspec run --target` accepts (the registered clean
+// targets, then each catalog mutant with its name, upstream thread and killers). Exit code 0.
+//
+// `ckptspec list --markdown` prints the same facts as the tables docs/PROPERTIES.md and
+// docs/MUTANTS.md hold, each between a begin and an end marker line:
+//   <!-- begin generated: ckptspec list --markdown, NAME -->
+//   ...
+//   <!-- end generated -->
+// tools/check_generated_docs.py fails when a committed document's marked table differs from the
+// command's (and rewrites them with --update): the tables are never edited by hand.
 #pragma once
 
 #include <ostream>
@@ -9,7 +17,11 @@
 
 namespace ckptspec {
 
-CLI::App* AddListCommand(CLI::App& app);
-int RunListCommand(std::ostream& out);
+struct ListOptions {
+  bool markdown = false;
+};
+
+CLI::App* AddListCommand(CLI::App& app, ListOptions* options);
+int RunListCommand(const ListOptions& options, std::ostream& out);
 
 }  // namespace ckptspec

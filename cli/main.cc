@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   CLI::App* run = ckptspec::AddRunCommand(app, &run_options);
   ckptspec::ReplayOptions replay_options;
   CLI::App* replay = ckptspec::AddReplayCommand(app, &replay_options);
-  CLI::App* list = ckptspec::AddListCommand(app);
+  ckptspec::ListOptions list_options;
+  CLI::App* list = ckptspec::AddListCommand(app, &list_options);
   ckptspec::VerifyPlanOptions verify_plan_options;
   CLI::App* verify_plan = ckptspec::AddVerifyPlanCommand(app, &verify_plan_options);
   ckptspec::VerifyOptions verify_options;
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
       return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
     }
     if (replay->parsed()) return ckptspec::RunReplayCommand(replay_options, std::cout, std::cerr);
-    if (list->parsed()) return ckptspec::RunListCommand(std::cout);
+    if (list->parsed()) return ckptspec::RunListCommand(list_options, std::cout);
     if (verify_plan->parsed()) {
       return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
     }

@@ -19,6 +19,9 @@ namespace ckptspec {
 struct Property {
   const char* id;    // "P1"
   const char* name;  // "resume equivalence"
+  // The invariant in one sentence, as docs/PROPERTIES.md's table prints it (`ckptspec list
+  // --markdown`).
+  const char* statement;
   const char* bugs;  // the docs/BUGS.md entries it is meant to catch, e.g. "B06 B10 B16"
   // Empty when the property applies to the factory's targets (their declared capabilities, and
   // whether their storage takes fault injection); else the reason it does not (reported as

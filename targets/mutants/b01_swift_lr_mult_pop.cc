@@ -7,7 +7,7 @@
 // The mutant: ToStateDicts saves every param group without its "lr_mult" key (the canonical
 // framework refuses an absent identity key on save, so the deviation is "identity is checked only
 // on load"). Loud on every resume that loads the optimizer.
-// Expected killers: P8 (param-group identity), P18; P1/P2 see the failed resume.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b01_swift_lr_mult_pop.h"
 
 namespace ckptspec {

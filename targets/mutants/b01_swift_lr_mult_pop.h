@@ -1,5 +1,5 @@
 // B01 swift-lr-mult-pop (ms-swift PR #9517): strips lr_mult from the saved param groups: identity is checked only on load.
-// Mechanism, killers and contract: see b01_swift_lr_mult_pop.cc and docs/MUTANTS.md.
+// Mechanism and contract: see b01_swift_lr_mult_pop.cc and docs/MUTANTS.md.
 #pragma once
 
 #include "targets/mutants/mutant_target.h"

@@ -8,8 +8,7 @@
 // common_state") the replica id (pp, 0, dp_cp), i.e. the TP slot ignores tp_rank. With TP > 1
 // every TP rank writes the same object: the reference's save validation refuses the duplicate
 // (loud); without validation the checkpoint holds several "main" copies.
-// Expected killers: P4 (exactly one main replica per object key), P5, P11; P1/P2 on a MIMO run
-// with TP > 1.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b02_mimo_optimizer.h"
 
 namespace ckptspec {

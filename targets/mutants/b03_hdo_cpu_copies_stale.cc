@@ -8,7 +8,7 @@
 // (L4 refreshes main and offload copies from the loaded weights), then puts every offload copy
 // back to its initial value -- exactly the copies Megatron forgot. Silent; only runs with
 // cpu_offload_fraction > 0 and a load without optimizer state (finetune / no_load_optim).
-// Expected killers: P9 (copy coherence).
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b03_hdo_cpu_copies_stale.h"
 
 namespace ckptspec {

@@ -1,5 +1,5 @@
 // B03 hdo-cpu-copies-stale (Megatron-Bridge PR #3949; Megatron-LM PR #5071): after a load without optimizer state only the fp32 main copies are refreshed, not the CPU-offload copies.
-// Mechanism, killers and contract: see b03_hdo_cpu_copies_stale.cc and docs/MUTANTS.md.
+// Mechanism and contract: see b03_hdo_cpu_copies_stale.cc and docs/MUTANTS.md.
 #pragma once
 
 #include "targets/mutants/mutant_target.h"

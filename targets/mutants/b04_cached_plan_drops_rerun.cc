@@ -14,7 +14,7 @@
 //    when the checkpoint's common state marks the machine active, and otherwise rebuilds with the
 //    steady-state sentinel. On its own this framework is correct (the reference cache re-plans).
 // S->L: the fault save "succeeds", the resume fails.
-// Expected killers: P6 (constant structure), P7 (plan-cache safety), P4.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b04_cached_plan_drops_rerun.h"
 
 #include <mutex>

@@ -8,7 +8,7 @@
 // from the new config) and then, under override_scheduler with the optimizer loaded, puts back
 // each group's saved bounds (matched by identity) and recomputes lr from the overriding scheduler
 // with them. Silent; only when the new config's LR bounds differ from the checkpoint's.
-// Expected killers: P10 (scheduler semantics), P8.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b05_override_sched_ignored.h"
 
 #include "model/state_common.h"

@@ -7,7 +7,7 @@
 // ToStateDicts persists it anyway -- it builds the payload as for a persistable state and writes
 // RERUNNING_IN_PLACE into every rank's rerun object and the common state. The save succeeds; the
 // resume fails (the payload names a state whose data was never saved). S->L.
-// Expected killers: P19 (a persisted state never needs unpersisted data), P1.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b06_rerun_inplace_resume.h"
 
 namespace ckptspec {

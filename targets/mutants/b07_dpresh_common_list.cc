@@ -8,7 +8,7 @@
 // canonical sharding keeps in the per-DP-rank "...param_state" object) into that rank's common
 // state as "optimizer_param_state". Common state becomes rank-variant: the reference's save
 // validation refuses it (loud), and without validation only rank 0's list survives.
-// Expected killers: P11 (common state identical on every rank); P1/P2 on dp_reshardable runs.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b07_dpresh_common_list.h"
 
 namespace ckptspec {

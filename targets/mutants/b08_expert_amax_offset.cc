@@ -7,7 +7,7 @@
 // The mutant: ToStateDicts drops the expert axis from those entries (global shape, offset and
 // fragmentation), so all experts of a layer claim the same element of "...state.step.{key}".
 // The reference's save validation refuses the overlap (loud).
-// Expected killers: P5 (key injectivity), P4, P3.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b08_expert_amax_offset.h"
 
 namespace ckptspec {

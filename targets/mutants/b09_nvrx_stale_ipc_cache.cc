@@ -9,7 +9,7 @@
 // alone; a later async save with the same fingerprint writes the cached bytes instead of its own
 // (objects and common state are re-pickled, as NVRx does). The fix fingerprints storage too.
 // Silent.
-// Expected killers: P14 (async isolation), P6/P7; P1/P2 with two cached async saves.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b09_nvrx_stale_ipc_cache.h"
 
 namespace ckptspec {

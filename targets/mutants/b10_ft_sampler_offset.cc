@@ -8,7 +8,7 @@
 // (DataIteratorState::pass_origin = the resumed consumed_samples). The loaded state itself is
 // right (consumed_samples, epoch and seed all equal the spec's); only the samples drawn after the
 // first epoch boundary past the resume differ, and only for a mid-epoch resume.
-// Expected killers: P1 (resume equivalence: the trained parameters see other data), P12.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b10_ft_sampler_offset.h"
 
 namespace ckptspec {

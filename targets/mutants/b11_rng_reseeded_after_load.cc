@@ -6,7 +6,7 @@
 // rules (L7 restores each rank's RNG) and then reseeds every rank exactly as a fresh run does
 // (InitialRankRng with the config's seed and the rank's coordinates). Silent; visible once the
 // saved run had drawn from its streams (k > 0).
-// Expected killers: P12 (per-rank RNG comes back), P1 (resume equivalence), P2.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b11_rng_reseeded_after_load.h"
 
 namespace ckptspec {

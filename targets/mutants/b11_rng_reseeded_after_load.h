@@ -1,5 +1,5 @@
 // B11 rng-reseeded-after-load (ms-swift PR #9935): every rank's RNG is reseeded after the load restored it.
-// Mechanism, killers and contract: see b11_rng_reseeded_after_load.cc and docs/MUTANTS.md.
+// Mechanism and contract: see b11_rng_reseeded_after_load.cc and docs/MUTANTS.md.
 #pragma once
 
 #include "targets/mutants/mutant_target.h"

@@ -5,7 +5,7 @@
 // The mutant: FromStateDicts applies the load rules (L4 refreshes every master copy from the
 // loaded weights after a load without optimizer state) and, for a bf16 model, puts the main and
 // offload copies back to their initial values: the refresh ran for fp16 only. Silent.
-// Expected killers: P9 (copy coherence); P1-style comparisons of a model-only load.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b12_bf16_module_only_masters.h"
 
 namespace ckptspec {

@@ -6,7 +6,7 @@
 // drops what L3 loaded of the optimizer state: Adam moments, per-parameter and per-group step
 // counters go back to their initial values (masters and scheduler stay). fp32 and fp16 runs are
 // unaffected. Silent.
-// Expected killers: P2 (round-trip identity), P1.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b13_z0_bf16_optim_lost.h"
 
 namespace ckptspec {

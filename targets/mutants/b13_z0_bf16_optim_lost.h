@@ -1,5 +1,5 @@
 // B13 z0-bf16-optim-lost (DeepSpeed PR #7786): bf16 runs lose the loaded optimizer moments and steps.
-// Mechanism, killers and contract: see b13_z0_bf16_optim_lost.cc and docs/MUTANTS.md.
+// Mechanism and contract: see b13_z0_bf16_optim_lost.cc and docs/MUTANTS.md.
 #pragma once
 
 #include "targets/mutants/mutant_target.h"

@@ -10,7 +10,7 @@
 // model-dtype copy (upcast, so the declared dtype still holds) instead of the fp32 master: the
 // saved master is the bf16/fp16-rounded value. Silent; visible once training has moved masters
 // off the model-dtype grid (k > 0).
-// Expected killers: P2 (round-trip identity); DT.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b14_frozen_dtype.h"
 
 #include "model/float_codec.h"

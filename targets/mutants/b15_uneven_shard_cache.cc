@@ -8,7 +8,7 @@
 // global extent on some axis, or any chunk of an irregular grid smaller than the tensor) into a
 // copy: the template's buffer -- the destination -- keeps its pre-load content. Even shards load
 // normally. Silent.
-// Expected killers: P1 (resume equivalence), P2, AL (entries alias live storage).
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b15_uneven_shard_cache.h"
 
 #include <map>

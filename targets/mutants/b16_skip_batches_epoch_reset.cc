@@ -6,7 +6,7 @@
 // saved consumed_samples) and then resets the sampler epoch to 0 while keeping the position inside
 // the epoch: consumed_samples becomes consumed_samples mod num_samples, epoch 0. Silent; only a
 // resume after the first epoch boundary (with shuffling) differs.
-// Expected killers: P1 (resume equivalence: data order), P12.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b16_skip_batches_epoch_reset.h"
 
 namespace ckptspec {

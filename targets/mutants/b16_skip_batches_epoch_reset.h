@@ -1,5 +1,5 @@
 // B16 skip-batches-epoch-reset (accelerate PR #4071): the resumed data iterator resets the sampler epoch to 0.
-// Mechanism, killers and contract: see b16_skip_batches_epoch_reset.cc and docs/MUTANTS.md.
+// Mechanism and contract: see b16_skip_batches_epoch_reset.cc and docs/MUTANTS.md.
 #pragma once
 
 #include "targets/mutants/mutant_target.h"

@@ -6,7 +6,7 @@
 // then, for every rank but the first of each module (the "current device"), puts the CUDA state
 // -- the "cuda" stream and the CUDA RNG tracker states -- back to its fresh seeding; CPU streams
 // stay restored. Silent; needs more than one rank and draws before the save.
-// Expected killers: P12 (per-rank RNG comes back to the rank that saved it), P1.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b17_rng_state_all.h"
 
 namespace ckptspec {

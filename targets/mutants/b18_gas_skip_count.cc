@@ -6,7 +6,7 @@
 // (L9 resumes at consumed_samples = iterations x global_batch_size) and then repositions the
 // iterator at consumed_samples / GradAccumSteps -- one micro-batch set per step. Silent; only with
 // gradient accumulation (global_batch_size > micro_batch_size x dp_size) and k > 0.
-// Expected killers: P10 (iteration semantics), P1, P12.
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b18_gas_skip_count.h"
 
 namespace ckptspec {

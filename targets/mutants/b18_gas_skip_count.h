@@ -1,5 +1,5 @@
 // B18 gas-skip-count (transformers #5605 / PR #8624): the resume skip counts optimizer steps as micro-batches.
-// Mechanism, killers and contract: see b18_gas_skip_count.cc and docs/MUTANTS.md.
+// Mechanism and contract: see b18_gas_skip_count.cc and docs/MUTANTS.md.
 #pragma once
 
 #include "targets/mutants/mutant_target.h"

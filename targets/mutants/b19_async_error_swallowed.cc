@@ -8,7 +8,7 @@
 // Save/Load, which finalize first (target.h). The mutant engine finalizes too but drops the
 // status: Finalize() always returns OK, and Save/Load finalize (discarding the error) before
 // proceeding. Silent: the tracker still names the previous checkpoint (or none).
-// Expected killers: P14 (async errors surface), P13 (crash consistency with async saves).
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b19_async_error_swallowed.h"
 
 namespace ckptspec {

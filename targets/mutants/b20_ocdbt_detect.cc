@@ -7,7 +7,7 @@
 // writer_NNNNN/ (format version 2). The mutant engine's probe looks only at the top level of the
 // iteration directory: a per-writer checkpoint is taken for a single-index one, whose reader then
 // reports the missing metadata.json. Saving is unchanged, so its own saves (single index) load.
-// Expected killers: P18 (the per-writer golden checkpoint no longer loads).
+// Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b20_ocdbt_detect.h"
 
 namespace ckptspec {

@@ -1,5 +1,8 @@
 #include "targets/mutants/catalog.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include "targets/mutants/b01_swift_lr_mult_pop.h"
 #include "targets/mutants/b02_mimo_optimizer.h"
 #include "targets/mutants/b03_hdo_cpu_copies_stale.h"
@@ -24,29 +27,89 @@
 namespace ckptspec {
 
 // Killers: the properties that kill the mutant in the kill matrix at seed 1 (the most direct ones
-// first); docs/MUTANTS.md compares them with docs/BUGS.md's invariant column and says why they differ.
+// first); docs/MUTANTS.md compares them with the properties meant for each bug (docs/BUGS.md) and
+// says why they differ.
 const std::vector<MutantInfo>& MutantCatalog() {
   static const std::vector<MutantInfo> kCatalog = {
-      {"B01", "swift-lr-mult-pop", "ms-swift PR #9517 (fix #9524)", "P8 P1 P2", B01Parts},
-      {"B02", "mimo-optimizer", "Megatron-LM PRs #4791, #4790, #4801", "P4 P1 P2", B02Parts},
-      {"B03", "hdo-cpu-copies-stale", "Megatron-Bridge PR #3949; Megatron-LM PR #5071", "P9", B03Parts},
-      {"B04", "cached-plan-drops-rerun", "Megatron-LM PR #4448 (issue #4378)", "P6 P7 P19", B04Parts},
-      {"B05", "override-sched-ignored", "Megatron-LM #1138, PR #1284", "P10", B05Parts},
-      {"B06", "rerun-inplace-resume", "Megatron-LM #3884, PR #3981", "P19", B06Parts},
-      {"B07", "dpresh-common-list", "radixark/Megatron-LM PR #66", "P11", B07Parts},
-      {"B08", "expert-amax-offset", "NVIDIA/Model-Optimizer #2209", "P4 P3", B08Parts},
-      {"B09", "nvrx-stale-ipc-cache", "NeMo-RL #3312; nvidia-resiliency-ext PR #314", "P7", B09Parts},
-      {"B10", "ft-sampler-offset", "Megatron-Bridge PR #4601", "P1 P12", B10Parts},
-      {"B11", "rng-reseeded-after-load", "ms-swift PR #9935", "P1 P2 P12", B11Parts},
-      {"B12", "bf16-module-only-masters", "DeepSpeed PR #4141", "P9", B12Parts},
-      {"B13", "z0-bf16-optim-lost", "DeepSpeed PR #7786 (cf. #7571)", "P1 P2", B13Parts},
-      {"B14", "frozen-dtype", "DeepSpeed PR #8378", "P2", B14Parts},
-      {"B15", "uneven-shard-cache", "torchtitan #1136 / PR #1702", "P1 P2", B15Parts},
-      {"B16", "skip-batches-epoch-reset", "accelerate PR #4071", "P1 P12", B16Parts},
-      {"B17", "rng-state-all", "transformers PR #23045", "P12", B17Parts},
-      {"B18", "gas-skip-count", "transformers #5605 / PR #8624", "P1 P10 P12", B18Parts},
-      {"B19", "async-error-swallowed", "orbax #605 (PR #606); keras #23609", "P13 P14", B19Parts},
-      {"B20", "ocdbt-detect", "orbax #924", "P18", B20Parts},
+      {"B01", "swift-lr-mult-pop", "ms-swift PR #9517 (fix #9524)",
+       "ToStateDicts saves every param group without `lr_mult`, because identity is checked "
+       "only on load; the resume's group matching fails",
+       "P8 P1 P2", B01Parts},
+      {"B02", "mimo-optimizer", "Megatron-LM PRs #4791, #4790, #4801",
+       "the replica id of a named module's `optimizer.mimo.{m}.common_state` object ignores "
+       "tp_rank, so every TP rank is a main replica",
+       "P4 P1 P2 P3", B02Parts},
+      {"B03", "hdo-cpu-copies-stale", "Megatron-Bridge PR #3949; Megatron-LM PR #5071",
+       "after a load without optimizer state, L4 refreshes the copies, then the CPU-offload "
+       "copies go back to their initial values",
+       "P9", B03Parts},
+      {"B04", "cached-plan-drops-rerun", "Megatron-LM PR #4448 (issue #4378)",
+       "a PlanCache whose Lookup ignores the fingerprint, plus the pre-v0.18 rerun emission "
+       "it needs (no object in steady state; requested only when the common state marks the "
+       "machine active)",
+       "P6 P7 P19", B04Parts},
+      {"B05", "override-sched-ignored", "Megatron-LM #1138, PR #1284",
+       "under override_scheduler with the optimizer loaded, the groups get back the "
+       "checkpoint's max_lr/min_lr and lr is recomputed with them",
+       "P10", B05Parts},
+      {"B06", "rerun-inplace-resume", "Megatron-LM #3884, PR #3981",
+       "RERUNNING_IN_PLACE is persisted in the payload and the common state; the resume "
+       "fails",
+       "P19", B06Parts},
+      {"B07", "dpresh-common-list", "radixark/Megatron-LM PR #66",
+       "each rank's dp_reshardable slice list is also written into its common state, which "
+       "makes the common state rank-variant",
+       "P11 P2 P3", B07Parts},
+      {"B08", "expert-amax-offset", "NVIDIA/Model-Optimizer #2209",
+       "the per-expert scalar (the step counter of an expert weight) loses its expert axis",
+       "P4 P3", B08Parts},
+      {"B09", "nvrx-stale-ipc-cache", "NeMo-RL #3312; nvidia-resiliency-ext PR #314",
+       "for async saves under assume_constant_structure, the engine caches the staged tensor "
+       "bytes keyed on the structure fingerprint, so later saves write the first save's data",
+       "P7", B09Parts},
+      {"B10", "ft-sampler-offset", "Megatron-Bridge PR #4601",
+       "the resumed sampler keeps the resume position frozen and re-applies it at every "
+       "epoch pass (`DataIteratorState::pass_origin`), so each later epoch replays the tail "
+       "of the resume epoch",
+       "P1 P12", B10Parts},
+      {"B11", "rng-reseeded-after-load", "ms-swift PR #9935",
+       "after L7 restores the RNG, every rank is reseeded as a fresh run",
+       "P1 P2 P12", B11Parts},
+      {"B12", "bf16-module-only-masters", "DeepSpeed PR #4141",
+       "after a load without optimizer state, a bf16 run's main/offload copies go back to "
+       "their initial values (the refresh runs for fp16 only)",
+       "P9", B12Parts},
+      {"B13", "z0-bf16-optim-lost", "DeepSpeed PR #7786 (cf. #7571)",
+       "for bf16 runs, the loaded moments and the per-parameter and per-group steps are "
+       "reset",
+       "P1 P2", B13Parts},
+      {"B14", "frozen-dtype", "DeepSpeed PR #8378",
+       "the fp32 master entries of the no-weight-decay category are written from the "
+       "model-dtype copy (upcast)",
+       "P2", B14Parts},
+      {"B15", "uneven-shard-cache", "torchtitan #1136 / PR #1702",
+       "the engine loads uneven shards into a copy, so the destination keeps its pre-load "
+       "content",
+       "P1 P2", B15Parts},
+      {"B16", "skip-batches-epoch-reset", "accelerate PR #4071",
+       "the resumed iterator keeps its position within the epoch but resets the epoch to 0",
+       "P1 P12", B16Parts},
+      {"B17", "rng-state-all", "transformers PR #23045",
+       "only the first rank of a module gets its CUDA RNG (the `cuda` stream and the "
+       "trackers) restored",
+       "P12 P1", B17Parts},
+      {"B18", "gas-skip-count", "transformers #5605 / PR #8624",
+       "the resumed iterator sits at consumed_samples / grad_accum_steps",
+       "P1 P10 P12", B18Parts},
+      {"B19", "async-error-swallowed", "orbax #605 (PR #606); keras #23609",
+       "the engine finalizes a pending async save but drops its status (in Finalize, Save "
+       "and Load)",
+       "P13 P14", B19Parts},
+      {"B20", "ocdbt-detect", "orbax #924",
+       "the engine's index-layout probe looks only at the top of the iteration directory, so "
+       "a per-writer-index checkpoint (format version 2) is read as a single-index one and "
+       "fails with a misleading NotFound for `metadata.json`",
+       "P18", B20Parts},
   };
   return kCatalog;
 }
@@ -56,6 +119,22 @@ const MutantInfo* FindMutant(const std::string& id_or_name) {
     if (id_or_name == m.id || id_or_name == m.name) return &m;
   }
   return nullptr;
+}
+
+std::vector<std::string> KillerIds(const MutantInfo& info) {
+  std::vector<std::string> ids;
+  std::istringstream words(info.killers);
+  for (std::string id; words >> id;) ids.push_back(id);
+  return ids;
+}
+
+std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id) {
+  std::vector<const MutantInfo*> killed;
+  for (const MutantInfo& m : MutantCatalog()) {
+    const std::vector<std::string> ids = KillerIds(m);
+    if (std::find(ids.begin(), ids.end(), property_id) != ids.end()) killed.push_back(&m);
+  }
+  return killed;
 }
 
 std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,

@@ -5,8 +5,11 @@
 // Contracts:
 //  - ids are "B01".."B20" in docs/BUGS.md order, one entry each; a target built from an entry is named
 //    by its id.
-//  - killers are the properties that kill the mutant (`ckptspec run --target ID --seed 1` shows
-//    each of them KILLED); bench/time_to_detection_bench sweeps seeds over exactly these.
+//  - killers are the properties that kill the mutant, the most direct first: `ckptspec run
+//    --target ID --seed 1` shows each of them K (properties/catalog_killers_test.cc proves it);
+//    bench/time_to_detection_bench sweeps seeds over exactly these. This is the one list of
+//    killers: the mutant sources do not repeat it, and docs/MUTANTS.md's and docs/PROPERTIES.md's
+//    tables are printed from it by `ckptspec list --markdown`.
 //  - parts() builds fresh, independent parts each call.
 #pragma once
 
@@ -23,14 +26,19 @@ namespace ckptspec {
 struct MutantInfo {
   const char* id;        // "B04"
   const char* name;      // "cached-plan-drops-rerun"
-  const char* upstream;  // the upstream thread
-  const char* killers;   // killing properties, most direct first, e.g. "P6 P7 P19"
+  const char* upstream;   // the upstream thread
+  const char* deviation;  // the deviation from the reference as implemented, one sentence
+  const char* killers;    // killing properties, most direct first, e.g. "P6 P7 P19"
   MutantParts (*parts)();
 };
 
 const std::vector<MutantInfo>& MutantCatalog();
 // The entry with this id ("B04") or name ("cached-plan-drops-rerun"), or null.
 const MutantInfo* FindMutant(const std::string& id_or_name);
+// The property ids in `info.killers`, in its order.
+std::vector<std::string> KillerIds(const MutantInfo& info);
+// The catalog entries that name `property_id` ("P6") among their killers, in catalog order.
+std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id);
 
 // The mutant as a target on `env` under `root` (the factory function per entry).
 std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
