@@ -1,13 +1,10 @@
 // P15, strict handling: for every StrictMode, a load whose templates request keys the checkpoint
 // lacks ("unexpected", per rank) and leave checkpoint keys requested by no rank ("missing")
-// follows the mode table of docs/SEMANTICS.md §4 exactly:
-//   error:      assume_ok_unexpected and raise_unexpected iff some rank has unexpected keys;
-//               raise_all iff unexpected or missing keys; no other mode errs.
-//   reported:   return_* give `unexpected` equal to the true per-rank sets, return_all `missing`
-//               equal to the true set; other modes report nothing there.
-//   warnings:   log_* name every unexpected key, log_all every missing key; no other mode warns.
-//   loaded:     unexpected entries removed, every other requested entry present and holding the
-//               saved data.
+// does exactly what StrictRuleOf (targets/strict_mode.h) says of the mode: it errs where the rule
+// fails or raises (naming the keys), reports `unexpected` / `missing` where it returns them (the
+// true per-rank sets, the true global set; nothing elsewhere), warns where it warns (naming every
+// key; no other mode warns), and loads every requested entry but the unexpected ones, holding the
+// saved data.
 // The templates are the framework's own for the same run, edited: some keys removed from every
 // rank (missing), some renamed on every rank (missing and unexpected), extra per-rank tensors and
 // objects (unexpected).
@@ -228,10 +225,11 @@ void CheckStrictHandling(const TargetFactory& factory) {
   const Status status = target.engine().Load(std::move(request), &result);
   RC_LOG() << "  load returned: " << status.ToString() << "\n";
 
-  const bool expect_error =
-      (any_unexpected && (mode == StrictMode::kAssumeOkUnexpected ||
-                          mode == StrictMode::kRaiseUnexpected || mode == StrictMode::kRaiseAll)) ||
-      (any_missing && mode == StrictMode::kRaiseAll);
+  // What the mode must do: StrictRuleOf (targets/strict_mode.h), the one statement of the rules.
+  const StrictRule rule = StrictRuleOf(mode);
+  const bool expect_error = (any_unexpected && (rule.unexpected == UnexpectedKeys::kLoadFails ||
+                                                rule.unexpected == UnexpectedKeys::kRaise)) ||
+                            (any_missing && rule.missing == MissingKeys::kRaise);
   if (expect_error) {
     RC_ASSERT(!status.ok());
     // The error names what is wrong: some unexpected key (the raise modes name all of them), or
@@ -239,7 +237,7 @@ void CheckStrictHandling(const TargetFactory& factory) {
     std::vector<std::string> all_unexpected;
     for (const auto& v : unexpected) all_unexpected.insert(all_unexpected.end(), v.begin(), v.end());
     const std::vector<std::string> message{status.message()};
-    if (mode == StrictMode::kAssumeOkUnexpected) {
+    if (any_unexpected && rule.unexpected == UnexpectedKeys::kLoadFails) {
       RC_ASSERT(std::any_of(all_unexpected.begin(), all_unexpected.end(),
                             [&](const std::string& key) { return Mentions(message, key); }));
     } else {
@@ -251,8 +249,7 @@ void CheckStrictHandling(const TargetFactory& factory) {
   }
   CKPTSPEC_RC_ASSERT_OK(status);
 
-  const bool returns_unexpected =
-      mode == StrictMode::kReturnUnexpected || mode == StrictMode::kReturnAll;
+  const bool returns_unexpected = rule.unexpected == UnexpectedKeys::kReturnAndDrop;
   for (size_t r = 0; r < std::max(world, result.unexpected.size()); ++r) {
     const std::vector<std::string> got =
         r < result.unexpected.size() ? Sorted(result.unexpected[r]) : std::vector<std::string>{};
@@ -264,20 +261,20 @@ void CheckStrictHandling(const TargetFactory& factory) {
     }
   }
   const std::vector<std::string> want_missing =
-      mode == StrictMode::kReturnAll ? missing : std::vector<std::string>{};
+      rule.missing == MissingKeys::kReturn ? missing : std::vector<std::string>{};
   if (Sorted(result.missing) != want_missing) {
     RC_FAIL("result.missing " + Join(Sorted(result.missing)) + ", expected " + Join(want_missing));
   }
-  const bool logs = mode == StrictMode::kLogUnexpected || mode == StrictMode::kLogAll;
+  const bool logs = rule.unexpected == UnexpectedKeys::kWarnAndDrop || rule.missing == MissingKeys::kWarn;
   if (!logs && !result.warnings.empty()) RC_FAIL("unexpected warnings " + Join(result.warnings));
-  if (logs) {
+  if (rule.unexpected == UnexpectedKeys::kWarnAndDrop) {
     for (size_t r = 0; r < world; ++r) {
       for (const std::string& key : unexpected[r]) {
         if (!Mentions(result.warnings, key)) RC_FAIL("no warning names unexpected '" + key + "'");
       }
     }
   }
-  if (mode == StrictMode::kLogAll) {
+  if (rule.missing == MissingKeys::kWarn) {
     for (const std::string& key : missing) {
       if (!Mentions(result.warnings, key)) RC_FAIL("no warning names missing '" + key + "'");
     }

@@ -4,24 +4,6 @@
 
 namespace ckptspec {
 
-namespace {
-constexpr const char* kStrictNames[kNumStrictModes] = {
-    "assume_ok_unexpected", "log_unexpected", "log_all",    "raise_unexpected",
-    "raise_all",            "return_unexpected", "return_all", "ignore_all"};
-}  // namespace
-
-const char* StrictModeName(StrictMode mode) { return kStrictNames[static_cast<int>(mode)]; }
-
-bool ParseStrictMode(const std::string& name, StrictMode* out) {
-  for (int i = 0; i < kNumStrictModes; ++i) {
-    if (name == kStrictNames[i]) {
-      *out = static_cast<StrictMode>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
 ShardedStateDict TemplateOf(const ShardedStateDict& state) {
   ShardedStateDict t;
   t.tensors.reserve(state.tensors.size());

@@ -26,25 +26,9 @@
 #include "model/sharded.h"
 #include "model/state_sharding.h"
 #include "model/status.h"
+#include "targets/strict_mode.h"
 
 namespace ckptspec {
-
-// Megatron's StrictHandling (docs/SEMANTICS.md §4). With "unexpected" = keys a rank requests that the
-// checkpoint lacks, "missing" = checkpoint keys that no rank requests (computed by *_ALL only):
-enum class StrictMode {
-  kAssumeOkUnexpected,  // default: no pre-check; a requested key the checkpoint lacks is an error
-  kLogUnexpected,       // warn about unexpected keys, drop them, load the rest
-  kLogAll,              // warn about unexpected and missing keys, drop unexpected, load the rest
-  kRaiseUnexpected,     // unexpected keys are an error
-  kRaiseAll,            // unexpected or missing keys are an error
-  kReturnUnexpected,    // report unexpected keys in the result, drop them, load the rest
-  kReturnAll,           // report unexpected and missing keys, drop unexpected, load the rest
-  kIgnoreAll,           // drop unexpected keys silently
-};
-inline constexpr int kNumStrictModes = 8;
-// "assume_ok_unexpected", "log_unexpected", ... (Megatron's spelling).
-const char* StrictModeName(StrictMode mode);
-bool ParseStrictMode(const std::string& name, StrictMode* out);
 
 struct SaveOptions {
   // Validate the sharding of every rank's dict first (P4, P5, P11) and refuse a bad one.

@@ -1,22 +1,7 @@
 // ReferenceEngine::Load: metadata verification, strict handling, resharding by chunk
 // intersection, checksum verification of every byte read.
 //
-// Strict handling (docs/SEMANTICS.md §4; the names are Megatron's): for rank r, "unexpected" is the
-// set of base keys r requests (tensor keys, object keys) that the checkpoint lacks; "missing" is
-// the set of checkpoint keys that no rank requests, computed by the *_all modes only.
-//
-//   mode                  pre-check             unexpected entries   result fields
-//   assume_ok_unexpected  none                  loading fails        -
-//   log_unexpected        warn unexpected       dropped              warnings
-//   log_all               warn both             dropped              warnings
-//   raise_unexpected      error if unexpected   -                    -
-//   raise_all             error if either       -                    -
-//   return_unexpected     -                     dropped              unexpected
-//   return_all            -                     dropped              unexpected, missing
-//   ignore_all            -                     dropped              -
-//
-// The comparison is by base key, so an object whose key exists but whose offset does not is
-// still an error in every mode (Megatron behaves the same).
+// Strict handling follows StrictRuleOf (targets/strict_mode.h).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -590,10 +575,9 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
       if (!in_checkpoint(k)) unexpected[r].push_back(k);
     }
   }
-  const bool want_missing =
-      mode == StrictMode::kLogAll || mode == StrictMode::kRaiseAll || mode == StrictMode::kReturnAll;
+  const StrictRule rule = StrictRuleOf(mode);
   std::vector<std::string> missing;
-  if (want_missing) {
+  if (rule.missing != MissingKeys::kNotComputed) {
     std::set<std::string> all;
     for (const TensorEntry& t : m.tensors) all.insert(t.key);
     all.insert(object_keys.begin(), object_keys.end());
@@ -605,48 +589,38 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
   out.iteration = iteration;
   const bool any_unexpected = std::any_of(unexpected.begin(), unexpected.end(),
                                           [](const auto& v) { return !v.empty(); });
-  switch (mode) {
-    case StrictMode::kAssumeOkUnexpected:
-    case StrictMode::kIgnoreAll:
-      break;
-    case StrictMode::kLogUnexpected:
-    case StrictMode::kLogAll:
-      for (size_t r = 0; r < world; ++r) {
-        if (!unexpected[r].empty()) {
-          out.warnings.push_back("rank " + std::to_string(r) + ": unexpected keys (requested, not in " +
-                                 dir + "): " + JoinNames(unexpected[r]));
-        }
+  if (rule.unexpected == UnexpectedKeys::kRaise || rule.missing == MissingKeys::kRaise) {
+    std::string msg;
+    for (size_t r = 0; r < world; ++r) {
+      if (!unexpected[r].empty() && rule.unexpected == UnexpectedKeys::kRaise) {
+        msg += "; rank " + std::to_string(r) + " requests keys not in the checkpoint: " +
+               JoinNames(unexpected[r]);
       }
-      if (!missing.empty()) {
-        out.warnings.push_back("missing keys (in " + dir + ", requested by no rank): " +
-                               JoinNames(missing));
-      }
-      break;
-    case StrictMode::kRaiseUnexpected:
-    case StrictMode::kRaiseAll: {
-      std::string msg;
-      for (size_t r = 0; r < world; ++r) {
-        if (!unexpected[r].empty()) {
-          msg += "; rank " + std::to_string(r) + " requests keys not in the checkpoint: " +
-                 JoinNames(unexpected[r]);
-        }
-      }
-      if (!missing.empty()) msg += "; checkpoint keys no rank requests: " + JoinNames(missing);
-      if (!msg.empty()) {
-        return Status::InvalidArgument("strict=" + std::string(StrictModeName(mode)) + " loading " +
-                                       dir + msg);
-      }
-      break;
     }
-    case StrictMode::kReturnUnexpected:
-      out.unexpected = unexpected;
-      break;
-    case StrictMode::kReturnAll:
-      out.unexpected = unexpected;
-      out.missing = missing;
-      break;
+    if (!missing.empty() && rule.missing == MissingKeys::kRaise) {
+      msg += "; checkpoint keys no rank requests: " + JoinNames(missing);
+    }
+    if (!msg.empty()) {
+      return Status::InvalidArgument("strict=" + std::string(StrictModeName(mode)) + " loading " +
+                                     dir + msg);
+    }
   }
-  const bool drop_unexpected = mode != StrictMode::kAssumeOkUnexpected && any_unexpected;
+  if (rule.unexpected == UnexpectedKeys::kWarnAndDrop) {
+    for (size_t r = 0; r < world; ++r) {
+      if (!unexpected[r].empty()) {
+        out.warnings.push_back("rank " + std::to_string(r) + ": unexpected keys (requested, not in " +
+                               dir + "): " + JoinNames(unexpected[r]));
+      }
+    }
+  }
+  if (rule.missing == MissingKeys::kWarn && !missing.empty()) {
+    out.warnings.push_back("missing keys (in " + dir + ", requested by no rank): " +
+                           JoinNames(missing));
+  }
+  if (rule.unexpected == UnexpectedKeys::kReturnAndDrop) out.unexpected = unexpected;
+  if (rule.missing == MissingKeys::kReturn) out.missing = missing;
+  // kLoadFails keeps them: the load below fails at the first, naming it.
+  const bool drop_unexpected = rule.unexpected != UnexpectedKeys::kLoadFails && any_unexpected;
 
   CheckpointReader reader(options_.env, dir, m);
   out.state.reserve(world);
