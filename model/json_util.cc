@@ -44,7 +44,7 @@ constexpr uint64_t kContainerBytes = 64;
 constexpr uint64_t kStringBytes = 48;
 uint64_t HeapBytes(const std::string& s) { return s.size() > 15 ? s.size() + 17 : 0; }
 
-bool IsPlainName(const std::string& name) {
+bool IsPlainName(std::string_view name) {
   if (name.empty() || name.size() > kPlainNameMax) return false;
   for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -54,14 +54,22 @@ bool IsPlainName(const std::string& name) {
   return true;
 }
 
-void AppendLevel(const JsonPath::Level& level, bool first, std::string* out) {
-  if (!level.is_object) {
-    *out += "[" + std::to_string(level.index) + "]";
-  } else if (IsPlainName(level.key)) {
+void AppendMember(std::string_view name, bool first, std::string* out) {
+  if (IsPlainName(name)) {
     if (!first) *out += '.';
-    *out += level.key;
+    *out += name;
   } else {
-    *out += "[" + JsonPreview(json(level.key), 32) + "]";
+    *out += "[" + JsonPreview(json(std::string(name)), 32) + "]";
+  }
+}
+
+void AppendIndex(uint64_t index, std::string* out) { *out += "[" + std::to_string(index) + "]"; }
+
+void AppendLevel(const JsonPath::Level& level, bool first, std::string* out) {
+  if (level.is_object) {
+    AppendMember(level.key, first, out);
+  } else {
+    AppendIndex(level.index, out);
   }
 }
 
@@ -379,6 +387,12 @@ class JsonTreeBuilder {
   uint64_t tree_bytes_ = 0;  // what the tree handed back takes (Account)
   Status status_;
 };
+
+void AppendJsonPathMember(std::string_view name, std::string* path) {
+  AppendMember(name, path->empty(), path);
+}
+
+void AppendJsonPathIndex(uint64_t index, std::string* path) { AppendIndex(index, path); }
 
 size_t JsonPath::size() const { return levels_->size(); }
 bool JsonPath::IsIndex(size_t level) const { return !(*levels_)[level].is_object; }

@@ -75,6 +75,12 @@ class JsonPath {
   const std::vector<Level>* levels_;
 };
 
+// Appends one level to a path written as JsonPath::ToString writes it: a member name joined by '.'
+// (none at the start), or quoted in brackets when it is not a plain identifier (["a b"]); an
+// index in brackets ("[3]").
+void AppendJsonPathMember(std::string_view name, std::string* path);
+void AppendJsonPathIndex(uint64_t index, std::string* path);
+
 // Lets a reader of a large document keep only what it needs: each value below the root is kept in
 // the tree, streamed (built alone, handed over, then dropped) or skipped (checked, never built).
 class JsonStreamHandler {

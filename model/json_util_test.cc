@@ -240,5 +240,23 @@ TEST(JsonPath, LongPathsAndOddNamesStayShort) {
   EXPECT_EQ(s.message().compare(0, 3, "[\"k"), 0) << s.message();
 }
 
+TEST(JsonPath, LevelsAppendAsJsonPathWritesThem) {
+  std::string path;
+  AppendJsonPathMember("tensors", &path);
+  AppendJsonPathIndex(3, &path);
+  AppendJsonPathMember("chunks", &path);
+  AppendJsonPathIndex(0, &path);
+  AppendJsonPathMember("offset", &path);
+  EXPECT_EQ(path, "tensors[3].chunks[0].offset");
+  std::string odd;
+  AppendJsonPathIndex(1, &odd);
+  AppendJsonPathMember("a b", &odd);
+  AppendJsonPathMember("", &odd);
+  EXPECT_EQ(odd, "[1][\"a b\"][\"\"]");
+  std::string first;
+  AppendJsonPathMember("x.y", &first);
+  EXPECT_EQ(first, "[\"x.y\"]");
+}
+
 }  // namespace
 }  // namespace ckptspec

@@ -1,11 +1,13 @@
 #include "model/signature_json.h"
 
-#include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "model/json_fields.h"
 #include "model/json_util.h"
 
 namespace ckptspec {
@@ -13,107 +15,26 @@ namespace {
 
 using nlohmann::json;
 
-// A JSON path built on the stack while reading; rendered only when an error needs it.
-class Path {
- public:
-  Path() = default;
-  Path(const Path* parent, const char* member) : parent_(parent), member_(member) {}
-  Path(const Path* parent, size_t index) : parent_(parent), index_(static_cast<int64_t>(index)) {}
-
-  std::string ToString() const {
-    const std::string s = Render();
-    return s.empty() ? std::string("(root)") : s;
-  }
-
-  Status Error(const std::string& what) const {
-    return Status::InvalidArgument(ToString() + ": " + what);
-  }
-
- private:
-  std::string Render() const {
-    std::string s = parent_ ? parent_->Render() : std::string();
-    if (member_) {
-      if (!s.empty()) s += '.';
-      s += member_;
-    } else if (index_ >= 0) {
-      s += "[" + std::to_string(index_) + "]";
-    }
-    return s;
-  }
-
-  const Path* parent_ = nullptr;
-  const char* member_ = nullptr;
-  int64_t index_ = -1;
-};
-
-std::string Got(const json& value) { return "got " + JsonPreview(value); }
-
-Status ReadInt64(const json& value, const Path& path, bool non_negative, int64_t* out) {
-  const char* expected = non_negative ? "expected a non-negative integer" : "expected an integer";
-  if (value.is_number_unsigned()) {
-    const uint64_t u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return path.Error("integer " + std::to_string(u) + " overflows int64");
-    }
-    *out = static_cast<int64_t>(u);
-    return Status::OK();
-  }
-  if (value.is_number_integer()) {
-    const int64_t i = value.get<int64_t>();
-    if (non_negative && i < 0) return path.Error(std::string(expected) + ", " + Got(value));
-    *out = i;
-    return Status::OK();
-  }
-  if (value.is_number_float()) {
-    const double d = value.get<double>();
-    // Integers too large for int64 or uint64 arrive from the parser as floats.
-    if (std::isfinite(d) && std::nearbyint(d) == d && std::fabs(d) >= 9.2233720368547758e18) {
-      return path.Error("integer " + JsonPreview(value) + " overflows int64");
-    }
-  }
-  return path.Error(std::string(expected) + ", " + Got(value));
-}
-
-Status ReadDims(const json& value, const Path& path, Dims* out) {
-  if (!value.is_array()) return path.Error("expected an array of non-negative integers, " + Got(value));
-  Dims dims;
-  dims.reserve(value.size());
-  for (size_t i = 0; i < value.size(); ++i) {
-    const Path element(&path, i);
-    int64_t v;
-    CKPTSPEC_RETURN_IF_ERROR(ReadInt64(value[i], element, /*non_negative=*/true, &v));
-    dims.push_back(v);
-  }
-  *out = std::move(dims);
-  return Status::OK();
-}
-
-Status ReadReplicaId(const json& value, const Path& path, ReplicaId* out) {
+Status ReadReplicaId(const JsonField& field, ReplicaId* out) {
+  const json& value = field.value();
   if (value.is_number()) {
     int64_t v;
-    CKPTSPEC_RETURN_IF_ERROR(ReadInt64(value, path, /*non_negative=*/true, &v));
+    CKPTSPEC_RETURN_IF_ERROR(field.GetNonNegativeInt64(&v));
     *out = ReplicaId{v};
     return Status::OK();
   }
-  if (!value.is_array()) {
-    return path.Error("expected a non-negative integer or an array of them, " + Got(value));
-  }
-  if (value.empty()) return path.Error("replica id is an empty array");
-  return ReadDims(value, path, out);
+  if (!value.is_array()) return field.Expected("a non-negative integer or an array of them");
+  if (value.empty()) return field.Error("replica id is an empty array");
+  return field.GetNonNegativeInt64Array(out);
 }
 
-Status ReadString(const json& value, const Path& path, std::string* out) {
-  if (!value.is_string()) return path.Error("expected a string, " + Got(value));
-  *out = value.get<std::string>();
-  return Status::OK();
-}
-
-Status ReadDigest(const json& value, const Path& path, std::optional<uint64_t>* out) {
-  if (!value.is_string()) return path.Error("expected a 16-hex-digit string, " + Got(value));
-  const std::string& s = value.get_ref<const std::string&>();
-  if (s.size() != 16) {
-    return path.Error("expected a 16-hex-digit string, " + Got(value));
-  }
+// An optional digest: 16 hex digits.
+Status ReadDigest(const JsonField& field, std::optional<uint64_t>* out) {
+  if (!field.present()) return field.ExpectPresent();
+  const char* expected = "a 16-hex-digit string";
+  if (!field.value().is_string()) return field.Expected(expected);
+  const std::string& s = field.value().get_ref<const std::string&>();
+  if (s.size() != 16) return field.Expected(expected);
   uint64_t digest = 0;
   for (char c : s) {
     int nibble;
@@ -124,7 +45,7 @@ Status ReadDigest(const json& value, const Path& path, std::optional<uint64_t>* 
     } else if (c >= 'A' && c <= 'F') {
       nibble = c - 'A' + 10;
     } else {
-      return path.Error("expected a 16-hex-digit string, " + Got(value));
+      return field.Expected(expected);
     }
     digest = (digest << 4) | static_cast<uint64_t>(nibble);
   }
@@ -132,101 +53,61 @@ Status ReadDigest(const json& value, const Path& path, std::optional<uint64_t>* 
   return Status::OK();
 }
 
-// Rejects members outside `allowed` and checks that the value is an object.
-Status CheckObject(const json& value, const Path& path, std::initializer_list<const char*> allowed) {
-  if (!value.is_object()) return path.Error("expected an object, " + Got(value));
-  for (auto it = value.begin(); it != value.end(); ++it) {
-    bool known = false;
-    for (const char* name : allowed) known = known || it.key() == name;
-    if (!known) {
-      return path.Error("unknown member " + json(it.key()).dump(-1, ' ', false,
-                                                                  json::error_handler_t::replace));
-    }
-  }
-  return Status::OK();
-}
-
-// The member, or nullptr when absent.
-const json* Member(const json& object, const char* name) {
-  auto it = object.find(name);
-  return it == object.end() ? nullptr : &*it;
-}
-
-Status Required(const json& object, const Path& path, const char* name, const json** out) {
-  *out = Member(object, name);
-  if (*out == nullptr) return path.Error(std::string("missing required member \"") + name + "\"");
-  return Status::OK();
-}
-
-Status ReadTensor(const json& value, const Path& path, TensorSpec* out) {
-  CKPTSPEC_RETURN_IF_ERROR(CheckObject(
-      value, path,
+Status ReadTensor(const JsonField& entry, TensorSpec* out) {
+  CKPTSPEC_RETURN_IF_ERROR(entry.ExpectOnlyMembers(
       {"key", "dtype", "global_shape", "global_offset", "local_shape", "axis_fragmentations",
        "prepend_axis_num", "replica_id", "origin", "digest"}));
   TensorSpec spec;
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "key", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadString(*m, Path(&path, "key"), &spec.key));
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "dtype", &m));
-  {
-    const Path p(&path, "dtype");
-    std::string name;
-    CKPTSPEC_RETURN_IF_ERROR(ReadString(*m, p, &name));
-    if (!ParseDType(name, &spec.dtype)) return p.Error("unknown dtype " + JsonPreview(*m));
+  CKPTSPEC_RETURN_IF_ERROR(entry.Member("key").GetString(&spec.key));
+  const JsonField dtype = entry.Member("dtype");
+  std::string dtype_name;
+  CKPTSPEC_RETURN_IF_ERROR(dtype.GetString(&dtype_name));
+  if (!ParseDType(dtype_name, &spec.dtype)) {
+    return dtype.Error("unknown dtype " + JsonPreview(dtype.value()));
   }
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "global_shape", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadDims(*m, Path(&path, "global_shape"), &spec.global_shape));
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "global_offset", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadDims(*m, Path(&path, "global_offset"), &spec.global_offset));
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "local_shape", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadDims(*m, Path(&path, "local_shape"), &spec.local_shape));
-  if ((m = Member(value, "axis_fragmentations")) != nullptr && !m->is_null()) {
-    const Path p(&path, "axis_fragmentations");
-    if (!m->is_array()) return p.Error("expected an array of positive integers or null, " + Got(*m));
-    CKPTSPEC_RETURN_IF_ERROR(ReadDims(*m, p, &spec.axis_fragmentations));
+  CKPTSPEC_RETURN_IF_ERROR(
+      entry.Member("global_shape").GetNonNegativeInt64Array(&spec.global_shape));
+  CKPTSPEC_RETURN_IF_ERROR(
+      entry.Member("global_offset").GetNonNegativeInt64Array(&spec.global_offset));
+  CKPTSPEC_RETURN_IF_ERROR(
+      entry.Member("local_shape").GetNonNegativeInt64Array(&spec.local_shape));
+  const JsonField fragmentations = entry.OptionalMember("axis_fragmentations");
+  if (!fragmentations.value().is_null()) {  // left out or null: an irregular grid
+    if (!fragmentations.value().is_array()) {
+      return fragmentations.Expected("an array of positive integers or null");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(fragmentations.GetNonNegativeInt64Array(&spec.axis_fragmentations));
   }
-  if ((m = Member(value, "prepend_axis_num")) != nullptr) {
-    const Path p(&path, "prepend_axis_num");
-    int64_t v;
-    CKPTSPEC_RETURN_IF_ERROR(ReadInt64(*m, p, /*non_negative=*/true, &v));
-    if (v > std::numeric_limits<int>::max()) return p.Error("value " + std::to_string(v) + " is too large");
-    spec.prepend_axis_num = static_cast<int>(v);
+  const JsonField prepend = entry.OptionalMember("prepend_axis_num");
+  int64_t prepend_axis_num = spec.prepend_axis_num;
+  CKPTSPEC_RETURN_IF_ERROR(prepend.GetNonNegativeInt64(&prepend_axis_num));
+  if (prepend_axis_num > std::numeric_limits<int>::max()) {
+    return prepend.Error("value " + std::to_string(prepend_axis_num) + " is too large");
   }
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "replica_id", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(*m, Path(&path, "replica_id"), &spec.replica_id));
-  if ((m = Member(value, "origin")) != nullptr) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadString(*m, Path(&path, "origin"), &spec.origin));
-  }
-  if ((m = Member(value, "digest")) != nullptr) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadDigest(*m, Path(&path, "digest"), &spec.digest));
-  }
+  spec.prepend_axis_num = static_cast<int>(prepend_axis_num);
+  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(entry.Member("replica_id"), &spec.replica_id));
+  CKPTSPEC_RETURN_IF_ERROR(entry.OptionalMember("origin").GetString(&spec.origin));
+  CKPTSPEC_RETURN_IF_ERROR(ReadDigest(entry.OptionalMember("digest"), &spec.digest));
   const Status valid = ValidateTensorSpec(spec);
-  if (!valid.ok()) return path.Error(valid.message());
+  if (!valid.ok()) return entry.Error(valid.message());
   *out = std::move(spec);
   return Status::OK();
 }
 
-Status ReadObject(const json& value, const Path& path, ObjectSpec* out) {
-  CKPTSPEC_RETURN_IF_ERROR(CheckObject(
-      value, path, {"key", "global_shape", "global_offset", "replica_id", "origin", "digest"}));
+Status ReadObject(const JsonField& entry, ObjectSpec* out) {
+  CKPTSPEC_RETURN_IF_ERROR(entry.ExpectOnlyMembers(
+      {"key", "global_shape", "global_offset", "replica_id", "origin", "digest"}));
   ObjectSpec spec;
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "key", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadString(*m, Path(&path, "key"), &spec.key));
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "global_shape", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadDims(*m, Path(&path, "global_shape"), &spec.global_shape));
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "global_offset", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadDims(*m, Path(&path, "global_offset"), &spec.global_offset));
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "replica_id", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(*m, Path(&path, "replica_id"), &spec.replica_id));
-  if ((m = Member(value, "origin")) != nullptr) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadString(*m, Path(&path, "origin"), &spec.origin));
-  }
-  if ((m = Member(value, "digest")) != nullptr) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadDigest(*m, Path(&path, "digest"), &spec.digest));
-  }
+  CKPTSPEC_RETURN_IF_ERROR(entry.Member("key").GetString(&spec.key));
+  CKPTSPEC_RETURN_IF_ERROR(
+      entry.Member("global_shape").GetNonNegativeInt64Array(&spec.global_shape));
+  CKPTSPEC_RETURN_IF_ERROR(
+      entry.Member("global_offset").GetNonNegativeInt64Array(&spec.global_offset));
+  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(entry.Member("replica_id"), &spec.replica_id));
+  CKPTSPEC_RETURN_IF_ERROR(entry.OptionalMember("origin").GetString(&spec.origin));
+  CKPTSPEC_RETURN_IF_ERROR(ReadDigest(entry.OptionalMember("digest"), &spec.digest));
   const Status valid = ValidateObjectSpec(spec);
-  if (!valid.ok()) return path.Error(valid.message());
+  if (!valid.ok()) return entry.Error(valid.message());
   *out = std::move(spec);
   return Status::OK();
 }
@@ -239,47 +120,44 @@ struct StreamedEntries {
   Status tensors_error, objects_error;
 };
 
+// A rank's optional "tensors" or "objects" array, each entry read with `read_entry`. With
+// `streamed`, the array arrives empty and its entries (already read) and their error come from
+// there, the error reported where reading them would be.
+template <typename Spec>
+Status ReadEntries(const JsonField& list, Status (*read_entry)(const JsonField&, Spec*),
+                   std::vector<Spec>* streamed, const Status* streamed_error,
+                   std::vector<Spec>* out) {
+  CKPTSPEC_RETURN_IF_ERROR(list.ExpectArray());
+  if (!list.present()) return Status::OK();
+  if (streamed != nullptr) {
+    CKPTSPEC_RETURN_IF_ERROR(*streamed_error);
+    *out = std::move(*streamed);
+    return Status::OK();
+  }
+  return list.ForEachElement([&](const JsonField& entry) {
+    out->emplace_back();
+    return read_entry(entry, &out->back());
+  });
+}
+
 // Reads ranks[i]. With `streamed`, its "tensors" and "objects" arrays arrive empty and their
-// entries (already read) come from there, their errors reported where reading them would be.
-Status ReadRank(const json& value, const Path& path, RankSignature* out,
-                StreamedEntries* streamed = nullptr) {
-  CKPTSPEC_RETURN_IF_ERROR(CheckObject(value, path, {"rank", "tensors", "objects", "common"}));
+// entries (already read) come from there.
+Status ReadRank(const JsonField& field, RankSignature* out, StreamedEntries* streamed = nullptr) {
+  CKPTSPEC_RETURN_IF_ERROR(field.ExpectOnlyMembers({"rank", "tensors", "objects", "common"}));
   RankSignature rank;
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, path, "rank", &m));
-  CKPTSPEC_RETURN_IF_ERROR(ReadInt64(*m, Path(&path, "rank"), /*non_negative=*/true, &rank.rank));
-  if ((m = Member(value, "tensors")) != nullptr) {
-    const Path p(&path, "tensors");
-    if (!m->is_array()) return p.Error("expected an array, " + Got(*m));
-    if (streamed != nullptr) {
-      CKPTSPEC_RETURN_IF_ERROR(streamed->tensors_error);
-      rank.tensors = std::move(streamed->tensors);
-    } else {
-      rank.tensors.resize(m->size());
-      for (size_t i = 0; i < m->size(); ++i) {
-        CKPTSPEC_RETURN_IF_ERROR(ReadTensor((*m)[i], Path(&p, i), &rank.tensors[i]));
-      }
+  CKPTSPEC_RETURN_IF_ERROR(field.Member("rank").GetNonNegativeInt64(&rank.rank));
+  CKPTSPEC_RETURN_IF_ERROR(ReadEntries(
+      field.OptionalMember("tensors"), ReadTensor, streamed ? &streamed->tensors : nullptr,
+      streamed ? &streamed->tensors_error : nullptr, &rank.tensors));
+  CKPTSPEC_RETURN_IF_ERROR(ReadEntries(
+      field.OptionalMember("objects"), ReadObject, streamed ? &streamed->objects : nullptr,
+      streamed ? &streamed->objects_error : nullptr, &rank.objects));
+  const JsonField common = field.OptionalMember("common");
+  if (common.present()) {
+    if (JsonDeeperThan(common.value(), kMaxCommonDepth)) {
+      return common.Error("nests deeper than " + std::to_string(kMaxCommonDepth) + " levels");
     }
-  }
-  if ((m = Member(value, "objects")) != nullptr) {
-    const Path p(&path, "objects");
-    if (!m->is_array()) return p.Error("expected an array, " + Got(*m));
-    if (streamed != nullptr) {
-      CKPTSPEC_RETURN_IF_ERROR(streamed->objects_error);
-      rank.objects = std::move(streamed->objects);
-    } else {
-      rank.objects.resize(m->size());
-      for (size_t i = 0; i < m->size(); ++i) {
-        CKPTSPEC_RETURN_IF_ERROR(ReadObject((*m)[i], Path(&p, i), &rank.objects[i]));
-      }
-    }
-  }
-  if ((m = Member(value, "common")) != nullptr) {
-    if (JsonDeeperThan(*m, kMaxCommonDepth)) {
-      return Path(&path, "common")
-          .Error("nests deeper than " + std::to_string(kMaxCommonDepth) + " levels");
-    }
-    rank.common = *m;
+    rank.common = common.value();
   }
   *out = std::move(rank);
   return Status::OK();
@@ -319,9 +197,13 @@ json ObjectSpecToJson(const ObjectSpec& o) {
   return j;
 }
 
-Status TensorSpecFromJson(const json& value, TensorSpec* out) { return ReadTensor(value, Path(), out); }
+Status TensorSpecFromJson(const json& value, TensorSpec* out) {
+  return ReadTensor(JsonField(value), out);
+}
 
-Status ObjectSpecFromJson(const json& value, ObjectSpec* out) { return ReadObject(value, Path(), out); }
+Status ObjectSpecFromJson(const json& value, ObjectSpec* out) {
+  return ReadObject(JsonField(value), out);
+}
 
 namespace {
 
@@ -354,51 +236,43 @@ json SignatureToJson(const GlobalSignature& signature) {
 namespace {
 
 // The document's own members: format, version, and "ranks" an array.
-Status ReadTopLevel(const json& value) {
-  const Path root;
-  CKPTSPEC_RETURN_IF_ERROR(CheckObject(value, root, {"format", "version", "ranks"}));
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, root, "format", &m));
-  if (!m->is_string() || m->get_ref<const std::string&>() != kSignatureFormat) {
-    return Path(&root, "format")
-        .Error(std::string("expected \"") + kSignatureFormat + "\", " + Got(*m));
+Status ReadTopLevel(const JsonField& root) {
+  CKPTSPEC_RETURN_IF_ERROR(root.ExpectOnlyMembers({"format", "version", "ranks"}));
+  const JsonField format = root.Member("format");
+  CKPTSPEC_RETURN_IF_ERROR(format.ExpectPresent());
+  if (format.value() != kSignatureFormat) {
+    return format.Expected(std::string("\"") + kSignatureFormat + "\"");
   }
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, root, "version", &m));
-  {
-    const Path p(&root, "version");
-    int64_t version;
-    CKPTSPEC_RETURN_IF_ERROR(ReadInt64(*m, p, /*non_negative=*/true, &version));
-    if (version != kSignatureVersion) {
-      return p.Error("unsupported version " + std::to_string(version) + " (this reader knows " +
-                     std::to_string(kSignatureVersion) + ")");
-    }
+  const JsonField version = root.Member("version");
+  int64_t number;
+  CKPTSPEC_RETURN_IF_ERROR(version.GetNonNegativeInt64(&number));
+  if (number != kSignatureVersion) {
+    return version.Error("unsupported version " + std::to_string(number) + " (this reader knows " +
+                         std::to_string(kSignatureVersion) + ")");
   }
-  CKPTSPEC_RETURN_IF_ERROR(Required(value, root, "ranks", &m));
-  if (!m->is_array()) return Path(&root, "ranks").Error("expected an array, " + Got(*m));
-  return Status::OK();
+  return root.Member("ranks").ExpectArray();
 }
 
 // Orders the ranks read from ranks[0..read.size()) of an array of `n` by their numbers, which
 // must be 0..n-1 once each; `read_error` is the error of ranks[read.size()], if any, reported
-// after the ranks before it are checked.
-Status AssembleRanks(std::vector<RankSignature> read, size_t n, const Status& read_error,
-                     GlobalSignature* out) {
-  const Path root;
-  const Path ranks_path(&root, "ranks");
+// after the ranks before it are checked. `ranks` names the array (its entries may have been
+// streamed).
+Status AssembleRanks(const JsonField& ranks, std::vector<RankSignature> read, size_t n,
+                     const Status& read_error, GlobalSignature* out) {
   // where[r] = 1 + the array index that holds rank r, or 0.
   std::vector<size_t> where(n, 0);
   for (size_t i = 0; i < read.size(); ++i) {
-    const Path p(&ranks_path, i);
+    const JsonField entry = ranks.Element(i);
+    const JsonField rank_field = entry.Member("rank");
     const int64_t r = read[i].rank;
-    const Path rank_path(&p, "rank");
     if (static_cast<uint64_t>(r) >= n) {
-      return rank_path.Error("rank " + std::to_string(r) + " is out of range: " +
-                             std::to_string(n) + " ranks must be numbered 0.." +
-                             std::to_string(static_cast<int64_t>(n) - 1));
+      return rank_field.Error("rank " + std::to_string(r) + " is out of range: " +
+                              std::to_string(n) + " ranks must be numbered 0.." +
+                              std::to_string(static_cast<int64_t>(n) - 1));
     }
     if (where[r] != 0) {
-      return rank_path.Error("duplicate rank " + std::to_string(r) + " (also at ranks[" +
-                             std::to_string(where[r] - 1) + "])");
+      return rank_field.Error("duplicate rank " + std::to_string(r) + " (also at ranks[" +
+                              std::to_string(where[r] - 1) + "])");
     }
     where[r] = i + 1;
   }
@@ -432,33 +306,30 @@ class StreamedSignature : public JsonStreamHandler {
   }
 
   Status Take(const JsonPath& p, json&& value) override {
-    const Path root;
-    const Path ranks(&root, "ranks");
-    const Path rank(&ranks, p.Index(1));
+    const JsonField field(value, p);
     if (p.size() == 4) {
       const bool tensor = p.Key(2) == "tensors";
-      const Path list(&rank, tensor ? "tensors" : "objects");
-      const Path entry(&list, p.Index(3));
       Status& error = tensor ? entries_.tensors_error : entries_.objects_error;
       if (tensor) {
         entries_.tensors.emplace_back();
-        error = ReadTensor(value, entry, &entries_.tensors.back());
+        error = ReadTensor(field, &entries_.tensors.back());
       } else {
         entries_.objects.emplace_back();
-        error = ReadObject(value, entry, &entries_.objects.back());
+        error = ReadObject(field, &entries_.objects.back());
       }
       return Status::OK();
     }
     RankSignature read;
-    error_ = ReadRank(value, rank, &read, &entries_);
+    error_ = ReadRank(field, &read, &entries_);
     if (error_.ok()) read_.push_back(std::move(read));
     entries_ = StreamedEntries();
     return Status::OK();
   }
 
   Status Finish(const json& top, GlobalSignature* out) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadTopLevel(top));
-    return AssembleRanks(std::move(read_), rank_count_, error_, out);
+    const JsonField root(top);
+    CKPTSPEC_RETURN_IF_ERROR(ReadTopLevel(root));
+    return AssembleRanks(root.Member("ranks"), std::move(read_), rank_count_, error_, out);
   }
 
  private:
@@ -471,18 +342,17 @@ class StreamedSignature : public JsonStreamHandler {
 }  // namespace
 
 Status SignatureFromJson(const json& value, GlobalSignature* out) {
-  CKPTSPEC_RETURN_IF_ERROR(ReadTopLevel(value));
-  const json& ranks = *value.find("ranks");
-  const Path root;
-  const Path ranks_path(&root, "ranks");
+  const JsonField root(value);
+  CKPTSPEC_RETURN_IF_ERROR(ReadTopLevel(root));
+  const JsonField ranks = root.Member("ranks");
   std::vector<RankSignature> read;
   Status error;
   for (size_t i = 0; i < ranks.size() && error.ok(); ++i) {
     RankSignature rank;
-    error = ReadRank(ranks[i], Path(&ranks_path, i), &rank);
+    error = ReadRank(ranks.Element(i), &rank);
     if (error.ok()) read.push_back(std::move(rank));
   }
-  return AssembleRanks(std::move(read), ranks.size(), error, out);
+  return AssembleRanks(ranks, std::move(read), ranks.size(), error, out);
 }
 
 Status ParseSignature(std::string_view text, GlobalSignature* out) {

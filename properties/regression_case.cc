@@ -1,7 +1,8 @@
 #include "properties/regression_case.h"
 
-#include <set>
+#include <utility>
 
+#include "model/json_fields.h"
 #include "model/json_util.h"
 #include "properties/scenarios.h"
 
@@ -9,85 +10,6 @@ namespace ckptspec {
 namespace {
 
 using nlohmann::json;
-
-// Reads the fields of one JSON object, each optional, and reports an unknown field at Done().
-// Errors are InvalidArgument "<path>.<field>: <what>".
-class Reader {
- public:
-  Reader(const json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) status_ = Bad("", std::string("is ") + JsonTypeName(j_) + ", not an object");
-  }
-  const Status& status() const { return status_; }
-
-  const json* Field(const std::string& name) {
-    known_.insert(name);
-    if (!status_.ok() || !j_.contains(name)) return nullptr;
-    return &j_.at(name);
-  }
-  template <typename T>
-  void Int(const std::string& name, T* out) {
-    const json* v = Field(name);
-    if (!v) return;
-    if (!v->is_number_integer()) return Fail(name, "is not an integer");
-    *out = static_cast<T>(v->get<int64_t>());
-  }
-  void Double(const std::string& name, double* out) {
-    const json* v = Field(name);
-    if (!v) return;
-    if (!v->is_number()) return Fail(name, "is not a number");
-    *out = v->get<double>();
-  }
-  void OptionalDouble(const std::string& name, std::optional<double>* out) {
-    const json* v = Field(name);
-    if (!v) return;
-    if (v->is_null()) return out->reset();
-    if (!v->is_number()) return Fail(name, "is not a number or null");
-    *out = v->get<double>();
-  }
-  void Bool(const std::string& name, bool* out) {
-    const json* v = Field(name);
-    if (!v) return;
-    if (!v->is_boolean()) return Fail(name, "is not a boolean");
-    *out = v->get<bool>();
-  }
-  void String(const std::string& name, std::string* out) {
-    const json* v = Field(name);
-    if (!v) return;
-    if (!v->is_string()) return Fail(name, "is not a string");
-    *out = v->get<std::string>();
-  }
-  // A string mapped through parse(text, out) -> bool.
-  template <typename T, typename Parse>
-  void Enum(const std::string& name, T* out, Parse parse) {
-    std::string text;
-    const bool present = j_.is_object() && j_.contains(name);
-    String(name, &text);
-    if (present && status_.ok() && !parse(text, out)) Fail(name, "unknown value \"" + text + "\"");
-  }
-  std::string Path(const std::string& name) const { return path_ + "." + name; }
-  void Fail(const std::string& name, const std::string& what) {
-    if (status_.ok()) status_ = Bad(name, what);
-  }
-  void Merge(const Status& s) {
-    if (status_.ok() && !s.ok()) status_ = s;
-  }
-  Status Done() {
-    if (!status_.ok()) return status_;
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (!known_.count(it.key())) return Bad(it.key(), "unknown field");
-    }
-    return Status::OK();
-  }
-
- private:
-  Status Bad(const std::string& name, const std::string& what) const {
-    return Status::InvalidArgument((name.empty() ? path_ : Path(name)) + ": " + what);
-  }
-  const json& j_;
-  std::string path_;
-  std::set<std::string> known_;
-  Status status_;
-};
 
 bool ParseDTypeName(const std::string& s, DType* d) { return ParseDType(s, d); }
 bool ParseStepCounter(const std::string& s, StepCounter* c) {
@@ -136,29 +58,46 @@ bool ParseFormat(const std::string& s, OptimizerFormat* f) {
   return false;
 }
 
-Status ModelFromJson(const json& j, const std::string& path, ModelConfig* m) {
-  Reader r(j, path);
-  r.String("name", &m->name);
-  r.Int("num_layers", &m->num_layers);
-  r.Int("hidden_size", &m->hidden_size);
-  r.Int("num_attention_heads", &m->num_attention_heads);
-  r.Int("num_query_groups", &m->num_query_groups);
-  r.Int("ffn_hidden_size", &m->ffn_hidden_size);
-  r.Int("vocab_size", &m->vocab_size);
-  r.Bool("gated_linear_unit", &m->gated_linear_unit);
-  r.Bool("add_bias", &m->add_bias);
-  r.Bool("tie_embeddings", &m->tie_embeddings);
-  r.Int("num_experts", &m->num_experts);
-  r.Int("moe_ffn_hidden_size", &m->moe_ffn_hidden_size);
-  r.Int("moe_layer_freq", &m->moe_layer_freq);
-  r.Enum("params_dtype", &m->params_dtype, ParseDTypeName);
-  if (const json* split = r.Field("pipeline_split")) {
-    Reader s(*split, r.Path("pipeline_split"));
-    s.Int("first_stage_layers", &m->pipeline_split.first_stage_layers);
-    s.Int("last_stage_layers", &m->pipeline_split.last_stage_layers);
-    r.Merge(s.Done());
+// ModelConfig's members read as integers and as booleans, by name.
+const std::pair<const char*, int ModelConfig::*> kModelIntegers[] = {
+    {"num_layers", &ModelConfig::num_layers},
+    {"hidden_size", &ModelConfig::hidden_size},
+    {"num_attention_heads", &ModelConfig::num_attention_heads},
+    {"num_query_groups", &ModelConfig::num_query_groups},
+    {"ffn_hidden_size", &ModelConfig::ffn_hidden_size},
+    {"vocab_size", &ModelConfig::vocab_size},
+    {"num_experts", &ModelConfig::num_experts},
+    {"moe_ffn_hidden_size", &ModelConfig::moe_ffn_hidden_size},
+    {"moe_layer_freq", &ModelConfig::moe_layer_freq},
+};
+const std::pair<const char*, bool ModelConfig::*> kModelSwitches[] = {
+    {"gated_linear_unit", &ModelConfig::gated_linear_unit},
+    {"add_bias", &ModelConfig::add_bias},
+    {"tie_embeddings", &ModelConfig::tie_embeddings},
+};
+
+// Every member of these objects may be left out (the struct's default stays); members not listed
+// are errors.
+Status ModelFromJson(const JsonField& f, ModelConfig* m) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
+      {"name", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+       "ffn_hidden_size", "vocab_size", "gated_linear_unit", "add_bias", "tie_embeddings",
+       "num_experts", "moe_ffn_hidden_size", "moe_layer_freq", "params_dtype", "pipeline_split"}));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("name").GetString(&m->name));
+  for (const auto& [name, member] : kModelIntegers) {
+    CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember(name).GetInt(&(m->*member)));
   }
-  return r.Done();
+  for (const auto& [name, member] : kModelSwitches) {
+    CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember(name).GetBool(&(m->*member)));
+  }
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("params_dtype").GetEnum(ParseDTypeName, &m->params_dtype));
+  const JsonField split = f.OptionalMember("pipeline_split");
+  PipelineSplit& ps = m->pipeline_split;
+  CKPTSPEC_RETURN_IF_ERROR(split.ExpectOnlyMembers({"first_stage_layers", "last_stage_layers"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      split.OptionalMember("first_stage_layers").GetInt(&ps.first_stage_layers));
+  return split.OptionalMember("last_stage_layers").GetInt(&ps.last_stage_layers);
 }
 
 json ModelToJson(const ModelConfig& m) {
@@ -181,79 +120,80 @@ json ModelToJson(const ModelConfig& m) {
                 {"last_stage_layers", m.pipeline_split.last_stage_layers}}}};
 }
 
-Status TrainingFromJson(const json& j, const std::string& path, TrainingConfig* c) {
-  Reader r(j, path);
-  r.Int("seed", &c->seed);
-  if (const json* o = r.Field("optimizer")) {
-    Reader opt(*o, r.Path("optimizer"));
-    OptimizerConfig& oc = c->optimizer;
-    opt.Enum("step_counter", &oc.step_counter, ParseStepCounter);
-    opt.Enum("chaining", &oc.chaining, ParseChaining);
-    opt.Double("cpu_offload_fraction", &oc.cpu_offload_fraction);
-    opt.Double("weight_decay", &oc.grouping.weight_decay);
-    opt.Double("beta1", &oc.grouping.beta1);
-    opt.Double("beta2", &oc.grouping.beta2);
-    opt.Double("eps", &oc.grouping.eps);
-    opt.OptionalDouble("decoupled_lr", &oc.grouping.decoupled_lr);
-    opt.OptionalDouble("decoupled_min_lr", &oc.grouping.decoupled_min_lr);
-    if (const json* list = opt.Field("lr_mult_overrides")) {
-      if (!list->is_array()) {
-        opt.Fail("lr_mult_overrides", "is not an array");
-      } else {
-        for (size_t i = 0; i < list->size(); ++i) {
-          Reader e((*list)[i], opt.Path("lr_mult_overrides[" + std::to_string(i) + "]"));
-          LrMultOverride o2;
-          e.String("name_contains", &o2.name_contains);
-          e.Double("lr_mult", &o2.lr_mult);
-          opt.Merge(e.Done());
-          oc.grouping.lr_mult_overrides.push_back(o2);
-        }
-      }
-    }
-    r.Merge(opt.Done());
-  }
-  if (const json* s = r.Field("scheduler")) {
-    Reader sr(*s, r.Path("scheduler"));
-    SchedulerConfig& sc = c->scheduler;
-    sr.Double("init_lr", &sc.init_lr);
-    sr.Double("max_lr", &sc.max_lr);
-    sr.Double("min_lr", &sc.min_lr);
-    sr.Int("lr_warmup_steps", &sc.lr_warmup_steps);
-    sr.Int("lr_decay_steps", &sc.lr_decay_steps);
-    sr.Enum("lr_decay_style", &sc.lr_decay_style, ParseLrDecayStyle);
-    sr.Int("wsd_decay_steps", &sc.wsd_decay_steps);
-    sr.Enum("lr_wsd_decay_style", &sc.lr_wsd_decay_style, ParseWsd);
-    sr.Double("start_wd", &sc.start_wd);
-    sr.Double("end_wd", &sc.end_wd);
-    sr.Int("wd_incr_steps", &sc.wd_incr_steps);
-    sr.Enum("wd_incr_style", &sc.wd_incr_style, ParseWdIncrStyle);
-    r.Merge(sr.Done());
-  }
-  if (const json* d = r.Field("data")) {
-    Reader dr(*d, r.Path("data"));
-    dr.Int("num_samples", &c->data.num_samples);
-    dr.Int("seed", &c->data.seed);
-    dr.Bool("shuffle", &c->data.shuffle);
-    dr.Int("global_batch_size", &c->data.global_batch_size);
-    dr.Int("micro_batch_size", &c->data.micro_batch_size);
-    r.Merge(dr.Done());
-  }
-  if (const json* f = r.Field("frozen")) {
-    if (!f->is_array()) {
-      r.Fail("frozen", "is not an array");
-    } else {
-      for (const json& name : *f) {
-        if (!name.is_string()) {
-          r.Fail("frozen", "holds a non-string");
-          break;
-        }
-        c->frozen.push_back(name.get<std::string>());
-      }
-    }
-  }
-  r.Bool("data_parallel_random_init", &c->data_parallel_random_init);
-  r.Enum("rerun_mode", &c->rerun_mode, ParseRerunMode);
-  return r.Done();
+Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
+      {"step_counter", "chaining", "cpu_offload_fraction", "weight_decay", "beta1", "beta2", "eps",
+       "decoupled_lr", "decoupled_min_lr", "lr_mult_overrides"}));
+  GroupingConfig& g = oc->grouping;
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("step_counter").GetEnum(ParseStepCounter, &oc->step_counter));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("chaining").GetEnum(ParseChaining, &oc->chaining));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("cpu_offload_fraction").GetDouble(&oc->cpu_offload_fraction));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("weight_decay").GetDouble(&g.weight_decay));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("beta1").GetDouble(&g.beta1));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("beta2").GetDouble(&g.beta2));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("eps").GetDouble(&g.eps));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("decoupled_lr").GetDoubleOrNull(&g.decoupled_lr));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("decoupled_min_lr").GetDoubleOrNull(&g.decoupled_min_lr));
+  return f.OptionalMember("lr_mult_overrides").ForEachElement([&](const JsonField& e) {
+    CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"name_contains", "lr_mult"}));
+    LrMultOverride o;
+    CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("name_contains").GetString(&o.name_contains));
+    CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("lr_mult").GetDouble(&o.lr_mult));
+    g.lr_mult_overrides.push_back(o);
+    return Status::OK();
+  });
+}
+
+Status SchedulerFromJson(const JsonField& f, SchedulerConfig* sc) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
+      {"init_lr", "max_lr", "min_lr", "lr_warmup_steps", "lr_decay_steps", "lr_decay_style",
+       "wsd_decay_steps", "lr_wsd_decay_style", "start_wd", "end_wd", "wd_incr_steps",
+       "wd_incr_style"}));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("init_lr").GetDouble(&sc->init_lr));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("max_lr").GetDouble(&sc->max_lr));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("min_lr").GetDouble(&sc->min_lr));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("lr_warmup_steps").GetInt(&sc->lr_warmup_steps));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("lr_decay_steps").GetInt(&sc->lr_decay_steps));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("lr_decay_style").GetEnum(ParseLrDecayStyle, &sc->lr_decay_style));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("wsd_decay_steps").GetInt(&sc->wsd_decay_steps));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("lr_wsd_decay_style").GetEnum(ParseWsd, &sc->lr_wsd_decay_style));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("start_wd").GetDouble(&sc->start_wd));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("end_wd").GetDouble(&sc->end_wd));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("wd_incr_steps").GetInt(&sc->wd_incr_steps));
+  return f.OptionalMember("wd_incr_style").GetEnum(ParseWdIncrStyle, &sc->wd_incr_style);
+}
+
+Status DataFromJson(const JsonField& f, DataConfig* d) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
+      {"num_samples", "seed", "shuffle", "global_batch_size", "micro_batch_size"}));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("num_samples").GetInt(&d->num_samples));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("seed").GetUint64(&d->seed));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("shuffle").GetBool(&d->shuffle));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("global_batch_size").GetInt(&d->global_batch_size));
+  return f.OptionalMember("micro_batch_size").GetInt(&d->micro_batch_size);
+}
+
+Status TrainingFromJson(const JsonField& f, TrainingConfig* c) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers({"seed", "optimizer", "scheduler", "data", "frozen",
+                                                "data_parallel_random_init", "rerun_mode"}));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("seed").GetUint64(&c->seed));
+  CKPTSPEC_RETURN_IF_ERROR(OptimizerFromJson(f.OptionalMember("optimizer"), &c->optimizer));
+  CKPTSPEC_RETURN_IF_ERROR(SchedulerFromJson(f.OptionalMember("scheduler"), &c->scheduler));
+  CKPTSPEC_RETURN_IF_ERROR(DataFromJson(f.OptionalMember("data"), &c->data));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("frozen").ForEachElement([&](const JsonField& e) {
+    std::string name;
+    CKPTSPEC_RETURN_IF_ERROR(e.GetString(&name));
+    c->frozen.push_back(std::move(name));
+    return Status::OK();
+  }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("data_parallel_random_init").GetBool(&c->data_parallel_random_init));
+  return f.OptionalMember("rerun_mode").GetEnum(ParseRerunMode, &c->rerun_mode);
 }
 
 json TrainingToJson(const TrainingConfig& c) {
@@ -301,105 +241,110 @@ json TrainingToJson(const TrainingConfig& c) {
       {"rerun_mode", RerunModeName(c.rerun_mode)}};
 }
 
-Status RunFromJson(const json& j, const std::string& path, RunSpec* run) {
-  Reader r(j, path);
-  std::vector<ModuleLayout> modules;
-  run->configs.clear();
-  const json* list = r.Field("modules");
-  if (r.status().ok() && (!list || !list->is_array() || list->empty())) {
-    r.Fail("modules", "must be a non-empty array");
+// run.modules[i]: its layout, checked against its model, and its training config.
+Status ModuleFromJson(const JsonField& f, ModuleLayout* m, TrainingConfig* config) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
+      {"name", "world_size", "tp", "pp", "dp", "cp", "ep", "etp", "order", "model", "training"}));
+  int64_t world = 0;
+  ParallelSizes sizes;
+  std::string order = "tp-cp-ep-dp-pp";
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("name").GetString(&m->name));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("world_size").GetInt64(&world));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("tp").GetInt64(&sizes.tp));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("pp").GetInt64(&sizes.pp));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("dp").GetInt64(&sizes.dp));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("cp").GetInt64(&sizes.cp));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("ep").GetInt64(&sizes.ep));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("etp").GetInt64(&sizes.etp));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("order").GetString(&order));
+  CKPTSPEC_RETURN_IF_ERROR(ModelFromJson(f.OptionalMember("model"), &config->model));
+  const JsonField training = f.OptionalMember("training");
+  CKPTSPEC_RETURN_IF_ERROR(TrainingFromJson(training, config));
+  RankOrder ro;
+  Status s = RankOrder::Parse(order, &ro);
+  if (s.ok()) s = Layout::Make(world, sizes, ro, &m->layout);
+  if (s.ok()) s = ValidateModelForLayout(config->model, m->layout);
+  if (!s.ok()) return f.Error(s.message());
+  config->model.name = m->name;
+  config->data.dp_size = m->layout.dp();
+  config->ranks.clear();
+  for (int64_t rank = 0; rank < m->layout.world_size(); ++rank) {
+    config->ranks.push_back(m->layout.Coords(rank));
   }
+  s = ValidateTrainingConfig(*config);
+  if (!s.ok()) return training.Error(s.message());
+  return Status::OK();
+}
+
+Status RunFromJson(const JsonField& f, RunSpec* run) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers({"modules", "sharding"}));
+  const JsonField modules = f.Member("modules");
+  if (modules.size() == 0) return modules.Expected("a non-empty array");
+  std::vector<ModuleLayout> layouts;
+  run->configs.clear();
   int64_t next_rank = 0;
-  for (size_t i = 0; r.status().ok() && i < list->size(); ++i) {
-    const std::string mp = r.Path("modules[" + std::to_string(i) + "]");
-    Reader mr((*list)[i], mp);
+  CKPTSPEC_RETURN_IF_ERROR(modules.ForEachElement([&](const JsonField& module) {
     ModuleLayout m;
-    int64_t world = 0;
-    ParallelSizes sizes;
-    std::string order = "tp-cp-ep-dp-pp";
-    mr.String("name", &m.name);
-    mr.Int("world_size", &world);
-    mr.Int("tp", &sizes.tp);
-    mr.Int("pp", &sizes.pp);
-    mr.Int("dp", &sizes.dp);
-    mr.Int("cp", &sizes.cp);
-    mr.Int("ep", &sizes.ep);
-    mr.Int("etp", &sizes.etp);
-    mr.String("order", &order);
     TrainingConfig config;
-    if (const json* model = mr.Field("model")) {
-      mr.Merge(ModelFromJson(*model, mp + ".model", &config.model));
-    }
-    if (const json* training = mr.Field("training")) {
-      mr.Merge(TrainingFromJson(*training, mp + ".training", &config));
-    }
-    r.Merge(mr.Done());
-    if (!r.status().ok()) break;
-    RankOrder ro;
-    Status s = RankOrder::Parse(order, &ro);
-    if (s.ok()) s = Layout::Make(world, sizes, ro, &m.layout);
-    if (s.ok()) s = ValidateModelForLayout(config.model, m.layout);
-    if (!s.ok()) return Status::InvalidArgument(mp + ": " + s.message());
-    config.model.name = m.name;
-    config.data.dp_size = m.layout.dp();
-    config.ranks.clear();
-    for (int64_t rank = 0; rank < m.layout.world_size(); ++rank) {
-      config.ranks.push_back(m.layout.Coords(rank));
-    }
-    s = ValidateTrainingConfig(config);
-    if (!s.ok()) return Status::InvalidArgument(mp + ".training: " + s.message());
+    CKPTSPEC_RETURN_IF_ERROR(ModuleFromJson(module, &m, &config));
     m.first_rank = next_rank;
     next_rank += m.layout.world_size();
-    modules.push_back(std::move(m));
+    layouts.push_back(std::move(m));
     run->configs.push_back(std::move(config));
-  }
-  if (const json* sharding = r.Field("sharding")) {
-    Reader sr(*sharding, r.Path("sharding"));
-    sr.Enum("optimizer_format", &run->sharding.optimizer_format, ParseFormat);
-    sr.Int("bucket_size", &run->sharding.buffers.bucket_size);
-    sr.Int("param_alignment", &run->sharding.buffers.param_alignment);
-    sr.Bool("chained_avoid_prefix", &run->sharding.chained_avoid_prefix);
-    r.Merge(sr.Done());
-  }
-  CKPTSPEC_RETURN_IF_ERROR(r.Done());
-  const Status s = HeterogeneousLayout::Make(std::move(modules), &run->layout);
-  if (!s.ok()) return Status::InvalidArgument(path + ".modules: " + s.message());
+    return Status::OK();
+  }));
+  const JsonField sharding = f.OptionalMember("sharding");
+  ShardingConfig& sc = run->sharding;
+  CKPTSPEC_RETURN_IF_ERROR(sharding.ExpectOnlyMembers(
+      {"optimizer_format", "bucket_size", "param_alignment", "chained_avoid_prefix"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      sharding.OptionalMember("optimizer_format").GetEnum(ParseFormat, &sc.optimizer_format));
+  CKPTSPEC_RETURN_IF_ERROR(sharding.OptionalMember("bucket_size").GetInt(&sc.buffers.bucket_size));
+  CKPTSPEC_RETURN_IF_ERROR(
+      sharding.OptionalMember("param_alignment").GetInt(&sc.buffers.param_alignment));
+  CKPTSPEC_RETURN_IF_ERROR(
+      sharding.OptionalMember("chained_avoid_prefix").GetBool(&sc.chained_avoid_prefix));
+  const Status s = HeterogeneousLayout::Make(std::move(layouts), &run->layout);
+  if (!s.ok()) return modules.Error(s.message());
   std::vector<TrainingState> states;
   const Status built = InitialStates(*run, &states);
-  if (!built.ok()) return Status::InvalidArgument(path + ": the run does not build: " + built.message());
+  if (!built.ok()) return f.Error("the run does not build: " + built.message());
   return Status::OK();
+}
+
+Status ReadRegressionCase(const JsonField& f, RegressionCase* c) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
+      {"format", "name", "description", "property", "parameters", "run"}));
+  const JsonField format = f.Member("format");
+  std::string format_name;
+  CKPTSPEC_RETURN_IF_ERROR(format.GetString(&format_name));
+  if (format_name != kRegressionFormat) {
+    return format.Expected(std::string("\"") + kRegressionFormat + "\"");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("name").GetString(&c->name));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("description").GetString(&c->description));
+  const JsonField property = f.OptionalMember("property");
+  CKPTSPEC_RETURN_IF_ERROR(property.GetString(&c->property));
+  if (c->property != "P1" && c->property != "P2") {
+    return property.Expected("\"P1\" or \"P2\"");  // the properties replay knows
+  }
+  const JsonField parameters = f.OptionalMember("parameters");
+  CKPTSPEC_RETURN_IF_ERROR(parameters.ExpectOnlyMembers(
+      {"train_before_save", "train_after_resume", "async"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      parameters.OptionalMember("train_before_save").GetNonNegativeInt64(&c->train_before_save));
+  CKPTSPEC_RETURN_IF_ERROR(
+      parameters.OptionalMember("train_after_resume").GetNonNegativeInt64(&c->train_after_resume));
+  CKPTSPEC_RETURN_IF_ERROR(parameters.OptionalMember("async").GetBool(&c->async));
+  return RunFromJson(f.Member("run"), &c->run);
 }
 
 }  // namespace
 
 Status RegressionCaseFromJson(const json& j, RegressionCase* out) {
-  Reader r(j, "regression");
-  std::string format;
-  r.String("format", &format);
-  if (r.status().ok() && format != kRegressionFormat) {
-    r.Fail("format", "is \"" + format + "\", expected \"" + kRegressionFormat + "\"");
-  }
   RegressionCase c;
-  r.String("name", &c.name);
-  r.String("description", &c.description);
-  r.String("property", &c.property);
-  if (r.status().ok() && c.property != "P1" && c.property != "P2") {
-    r.Fail("property", "is \"" + c.property + "\"; replay knows P1 and P2");
-  }
-  if (const json* p = r.Field("parameters")) {
-    Reader pr(*p, r.Path("parameters"));
-    pr.Int("train_before_save", &c.train_before_save);
-    pr.Int("train_after_resume", &c.train_after_resume);
-    pr.Bool("async", &c.async);
-    if (pr.status().ok() && (c.train_before_save < 0 || c.train_after_resume < 0)) {
-      pr.Fail("train_before_save", "iteration counts must not be negative");
-    }
-    r.Merge(pr.Done());
-  }
-  const json* run = r.Field("run");
-  if (r.status().ok() && !run) r.Fail("run", "is missing");
-  CKPTSPEC_RETURN_IF_ERROR(r.Done());
-  CKPTSPEC_RETURN_IF_ERROR(RunFromJson(*run, "regression.run", &c.run));
+  const Status read = ReadRegressionCase(JsonField(j), &c);
+  if (!read.ok()) return read.WithContext("regression");
   *out = std::move(c);
   return Status::OK();
 }

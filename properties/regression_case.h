@@ -13,7 +13,8 @@
 // Modules sit on consecutive rank ranges in file order. A training config's data.dp_size and
 // ranks always follow its module's layout, so the file does not hold them. Every field but the
 // module sizes may be left out (the struct's default); an unknown field, a wrong type or an
-// invalid value is an error naming the field ("run.modules[0].model.hidden_size: ...").
+// invalid value is an error naming the field by its JSON path (model/json_fields.h):
+// "regression: run.modules[0].model.hidden_size: expected an integer, got \"64\"".
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "model/json_fields.h"
 #include "model/json_util.h"
 
 namespace ckptspec {
@@ -193,146 +194,27 @@ namespace {
 using Action = JsonStreamHandler::Action;
 using namespace std::string_view_literals;
 
-// Where an entry sits, rendered only when an error names it: "" (the top level), "files[3].",
-// "tensors[2].chunks[0].".
-class Where {
- public:
-  Where() = default;
-  Where(const char* array, uint64_t index) : array_(array), index_(index) {}
-  static Where Chunk(uint64_t tensor, uint64_t chunk) {
-    Where w("tensors", tensor);
-    w.chunk_ = static_cast<int64_t>(chunk);
-    return w;
-  }
+// The most axes a shape may have.
+constexpr size_t kMaxAxes = 32;
 
-  std::string str() const {
-    if (array_ == nullptr) return std::string();
-    std::string s = std::string(array_) + "[" + std::to_string(index_) + "].";
-    if (chunk_ >= 0) s += "chunks[" + std::to_string(chunk_) + "].";
-    return s;
-  }
-  friend std::string operator+(const Where& where, const char* name) { return where.str() + name; }
-
- private:
-  const char* array_ = nullptr;
-  uint64_t index_ = 0;
-  int64_t chunk_ = -1;
-};
-
-// Names a field in an error message; the name is built only when an error is reported:
-// where + name ("tensors[2].chunks[0]." + "offset"), with "[index]" when index >= 0.
-struct FieldName {
-  const Where& where;
-  const char* name;
-  int64_t index = -1;
-
-  std::string str() const {
-    std::string s = where + name;
-    if (index >= 0) s += "[" + std::to_string(index) + "]";
-    return s;
-  }
-};
-
-// A reader that names the file and the field in every error.
-class Reader {
- public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
-
-  Status Bad(const std::string& field, const std::string& what) const {
-    return Status::Corruption(path_ + ": " + field + ": " + what);
-  }
-
-  // A refusal of the JSON reader (its message starts with the JSON path or the byte position).
-  Status NotJson(const Status& s) const { return Status::Corruption(path_ + ": " + s.message()); }
-
-  Status Field(const json& obj, const Where& where, const char* name, const json** out) const {
-    auto it = obj.find(name);
-    if (it == obj.end()) return Bad(where + name, "missing");
-    *out = &*it;
-    return Status::OK();
-  }
-
-  Status Int(const json& obj, const Where& where, const char* name, int64_t lo, int64_t hi,
-             int64_t* out) const {
-    const json* v;
-    CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, &v));
-    return IntValue(*v, FieldName{where, name}, lo, hi, out);
-  }
-
-  Status IntValue(const json& v, const FieldName& field, int64_t lo, int64_t hi, int64_t* out) const {
-    if (!v.is_number_integer()) return Bad(field.str(), "expected an integer, found " + TypeOf(v));
-    if (v.is_number_unsigned()) {
-      const uint64_t u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return Bad(field.str(), "value " + std::to_string(u) + " overflows int64");
-      }
-    }
-    const int64_t x = v.get<int64_t>();
-    CKPTSPEC_RETURN_IF_ERROR(Range(x, field, lo, hi));
-    *out = x;
-    return Status::OK();
-  }
-
-  Status Range(int64_t x, const FieldName& field, int64_t lo, int64_t hi) const {
-    if (x < lo || x > hi) {
-      return Bad(field.str(), "value " + std::to_string(x) + " outside [" + std::to_string(lo) +
-                                  ", " + std::to_string(hi) + "]");
-    }
-    return Status::OK();
-  }
-
-  Status String(const json& obj, const Where& where, const char* name,
-                std::string* out) const {
-    const json* v;
-    CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, &v));
-    if (!v->is_string()) return Bad(where + name, "expected a string, found " + TypeOf(*v));
-    *out = v->get<std::string>();
-    return Status::OK();
-  }
-
-  Status Array(const json& obj, const Where& where, const char* name,
-               const json** out) const {
-    CKPTSPEC_RETURN_IF_ERROR(Field(obj, where, name, out));
-    if (!(*out)->is_array()) return Bad(where + name, "expected an array, found " + TypeOf(**out));
-    return Status::OK();
-  }
-
-  Status DimsField(const json& obj, const Where& where, const char* name, Dims* out) const {
-    const json* v;
-    CKPTSPEC_RETURN_IF_ERROR(Array(obj, where, name, &v));
-    if (v->size() > kMaxAxes) return Bad(where + name, "more than 32 axes");
-    out->clear();
-    out->reserve(v->size());
-    for (size_t i = 0; i < v->size(); ++i) {
-      int64_t x;
-      CKPTSPEC_RETURN_IF_ERROR(IntValue((*v)[i], FieldName{where, name, static_cast<int64_t>(i)}, 0,
-                                        std::numeric_limits<int64_t>::max(), &x));
-      out->push_back(x);
-    }
-    return Status::OK();
-  }
-
-  static std::string TypeOf(const json& v) { return v.type_name(); }
-
-  static constexpr size_t kMaxAxes = 32;
-
- private:
-  std::string path_;
-};
+// A shape or offset: at most kMaxAxes non-negative integers.
+Status GetDims(const JsonField& field, Dims* out) {
+  CKPTSPEC_RETURN_IF_ERROR(field.ExpectArray());
+  if (field.size() > kMaxAxes) return field.Error("more than 32 axes");
+  return field.GetNonNegativeInt64Array(out);
+}
 
 // The members of an extent that need nothing but the entry: integers, the checksum's spelling.
 // `file` is read as an integer here; its range is checked by CheckExtentInContext.
-Status ReadExtent(const Reader& r, const json& j, const Where& where, Extent* e) {
-  const int64_t max = std::numeric_limits<int64_t>::max();
+Status ReadExtent(const JsonField& entry, Extent* e) {
   int64_t file, offset, size;
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "file", std::numeric_limits<int64_t>::min(), max, &file));
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "byte_offset", 0, max, &offset));
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, where, "byte_size", 0, max, &size));
+  CKPTSPEC_RETURN_IF_ERROR(entry.Member("file").GetInt64(&file));
+  CKPTSPEC_RETURN_IF_ERROR(entry.Member("byte_offset").GetNonNegativeInt64(&offset));
+  CKPTSPEC_RETURN_IF_ERROR(entry.Member("byte_size").GetNonNegativeInt64(&size));
+  const JsonField xxh3 = entry.Member("xxh3");
   std::string hex;
-  CKPTSPEC_RETURN_IF_ERROR(r.String(j, where, "xxh3", &hex));
-  if (!ParseChecksumHex(hex, &e->checksum)) {
-    return r.Bad(where + "xxh3", "'" + hex.substr(0, 40) + "' is not 16 lowercase hex digits");
-  }
+  CKPTSPEC_RETURN_IF_ERROR(xxh3.GetString(&hex));
+  if (!ParseChecksumHex(hex, &e->checksum)) return xxh3.Expected("16 lowercase hex digits");
   e->file = file;
   e->offset = static_cast<uint64_t>(offset);
   e->size = static_cast<uint64_t>(size);
@@ -346,17 +228,20 @@ bool ExtentFits(const Extent& e, const std::vector<FileEntry>& files) {
   return e.offset <= file_size && e.size <= file_size - e.offset;
 }
 
-// The checks of an extent that need the files: its file exists and holds its byte range.
-Status CheckExtentInContext(const Reader& r, const Extent& e, const Where& where,
+// The checks of an extent that need the files: its file exists and holds its byte range. `entry`
+// names the chunk or object (read earlier, so absent now).
+Status CheckExtentInContext(const Extent& e, const JsonField& entry,
                             const std::vector<FileEntry>& files) {
-  CKPTSPEC_RETURN_IF_ERROR(
-      r.Range(e.file, FieldName{where, "file"}, 0, static_cast<int64_t>(files.size()) - 1));
+  const int64_t last_file = static_cast<int64_t>(files.size()) - 1;
+  if (e.file < 0 || e.file > last_file) {
+    return entry.Member("file").OutOfRange(e.file, 0, last_file);
+  }
   const uint64_t file_size = files[e.file].size;
   if (e.offset > file_size || e.size > file_size - e.offset) {
-    return r.Bad(where + "byte_offset", "range [" + std::to_string(e.offset) + ", +" +
-                                            std::to_string(e.size) + ") exceeds file '" +
-                                            files[e.file].name + "' of " +
-                                            std::to_string(file_size) + " bytes");
+    return entry.Member("byte_offset")
+        .Error("range [" + std::to_string(e.offset) + ", +" + std::to_string(e.size) +
+               ") exceeds file '" + files[e.file].name + "' of " + std::to_string(file_size) +
+               " bytes");
   }
   return Status::OK();
 }
@@ -371,7 +256,7 @@ Status CheckExtentInContext(const Reader& r, const Extent& e, const Where& where
 // one entry, the checks that need nothing else come first.
 class MetadataDecoder : public JsonStreamHandler {
  public:
-  MetadataDecoder(const Reader& reader, CheckpointMetadata* m) : r_(reader), m_(m) {}
+  explicit MetadataDecoder(CheckpointMetadata* m) : m_(m) {}
 
   Action Classify(const JsonPath& p) override {
     if (p.IsIndex(0)) return Action::kSkip;  // the document is an array: only its type matters
@@ -406,38 +291,44 @@ class MetadataDecoder : public JsonStreamHandler {
   }
 
   Status Take(const JsonPath& p, json&& value) override {
+    const JsonField entry(value, p);
     if (p.Matches({"tensors", "[]", "chunks", "[]"})) {
-      TakeChunk(value, p.Index(1), p.Index(3));
+      TakeChunk(entry, p.Index(1), p.Index(3));
     } else if (p.Matches({"tensors", "[]"})) {
-      TakeTensor(value, p.Index(1));
+      TakeTensor(entry, p.Index(1));
     } else if (p.Matches({"files", "[]"})) {
-      if (files_error_.ok()) files_error_ = DecodeFile(value, p.Index(1));
+      if (files_error_.ok()) files_error_ = DecodeFile(entry);
     } else if (p.Matches({"objects", "[]"})) {
-      if (objects_error_.ok()) objects_error_ = DecodeObject(value, p.Index(1));
+      if (objects_error_.ok()) objects_error_ = DecodeObject(entry);
     }
     return Status::OK();
   }
 
   // The checks that needed the whole document, after DecodeTopLevel: files, tensors and their
-  // chunks, objects, in order.
+  // chunks, objects, in order. The entries were streamed: `top` holds their arrays empty.
   Status Finish(const json& top) const {
-    const json* array;
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, Where(), "files", &array));
+    const JsonField root(top);
+    CKPTSPEC_RETURN_IF_ERROR(root.Member("files").ExpectArray());
     CKPTSPEC_RETURN_IF_ERROR(files_error_);
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, Where(), "tensors", &array));
+    const JsonField tensors = root.Member("tensors");
+    CKPTSPEC_RETURN_IF_ERROR(tensors.ExpectArray());
     for (size_t t = 0; t < m_->tensors.size(); ++t) {
       const TensorEntry& e = m_->tensors[t];
+      const JsonField tensor = tensors.Element(t);
+      const JsonField chunks = tensor.Member("chunks");
       int64_t global_volume = 0;
       CheckedVolume(e.global_shape, &global_volume);  // checked when read
       int64_t covered = 0;
       for (size_t c = 0; c < e.chunks.size(); ++c) {
-        CKPTSPEC_RETURN_IF_ERROR(CheckChunkInContext(e, e.chunks[c], t, c, global_volume, &covered));
+        CKPTSPEC_RETURN_IF_ERROR(
+            CheckChunkInContext(e, e.chunks[c], chunks.Element(c), global_volume, &covered));
       }
     }
     CKPTSPEC_RETURN_IF_ERROR(tensors_error_);
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(top, Where(), "objects", &array));
+    const JsonField objects = root.Member("objects");
+    CKPTSPEC_RETURN_IF_ERROR(objects.ExpectArray());
     for (size_t i = 0; i < m_->objects.size(); ++i) {
-      CKPTSPEC_RETURN_IF_ERROR(CheckObjectInContext(m_->objects[i], i));
+      CKPTSPEC_RETURN_IF_ERROR(CheckObjectInContext(m_->objects[i], objects.Element(i)));
     }
     return objects_error_;
   }
@@ -466,7 +357,7 @@ class MetadataDecoder : public JsonStreamHandler {
       return IsDimsMember(name) || IsScalarMember(name) ? Action::kKeep : Action::kSkip;
     }
     if (p.size() == level + 2 && IsDimsMember(name) && p.IsIndex(level + 1) &&
-        p.Index(level + 1) <= Reader::kMaxAxes) {
+        p.Index(level + 1) <= kMaxAxes) {
       return Action::kKeep;
     }
     return Action::kSkip;
@@ -486,20 +377,20 @@ class MetadataDecoder : public JsonStreamHandler {
     error_chunk_ = chunk;
   }
 
-  void TakeChunk(const json& cj, uint64_t t, uint64_t c) {
+  void TakeChunk(const JsonField& field, uint64_t t, uint64_t c) {
     if (t != pending_tensor_) {
       pending_.clear();
       pending_tensor_ = t;
     }
     ChunkEntry chunk;
-    const Status s = DecodeChunk(cj, t, c, &chunk);
+    const Status s = DecodeChunk(field, &chunk);
     if (!s.ok()) return TensorsError(s, t, static_cast<int64_t>(c));
     pending_.push_back(std::move(chunk));
   }
 
-  void TakeTensor(const json& tj, uint64_t t) {
+  void TakeTensor(const JsonField& field, uint64_t t) {
     TensorEntry e;
-    const Status s = DecodeTensor(tj, t, &e);
+    const Status s = DecodeTensor(field, &e);
     if (!s.ok()) {
       TensorsError(s, t, kHeader);
     } else if (Before(t, kHeader)) {
@@ -510,125 +401,128 @@ class MetadataDecoder : public JsonStreamHandler {
     pending_tensor_ = std::numeric_limits<uint64_t>::max();
   }
 
-  Status DecodeFile(const json& f, uint64_t i) {
-    const Where where("files", i);
-    if (!f.is_object()) return r_.Bad(where.str(), "expected an object");
+  Status DecodeFile(const JsonField& f) {
+    CKPTSPEC_RETURN_IF_ERROR(f.ExpectObject());
     FileEntry e;
-    CKPTSPEC_RETURN_IF_ERROR(r_.String(f, where, "name", &e.name));
+    const JsonField name = f.Member("name");
+    CKPTSPEC_RETURN_IF_ERROR(name.GetString(&e.name));
     if (!IsSafeFileName(e.name) || e.name == kMetadataFileName ||
         e.name == kMetadataChecksumFileName) {
-      return r_.Bad(where + "name", "'" + e.name.substr(0, 64) +
-                                        "' is not a plain data file name in the checkpoint directory");
+      return name.Error("'" + e.name.substr(0, 64) +
+                        "' is not a plain data file name in the checkpoint directory");
     }
-    if (!names_.insert(e.name).second) return r_.Bad(where + "name", "duplicate file '" + e.name + "'");
+    if (!names_.insert(e.name).second) return name.Error("duplicate file '" + e.name + "'");
     int64_t size;
-    CKPTSPEC_RETURN_IF_ERROR(r_.Int(f, where, "size", 0, std::numeric_limits<int64_t>::max(), &size));
+    CKPTSPEC_RETURN_IF_ERROR(f.Member("size").GetNonNegativeInt64(&size));
     e.size = static_cast<uint64_t>(size);
     m_->files.push_back(std::move(e));
     return Status::OK();
   }
 
   // tensors[t] without its chunks.
-  Status DecodeTensor(const json& t, uint64_t i, TensorEntry* e) {
-    const Where where("tensors", i);
-    if (!t.is_object()) return r_.Bad(where.str(), "expected an object");
-    CKPTSPEC_RETURN_IF_ERROR(r_.String(t, where, "key", &e->key));
-    if (e->key.empty()) return r_.Bad(where + "key", "empty key");
-    if (keys_.count(e->key)) return r_.Bad(where + "key", "duplicate key '" + e->key + "'");
-    std::string dtype;
-    CKPTSPEC_RETURN_IF_ERROR(r_.String(t, where, "dtype", &dtype));
-    if (!ParseDType(dtype, &e->dtype)) {
-      return r_.Bad(where + "dtype", "unknown dtype '" + dtype.substr(0, 32) + "'");
+  Status DecodeTensor(const JsonField& t, TensorEntry* e) {
+    CKPTSPEC_RETURN_IF_ERROR(t.ExpectObject());
+    const JsonField key = t.Member("key");
+    CKPTSPEC_RETURN_IF_ERROR(key.GetString(&e->key));
+    if (e->key.empty()) return key.Error("empty key");
+    if (keys_.count(e->key)) return key.Error("duplicate key '" + e->key + "'");
+    const JsonField dtype = t.Member("dtype");
+    std::string dtype_name;
+    CKPTSPEC_RETURN_IF_ERROR(dtype.GetString(&dtype_name));
+    if (!ParseDType(dtype_name, &e->dtype)) {
+      return dtype.Error("unknown dtype '" + dtype_name.substr(0, 32) + "'");
     }
-    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(t, where, "global_shape", &e->global_shape));
+    const JsonField global_shape = t.Member("global_shape");
+    CKPTSPEC_RETURN_IF_ERROR(GetDims(global_shape, &e->global_shape));
     int64_t global_volume;
     if (!CheckedVolume(e->global_shape, &global_volume)) {
-      return r_.Bad(where + "global_shape", DimsToString(e->global_shape) + " overflows int64");
+      return global_shape.Error(DimsToString(e->global_shape) + " overflows int64");
     }
-    const json* chunks;
-    CKPTSPEC_RETURN_IF_ERROR(r_.Array(t, where, "chunks", &chunks));
+    CKPTSPEC_RETURN_IF_ERROR(t.Member("chunks").ExpectArray());
     keys_.insert(e->key);
     return Status::OK();
   }
 
   // What a chunk's own members say; CheckChunkInContext checks the rest.
-  Status DecodeChunk(const json& cj, uint64_t t, uint64_t c, ChunkEntry* chunk) const {
-    const Where cw = Where::Chunk(t, c);
-    if (!cj.is_object()) return r_.Bad(cw.str(), "expected an object");
-    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(cj, cw, "offset", &chunk->box.offset));
-    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(cj, cw, "shape", &chunk->box.shape));
-    CKPTSPEC_RETURN_IF_ERROR(r_.Int(cj, cw, "rank", std::numeric_limits<int64_t>::min(),
-                                    std::numeric_limits<int64_t>::max(), &chunk->rank));
-    return ReadExtent(r_, cj, cw, &chunk->extent);
+  Status DecodeChunk(const JsonField& chunk, ChunkEntry* out) const {
+    CKPTSPEC_RETURN_IF_ERROR(chunk.ExpectObject());
+    CKPTSPEC_RETURN_IF_ERROR(GetDims(chunk.Member("offset"), &out->box.offset));
+    CKPTSPEC_RETURN_IF_ERROR(GetDims(chunk.Member("shape"), &out->box.shape));
+    CKPTSPEC_RETURN_IF_ERROR(chunk.Member("rank").GetInt64(&out->rank));
+    return ReadExtent(chunk, &out->extent);
   }
 
-  Status CheckChunkInContext(const TensorEntry& e, const ChunkEntry& chunk, uint64_t t, uint64_t c,
+  // `field` names tensors[t].chunks[c].
+  Status CheckChunkInContext(const TensorEntry& e, const ChunkEntry& chunk, const JsonField& field,
                              int64_t global_volume, int64_t* covered) const {
-    const Where cw = Where::Chunk(t, c);
     if (chunk.box.offset.size() != e.global_shape.size() ||
         chunk.box.shape.size() != e.global_shape.size()) {
-      return r_.Bad(cw + "shape", "chunk " + BoxToString(chunk.box) + " and global shape " +
-                                        DimsToString(e.global_shape) + " differ in rank");
+      return field.Member("shape").Error("chunk " + BoxToString(chunk.box) + " and global shape " +
+                                         DimsToString(e.global_shape) + " differ in rank");
     }
     if (!IsWithin(chunk.box, e.global_shape)) {
-      return r_.Bad(cw + "offset", "chunk " + BoxToString(chunk.box) +
-                                         " lies outside global shape " + DimsToString(e.global_shape));
+      return field.Member("offset").Error("chunk " + BoxToString(chunk.box) +
+                                          " lies outside global shape " +
+                                          DimsToString(e.global_shape));
     }
     if (chunk.rank < 0 || chunk.rank > m_->world_size - 1) {
-      CKPTSPEC_RETURN_IF_ERROR(r_.Range(chunk.rank, FieldName{cw, "rank"}, 0, m_->world_size - 1));
+      return field.Member("rank").OutOfRange(chunk.rank, 0, m_->world_size - 1);
     }
     if (!ExtentFits(chunk.extent, m_->files)) {
-      CKPTSPEC_RETURN_IF_ERROR(CheckExtentInContext(r_, chunk.extent, cw, m_->files));
+      CKPTSPEC_RETURN_IF_ERROR(CheckExtentInContext(chunk.extent, field, m_->files));
     }
     const int64_t volume = Volume(chunk.box.shape);  // within a validated global shape
     if (chunk.extent.size / DTypeSize(e.dtype) != static_cast<uint64_t>(volume) ||
         chunk.extent.size % DTypeSize(e.dtype) != 0) {
-      return r_.Bad(cw + "byte_size", std::to_string(chunk.extent.size) + " bytes, but " +
-                                            std::to_string(volume) + " elements of " +
-                                            DTypeName(e.dtype) + " need " + std::to_string(volume) +
-                                            " x " + std::to_string(DTypeSize(e.dtype)));
+      return field.Member("byte_size")
+          .Error(std::to_string(chunk.extent.size) + " bytes, but " + std::to_string(volume) +
+                 " elements of " + DTypeName(e.dtype) + " need " + std::to_string(volume) + " x " +
+                 std::to_string(DTypeSize(e.dtype)));
     }
     if (volume > global_volume - *covered) {
-      return r_.Bad(cw + "shape", "chunks hold more elements than the global shape " +
-                                        DimsToString(e.global_shape));
+      return field.Member("shape").Error("chunks hold more elements than the global shape " +
+                                         DimsToString(e.global_shape));
     }
     *covered += volume;
     return Status::OK();
   }
 
   // What an object's own members say; CheckObjectInContext checks the rest.
-  Status DecodeObject(const json& o, uint64_t i) {
-    const Where where("objects", i);
-    if (!o.is_object()) return r_.Bad(where.str(), "expected an object");
+  Status DecodeObject(const JsonField& o) {
+    CKPTSPEC_RETURN_IF_ERROR(o.ExpectObject());
     ObjectEntry e;
-    CKPTSPEC_RETURN_IF_ERROR(r_.String(o, where, "key", &e.key));
-    if (e.key.empty()) return r_.Bad(where + "key", "empty key");
-    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(o, where, "global_shape", &e.global_shape));
-    CKPTSPEC_RETURN_IF_ERROR(r_.DimsField(o, where, "global_offset", &e.global_offset));
+    const JsonField key = o.Member("key");
+    CKPTSPEC_RETURN_IF_ERROR(key.GetString(&e.key));
+    if (e.key.empty()) return key.Error("empty key");
+    CKPTSPEC_RETURN_IF_ERROR(GetDims(o.Member("global_shape"), &e.global_shape));
+    const JsonField global_offset = o.Member("global_offset");
+    CKPTSPEC_RETURN_IF_ERROR(GetDims(global_offset, &e.global_offset));
     ObjectSpec spec;
     spec.key = e.key;
     spec.global_shape = e.global_shape;
     spec.global_offset = e.global_offset;
     const Status valid = ValidateObjectSpec(spec);
-    if (!valid.ok()) return r_.Bad(where + "global_offset", valid.message());
+    if (!valid.ok()) return global_offset.Error(valid.message());
     if (!unique_keys_.insert(e.UniqueKey()).second) {
-      return r_.Bad(where + "key", "duplicate object '" + e.UniqueKey() + "'");
+      return key.Error("duplicate object '" + e.UniqueKey() + "'");
     }
-    CKPTSPEC_RETURN_IF_ERROR(r_.Int(o, where, "rank", std::numeric_limits<int64_t>::min(),
-                                    std::numeric_limits<int64_t>::max(), &e.rank));
-    CKPTSPEC_RETURN_IF_ERROR(ReadExtent(r_, o, where, &e.extent));
+    CKPTSPEC_RETURN_IF_ERROR(o.Member("rank").GetInt64(&e.rank));
+    CKPTSPEC_RETURN_IF_ERROR(ReadExtent(o, &e.extent));
     m_->objects.push_back(std::move(e));
     return Status::OK();
   }
 
-  Status CheckObjectInContext(const ObjectEntry& e, uint64_t i) const {
-    const Where where("objects", i);
-    if (keys_.count(e.key)) return r_.Bad(where + "key", "'" + e.key + "' is also a tensor key");
-    CKPTSPEC_RETURN_IF_ERROR(r_.Range(e.rank, FieldName{where, "rank"}, 0, m_->world_size - 1));
-    return CheckExtentInContext(r_, e.extent, where, m_->files);
+  // `field` names objects[i].
+  Status CheckObjectInContext(const ObjectEntry& e, const JsonField& field) const {
+    if (keys_.count(e.key)) {
+      return field.Member("key").Error("'" + e.key + "' is also a tensor key");
+    }
+    if (e.rank < 0 || e.rank > m_->world_size - 1) {
+      return field.Member("rank").OutOfRange(e.rank, 0, m_->world_size - 1);
+    }
+    return CheckExtentInContext(e.extent, field, m_->files);
   }
 
-  const Reader& r_;
   CheckpointMetadata* m_;
   Status files_error_, tensors_error_, objects_error_;
   uint64_t error_tensor_ = 0;  // where tensors_error_ was found
@@ -641,30 +535,41 @@ class MetadataDecoder : public JsonStreamHandler {
 };
 
 // The top-level members, in the order they are checked.
-Status DecodeTopLevel(json& j, const Reader& r, CheckpointMetadata* m) {
-  if (!j.is_object()) return r.Bad("(top level)", "expected an object");
-  std::string format;
-  CKPTSPEC_RETURN_IF_ERROR(r.String(j, Where(), "format", &format));
-  if (format != kReferenceFormatName) {
-    return r.Bad("format", "'" + format.substr(0, 64) + "' is not '" + kReferenceFormatName + "'");
+Status DecodeTopLevel(json& j, CheckpointMetadata* m) {
+  const JsonField root(j);
+  CKPTSPEC_RETURN_IF_ERROR(root.ExpectObject());
+  const JsonField format = root.Member("format");
+  std::string format_name;
+  CKPTSPEC_RETURN_IF_ERROR(format.GetString(&format_name));
+  if (format_name != kReferenceFormatName) {
+    return format.Expected(std::string("\"") + kReferenceFormatName + "\"");
   }
+  const JsonField format_version = root.Member("format_version");
   int64_t version;
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, Where(), "format_version", 1, 1 << 20, &version));
+  CKPTSPEC_RETURN_IF_ERROR(format_version.GetInt64(1, 1 << 20, &version));
   if (version > kReferenceFormatVersion) {
-    return Status::NotSupported(r.Bad("format_version", "version " + std::to_string(version) +
-                                                            " is newer than this reader (" +
-                                                            std::to_string(kReferenceFormatVersion) +
-                                                            ")").message());
+    return Status::NotSupported(format_version
+                                    .Error("version " + std::to_string(version) +
+                                           " is newer than this reader (" +
+                                           std::to_string(kReferenceFormatVersion) + ")")
+                                    .message());
   }
   m->format_version = static_cast<int>(version);
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, Where(), "iteration", 0, kMaxIteration, &m->iteration));
-  CKPTSPEC_RETURN_IF_ERROR(r.Int(j, Where(), "world_size", 1, int64_t{1} << 31, &m->world_size));
-  const json* v;
-  CKPTSPEC_RETURN_IF_ERROR(r.Field(j, Where(), "layout", &v));
+  CKPTSPEC_RETURN_IF_ERROR(root.Member("iteration").GetInt64(0, kMaxIteration, &m->iteration));
+  CKPTSPEC_RETURN_IF_ERROR(root.Member("world_size").GetInt64(1, int64_t{1} << 31, &m->world_size));
+  CKPTSPEC_RETURN_IF_ERROR(root.Member("layout").ExpectPresent());
+  CKPTSPEC_RETURN_IF_ERROR(root.Member("common").ExpectPresent());
   m->layout = std::move(j["layout"]);
-  CKPTSPEC_RETURN_IF_ERROR(r.Field(j, Where(), "common", &v));
   m->common = std::move(j["common"]);
   return Status::OK();
+}
+
+// An error of the decoders as DecodeMetadata reports it: the file's name in front, and a
+// malformed value (InvalidArgument, as the JSON reader and JsonField give it) re-coded as
+// Corruption.
+Status InFile(const std::string& file, const Status& s) {
+  if (s.code() != Status::Code::kInvalidArgument) return s.WithContext(file);
+  return Status::Corruption(file + ": " + s.message());
 }
 
 }  // namespace
@@ -677,22 +582,21 @@ Status DecodeMetadata(const std::string& text, const std::string& path, Checkpoi
 
 Status DecodeMetadata(const std::string& text, const std::string& path, const JsonLimits& limits,
                       CheckpointMetadata* out) {
-  const Reader reader(path);
   try {
     CheckpointMetadata m;
-    MetadataDecoder decoder(reader, &m);
+    MetadataDecoder decoder(&m);
     JsonLimits bounded = limits;
     bounded.max_tree_bytes = std::min(
         limits.max_tree_bytes, kMaxMetadataTreeBytesPerByte * text.size() + kMetadataTreeAllowance);
     json top;
-    const Status read = ParseJsonStreamed(text, bounded, &decoder, &top);
-    if (!read.ok()) return reader.NotJson(read);
-    CKPTSPEC_RETURN_IF_ERROR(DecodeTopLevel(top, reader, &m));
-    CKPTSPEC_RETURN_IF_ERROR(decoder.Finish(top));
+    Status s = ParseJsonStreamed(text, bounded, &decoder, &top);
+    if (s.ok()) s = DecodeTopLevel(top, &m);
+    if (s.ok()) s = decoder.Finish(top);
+    if (!s.ok()) return InFile(path, s);
     *out = std::move(m);
     return Status::OK();
   } catch (const std::exception& e) {
-    return reader.Bad("(top level)", std::string("malformed: ") + e.what());
+    return Status::Corruption(path + ": (root): malformed: " + e.what());
   }
 }
 

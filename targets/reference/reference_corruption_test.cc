@@ -144,11 +144,15 @@ TEST_F(ReferenceCorruption, WrongTypes) {
   ExpectError([](json& j) { j["tensors"][0]["global_shape"] = "abc"; },
               {"metadata.json", "tensors[0].global_shape", "expected an array"});
   ExpectError([](json& j) { j["tensors"][0]["chunks"][0]["byte_offset"] = 1.5; },
-              {"tensors[0].chunks[0].byte_offset", "expected an integer"});
-  ExpectError([](json& j) { j["objects"][0]["xxh3"] = 12; }, {"objects[0].xxh3"});
+              {"tensors[0].chunks[0].byte_offset: expected a non-negative integer, got 1.5"});
+  ExpectError([](json& j) { j["objects"][0]["xxh3"] = 12; },
+              {"objects[0].xxh3: expected a string, got 12"});
+  ExpectError([](json& j) { j["objects"][0]["xxh3"] = "ABC"; },
+              {"objects[0].xxh3: expected 16 lowercase hex digits, got \"ABC\""});
   ExpectError([](json& j) { j["files"] = json::object(); }, {"files", "expected an array"});
-  ExpectError([](json& j) { j.erase("tensors"); }, {"tensors: missing"});
-  ExpectError([](json& j) { j = json::array(); }, {"expected an object"});
+  ExpectError([](json& j) { j.erase("tensors"); },
+              {"metadata.json: (root): missing required member \"tensors\""});
+  ExpectError([](json& j) { j = json::array(); }, {"metadata.json: (root): expected an object, got []"});
 }
 
 TEST_F(ReferenceCorruption, NegativeAndOverflowingShapes) {
@@ -159,7 +163,9 @@ TEST_F(ReferenceCorruption, NegativeAndOverflowingShapes) {
   ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = uint64_t{18446744073709551615u}; },
               {"tensors[0].global_shape[0]", "overflows int64"});
   ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = 1e30; },
-              {"tensors[0].global_shape[0]", "expected an integer"});
+              {"tensors[0].global_shape[0]: integer 1e+30 overflows int64"});
+  ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = 2.5; },
+              {"tensors[0].global_shape[0]: expected a non-negative integer, got 2.5"});
   ExpectError([](json& j) { j["world_size"] = 0; }, {"world_size"});
   ExpectError([](json& j) { j["tensors"][0]["chunks"][0]["rank"] = 7; }, {"tensors[0].chunks[0].rank"});
 }
