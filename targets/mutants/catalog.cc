@@ -58,9 +58,13 @@ const MutantInfo* FindMutant(const std::string& id_or_name) {
   return nullptr;
 }
 
-std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
-                                          AsyncExecution async) {
-  return BuildMutantTarget(info.id, info.parts(), env, root, async);
+std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
+                                             AsyncExecution async) {
+  ReferenceOptions engine;
+  engine.env = env;
+  engine.root = root;
+  engine.async_execution = async;
+  return std::make_unique<ReferenceTarget>(info.id, std::move(engine), info.parts());
 }
 
 TargetFactory MutantFactory(const MutantInfo& info) {

@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "properties/harness.h"
 #include "targets/env/env.h"
 #include "targets/mutants/mutant_target.h"
+#include "targets/reference/reference_target.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 
@@ -25,16 +26,16 @@ struct MutantInfo {
   const char* name;      // "cached-plan-drops-rerun"
   const char* upstream;  // the upstream thread
   const char* killers;   // killing properties, most direct first, e.g. "P6 P7 P19"
-  MutantParts (*parts)();
+  ReplacedParts (*parts)();
 };
 
 const std::vector<MutantInfo>& MutantCatalog();
 // The entry with this id ("B04") or name ("cached-plan-drops-rerun"), or null.
 const MutantInfo* FindMutant(const std::string& id_or_name);
 
-// The mutant as a target on `env` under `root` (the factory function per entry).
-std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
-                                          AsyncExecution async = AsyncExecution::kDeferred);
+// The mutant as a target on `env` under `root`: the reference target with the entry's parts.
+std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
+                                             AsyncExecution async = AsyncExecution::kDeferred);
 // A TargetFactory (fresh MemEnv per target) named by the id.
 TargetFactory MutantFactory(const MutantInfo& info);
 
