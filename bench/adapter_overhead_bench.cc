@@ -24,6 +24,7 @@
 #include "properties/property.h"
 #include "properties/runner.h"
 #include "targets/env/env.h"
+#include "targets/reference/reference_factory.h"
 #include "targets/reference/reference_target.h"
 
 namespace ckptspec {
@@ -55,10 +56,10 @@ class ReferenceOnDisk : public TargetUnderTest {
   std::string root() const override { return JoinPath(dir_, "ckpt"); }
   void NewProcess() override {
     target_.reset();
-    ReferenceTargetParts parts;
-    parts.engine.env = Env::Posix();
-    parts.engine.root = root();
-    target_ = std::make_unique<ReferenceTarget>(std::move(parts));
+    ReferenceOptions engine;
+    engine.env = Env::Posix();
+    engine.root = root();
+    target_ = std::make_unique<ReferenceTarget>("reference", std::move(engine));
   }
 
  private:

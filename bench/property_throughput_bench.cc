@@ -13,6 +13,7 @@
 
 #include "properties/property.h"
 #include "properties/stateful_commands.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 namespace {

@@ -1,11 +1,12 @@
 // `ckptspec run`: runs the property catalog against targets and prints the kill matrix
 // (a row per target: its verdict against its expectation, then one character per property --
-// killed, pass, n/a, ...), with optional JSON and JUnit reports. With neither
+// killed, pass, n/a, ...), with optional JSON and JUnit reports (cli/run_report.h). With neither
 // --target nor --adapter: the reference (both index layouts) and every catalog mutant.
 //
-// Expectations: a mutant (TargetFactory::expect_killed) must be KILLED by at least one selected
-// property; any other target must pass every selected property (or find it n/a), or, with
-// --expectations FILE, have exactly the outcomes the file expects (known failures, n/a).
+// Expectations (judged by cli/run_judging.h): a mutant (TargetFactory::expect_killed) must be
+// KILLED by at least one selected property; any other target must pass every selected property
+// (or find it n/a), or, with --expectations FILE, have exactly the outcomes the file expects
+// (known failures, n/a).
 // Exit codes: 0 every selected target meets its expectation; 1 some target does not (a failure on
 // the reference, a mutant that survived, an outcome other than the file's); 2 invalid arguments
 // (a number out of its flag's range, an input that is not a regular file, a report path that
@@ -21,8 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/numeric_flag.h"
-#include "properties/expectations.h"
-#include "properties/runner.h"
+#include "model/status.h"
 
 namespace ckptspec {
 
@@ -68,37 +68,5 @@ struct Budget {
   double seconds = 0;
 };
 Status ParseBudget(const std::string& text, Budget* out);
-
-// How the outcomes of one run are judged: mutants must be killed; other targets are held to the
-// expectations file when there is one, else must pass (or find a property n/a).
-struct RunJudging {
-  const Expectations* expectations = nullptr;
-  std::vector<std::string> expect_killed;  // the mutant targets' names
-  bool IsMutant(const std::string& target) const;
-};
-
-// A target's verdict: "killed" / "SURVIVED" for a mutant; "as expected" / "UNEXPECTED" under an
-// expectations file; else "clean" / "FAILED". met is whether that is the expectation.
-struct TargetVerdict {
-  std::string text;
-  bool met = false;
-};
-TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const std::string& target,
-                          const RunJudging& judging);
-
-// The reports, from the outcomes of one run. The matrix has a row per target (its name, its
-// verdict) and one character per property, with a legend: a mutant's cells are its outcomes (K
-// killed, . pass, - n/a); other targets' cells, under an expectations file, how each outcome
-// compares with it (x an expected failure, F, P, N an unexpected failure, pass, n/a). With the 19
-// properties and the catalog's target names it is under 120 columns wide. KillTimesText lists,
-// per target, each failure's time to detection, cases and shrunk size (`--details`). The JSON has
-// one entry per target (expect, verdict, met) and per outcome (with "expected" and "matches"
-// under a file). JUnit counts an expected failure as skipped, an unexpected outcome as a failure,
-// and a surviving mutant as a failed "killed" case.
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
-std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes);
-std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
-                         const RunJudging& judging = {});
-std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
 
 }  // namespace ckptspec

@@ -110,7 +110,7 @@ TEST(RunCommand, InputsThatAreNotRegularFilesAreRefused) {
   std::remove(fifo.c_str());
 }
 
-TEST(RunCommand, ReferencePassesAndReportsAreWellFormed) {
+TEST(RunCommand, ReferencePasses) {
   RunOptions o;
   o.targets = {"reference"};
   o.properties = "P2";
@@ -119,70 +119,6 @@ TEST(RunCommand, ReferencePassesAndReportsAreWellFormed) {
   std::ostringstream out, err;
   EXPECT_EQ(RunRunCommand(o, out, err), 0) << out.str() << err.str();
   EXPECT_NE(out.str().find("reference  clean    .\n"), std::string::npos) << out.str();
-
-  PropertyOutcome fail;
-  fail.target = "B04";
-  fail.property = "P7";
-  fail.verdict = Verdict::kFail;
-  fail.cases = 3;
-  fail.time_to_failure_s = 0.25;
-  fail.shrunk_size = 40;
-  fail.message = "a <bad> \"thing\"";
-  fail.reproduce = "reproduce=abc";
-  PropertyOutcome na;
-  na.target = "B04";
-  na.property = "P14";
-  na.verdict = Verdict::kNotApplicable;
-  na.message = "no async";
-  const std::vector<PropertyOutcome> outcomes = {fail, na};
-  EXPECT_NE(MatrixText(outcomes).find("target  verdict  P7  P14\nB04     FAILED   F   -\n"), std::string::npos)
-      << MatrixText(outcomes);
-  EXPECT_EQ(KillTimesText(outcomes),
-            "\nfailures, time to the first failing case / cases run / size of the shrunk "
-            "counterexample:\nB04:  P7 0.25s/3c/40b\n");
-  RunJudging mutant;
-  mutant.expect_killed = {"B04"};
-  EXPECT_EQ(MatrixText(outcomes, mutant).substr(0, 50),
-            "target  verdict  P7  P14\nB04     killed   K   -\nK ");
-  const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 9, mutant));
-  EXPECT_EQ(j["seed"], 9);
-  EXPECT_EQ(j["targets"][0]["verdict"], "killed");
-  EXPECT_EQ(j["targets"][0]["met"], true);
-  EXPECT_EQ(j["outcomes"][0]["verdict"], "FAIL");
-  EXPECT_EQ(j["outcomes"][0]["reproduce"], "reproduce=abc");
-  EXPECT_EQ(j["outcomes"][1]["verdict"], "n/a");
-  const std::string junit = OutcomesJUnit(outcomes);
-  EXPECT_NE(junit.find("failures=\"1\" skipped=\"1\""), std::string::npos) << junit;
-  EXPECT_NE(junit.find("&lt;bad&gt; &quot;thing&quot;"), std::string::npos) << junit;
-}
-
-TEST(RunCommand, TargetsAreJudgedAgainstTheirExpectation) {
-  PropertyOutcome pass, fail, na;
-  pass.target = fail.target = na.target = "t";
-  pass.verdict = Verdict::kPass;
-  fail.verdict = Verdict::kFail;
-  na.verdict = Verdict::kNotApplicable;
-  const RunJudging plain;
-  RunJudging mutant;
-  mutant.expect_killed = {"t"};
-  EXPECT_EQ(JudgeTarget({pass, na}, "t", plain).text, "clean");
-  EXPECT_TRUE(JudgeTarget({pass, na}, "t", plain).met);
-  EXPECT_EQ(JudgeTarget({pass, fail}, "t", plain).text, "FAILED");
-  EXPECT_FALSE(JudgeTarget({pass, fail}, "t", plain).met);
-  EXPECT_EQ(JudgeTarget({pass, fail}, "t", mutant).text, "killed");
-  EXPECT_TRUE(JudgeTarget({pass, fail}, "t", mutant).met);
-  EXPECT_EQ(JudgeTarget({pass, na}, "t", mutant).text, "SURVIVED");
-  EXPECT_FALSE(JudgeTarget({pass, na}, "t", mutant).met);
-  // Under an expectations file, a known failure is as expected; a mutant is still judged by kills.
-  Expectations file;
-  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
-      "properties": {"P7": {"expect": "fail", "reason": "known"}}})", "inline", &file).ok());
-  fail.property = "P7";
-  RunJudging judged;
-  judged.expectations = &file;
-  EXPECT_EQ(JudgeTarget({pass, fail}, "t", judged).text, "as expected");
-  judged.expect_killed = {"t"};
-  EXPECT_EQ(JudgeTarget({pass, fail}, "t", judged).text, "killed");
 }
 
 // A mutant killed by the selected properties meets its expectation (exit 0); one they miss

@@ -9,6 +9,7 @@
 #include "fuzz/seed_runs.h"
 #include "properties/harness.h"
 #include "targets/env/mem_env.h"
+#include "targets/reference/reference_factory.h"
 #include "targets/reference/verify.h"
 
 namespace ckptspec {

@@ -103,11 +103,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   VerifyReport report;
   VerifyCheckpoint(&env, kRoot, BundleVerifyAll(bundle), &report);
 
-  ReferenceTargetParts parts;
-  parts.engine.env = &env;
-  parts.engine.root = kRoot;
-  parts.engine.async_execution = AsyncExecution::kDeferred;
-  ReferenceTarget target(std::move(parts));
+  ReferenceOptions engine;
+  engine.env = &env;
+  engine.root = kRoot;
+  engine.async_execution = AsyncExecution::kDeferred;
+  ReferenceTarget target("reference", std::move(engine));
   if (BundleFrameworkTemplates(bundle)) {
     LoadWithFramework(target, bundle);
   } else {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "targets/reference/reference_factory.h"
+
 namespace ckptspec {
 namespace {
 

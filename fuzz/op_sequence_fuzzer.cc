@@ -11,6 +11,7 @@
 
 #include "fuzz/fuzz_target.h"
 #include "fuzz/op_input.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 namespace {

@@ -21,6 +21,7 @@
 #include "model/signature_json.h"
 #include "properties/harness.h"
 #include "targets/reference/format.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 namespace {

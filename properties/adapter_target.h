@@ -29,7 +29,7 @@
 
 #include <string>
 
-#include "properties/harness.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

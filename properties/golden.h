@@ -23,8 +23,9 @@
 #include <vector>
 
 #include "model/run_spec.h"
-#include "properties/harness.h"
 #include "properties/storage_util.h"
+#include "targets/reference/format.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

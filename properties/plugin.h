@@ -3,7 +3,7 @@
 //
 // A plugin is a shared library that exports
 //     extern "C" void ckptspec_register_targets(ckptspec::TargetRegistrar* registrar);
-// and calls registrar->Add(factory) for each target (properties/harness.h's TargetFactory; a
+// and calls registrar->Add(factory) for each target (targets/target_factory.h's TargetFactory; a
 // mutant is most easily made with targets/mutants/mutant_target.h's MutantTargetFactory and a
 // CanonicalFramework subclass, see examples/plugin/).
 //
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "model/status.h"
-#include "properties/harness.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

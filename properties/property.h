@@ -1,6 +1,6 @@
 // The property catalog: every invariant of docs/DESIGN.md §5 (P1-P19), written once against the
-// harness (harness.h) and run against any target: the reference in ctest, mutants and adapters
-// through the same table.
+// harness (harness.h) and run against any target a TargetFactory (targets/target_factory.h)
+// makes: the reference in ctest, mutants and adapters through the same table.
 //
 // Contract of a property's `check`: it is a RapidCheck property body. It generates one case
 // (*gen... values), runs it on fresh targets from the factory, and RC_ASSERTs the invariant; on
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "properties/harness.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

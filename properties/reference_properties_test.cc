@@ -3,6 +3,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "properties/property.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 namespace {

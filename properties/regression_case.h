@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/run_spec.h"
-#include "properties/harness.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

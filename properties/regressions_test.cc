@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "properties/regression_case.h"
+#include "targets/reference/reference_factory.h"
 
 #ifndef CKPTSPEC_SOURCE_DIR
 #error "CKPTSPEC_SOURCE_DIR must name the source tree (set by properties/CMakeLists.txt)"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "targets/reference/reference_target.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 namespace {
@@ -19,39 +19,13 @@ class IterationLosingFramework : public CanonicalFramework {
   }
 };
 
-class BrokenUnderTest : public TargetUnderTest {
- public:
-  BrokenUnderTest() {
-    env_.CreateDir("/ckpt");
-    env_.SyncDir("/");
-    NewProcess();
-  }
-  Target& target() override { return *target_; }
-  MemEnv* mem_env() override { return &env_; }
-  std::string root() const override { return "/ckpt"; }
-  void NewProcess() override {
-    target_.reset();
-    ReferenceTargetParts parts;
-    parts.name = "iteration-losing";
-    parts.framework = std::make_unique<IterationLosingFramework>();
-    parts.engine.env = &env_;
-    parts.engine.root = "/ckpt";
-    parts.engine.async_execution = AsyncExecution::kDeferred;
-    target_ = std::make_unique<ReferenceTarget>(std::move(parts));
-  }
-
- private:
-  MemEnv env_;
-  std::unique_ptr<ReferenceTarget> target_;
-};
-
+// The reference with that framework layer in place of its own.
 TargetFactory BrokenFactory() {
-  TargetFactory factory = ReferenceTargetFactory();
-  factory.name = "iteration-losing";
-  factory.make = [](const TargetOptions&) -> std::unique_ptr<TargetUnderTest> {
-    return std::make_unique<BrokenUnderTest>();
-  };
-  return factory;
+  return ReplacedPartsTargetFactory("iteration-losing", [] {
+    ReplacedParts parts;
+    parts.framework = std::make_unique<IterationLosingFramework>();
+    return parts;
+  });
 }
 
 TEST(Runner, ReferencePassesP2) {

@@ -1,5 +1,7 @@
 #include "properties/scenarios.h"
 
+#include "properties/harness.h"
+
 namespace ckptspec {
 namespace {
 

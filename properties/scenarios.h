@@ -5,7 +5,8 @@
 
 #include <cstdint>
 
-#include "properties/harness.h"
+#include "model/run_spec.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

@@ -23,6 +23,7 @@
 
 #include "model/describe.h"
 #include "model/layout.h"
+#include "properties/harness.h"
 #include "properties/rerun_fault.h"
 
 namespace ckptspec {

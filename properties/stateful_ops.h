@@ -25,7 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "properties/harness.h"
+#include "model/run_spec.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

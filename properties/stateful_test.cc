@@ -9,6 +9,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "properties/stateful_commands.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 namespace {

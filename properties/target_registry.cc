@@ -1,6 +1,7 @@
 #include "properties/target_registry.h"
 
 #include "targets/mutants/catalog.h"
+#include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
 

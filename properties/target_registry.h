@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "properties/harness.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 

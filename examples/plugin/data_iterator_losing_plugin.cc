@@ -31,7 +31,7 @@ class DataIteratorLosingFramework : public ckptspec::CanonicalFramework {
 
 extern "C" void ckptspec_register_targets(ckptspec::TargetRegistrar* registrar) {
   registrar->Add(ckptspec::MutantTargetFactory("data-iterator-losing", [] {
-    ckptspec::MutantParts parts;
+    ckptspec::ReplacedParts parts;
     parts.framework = std::make_unique<DataIteratorLosingFramework>();
     return parts;
   }));

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "properties/golden.h"
+#include "targets/reference/reference_factory.h"
 
 int main(int argc, char** argv) {
   using namespace ckptspec;

@@ -44,8 +44,8 @@ class LrMultPoppingFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B01Parts() {
-  MutantParts parts;
+ReplacedParts B01Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<LrMultPoppingFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B01Parts();
+ReplacedParts B01Parts();
 
 }  // namespace ckptspec

@@ -34,8 +34,8 @@ class TpBlindReplicaFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B02Parts() {
-  MutantParts parts;
+ReplacedParts B02Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<TpBlindReplicaFramework>();
   return parts;
 }

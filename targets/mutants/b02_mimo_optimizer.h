@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B02Parts();
+ReplacedParts B02Parts();
 
 }  // namespace ckptspec

@@ -34,8 +34,8 @@ class StaleOffloadFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B03Parts() {
-  MutantParts parts;
+ReplacedParts B03Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<StaleOffloadFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B03Parts();
+ReplacedParts B03Parts();
 
 }  // namespace ckptspec

@@ -111,8 +111,8 @@ std::unique_ptr<FrameworkLayer> PreV018RerunFrameworkForTest() {
   return std::make_unique<PreV018RerunFramework>();
 }
 
-MutantParts B04Parts() {
-  MutantParts parts;
+ReplacedParts B04Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<PreV018RerunFramework>();
   parts.plan_cache = std::make_unique<StaleKeySetPlanCache>();
   return parts;

@@ -6,7 +6,7 @@
 
 namespace ckptspec {
 
-MutantParts B04Parts();
+ReplacedParts B04Parts();
 // The trigger half alone (Megatron before v0.18 without the stale cache), for tests.
 std::unique_ptr<FrameworkLayer> PreV018RerunFrameworkForTest();
 

@@ -67,8 +67,8 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B05Parts() {
-  MutantParts parts;
+ReplacedParts B05Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<StaleGroupBoundsFramework>();
   return parts;
 }

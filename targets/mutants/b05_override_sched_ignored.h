@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B05Parts();
+ReplacedParts B05Parts();
 
 }  // namespace ckptspec

@@ -40,8 +40,8 @@ class InPlacePersistingFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B06Parts() {
-  MutantParts parts;
+ReplacedParts B06Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<InPlacePersistingFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B06Parts();
+ReplacedParts B06Parts();
 
 }  // namespace ckptspec

@@ -34,8 +34,8 @@ class CommonSliceListFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B07Parts() {
-  MutantParts parts;
+ReplacedParts B07Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<CommonSliceListFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B07Parts();
+ReplacedParts B07Parts();
 
 }  // namespace ckptspec

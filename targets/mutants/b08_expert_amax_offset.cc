@@ -40,8 +40,8 @@ class ExpertAxisDroppingFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B08Parts() {
-  MutantParts parts;
+ReplacedParts B08Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<ExpertAxisDroppingFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B08Parts();
+ReplacedParts B08Parts();
 
 }  // namespace ckptspec

@@ -49,8 +49,8 @@ class StructureKeyedStagingEngine : public ReferenceEngine {
 
 }  // namespace
 
-MutantParts B09Parts() {
-  MutantParts parts;
+ReplacedParts B09Parts() {
+  ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<StructureKeyedStagingEngine>(std::move(options));
   };

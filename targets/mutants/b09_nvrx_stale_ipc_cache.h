@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B09Parts();
+ReplacedParts B09Parts();
 
 }  // namespace ckptspec

@@ -27,8 +27,8 @@ class FrozenSamplerFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B10Parts() {
-  MutantParts parts;
+ReplacedParts B10Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<FrozenSamplerFramework>();
   return parts;
 }

@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-MutantParts B10Parts();
+ReplacedParts B10Parts();
 
 }  // namespace ckptspec

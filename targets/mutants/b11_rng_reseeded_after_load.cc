@@ -29,8 +29,8 @@ class ReseedingFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B11Parts() {
-  MutantParts parts;
+ReplacedParts B11Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<ReseedingFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B11Parts();
+ReplacedParts B11Parts();
 
 }  // namespace ckptspec

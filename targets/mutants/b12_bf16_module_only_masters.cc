@@ -33,8 +33,8 @@ class Fp16OnlyRefreshFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B12Parts() {
-  MutantParts parts;
+ReplacedParts B12Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<Fp16OnlyRefreshFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B12Parts();
+ReplacedParts B12Parts();
 
 }  // namespace ckptspec

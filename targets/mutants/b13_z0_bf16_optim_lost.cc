@@ -37,8 +37,8 @@ class Bf16OptimizerLosingFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B13Parts() {
-  MutantParts parts;
+ReplacedParts B13Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<Bf16OptimizerLosingFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B13Parts();
+ReplacedParts B13Parts();
 
 }  // namespace ckptspec

@@ -47,8 +47,8 @@ class ModelDtypePassThroughFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B14Parts() {
-  MutantParts parts;
+ReplacedParts B14Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<ModelDtypePassThroughFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B14Parts();
+ReplacedParts B14Parts();
 
 }  // namespace ckptspec

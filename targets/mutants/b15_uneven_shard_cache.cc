@@ -55,8 +55,8 @@ class NonAliasingLoadEngine : public ReferenceEngine {
 
 }  // namespace
 
-MutantParts B15Parts() {
-  MutantParts parts;
+ReplacedParts B15Parts() {
+  ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<NonAliasingLoadEngine>(std::move(options));
   };

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B15Parts();
+ReplacedParts B15Parts();
 
 }  // namespace ckptspec

@@ -29,8 +29,8 @@ class EpochResettingFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B16Parts() {
-  MutantParts parts;
+ReplacedParts B16Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<EpochResettingFramework>();
   return parts;
 }

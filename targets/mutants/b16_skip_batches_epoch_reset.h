@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B16Parts();
+ReplacedParts B16Parts();
 
 }  // namespace ckptspec

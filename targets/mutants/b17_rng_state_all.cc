@@ -32,8 +32,8 @@ class CurrentDeviceRngFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B17Parts() {
-  MutantParts parts;
+ReplacedParts B17Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<CurrentDeviceRngFramework>();
   return parts;
 }

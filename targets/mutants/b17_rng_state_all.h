@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B17Parts();
+ReplacedParts B17Parts();
 
 }  // namespace ckptspec

@@ -28,8 +28,8 @@ class StepCountingSkipFramework : public CanonicalFramework {
 
 }  // namespace
 
-MutantParts B18Parts() {
-  MutantParts parts;
+ReplacedParts B18Parts() {
+  ReplacedParts parts;
   parts.framework = std::make_unique<StepCountingSkipFramework>();
   return parts;
 }

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B18Parts();
+ReplacedParts B18Parts();
 
 }  // namespace ckptspec

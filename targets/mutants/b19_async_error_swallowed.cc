@@ -34,8 +34,8 @@ class ErrorSwallowingEngine : public ReferenceEngine {
 
 }  // namespace
 
-MutantParts B19Parts() {
-  MutantParts parts;
+ReplacedParts B19Parts() {
+  ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<ErrorSwallowingEngine>(std::move(options));
   };

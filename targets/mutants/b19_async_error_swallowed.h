@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B19Parts();
+ReplacedParts B19Parts();
 
 }  // namespace ckptspec

@@ -24,8 +24,8 @@ class TopLevelProbeEngine : public ReferenceEngine {
 
 }  // namespace
 
-MutantParts B20Parts() {
-  MutantParts parts;
+ReplacedParts B20Parts() {
+  ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<TopLevelProbeEngine>(std::move(options));
   };

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-MutantParts B20Parts();
+ReplacedParts B20Parts();
 
 }  // namespace ckptspec

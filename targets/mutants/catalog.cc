@@ -137,9 +137,13 @@ std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id) {
   return killed;
 }
 
-std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
-                                          AsyncExecution async) {
-  return BuildMutantTarget(info.id, info.parts(), env, root, async);
+std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
+                                             AsyncExecution async) {
+  ReferenceOptions engine;
+  engine.env = env;
+  engine.root = root;
+  engine.async_execution = async;
+  return std::make_unique<ReferenceTarget>(info.id, std::move(engine), info.parts());
 }
 
 TargetFactory MutantFactory(const MutantInfo& info) {

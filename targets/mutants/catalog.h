@@ -17,9 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "properties/harness.h"
 #include "targets/env/env.h"
 #include "targets/mutants/mutant_target.h"
+#include "targets/reference/reference_target.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 
@@ -29,7 +30,7 @@ struct MutantInfo {
   const char* upstream;   // the upstream thread
   const char* deviation;  // the deviation from the reference as implemented, one sentence
   const char* killers;    // killing properties, most direct first, e.g. "P6 P7 P19"
-  MutantParts (*parts)();
+  ReplacedParts (*parts)();
 };
 
 const std::vector<MutantInfo>& MutantCatalog();
@@ -40,9 +41,9 @@ std::vector<std::string> KillerIds(const MutantInfo& info);
 // The catalog entries that name `property_id` ("P6") among their killers, in catalog order.
 std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id);
 
-// The mutant as a target on `env` under `root` (the factory function per entry).
-std::unique_ptr<MutantTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
-                                          AsyncExecution async = AsyncExecution::kDeferred);
+// The mutant as a target on `env` under `root`: the reference target with the entry's parts.
+std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
+                                             AsyncExecution async = AsyncExecution::kDeferred);
 // A TargetFactory (fresh MemEnv per target) named by the id.
 TargetFactory MutantFactory(const MutantInfo& info);
 

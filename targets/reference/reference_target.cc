@@ -2,10 +2,20 @@
 
 namespace ckptspec {
 
-ReferenceTarget::ReferenceTarget(ReferenceTargetParts parts)
-    : name_(std::move(parts.name)),
-      framework_(parts.framework ? std::move(parts.framework)
-                                 : std::make_unique<CanonicalFramework>()),
-      engine_(std::make_unique<ReferenceEngine>(std::move(parts.engine))) {}
+namespace {
+
+std::unique_ptr<ReferenceEngine> BuildEngine(ReferenceOptions options, ReplacedParts& replaced) {
+  if (replaced.plan_cache) options.plan_cache = std::move(replaced.plan_cache);
+  if (replaced.engine) return replaced.engine(std::move(options));
+  return std::make_unique<ReferenceEngine>(std::move(options));
+}
+
+}  // namespace
+
+ReferenceTarget::ReferenceTarget(std::string name, ReferenceOptions engine, ReplacedParts replaced)
+    : name_(std::move(name)),
+      framework_(replaced.framework ? std::move(replaced.framework)
+                                    : std::make_unique<CanonicalFramework>()),
+      engine_(BuildEngine(std::move(engine), replaced)) {}
 
 }  // namespace ckptspec

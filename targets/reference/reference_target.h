@@ -1,8 +1,16 @@
-// The reference target: the canonical framework layer and the reference engine on an Env.
-// Mutants (targets/mutants/) are this target with one deviation: they pass their own framework
-// layer or engine options (e.g. a plan cache) through ReferenceTargetParts.
+// The reference target: the canonical framework layer and the reference engine on an Env. A mutant
+// (targets/mutants/, docs/DESIGN.md §7) is the same target with some of its parts replaced: its
+// framework layer, its plan cache or its engine. The reference is it with none replaced.
+//
+// Contracts:
+//  - ReplacedParts leaves every part it does not set as the reference's: CanonicalFramework, the
+//    plan cache ReferenceOptions names (the reference PlanCache when that is null), and a
+//    ReferenceEngine.
+//  - The engine works on engine.env under engine.root (both must be set; the env outlives the
+//    target; the engine creates the root on the first save).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -11,17 +19,18 @@
 
 namespace ckptspec {
 
-struct ReferenceTargetParts {
-  std::string name = "reference";
+struct ReplacedParts {
   // Null: CanonicalFramework.
   std::unique_ptr<FrameworkLayer> framework;
-  // env and root must be set; plan_cache null means the reference PlanCache.
-  ReferenceOptions engine;
+  // Null: the plan cache of the engine's options.
+  std::unique_ptr<PlanCache> plan_cache;
+  // Null: a ReferenceEngine; else builds the (subclassed) engine from the options.
+  std::function<std::unique_ptr<ReferenceEngine>(ReferenceOptions)> engine;
 };
 
 class ReferenceTarget : public Target {
  public:
-  explicit ReferenceTarget(ReferenceTargetParts parts);
+  ReferenceTarget(std::string name, ReferenceOptions engine, ReplacedParts replaced = ReplacedParts());
 
   std::string name() const override { return name_; }
   const FrameworkLayer& framework() const override { return *framework_; }

@@ -1,6 +1,7 @@
-// Each mutant's deviation, shown directly on a small hand-picked scenario, next to the reference
-// on the same scenario: save a trained run, resume it, compare with the specification's expected
-// state after the load (ExpectedResume). A mutant that behaved like the reference fails here.
+// The mutant catalog (targets/mutants/): each mutant's deviation, shown directly on a small
+// hand-picked scenario, next to the reference on the same scenario: save a trained run, resume it
+// through the harness, compare with the specification's expected state after the load
+// (ExpectedResume). A mutant that behaved like the reference fails here.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,6 +9,8 @@
 #include "model/run_spec.h"
 #include "properties/harness.h"
 #include "targets/mutants/catalog.h"
+#include "targets/reference/reference_factory.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 namespace {

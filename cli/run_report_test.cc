@@ -1,0 +1,97 @@
+// The reports of `ckptspec run` (run_report.h) on outcomes made by hand.
+#include "cli/run_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ckptspec {
+namespace {
+
+TEST(RunReport, ReportsAreWellFormed) {
+  PropertyOutcome fail;
+  fail.target = "B04";
+  fail.property = "P7";
+  fail.verdict = Verdict::kFail;
+  fail.cases = 3;
+  fail.time_to_failure_s = 0.25;
+  fail.shrunk_size = 40;
+  fail.message = "a <bad> \"thing\"";
+  fail.reproduce = "reproduce=abc";
+  PropertyOutcome na;
+  na.target = "B04";
+  na.property = "P14";
+  na.verdict = Verdict::kNotApplicable;
+  na.message = "no async";
+  const std::vector<PropertyOutcome> outcomes = {fail, na};
+  EXPECT_NE(MatrixText(outcomes).find("target  verdict  P7  P14\nB04     FAILED   F   -\n"), std::string::npos)
+      << MatrixText(outcomes);
+  EXPECT_EQ(KillTimesText(outcomes),
+            "\nfailures, time to the first failing case / cases run / size of the shrunk "
+            "counterexample:\nB04:  P7 0.25s/3c/40b\n");
+  RunJudging mutant;
+  mutant.expect_killed = {"B04"};
+  EXPECT_EQ(MatrixText(outcomes, mutant).substr(0, 50),
+            "target  verdict  P7  P14\nB04     killed   K   -\nK ");
+  const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 9, mutant));
+  EXPECT_EQ(j["seed"], 9);
+  EXPECT_EQ(j["targets"][0]["verdict"], "killed");
+  EXPECT_EQ(j["targets"][0]["met"], true);
+  EXPECT_EQ(j["outcomes"][0]["verdict"], "FAIL");
+  EXPECT_EQ(j["outcomes"][0]["reproduce"], "reproduce=abc");
+  EXPECT_EQ(j["outcomes"][1]["verdict"], "n/a");
+  const std::string junit = OutcomesJUnit(outcomes);
+  EXPECT_NE(junit.find("failures=\"1\" skipped=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("&lt;bad&gt; &quot;thing&quot;"), std::string::npos) << junit;
+}
+
+// Under an expectations file: an expected failure is a line below the matrix and a skipped JUnit
+// case, an unexpected pass is named below the matrix and a JUnit failure; a surviving mutant is
+// named below the matrix and fails its "killed" case.
+TEST(RunReport, ReportsFollowTheJudgement) {
+  Expectations file;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P7": {"expect": "fail", "reason": "known"},
+                     "P2": {"expect": "fail", "reason": "a bug"}}})", "expectations.json", &file).ok());
+  PropertyOutcome xfail, unexpected, survived;
+  xfail.target = unexpected.target = "t";
+  xfail.property = "P7";
+  xfail.verdict = Verdict::kFail;
+  xfail.message = "boom";
+  unexpected.property = "P2";
+  unexpected.verdict = Verdict::kPass;
+  survived.target = "m";
+  survived.property = "P2";
+  survived.verdict = Verdict::kPass;
+  const std::vector<PropertyOutcome> outcomes = {xfail, unexpected, survived};
+  RunJudging judging;
+  judging.expectations = &file;
+  judging.expect_killed = {"m"};
+  const std::string matrix = MatrixText(outcomes, judging);
+  EXPECT_NE(matrix.find("t       UNEXPECTED  x  P\nm       SURVIVED       .\n"), std::string::npos)
+      << matrix;
+  EXPECT_NE(matrix.find("UNEXPECTED against expectations.json\n"), std::string::npos) << matrix;
+  const std::string below = OutcomeDescriptions(outcomes, judging, false);
+  EXPECT_NE(below.find("\nxfail t P7 (known): FAIL: boom\n"), std::string::npos) << below;
+  EXPECT_NE(below.find("\nUNEXPECTED pass: t P2, expected fail (a bug)\n"), std::string::npos) << below;
+  EXPECT_NE(below.find("\nm: SURVIVED every selected property (no case failed)\n"), std::string::npos)
+      << below;
+  const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 1, judging));
+  EXPECT_EQ(j["targets"][0]["expect"], "as expected");
+  EXPECT_EQ(j["targets"][0]["met"], false);
+  EXPECT_EQ(j["targets"][1]["expect"], "killed");
+  EXPECT_EQ(j["outcomes"][0]["expected"], "fail");
+  EXPECT_EQ(j["outcomes"][0]["expected_reason"], "known");
+  EXPECT_EQ(j["outcomes"][0]["matches"], true);
+  EXPECT_EQ(j["outcomes"][1]["matches"], false);
+  EXPECT_FALSE(j["outcomes"][2].contains("matches"));
+  const std::string junit = OutcomesJUnit(outcomes, judging);
+  EXPECT_NE(junit.find("tests=\"4\" failures=\"2\" skipped=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<skipped message=\"expected failure: known\"/>"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<failure message=\"UNEXPECTED pass\">"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("classname=\"m\" name=\"killed\"><failure message=\"SURVIVED\">"),
+            std::string::npos) << junit;
+}
+
+}  // namespace
+}  // namespace ckptspec

@@ -1,0 +1,33 @@
+// Factories (targets/target_factory.h) of the reference target under test, with no parts replaced
+// (the reference itself) or with the parts a mutant replaces (targets/mutants/mutant_target.h).
+//
+// Contracts:
+//  - Every target a factory makes is a ReferenceTarget (reference_target.h) on a fresh MemEnv of
+//    its own, under one checkpoint root, with the TargetOptions' async execution and retention:
+//    fault injection works (TargetFactory::fault_injection).
+//  - NewProcess builds a fresh target over the same storage, with fresh parts (the replaced parts
+//    are made again: a deviation is code, so it persists; whatever a part cached in memory does
+//    not).
+//  - The factory's capabilities are those of the engine of a target made with default options.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "targets/reference/format.h"
+#include "targets/reference/reference_target.h"
+#include "targets/target_factory.h"
+
+namespace ckptspec {
+
+// The reference, saving in the given index layout (format.h): named "reference" for the single
+// index, "reference-per-writer" for the per-writer one.
+TargetFactory ReferenceTargetFactory(IndexLayout layout = IndexLayout::kSingle);
+
+// The reference named `name`, saving in the single index layout, with the parts `replaced()`
+// makes (called for every target and every new process) in place of its own. Its expectation is
+// left as the reference's (not expect_killed); a mutant's factory sets it.
+TargetFactory ReplacedPartsTargetFactory(const std::string& name,
+                                         std::function<ReplacedParts()> replaced);
+
+}  // namespace ckptspec
