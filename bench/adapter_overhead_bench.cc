@@ -78,14 +78,16 @@ TargetFactory ReferenceOnDiskFactory() {
 }
 
 // Cases per second of one batch, or a benchmark error.
-double CasesPerSecond(benchmark::State& state, const Property& p, const TargetFactory& f, uint64_t seed) {
+double CasesPerSecond(benchmark::State& state, const Property& p, const TargetFactory& f,
+                      uint64_t seed) {
   RunParams params;
   params.seed = seed;
   params.max_success = CasesPerBatch();
   params.shrink = false;
   const PropertyOutcome o = RunProperty(p, f, params);
   if (o.verdict != Verdict::kPass) {
-    state.SkipWithError((f.name + " " + p.id + ": " + VerdictName(o.verdict) + ": " + o.message).c_str());
+    state.SkipWithError(
+        (f.name + " " + p.id + ": " + VerdictName(o.verdict) + ": " + o.message).c_str());
     return 0;
   }
   return o.cases / o.seconds;
@@ -124,8 +126,12 @@ void BM_AdapterOverhead(benchmark::State& state, const char* id) {
   state.counters["fresh cases/s"] = fresh_processes / n;
   state.counters["live/fresh"] = through_adapter / fresh_processes;
 }
-BENCHMARK_CAPTURE(BM_AdapterOverhead, P1_ResumeEquivalence, "P1")->Unit(benchmark::kSecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_AdapterOverhead, P2_RoundTripIdentity, "P2")->Unit(benchmark::kSecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_AdapterOverhead, P1_ResumeEquivalence, "P1")
+    ->Unit(benchmark::kSecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_AdapterOverhead, P2_RoundTripIdentity, "P2")
+    ->Unit(benchmark::kSecond)
+    ->Iterations(3);
 
 }  // namespace
 }  // namespace ckptspec

@@ -60,15 +60,25 @@ void Run(benchmark::State& state, bool covered) {
     state.SkipWithError("the staircase with gaps reports no gap");
   }
   state.counters["chunks"] = static_cast<double>(chunks);
-  state.counters["chunks_per_s"] =
-      benchmark::Counter(static_cast<double>(chunks), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["chunks_per_s"] = benchmark::Counter(
+      static_cast<double>(chunks), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_StaircaseCovered(benchmark::State& state) { Run(state, true); }
 void BM_StaircaseWithGaps(benchmark::State& state) { Run(state, false); }
 
-BENCHMARK(BM_StaircaseCovered)->Arg(30000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_StaircaseWithGaps)->Arg(30000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_StaircaseCovered)
+    ->Arg(30000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK(BM_StaircaseWithGaps)
+    ->Arg(30000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace ckptspec

@@ -80,7 +80,12 @@ void BM_VerifyMetadataHeavy(benchmark::State& state) {
   Report(state, metadata_bytes, peak_growth);
   Env::Posix()->RemoveTree(root);
 }
-BENCHMARK(BM_VerifyMetadataHeavy)->Arg(25000)->Arg(250000)->Arg(1000000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_VerifyMetadataHeavy)
+    ->Arg(25000)
+    ->Arg(250000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 void BM_ReadMetadataHeavy(benchmark::State& state) {
   uint64_t metadata_bytes = 0;
@@ -102,7 +107,12 @@ void BM_ReadMetadataHeavy(benchmark::State& state) {
   Report(state, metadata_bytes, peak_growth);
   Env::Posix()->RemoveTree(root);
 }
-BENCHMARK(BM_ReadMetadataHeavy)->Arg(25000)->Arg(250000)->Arg(1000000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_ReadMetadataHeavy)
+    ->Arg(25000)
+    ->Arg(250000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace ckptspec
@@ -119,7 +129,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
       return 1;
     }
-    std::printf("%s: metadata.json of %llu bytes\n", argv[2], static_cast<unsigned long long>(bytes));
+    std::printf("%s: metadata.json of %llu bytes\n", argv[2],
+                static_cast<unsigned long long>(bytes));
     return 0;
   }
   benchmark::Initialize(&argc, argv);

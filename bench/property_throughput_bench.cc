@@ -36,9 +36,8 @@ rc::detail::TestParams BatchParams(uint64_t seed) {
 
 template <typename Body>
 void RunBatch(benchmark::State& state, uint64_t seed, Body body) {
-  const rc::detail::TestResult result =
-      rc::detail::checkProperty(rc::detail::toProperty(body), rc::detail::TestMetadata(),
-                                BatchParams(seed));
+  const rc::detail::TestResult result = rc::detail::checkProperty(
+      rc::detail::toProperty(body), rc::detail::TestMetadata(), BatchParams(seed));
   if (!result.template is<rc::detail::SuccessResult>()) {
     rc::detail::printResultMessage(result, std::cerr);
     state.SkipWithError("the property failed");
@@ -49,25 +48,26 @@ void BM_Property(benchmark::State& state, void (*check)(const TargetFactory&)) {
   uint64_t seed = 1;
   for (auto _ : state) RunBatch(state, seed++, [check] { check(Reference()); });
   state.SetItemsProcessed(state.iterations() * kCasesPerBatch);
-  state.counters["cases/s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * kCasesPerBatch),
-                         benchmark::Counter::kIsRate);
+  state.counters["cases/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kCasesPerBatch), benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(BM_Property, P1_ResumeEquivalence, &CheckResumeEquivalence)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Property, P2_RoundTripIdentity, &CheckRoundTripIdentity)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Property, P4_ShardingIntegrity, &CheckSaveShardingIntegrity)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 void BM_Stateful(benchmark::State& state) {
   uint64_t seed = 1;
   StatefulStats stats;
   for (auto _ : state) RunBatch(state, seed++, [&stats] { CheckStateful(Reference(), &stats); });
   const int64_t commands = stats.commands;
-  state.counters["cases/s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * kCasesPerBatch),
-                         benchmark::Counter::kIsRate);
+  state.counters["cases/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kCasesPerBatch), benchmark::Counter::kIsRate);
   state.counters["commands/s"] =
       benchmark::Counter(static_cast<double>(commands), benchmark::Counter::kIsRate);
   state.counters["commands/case"] =

@@ -42,7 +42,8 @@ std::vector<ShardedStateDict> MakeState() {
       t.spec.local_shape = {kRowsPerRank, kCols};
       t.spec.axis_fragmentations = {kRanks, 1};
       t.data.resize(kRowsPerRank * kCols * 4);
-      for (size_t b = 0; b < t.data.size(); b += 64) t.data[b] = static_cast<uint8_t>(b ^ (r * 31 + i));
+      for (size_t b = 0; b < t.data.size(); b += 64)
+        t.data[b] = static_cast<uint8_t>(b ^ (r * 31 + i));
       dicts[r].tensors.push_back(std::move(t));
     }
   }
@@ -154,8 +155,12 @@ void RunLoad(benchmark::State& state, Env* env, const std::string& root) {
   state.SetBytesProcessed(state.iterations() * kTotalBytes);
 }
 
-void BM_ReferenceSavePosix(benchmark::State& state) { RunSave(state, Env::Posix(), BenchDir() + "/ckpt"); }
-void BM_ReferenceLoadPosix(benchmark::State& state) { RunLoad(state, Env::Posix(), BenchDir() + "/ckpt"); }
+void BM_ReferenceSavePosix(benchmark::State& state) {
+  RunSave(state, Env::Posix(), BenchDir() + "/ckpt");
+}
+void BM_ReferenceLoadPosix(benchmark::State& state) {
+  RunLoad(state, Env::Posix(), BenchDir() + "/ckpt");
+}
 
 MemEnv& Mem() {
   static MemEnv* env = new MemEnv();

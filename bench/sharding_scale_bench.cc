@@ -69,8 +69,8 @@ void BM_BuildAndValidate(benchmark::State& state) {
   if (violations != 0) state.SkipWithError("the canonical sharding has violations");
   state.counters["ranks"] = static_cast<double>(8 * 16 * dp);
   state.counters["entries"] = static_cast<double>(entries);
-  state.counters["entries_per_s"] =
-      benchmark::Counter(static_cast<double>(entries), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["entries_per_s"] = benchmark::Counter(
+      static_cast<double>(entries), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_rss_MiB"] = PeakRssMiB();
 }
 
@@ -97,10 +97,30 @@ void BM_CheckKeyInjectivity(benchmark::State& state) {
   state.counters["entries"] = static_cast<double>(CountEntries(sig));
 }
 
-BENCHMARK(BM_BuildAndValidate)->Arg(8)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_BuildSignature)->Arg(8)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_CheckShardingIntegrity)->Arg(8)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_CheckKeyInjectivity)->Arg(8)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_BuildAndValidate)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK(BM_BuildSignature)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK(BM_CheckShardingIntegrity)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK(BM_CheckKeyInjectivity)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace ckptspec

@@ -34,8 +34,8 @@ class ExpectationsFileTest : public ::testing::Test {
 TEST_F(ExpectationsFileTest, AFileThatExtendsReadsItsBaseBesideIt) {
   Write("megatron_core.json", R"("P13": {"expect": "n/a", "reason": "real disk"},
                                  "P7": {"expect": "fail", "reason": "cached plan"})");
-  const std::string row = Write("row.json", R"("P15": {"expect": "fail", "reason": "strides"})",
-                                "megatron_core.json");
+  const std::string row =
+      Write("row.json", R"("P15": {"expect": "fail", "reason": "strides"})", "megatron_core.json");
   Expectations x;
   const Status s = ReadExpectationsFile(row, &x);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -55,13 +55,15 @@ TEST_F(ExpectationsFileTest, ABaseThatIsMissingNotRegularOrExtendingIsNamed) {
   ASSERT_EQ(mkfifo((dir_ + "/fifo.json").c_str(), 0600), 0);
   alarm(60);  // a blocking open would hang: end the test instead
   const std::string fifo = Write("fifo-base.json", "", "fifo.json");
-  EXPECT_EQ(ReadExpectationsFile(fifo, &x).message(),
-            fifo + ": extends: --expectations '" + dir_ + "/fifo.json': a FIFO, not a regular file");
+  EXPECT_EQ(
+      ReadExpectationsFile(fifo, &x).message(),
+      fifo + ": extends: --expectations '" + dir_ + "/fifo.json': a FIFO, not a regular file");
   alarm(0);
   Write("base.json", R"("P7": {"expect": "fail", "reason": "r"})", "other.json");
   const std::string chained = Write("chained.json", "", "base.json");
-  EXPECT_EQ(ReadExpectationsFile(chained, &x).message(),
-            chained + ": extends: " + dir_ + "/base.json extends another file; a base may not extend");
+  EXPECT_EQ(
+      ReadExpectationsFile(chained, &x).message(),
+      chained + ": extends: " + dir_ + "/base.json extends another file; a base may not extend");
   const std::string broken = Write("broken.json", R"("P99": {"expect": "pass"})");
   const std::string on_broken = Write("on-broken.json", "", "broken.json");
   EXPECT_EQ(ReadExpectationsFile(on_broken, &x).message(),

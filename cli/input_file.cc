@@ -13,7 +13,8 @@ namespace ckptspec {
 namespace {
 
 Status NotRegular(const std::string& flag, const std::string& path, mode_t mode) {
-  return Status::InvalidArgument(flag + " '" + path + "': " + FileKindName(mode) + ", not a regular file");
+  return Status::InvalidArgument(flag + " '" + path + "': " + FileKindName(mode) +
+                                 ", not a regular file");
 }
 
 Status Failed(const std::string& flag, const std::string& path, const char* what, int error) {

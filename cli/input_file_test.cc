@@ -41,11 +41,13 @@ TEST_F(InputFileTest, FifosDevicesAndDirectoriesAreRefusedByKind) {
   std::string text;
   EXPECT_EQ(ReadRegularFile("--expectations", fifo, 100, &text).message(),
             "--expectations '" + fifo + "': a FIFO, not a regular file");
-  EXPECT_EQ(CheckRegularFile("--plugin", fifo).message(), "--plugin '" + fifo + "': a FIFO, not a regular file");
+  EXPECT_EQ(CheckRegularFile("--plugin", fifo).message(),
+            "--plugin '" + fifo + "': a FIFO, not a regular file");
   alarm(0);
   EXPECT_EQ(ReadRegularFile("--expectations", "/dev/zero", 100, &text).message(),
             "--expectations '/dev/zero': a character device, not a regular file");
-  EXPECT_EQ(CheckRegularFile("--plugin", dir_).message(), "--plugin '" + dir_ + "': a directory, not a regular file");
+  EXPECT_EQ(CheckRegularFile("--plugin", dir_).message(),
+            "--plugin '" + dir_ + "': a directory, not a regular file");
   EXPECT_EQ(CheckRegularFile("--plugin", dir_ + "/missing.so").message(),
             "--plugin '" + dir_ + "/missing.so': cannot read: No such file or directory");
 }

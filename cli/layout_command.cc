@@ -31,10 +31,18 @@ struct SizeFlag {
 const SizeFlag kSizeFlags[] = {
     {"--tp", "tp", &ParallelSizes::tp, {1, kMaxWorld}, "tensor parallel size"},
     {"--pp", "pp", &ParallelSizes::pp, {1, kMaxWorld}, "pipeline parallel size"},
-    {"--dp", "dp", &ParallelSizes::dp, {0, kMaxWorld}, "data parallel size (0: derived from world)"},
+    {"--dp",
+     "dp",
+     &ParallelSizes::dp,
+     {0, kMaxWorld},
+     "data parallel size (0: derived from world)"},
     {"--cp", "cp", &ParallelSizes::cp, {1, kMaxWorld}, "context parallel size"},
     {"--ep", "ep", &ParallelSizes::ep, {1, kMaxWorld}, "expert parallel size"},
-    {"--etp", "etp", &ParallelSizes::etp, {0, kMaxWorld}, "expert tensor parallel size (0: same as tp)"},
+    {"--etp",
+     "etp",
+     &ParallelSizes::etp,
+     {0, kMaxWorld},
+     "expert tensor parallel size (0: same as tp)"},
 };
 
 struct ModelFlag {
@@ -45,29 +53,60 @@ struct ModelFlag {
   const char* help;
 };
 const ModelFlag kModelFlags[] = {
-    {"--layers", "layers", [](ModelConfig* m) { return &m->num_layers; }, {1, kMaxLayers},
+    {"--layers",
+     "layers",
+     [](ModelConfig* m) { return &m->num_layers; },
+     {1, kMaxLayers},
      "number of transformer layers"},
-    {"--hidden", "hidden", [](ModelConfig* m) { return &m->hidden_size; }, {1, kMaxModelDimension},
+    {"--hidden",
+     "hidden",
+     [](ModelConfig* m) { return &m->hidden_size; },
+     {1, kMaxModelDimension},
      "hidden size"},
-    {"--heads", "heads", [](ModelConfig* m) { return &m->num_attention_heads; },
-     {1, kMaxModelDimension}, "attention heads"},
-    {"--query-groups", "groups", [](ModelConfig* m) { return &m->num_query_groups; },
-     {0, kMaxModelDimension}, "query groups (0: one per head)"},
-    {"--ffn", "ffn", [](ModelConfig* m) { return &m->ffn_hidden_size; }, {0, kMaxModelDimension},
+    {"--heads",
+     "heads",
+     [](ModelConfig* m) { return &m->num_attention_heads; },
+     {1, kMaxModelDimension},
+     "attention heads"},
+    {"--query-groups",
+     "groups",
+     [](ModelConfig* m) { return &m->num_query_groups; },
+     {0, kMaxModelDimension},
+     "query groups (0: one per head)"},
+    {"--ffn",
+     "ffn",
+     [](ModelConfig* m) { return &m->ffn_hidden_size; },
+     {0, kMaxModelDimension},
      "ffn hidden size (0: 4*hidden)"},
-    {"--vocab", "vocab", [](ModelConfig* m) { return &m->vocab_size; }, {1, kMaxModelDimension},
+    {"--vocab",
+     "vocab",
+     [](ModelConfig* m) { return &m->vocab_size; },
+     {1, kMaxModelDimension},
      "vocabulary size"},
-    {"--experts", "experts", [](ModelConfig* m) { return &m->num_experts; }, {0, kMaxExperts},
+    {"--experts",
+     "experts",
+     [](ModelConfig* m) { return &m->num_experts; },
+     {0, kMaxExperts},
      "MoE experts (0: dense)"},
-    {"--moe-ffn", nullptr, [](ModelConfig* m) { return &m->moe_ffn_hidden_size; },
-     {0, kMaxModelDimension}, "expert ffn size (0: ffn)"},
-    {"--moe-layer-freq", nullptr, [](ModelConfig* m) { return &m->moe_layer_freq; },
-     {1, kMaxLayers}, "every k-th layer is MoE"},
-    {"--first-stage-layers", nullptr,
-     [](ModelConfig* m) { return &m->pipeline_split.first_stage_layers; }, {-1, kMaxLayers},
+    {"--moe-ffn",
+     nullptr,
+     [](ModelConfig* m) { return &m->moe_ffn_hidden_size; },
+     {0, kMaxModelDimension},
+     "expert ffn size (0: ffn)"},
+    {"--moe-layer-freq",
+     nullptr,
+     [](ModelConfig* m) { return &m->moe_layer_freq; },
+     {1, kMaxLayers},
+     "every k-th layer is MoE"},
+    {"--first-stage-layers",
+     nullptr,
+     [](ModelConfig* m) { return &m->pipeline_split.first_stage_layers; },
+     {-1, kMaxLayers},
      "layers on the first pipeline stage (-1: even split)"},
-    {"--last-stage-layers", nullptr,
-     [](ModelConfig* m) { return &m->pipeline_split.last_stage_layers; }, {-1, kMaxLayers},
+    {"--last-stage-layers",
+     nullptr,
+     [](ModelConfig* m) { return &m->pipeline_split.last_stage_layers; },
+     {-1, kMaxLayers},
      "layers on the last pipeline stage (-1: even split)"},
 };
 
@@ -84,12 +123,15 @@ std::string ModuleKeys() {
 
 CLI::App* AddLayoutCommand(CLI::App& app, LayoutOptions* o) {
   CLI::App* cmd = app.add_subcommand(
-      "layout", "Build a layout and a model from flags, shard the parameters canonically and "
-                "print the validation report (P4, P5, P11)");
+      "layout",
+      "Build a layout and a model from flags, shard the parameters canonically and "
+      "print the validation report (P4, P5, P11)");
   AddNumberFlag(cmd, "--world", &o->world, kWorldRange, "world size (0: tp*cp*pp*max(dp,1))");
-  for (const SizeFlag& f : kSizeFlags) AddNumberFlag(cmd, f.flag, &(o->sizes.*f.field), f.range, f.help);
+  for (const SizeFlag& f : kSizeFlags)
+    AddNumberFlag(cmd, f.flag, &(o->sizes.*f.field), f.range, f.help);
   cmd->add_option("--order", o->order, "rank order, first token fastest")->capture_default_str();
-  for (const ModelFlag& f : kModelFlags) AddNumberFlag(cmd, f.flag, f.field(&o->model), f.range, f.help);
+  for (const ModelFlag& f : kModelFlags)
+    AddNumberFlag(cmd, f.flag, f.field(&o->model), f.range, f.help);
   cmd->add_flag("--glu", o->model.gated_linear_unit, "gated linear unit (fc1 is 2*ffn)");
   cmd->add_flag("--bias", o->model.add_bias, "linear layers have biases");
   cmd->add_flag("!--untied", o->model.tie_embeddings, "untie the output layer from the embedding");
@@ -111,7 +153,8 @@ Status ParseModuleSpec(const std::string& spec, const LayoutOptions& o, std::str
   *model = o.model;
   model->name = *name;
   *world = 0;
-  if (name->empty()) return Status::InvalidArgument("--module '" + spec + "': missing name before ':'");
+  if (name->empty())
+    return Status::InvalidArgument("--module '" + spec + "': missing name before ':'");
   if (colon == std::string::npos) return Status::OK();
   std::string rest = spec.substr(colon + 1);
   size_t start = 0;
@@ -141,14 +184,17 @@ Status ParseModuleSpec(const std::string& spec, const LayoutOptions& o, std::str
       CKPTSPEC_RETURN_IF_ERROR(ParseNumber(flag, text, f.range, f.field(model)));
       known = true;
     }
-    if (!known) return Status::InvalidArgument("--module '" + spec + "': unknown key '" + key + "'");
+    if (!known)
+      return Status::InvalidArgument("--module '" + spec + "': unknown key '" + key + "'");
   }
   return Status::OK();
 }
 
 namespace {
 
-int64_t DefaultWorld(const ParallelSizes& s) { return s.tp * s.cp * s.pp * std::max<int64_t>(s.dp, 1); }
+int64_t DefaultWorld(const ParallelSizes& s) {
+  return s.tp * s.cp * s.pp * std::max<int64_t>(s.dp, 1);
+}
 
 Status BuildSharding(const LayoutOptions& o, ParameterSharding* sharding) {
   RankOrder order;
@@ -194,7 +240,8 @@ void PrintRank(const ParameterSharding& sharding, int64_t rank, std::ostream& ou
                          GroupKind::kContext, GroupKind::kDataContext, GroupKind::kModel,
                          GroupKind::kExpert, GroupKind::kExpertTensor, GroupKind::kExpertData}) {
     out << "  " << GroupKindName(kind) << " group:";
-    for (int64_t member : module.layout.Group(kind, local)) out << " " << member + module.first_rank;
+    for (int64_t member : module.layout.Group(kind, local))
+      out << " " << member + module.first_rank;
     out << "\n";
   }
 }

@@ -24,8 +24,8 @@ struct LayoutOptions {
   // Heterogeneous modules: "name:key=value,..." with keys world, tp, pp, dp, cp, ep, etp, layers,
   // hidden, heads, groups, ffn, vocab, experts; unset keys inherit the flags above.
   std::vector<std::string> modules;
-  int64_t show_rank = -1;         // print this rank's coordinates and groups
-  std::string signature_out;      // write the signature (plan dump) JSON here
+  int64_t show_rank = -1;     // print this rank's coordinates and groups
+  std::string signature_out;  // write the signature (plan dump) JSON here
 };
 
 // Registers the subcommand and its flags on `app`; `options` must outlive parsing.

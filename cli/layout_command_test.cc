@@ -42,12 +42,14 @@ TEST(LayoutCommand, InvalidLayoutNamesFieldAndValue) {
   const Result r = RunCommand(o);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("world_size = 8 is not divisible by tp × cp × pp = 3 × 1 × 1 = 3"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   o = LayoutOptions();
   o.sizes.tp = 2;
   o.model.num_attention_heads = 3;
   o.model.hidden_size = 48;
-  EXPECT_NE(RunCommand(o).err.find("num_attention_heads = 3 is not divisible by tp = 2"), std::string::npos);
+  EXPECT_NE(RunCommand(o).err.find("num_attention_heads = 3 is not divisible by tp = 2"),
+            std::string::npos);
 }
 
 TEST(LayoutCommand, HeterogeneousModules) {
@@ -68,9 +70,10 @@ TEST(LayoutCommand, ModuleSpecErrorsNameSpecAndKey) {
   ModelConfig model;
   EXPECT_EQ(ParseModuleSpec("vision:tp=two", o, &name, &world, &sizes, &model).message(),
             "--module 'vision:tp=two': tp 'two' is not a whole number (accepted: 1 to 2147483648)");
-  EXPECT_EQ(ParseModuleSpec("vision:tp=99999999999999999999", o, &name, &world, &sizes, &model).message(),
-            "--module 'vision:tp=99999999999999999999': tp '99999999999999999999' is out of range "
-            "(accepted: 1 to 2147483648)");
+  EXPECT_EQ(
+      ParseModuleSpec("vision:tp=99999999999999999999", o, &name, &world, &sizes, &model).message(),
+      "--module 'vision:tp=99999999999999999999': tp '99999999999999999999' is out of range "
+      "(accepted: 1 to 2147483648)");
   EXPECT_EQ(ParseModuleSpec("vision:layers=0", o, &name, &world, &sizes, &model).message(),
             "--module 'vision:layers=0': layers '0' is out of range (accepted: 1 to 100000)");
   EXPECT_EQ(ParseModuleSpec("vision:hidden=4294967360", o, &name, &world, &sizes, &model).message(),
@@ -82,7 +85,8 @@ TEST(LayoutCommand, ModuleSpecErrorsNameSpecAndKey) {
             "--module ':tp=2': missing name before ':'");
   EXPECT_EQ(ParseModuleSpec("vision:tp", o, &name, &world, &sizes, &model).message(),
             "--module 'vision:tp': 'tp' is not key=value");
-  ASSERT_TRUE(ParseModuleSpec("vision:world=4,tp=2,layers=6", o, &name, &world, &sizes, &model).ok());
+  ASSERT_TRUE(
+      ParseModuleSpec("vision:world=4,tp=2,layers=6", o, &name, &world, &sizes, &model).ok());
   EXPECT_EQ(world, 4);
   EXPECT_EQ(sizes.tp, 2);
   EXPECT_EQ(model.num_layers, 6);
@@ -100,16 +104,20 @@ TEST(LayoutCommand, NumericFlagsOutOfRangeAreParseErrors) {
   };
   EXPECT_EQ(parse_error("--tp 99999999999999999999999"),
             "--tp '99999999999999999999999' is out of range (accepted: 1 to 2147483648)");
-  EXPECT_EQ(parse_error("--hidden 4294967360"), "--hidden '4294967360' is out of range (accepted: 1 to 16777216)");
+  EXPECT_EQ(parse_error("--hidden 4294967360"),
+            "--hidden '4294967360' is out of range (accepted: 1 to 16777216)");
   EXPECT_EQ(parse_error("--world -4"), "--world '-4' is out of range (accepted: 0 to 2147483648)");
-  EXPECT_EQ(parse_error("--rank 1.5"), "--rank '1.5' is not a whole number (accepted: -1 to 2147483647)");
+  EXPECT_EQ(parse_error("--rank 1.5"),
+            "--rank '1.5' is not a whole number (accepted: -1 to 2147483647)");
   EXPECT_EQ(parse_error("--tp 2 --world 8 --first-stage-layers -1 --rank 3"), "parsed");
   CLI::App app;
   LayoutOptions o;
   const std::string help = AddLayoutCommand(app, &o)->help();
   EXPECT_NE(help.find("tensor parallel size (1 to 2147483648)"), std::string::npos) << help;
-  EXPECT_NE(help.find("keys: world tp pp dp cp ep etp layers hidden heads groups ffn vocab experts"),
-            std::string::npos) << help;
+  EXPECT_NE(
+      help.find("keys: world tp pp dp cp ep etp layers hidden heads groups ffn vocab experts"),
+      std::string::npos)
+      << help;
 }
 
 // --signature-out is opened before the work (nothing printed yet), and a full disk is exit 2.
@@ -118,13 +126,17 @@ TEST(LayoutCommand, SignatureOutIsCheckedFirstAndWriteErrorsAreExit2) {
   o.signature_out = "/nonexistent/dir/sig.json";
   Result r = RunCommand(o);
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "ckptspec layout: --signature-out '/nonexistent/dir/sig.json': cannot open for writing: "
-                   "No such file or directory\n");
+  EXPECT_EQ(
+      r.err,
+      "ckptspec layout: --signature-out '/nonexistent/dir/sig.json': cannot open for writing: "
+      "No such file or directory\n");
   EXPECT_EQ(r.out, "");
   o.signature_out = "/dev/full";
   r = RunCommand(o);
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "ckptspec layout: --signature-out '/dev/full': cannot write: No space left on device\n");
+  EXPECT_EQ(
+      r.err,
+      "ckptspec layout: --signature-out '/dev/full': cannot write: No space left on device\n");
 }
 
 }  // namespace

@@ -67,7 +67,8 @@ void PrintMarkdown(std::ostream& out) {
   End(out);
   out << "\n";
   Begin(out, "mutants");
-  out << "| id | name | deviation as implemented | upstream | meant for (docs/BUGS.md) | killers |\n"
+  out << "| id | name | deviation as implemented | upstream | meant for (docs/BUGS.md) | killers "
+         "|\n"
          "|---|---|---|---|---|---|\n";
   for (const MutantInfo& m : MutantCatalog()) {
     out << "| " << m.id << " | " << m.name << " | " << m.deviation << " | " << m.upstream << " | "

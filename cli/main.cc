@@ -17,8 +17,9 @@ int main(int argc, char** argv) {
   // Before any thread starts: a termination signal ends adapter processes and removes the
   // harness's temporary directories before ckptspec ends.
   ckptspec::InstallTerminationCleanup();
-  CLI::App app{"ckptspec: an executable specification of distributed training-checkpoint "
-               "semantics, and a conformance suite built on it"};
+  CLI::App app{
+      "ckptspec: an executable specification of distributed training-checkpoint "
+      "semantics, and a conformance suite built on it"};
   app.require_subcommand(1);
   ckptspec::LayoutOptions layout_options;
   CLI::App* layout = ckptspec::AddLayoutCommand(app, &layout_options);

@@ -35,7 +35,8 @@ Exit RunCkptspec(const std::vector<std::string>& args, const std::string& out_pa
   Exit result;
   char buffer[4096];
   ssize_t n;
-  while ((n = read(err_pipe[0], buffer, sizeof buffer)) > 0) result.err.append(buffer, static_cast<size_t>(n));
+  while ((n = read(err_pipe[0], buffer, sizeof buffer)) > 0)
+    result.err.append(buffer, static_cast<size_t>(n));
   close(err_pipe[0]);
   int status = 0;
   waitpid(pid, &status, 0);

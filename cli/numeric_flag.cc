@@ -111,8 +111,8 @@ CLI::Option* AddNumberFlag(CLI::App* cmd, const std::string& name, T* value, Num
   return option;
 }
 
-#define CKPTSPEC_NUMERIC_FLAG_TYPE(T)                                                          \
-  template std::string DescribeRange<T>(NumberRange<T>);                                       \
+#define CKPTSPEC_NUMERIC_FLAG_TYPE(T)                                                         \
+  template std::string DescribeRange<T>(NumberRange<T>);                                      \
   template Status ParseNumber<T>(const std::string&, const std::string&, NumberRange<T>, T*); \
   template CLI::Option* AddNumberFlag<T>(CLI::App*, const std::string&, T*, NumberRange<T>,   \
                                          const std::string&);

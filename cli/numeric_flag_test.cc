@@ -43,21 +43,29 @@ TEST(NumericFlag, OutOfRangeValuesNameFlagValueAndRange) {
             "--flag '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
   EXPECT_EQ(ErrorOf("18446744073709551616", any_seed),
             "--flag '18446744073709551616' is out of range (accepted: 0 to 18446744073709551615)");
-  EXPECT_EQ(ErrorOf("-1", any_seed), "--flag '-1' is out of range (accepted: 0 to 18446744073709551615)");
-  EXPECT_EQ(ErrorOf<int64_t>("0", {1, 2147483648}), "--flag '0' is out of range (accepted: 1 to 2147483648)");
+  EXPECT_EQ(ErrorOf("-1", any_seed),
+            "--flag '-1' is out of range (accepted: 0 to 18446744073709551615)");
+  EXPECT_EQ(ErrorOf<int64_t>("0", {1, 2147483648}),
+            "--flag '0' is out of range (accepted: 1 to 2147483648)");
   EXPECT_EQ(ErrorOf<int>("2147483648", {0, INT32_MAX}),
             "--flag '2147483648' is out of range (accepted: 0 to 2147483647)");
-  EXPECT_EQ(ErrorOf<double>("1e99", {0.001, 86400}), "--flag '1e99' is out of range (accepted: 0.001 to 86400)");
-  EXPECT_EQ(ErrorOf<double>("1e400", {0.001, 86400}), "--flag '1e400' is out of range (accepted: 0.001 to 86400)");
-  EXPECT_EQ(ErrorOf<double>("0", {0.001, 86400}), "--flag '0' is out of range (accepted: 0.001 to 86400)");
+  EXPECT_EQ(ErrorOf<double>("1e99", {0.001, 86400}),
+            "--flag '1e99' is out of range (accepted: 0.001 to 86400)");
+  EXPECT_EQ(ErrorOf<double>("1e400", {0.001, 86400}),
+            "--flag '1e400' is out of range (accepted: 0.001 to 86400)");
+  EXPECT_EQ(ErrorOf<double>("0", {0.001, 86400}),
+            "--flag '0' is out of range (accepted: 0.001 to 86400)");
 }
 
 TEST(NumericFlag, MalformedNumbersAreNamed) {
-  for (const std::string text : {"", "x2", "2x", " 2", "2 ", "1e3", "1.5", "0x10", "--", "+", "-"}) {
-    EXPECT_EQ(ErrorOf<int64_t>(text, {0, 100}), "--flag '" + text + "' is not a whole number (accepted: 0 to 100)");
+  for (const std::string text :
+       {"", "x2", "2x", " 2", "2 ", "1e3", "1.5", "0x10", "--", "+", "-"}) {
+    EXPECT_EQ(ErrorOf<int64_t>(text, {0, 100}),
+              "--flag '" + text + "' is not a whole number (accepted: 0 to 100)");
   }
   for (const std::string text : {"", "nan", "inf", "-inf", "0x1p3", "1s", " 1", "1,5"}) {
-    EXPECT_EQ(ErrorOf<double>(text, {0, 100}), "--flag '" + text + "' is not a number (accepted: 0 to 100)");
+    EXPECT_EQ(ErrorOf<double>(text, {0, 100}),
+              "--flag '" + text + "' is not a number (accepted: 0 to 100)");
   }
 }
 
@@ -81,7 +89,9 @@ TEST(NumericFlag, TheFlagChecksWhileParsingAndShowsItsRangeInHelp) {
     app.parse("--seed 99999999999999999999", false);
     ADD_FAILURE() << "an out-of-range seed parsed";
   } catch (const CLI::ValidationError& e) {
-    EXPECT_STREQ(e.what(), "--seed '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
+    EXPECT_STREQ(
+        e.what(),
+        "--seed '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
   }
   EXPECT_EQ(seed, 12u) << "a rejected value leaves the flag as it was";
 }

@@ -26,9 +26,11 @@ Status OutputFile::Open(const std::string& flag, const std::string& path) {
   if (fd_ < 0) {
     const int error = errno;
     // ENXIO: a FIFO no process reads (the non-blocking open refuses it instead of waiting).
-    return Status::InvalidArgument(
-        Error(error == ENXIO ? "cannot open for writing (a FIFO without a reader?)" : "cannot open for writing", error)
-            .message());
+    return Status::InvalidArgument(Error(error == ENXIO
+                                             ? "cannot open for writing (a FIFO without a reader?)"
+                                             : "cannot open for writing",
+                                         error)
+                                       .message());
   }
   const int flags = fcntl(fd_, F_GETFL);
   if (flags < 0 || fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) < 0) {

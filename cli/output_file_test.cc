@@ -46,7 +46,8 @@ TEST_F(OutputFileTest, APathThatCannotBeOpenedIsNamedAtOnce) {
   OutputFile file;
   Status s = file.Open("--json", "/nonexistent/dir/x.json");
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), "--json '/nonexistent/dir/x.json': cannot open for writing: No such file or directory");
+  EXPECT_EQ(s.message(),
+            "--json '/nonexistent/dir/x.json': cannot open for writing: No such file or directory");
   s = file.Open("--junit", dir_);
   EXPECT_EQ(s.message(), "--junit '" + dir_ + "': cannot open for writing: Is a directory");
   // A FIFO nobody reads would block the open forever: it is refused at once.
@@ -55,8 +56,9 @@ TEST_F(OutputFileTest, APathThatCannotBeOpenedIsNamedAtOnce) {
   alarm(60);
   s = file.Open("--junit", fifo);
   alarm(0);
-  EXPECT_EQ(s.message(), "--junit '" + fifo +
-                             "': cannot open for writing (a FIFO without a reader?): No such device or address");
+  EXPECT_EQ(s.message(),
+            "--junit '" + fifo +
+                "': cannot open for writing (a FIFO without a reader?): No such device or address");
 }
 
 // A full disk: the write fails, and the error names the flag, the path and the reason.

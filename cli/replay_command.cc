@@ -10,7 +10,8 @@ namespace ckptspec {
 CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "replay", "Replay the failing case of a reproduce string printed by `ckptspec run`");
-  cmd->add_option("reproduce", o->reproduce, "the RC_PARAMS value after \"reproduce:\"")->required();
+  cmd->add_option("reproduce", o->reproduce, "the RC_PARAMS value after \"reproduce:\"")
+      ->required();
   cmd->add_option("--plugin", o->plugins, "shared library registering the target (repeatable)");
   return cmd;
 }

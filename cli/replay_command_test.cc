@@ -46,8 +46,10 @@ TEST(ReplayCommand, BadStringsAreInvalidArguments) {
   o.reproduce = "seed=1 reproduce=garbage";
   std::ostringstream out, err;
   EXPECT_EQ(RunReplayCommand(o, out, err), 2);
-  EXPECT_NE(err.str().find("ckptspec replay: reproduce string: the reproduce value's base64 ends a group with stray bits"),
-            std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("ckptspec replay: reproduce string: the reproduce value's base64 ends a "
+                           "group with stray bits"),
+            std::string::npos)
+      << err.str();
   o.reproduce = "seed=1";
   std::ostringstream out2, err2;
   EXPECT_EQ(RunReplayCommand(o, out2, err2), 2);
@@ -102,7 +104,8 @@ std::string RecordedReproduce() {
 TEST(ReplayCommand, CasesNoRunRecordsAreUsageErrors) {
   const std::string recorded = RecordedReproduce();
   rc::detail::Configuration config;
-  ASSERT_EQ(DescribeStatus(ReplayInChild(recorded)), "exit 1") << "the recorded failure fails again";
+  ASSERT_EQ(DescribeStatus(ReplayInChild(recorded)), "exit 1")
+      << "the recorded failure fails again";
   config.testParams.seed = 1;
   rc::detail::Reproduce drawn;
   drawn.random = rc::Random(5);
@@ -111,8 +114,8 @@ TEST(ReplayCommand, CasesNoRunRecordsAreUsageErrors) {
   rc::detail::Reproduce negative;
   negative.random = rc::Random(5).split();
   negative.size = -5;
-  for (const auto& [reproduce, message] :
-       {std::pair{drawn, "the Random's counter is 1"}, std::pair{negative, "the case's size is -5"}}) {
+  for (const auto& [reproduce, message] : {std::pair{drawn, "the Random's counter is 1"},
+                                           std::pair{negative, "the case's size is -5"}}) {
     config.reproduce = {{"B08/P4", reproduce}};
     std::ostringstream text;
     text << config;
@@ -143,19 +146,22 @@ TEST(ReplayCommand, DamagedReproduceStringsNeverCrash) {
     const int changes = 1 + variant % 4;
     for (int c = 0; c < changes; ++c) {
       // Three changes in four fall in the base64 value, where the case is.
-      const size_t at = below(4) == 0 ? below(damaged.size()) : value_at + below(value_end - value_at);
+      const size_t at =
+          below(4) == 0 ? below(damaged.size()) : value_at + below(value_end - value_at);
       damaged[at] = replacements[below(replacements.size())];
     }
     const int status = ReplayInChild(damaged);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) <= 2)
-        << "variant " << variant << ": " << DescribeStatus(status) << " replaying\n" << damaged;
+        << "variant " << variant << ": " << DescribeStatus(status) << " replaying\n"
+        << damaged;
     ++exits[WEXITSTATUS(status)];
   }
   // Most variants are refused, and many still decode and replay (a changed Random key is a valid
   // other case): the test covers both paths.
   EXPECT_GT(exits[2], 50);
   EXPECT_GT(exits[0] + exits[1], 50);
-  std::cout << "exit 0: " << exits[0] << ", exit 1: " << exits[1] << ", exit 2: " << exits[2] << "\n";
+  std::cout << "exit 0: " << exits[0] << ", exit 1: " << exits[1] << ", exit 2: " << exits[2]
+            << "\n";
 }
 
 }  // namespace

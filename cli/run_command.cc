@@ -17,23 +17,27 @@ namespace ckptspec {
 CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run the property catalog (P1-P19) against targets and print the kill matrix");
-  cmd->add_option("--target", o->targets,
-                  "target name (repeatable): reference, reference-per-writer, a mutant id (B04) or name, "
-                  "all (the references and every mutant), all-mutants, or a target a --plugin "
-                  "registered (default: all, unless --adapter is given)");
-  cmd->add_option("--adapter", o->adapters,
-                  "adapter command (repeatable), run by /bin/sh -c once per rank and spoken to in the "
-                  "adapter protocol (docs/PROTOCOL.md)");
+  cmd->add_option(
+      "--target", o->targets,
+      "target name (repeatable): reference, reference-per-writer, a mutant id (B04) or name, "
+      "all (the references and every mutant), all-mutants, or a target a --plugin "
+      "registered (default: all, unless --adapter is given)");
+  cmd->add_option(
+      "--adapter", o->adapters,
+      "adapter command (repeatable), run by /bin/sh -c once per rank and spoken to in the "
+      "adapter protocol (docs/PROTOCOL.md)");
   AddNumberFlag(cmd, "--adapter-timeout", &o->adapter_timeout_s, kAdapterTimeoutSeconds,
                 "seconds an adapter may take per request");
   cmd->add_flag("--adapter-fresh-processes", o->adapter_fresh_processes,
                 "start an adapter's rank processes for every engine, even when it declares reset "
                 "(slower; rules out state its reset fails to forget)");
-  cmd->add_option("--expectations", o->expectations,
-                  "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
-                  "code is 0 only when every outcome is as expected");
-  cmd->add_option("--plugin", o->plugins,
-                  "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
+  cmd->add_option(
+      "--expectations", o->expectations,
+      "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
+      "code is 0 only when every outcome is as expected");
+  cmd->add_option(
+      "--plugin", o->plugins,
+      "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
   AddNumberFlag(cmd, "--seed", &o->seed, NumberRange<uint64_t>{0, UINT64_MAX}, "RapidCheck seed");
   cmd->add_option_function<std::string>(
@@ -75,8 +79,8 @@ Status ParseBudget(const std::string& text, Budget* out) {
     *out = Budget();
     return Status::InvalidArgument(
         "--budget '" + text + "' is neither a case count (" + DescribeRange(kBudgetCases) +
-        ") nor a time (seconds: " + DescribeRange(kBudgetSeconds) + " with 's', minutes: " +
-        DescribeRange(kBudgetMinutes) + " with 'm')");
+        ") nor a time (seconds: " + DescribeRange(kBudgetSeconds) +
+        " with 's', minutes: " + DescribeRange(kBudgetMinutes) + " with 'm')");
   }
   return Status::OK();
 }
@@ -186,7 +190,8 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     if (target.expect_killed) judging.expect_killed.push_back(target.name);
   }
   const double per_property_s =
-      budget.seconds > 0 ? budget.seconds / static_cast<double>(targets.size() * properties.size()) : 0;
+      budget.seconds > 0 ? budget.seconds / static_cast<double>(targets.size() * properties.size())
+                         : 0;
   std::vector<PropertyOutcome> outcomes;
   const size_t total = targets.size() * properties.size();
   for (const TargetFactory& target : targets) {

@@ -31,7 +31,7 @@ struct RunOptions {
   std::vector<std::string> targets;
   // Adapter commands (docs/PROTOCOL.md, docs/ADAPTERS.md), each run as a target.
   std::vector<std::string> adapters;
-  double adapter_timeout_s = 60;  // per request to an adapter
+  double adapter_timeout_s = 60;         // per request to an adapter
   bool adapter_fresh_processes = false;  // no live groups (docs/PROTOCOL.md, revision 2)
   // A per-target expectations file (properties/expectations.h) every target is judged by.
   std::string expectations;
@@ -45,7 +45,7 @@ struct RunOptions {
   std::string budget = "100";
   std::string json_out;
   std::string junit_out;
-  bool quiet = false;    // no progress line
+  bool quiet = false;  // no progress line
   // Also list every failure's time to detection, cases and shrunk size, and describe every kill of
   // a mutant (not only the fastest).
   bool details = false;

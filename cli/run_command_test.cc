@@ -31,11 +31,12 @@ TEST(RunCommand, BudgetIsCasesOrTime) {
 // Out of range is refused, never clamped: the message names the flag, the value and both ranges.
 TEST(RunCommand, BudgetOutOfRangeIsRefused) {
   Budget b;
-  EXPECT_EQ(ParseBudget("1e99", &b).message(),
-            "--budget '1e99' is neither a case count (1 to 1000000000) nor a time (seconds: 0.001 to "
-            "604800 with 's', minutes: 0.001 to 10080 with 'm')");
-  for (const char* text : {"lots", "-5", "0", "1.5", "", "1000000001", "99999999999999999999", "1e400s",
-                           "nans", "infs", "0s", "604801s", "10081m", "-1m", "s", "m"}) {
+  EXPECT_EQ(
+      ParseBudget("1e99", &b).message(),
+      "--budget '1e99' is neither a case count (1 to 1000000000) nor a time (seconds: 0.001 to "
+      "604800 with 's', minutes: 0.001 to 10080 with 'm')");
+  for (const char* text : {"lots", "-5", "0", "1.5", "", "1000000001", "99999999999999999999",
+                           "1e400s", "nans", "infs", "0s", "604801s", "10081m", "-1m", "s", "m"}) {
     EXPECT_EQ(ParseBudget(text, &b).code(), Status::Code::kInvalidArgument) << text;
     EXPECT_EQ(b.cases, 0) << text;
     EXPECT_EQ(b.seconds, 0) << text;
@@ -52,11 +53,14 @@ TEST(RunCommand, NumericFlagsOutOfRangeAreParseErrors) {
   };
   EXPECT_EQ(parse_error("--seed 99999999999999999999"),
             "--seed '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
-  EXPECT_EQ(parse_error("--seed -1"), "--seed '-1' is out of range (accepted: 0 to 18446744073709551615)");
-  EXPECT_NE(parse_error("--budget 1e99").find("--budget '1e99' is neither a case count"), std::string::npos);
+  EXPECT_EQ(parse_error("--seed -1"),
+            "--seed '-1' is out of range (accepted: 0 to 18446744073709551615)");
+  EXPECT_NE(parse_error("--budget 1e99").find("--budget '1e99' is neither a case count"),
+            std::string::npos);
   EXPECT_EQ(parse_error("--adapter-timeout 0"),
             "--adapter-timeout '0' is out of range (accepted: 0.001 to 86400)");
-  EXPECT_EQ(parse_error("--adapter-timeout nan"), "--adapter-timeout 'nan' is not a number (accepted: 0.001 to 86400)");
+  EXPECT_EQ(parse_error("--adapter-timeout nan"),
+            "--adapter-timeout 'nan' is not a number (accepted: 0.001 to 86400)");
   EXPECT_EQ(parse_error("--seed 18446744073709551615 --budget 2m --adapter-timeout 0.5"), "parsed");
 }
 
@@ -71,14 +75,17 @@ TEST(RunCommand, ReportPathsAreCheckedFirstAndWriteErrorsAreExit2) {
   o.json_out = "/nonexistent/dir/x.json";
   std::ostringstream out, err;
   EXPECT_EQ(RunRunCommand(o, out, err), 2);
-  EXPECT_EQ(err.str(), "ckptspec run: --json '/nonexistent/dir/x.json': cannot open for writing: No such file or directory\n");
+  EXPECT_EQ(err.str(),
+            "ckptspec run: --json '/nonexistent/dir/x.json': cannot open for writing: No such file "
+            "or directory\n");
   EXPECT_EQ(out.str(), "") << "the run started before the report path was checked";
 
   o.json_out = ::testing::TempDir() + "run_command_report.json";
   o.junit_out = "/dev/full";
   std::ostringstream out2, err2;
   EXPECT_EQ(RunRunCommand(o, out2, err2), 2);
-  EXPECT_EQ(err2.str(), "ckptspec run: --junit '/dev/full': cannot write: No space left on device\n");
+  EXPECT_EQ(err2.str(),
+            "ckptspec run: --junit '/dev/full': cannot write: No space left on device\n");
   EXPECT_NE(out2.str().find("reference  clean    ."), std::string::npos) << out2.str();
   std::ifstream json(o.json_out);
   EXPECT_EQ(nlohmann::json::parse(json)["format"], "ckptspec.run");
@@ -106,7 +113,8 @@ TEST(RunCommand, InputsThatAreNotRegularFilesAreRefused) {
   o.plugins = {"/dev/zero"};
   std::ostringstream out3, err3;
   EXPECT_EQ(RunRunCommand(o, out3, err3), 2);
-  EXPECT_EQ(err3.str(), "ckptspec run: --plugin '/dev/zero': a character device, not a regular file\n");
+  EXPECT_EQ(err3.str(),
+            "ckptspec run: --plugin '/dev/zero': a character device, not a regular file\n");
   std::remove(fifo.c_str());
 }
 
@@ -135,7 +143,8 @@ TEST(RunCommand, ExitCodeFollowsTheMutantsExpectation) {
   o.budget = "5";
   std::ostringstream out2, err2;
   EXPECT_EQ(RunRunCommand(o, out2, err2), 1) << out2.str();
-  EXPECT_NE(out2.str().find("B19: SURVIVED every selected property"), std::string::npos) << out2.str();
+  EXPECT_NE(out2.str().find("B19: SURVIVED every selected property"), std::string::npos)
+      << out2.str();
 }
 
 TEST(RunCommand, UnknownNamesAreInvalidArguments) {
@@ -143,7 +152,10 @@ TEST(RunCommand, UnknownNamesAreInvalidArguments) {
   o.targets = {"nonesuch"};
   std::ostringstream out, err;
   EXPECT_EQ(RunRunCommand(o, out, err), 2);
-  EXPECT_NE(err.str().find("unknown target 'nonesuch' (known: reference, reference-per-writer, B01, "), std::string::npos) << err.str();
+  EXPECT_NE(
+      err.str().find("unknown target 'nonesuch' (known: reference, reference-per-writer, B01, "),
+      std::string::npos)
+      << err.str();
   o.targets = {"reference"};
   o.properties = "P1,P99";
   std::ostringstream out2, err2;
@@ -172,13 +184,18 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
   };
   std::string text;
   EXPECT_EQ(run_with(R"({"P13": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
-  EXPECT_NE(text.find("adapter:ckptspec-reference  as expected  .   -\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("adapter:ckptspec-reference  as expected  .   -\n"), std::string::npos)
+      << text;
   EXPECT_EQ(run_with(R"({"P2": {"expect": "fail", "reason": "a known bug"}})", &text), 1) << text;
-  EXPECT_NE(text.find("adapter:ckptspec-reference  UNEXPECTED  P   N\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("UNEXPECTED pass: adapter:ckptspec-reference P2, expected fail (a known bug)"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("adapter:ckptspec-reference  UNEXPECTED  P   N\n"), std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("UNEXPECTED pass: adapter:ckptspec-reference P2, expected fail (a known bug)"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec-reference P13, expected pass"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_EQ(run_with(R"({"P22": {"expect": "pass"}})", &text), 2) << text;
   EXPECT_NE(text.find("properties.P22: no such property"), std::string::npos) << text;
   std::remove(file.c_str());

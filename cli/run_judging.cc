@@ -10,9 +10,12 @@ bool RunJudging::IsMutant(const std::string& target) const {
 
 const char* TargetExpectationName(TargetExpectation expectation) {
   switch (expectation) {
-    case TargetExpectation::kKilled: return "killed";
-    case TargetExpectation::kAsExpected: return "as expected";
-    case TargetExpectation::kClean: return "clean";
+    case TargetExpectation::kKilled:
+      return "killed";
+    case TargetExpectation::kAsExpected:
+      return "as expected";
+    case TargetExpectation::kClean:
+      return "clean";
   }
   return "?";
 }
@@ -38,11 +41,21 @@ OutcomeJudgement JudgeOutcome(const PropertyOutcome& o, const RunJudging& judgin
                    : o.verdict == Verdict::kPass || o.verdict == Verdict::kNotApplicable;
   j.words = VerdictName(o.verdict);
   switch (o.verdict) {
-    case Verdict::kPass: j.symbol = '.'; break;
-    case Verdict::kNotApplicable: j.symbol = '-'; break;
-    case Verdict::kFail: j.symbol = mutant ? 'K' : 'F'; break;
-    case Verdict::kGaveUp: j.symbol = 'g'; break;
-    case Verdict::kError: j.symbol = 'E'; break;
+    case Verdict::kPass:
+      j.symbol = '.';
+      break;
+    case Verdict::kNotApplicable:
+      j.symbol = '-';
+      break;
+    case Verdict::kFail:
+      j.symbol = mutant ? 'K' : 'F';
+      break;
+    case Verdict::kGaveUp:
+      j.symbol = 'g';
+      break;
+    case Verdict::kError:
+      j.symbol = 'E';
+      break;
   }
   return j;
 }
@@ -58,9 +71,12 @@ TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const st
     all = all && meets;
   }
   switch (expectation) {
-    case TargetExpectation::kKilled: return {any ? "killed" : "SURVIVED", any};
-    case TargetExpectation::kAsExpected: return {all ? "as expected" : "UNEXPECTED", all};
-    case TargetExpectation::kClean: break;
+    case TargetExpectation::kKilled:
+      return {any ? "killed" : "SURVIVED", any};
+    case TargetExpectation::kAsExpected:
+      return {all ? "as expected" : "UNEXPECTED", all};
+    case TargetExpectation::kClean:
+      break;
   }
   return {all ? "clean" : "FAILED", all};
 }
@@ -68,7 +84,8 @@ TargetVerdict JudgeTarget(const std::vector<PropertyOutcome>& outcomes, const st
 std::vector<std::string> TargetsInOrder(const std::vector<PropertyOutcome>& outcomes) {
   std::vector<std::string> targets;
   for (const PropertyOutcome& o : outcomes) {
-    if (std::find(targets.begin(), targets.end(), o.target) == targets.end()) targets.push_back(o.target);
+    if (std::find(targets.begin(), targets.end(), o.target) == targets.end())
+      targets.push_back(o.target);
   }
   return targets;
 }

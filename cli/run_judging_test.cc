@@ -26,7 +26,9 @@ TEST(RunJudging, TargetsAreJudgedAgainstTheirExpectation) {
   // Under an expectations file, a known failure is as expected; a mutant is still judged by kills.
   Expectations file;
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
-      "properties": {"P7": {"expect": "fail", "reason": "known"}}})", "inline", &file).ok());
+      "properties": {"P7": {"expect": "fail", "reason": "known"}}})",
+                                "inline", &file)
+                  .ok());
   fail.property = "P7";
   RunJudging judged;
   judged.expectations = &file;
@@ -45,7 +47,9 @@ TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
   };
   Expectations file;
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
-      "properties": {"P7": {"expect": "fail", "reason": "known"}}})", "inline", &file).ok());
+      "properties": {"P7": {"expect": "fail", "reason": "known"}}})",
+                                "inline", &file)
+                  .ok());
   RunJudging judging;
   judging.expect_killed = {"m"};
   // Without a file: a clean target must pass or find the property n/a; a mutant is met by a kill.
@@ -79,11 +83,13 @@ TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
   EXPECT_EQ(xfail.words, "xfail");
   ASSERT_NE(xfail.expected, nullptr);
   EXPECT_EQ(xfail.expected->reason, "known");
-  const OutcomeJudgement unexpected_pass = JudgeOutcome(outcome("t", "P7", Verdict::kPass), judging);
+  const OutcomeJudgement unexpected_pass =
+      JudgeOutcome(outcome("t", "P7", Verdict::kPass), judging);
   EXPECT_FALSE(unexpected_pass.meets);
   EXPECT_EQ(unexpected_pass.symbol, 'P');
   EXPECT_EQ(unexpected_pass.words, "UNEXPECTED pass");
-  const OutcomeJudgement unexpected_na = JudgeOutcome(outcome("t", "P1", Verdict::kNotApplicable), judging);
+  const OutcomeJudgement unexpected_na =
+      JudgeOutcome(outcome("t", "P1", Verdict::kNotApplicable), judging);
   EXPECT_FALSE(unexpected_na.meets);
   EXPECT_EQ(unexpected_na.symbol, 'N');
   const OutcomeJudgement kill = JudgeOutcome(outcome("m", "P7", Verdict::kFail), judging);
@@ -94,8 +100,10 @@ TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
   EXPECT_STREQ(TargetExpectationName(ExpectationOf("t", judging)), "as expected");
   EXPECT_STREQ(TargetExpectationName(ExpectationOf("m", judging)), "killed");
   // The run meets its expectations only when every target does.
-  EXPECT_TRUE(EveryTargetMet({outcome("t", "P7", Verdict::kFail), outcome("m", "P1", Verdict::kFail)}, judging));
-  EXPECT_FALSE(EveryTargetMet({outcome("t", "P7", Verdict::kFail), outcome("m", "P1", Verdict::kPass)}, judging));
+  EXPECT_TRUE(EveryTargetMet(
+      {outcome("t", "P7", Verdict::kFail), outcome("m", "P1", Verdict::kFail)}, judging));
+  EXPECT_FALSE(EveryTargetMet(
+      {outcome("t", "P7", Verdict::kFail), outcome("m", "P1", Verdict::kPass)}, judging));
   EXPECT_EQ(TargetsInOrder({outcome("m", "P1", Verdict::kPass), outcome("t", "P1", Verdict::kPass),
                             outcome("m", "P2", Verdict::kPass)}),
             (std::vector<std::string>{"m", "t"}));

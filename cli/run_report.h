@@ -28,12 +28,14 @@
 
 namespace ckptspec {
 
-std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
+std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
+                       const RunJudging& judging = {});
 std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes);
-std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging,
-                                bool details);
+std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
+                                const RunJudging& judging, bool details);
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,
                          const RunJudging& judging = {});
-std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging = {});
+std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes,
+                          const RunJudging& judging = {});
 
 }  // namespace ckptspec

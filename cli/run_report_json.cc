@@ -18,15 +18,16 @@ std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t 
   }
   j["outcomes"] = nlohmann::json::array();
   for (const PropertyOutcome& o : outcomes) {
-    nlohmann::json e = {{"target", o.target},   {"property", o.property},
-                        {"verdict", VerdictName(o.verdict)}, {"cases", o.cases},
-                        {"seconds", o.seconds}, {"message", o.message}};
+    nlohmann::json e = {
+        {"target", o.target}, {"property", o.property}, {"verdict", VerdictName(o.verdict)},
+        {"cases", o.cases},   {"seconds", o.seconds},   {"message", o.message}};
     if (o.verdict == Verdict::kFail) {
       e["time_to_failure_s"] = o.time_to_failure_s;
       e["shrunk_size"] = o.shrunk_size;
       e["reproduce"] = o.reproduce;
       nlohmann::json ce = nlohmann::json::array();
-      for (const auto& [name, value] : o.counterexample) ce.push_back({{"name", name}, {"value", value}});
+      for (const auto& [name, value] : o.counterexample)
+        ce.push_back({{"name", name}, {"value", value}});
       e["counterexample"] = ce;
     }
     const OutcomeJudgement judged = JudgeOutcome(o, judging);

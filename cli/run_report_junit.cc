@@ -11,10 +11,18 @@ std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
           out += ' ';
@@ -37,7 +45,8 @@ JUnitKind JUnitKindOf(const PropertyOutcome& o, const OutcomeJudgement& j, std::
   }
   if (j.expected) {
     if (j.expected->expected == Expected::kPass) return JUnitKind::kPassed;
-    *why = (j.expected->expected == Expected::kFail ? "expected failure: " : "") + j.expected->reason;
+    *why =
+        (j.expected->expected == Expected::kFail ? "expected failure: " : "") + j.expected->reason;
     return JUnitKind::kSkipped;
   }
   if (o.verdict == Verdict::kNotApplicable) {
@@ -56,8 +65,8 @@ std::string OutcomesJUnit(const std::vector<PropertyOutcome>& outcomes, const Ru
   for (const PropertyOutcome& o : outcomes) {
     const JUnitKind kind = JUnitKindOf(o, JudgeOutcome(o, judging), &why);
     ++tests;
-    cases << "  <testcase classname=\"" << XmlEscape(o.target) << "\" name=\"" << XmlEscape(o.property)
-          << "\" time=\"" << o.seconds << "\">";
+    cases << "  <testcase classname=\"" << XmlEscape(o.target) << "\" name=\""
+          << XmlEscape(o.property) << "\" time=\"" << o.seconds << "\">";
     if (kind == JUnitKind::kSkipped) {
       ++skipped;
       cases << "<skipped message=\"" << XmlEscape(why) << "\"/>";

@@ -24,7 +24,8 @@ TEST(RunReport, ReportsAreWellFormed) {
   na.verdict = Verdict::kNotApplicable;
   na.message = "no async";
   const std::vector<PropertyOutcome> outcomes = {fail, na};
-  EXPECT_NE(MatrixText(outcomes).find("target  verdict  P7  P14\nB04     FAILED   F   -\n"), std::string::npos)
+  EXPECT_NE(MatrixText(outcomes).find("target  verdict  P7  P14\nB04     FAILED   F   -\n"),
+            std::string::npos)
       << MatrixText(outcomes);
   EXPECT_EQ(KillTimesText(outcomes),
             "\nfailures, time to the first failing case / cases run / size of the shrunk "
@@ -52,7 +53,9 @@ TEST(RunReport, ReportsFollowTheJudgement) {
   Expectations file;
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
       "properties": {"P7": {"expect": "fail", "reason": "known"},
-                     "P2": {"expect": "fail", "reason": "a bug"}}})", "expectations.json", &file).ok());
+                     "P2": {"expect": "fail", "reason": "a bug"}}})",
+                                "expectations.json", &file)
+                  .ok());
   PropertyOutcome xfail, unexpected, survived;
   xfail.target = unexpected.target = "t";
   xfail.property = "P7";
@@ -73,8 +76,10 @@ TEST(RunReport, ReportsFollowTheJudgement) {
   EXPECT_NE(matrix.find("UNEXPECTED against expectations.json\n"), std::string::npos) << matrix;
   const std::string below = OutcomeDescriptions(outcomes, judging, false);
   EXPECT_NE(below.find("\nxfail t P7 (known): FAIL: boom\n"), std::string::npos) << below;
-  EXPECT_NE(below.find("\nUNEXPECTED pass: t P2, expected fail (a bug)\n"), std::string::npos) << below;
-  EXPECT_NE(below.find("\nm: SURVIVED every selected property (no case failed)\n"), std::string::npos)
+  EXPECT_NE(below.find("\nUNEXPECTED pass: t P2, expected fail (a bug)\n"), std::string::npos)
+      << below;
+  EXPECT_NE(below.find("\nm: SURVIVED every selected property (no case failed)\n"),
+            std::string::npos)
       << below;
   const nlohmann::json j = nlohmann::json::parse(OutcomesJson(outcomes, 1, judging));
   EXPECT_EQ(j["targets"][0]["expect"], "as expected");
@@ -87,10 +92,12 @@ TEST(RunReport, ReportsFollowTheJudgement) {
   EXPECT_FALSE(j["outcomes"][2].contains("matches"));
   const std::string junit = OutcomesJUnit(outcomes, judging);
   EXPECT_NE(junit.find("tests=\"4\" failures=\"2\" skipped=\"1\""), std::string::npos) << junit;
-  EXPECT_NE(junit.find("<skipped message=\"expected failure: known\"/>"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<skipped message=\"expected failure: known\"/>"), std::string::npos)
+      << junit;
   EXPECT_NE(junit.find("<failure message=\"UNEXPECTED pass\">"), std::string::npos) << junit;
   EXPECT_NE(junit.find("classname=\"m\" name=\"killed\"><failure message=\"SURVIVED\">"),
-            std::string::npos) << junit;
+            std::string::npos)
+      << junit;
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJu
     name_width = std::max(name_width, t.size());
     verdict_width = std::max(verdict_width, verdicts.back().size());
   }
-  const int name_w = static_cast<int>(name_width) + 2, verdict_w = static_cast<int>(verdict_width) + 2,
+  const int name_w = static_cast<int>(name_width) + 2,
+            verdict_w = static_cast<int>(verdict_width) + 2,
             cell_w = static_cast<int>(property_width) + 1;
   std::ostringstream header;
   header << std::left << std::setw(name_w) << "target" << std::setw(verdict_w) << "verdict";
@@ -74,17 +75,19 @@ std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes) {
   for (const std::string& t : TargetsInOrder(outcomes)) {
     std::string kills;
     for (const PropertyOutcome& o : outcomes) {
-      if (o.target == t && o.verdict == Verdict::kFail) kills += "  " + o.property + " " + KillTime(o);
+      if (o.target == t && o.verdict == Verdict::kFail)
+        kills += "  " + o.property + " " + KillTime(o);
     }
     if (!kills.empty()) os << t << ":" << kills << "\n";
   }
   if (os.str().empty()) return "";
   return "\nfailures, time to the first failing case / cases run / size of the shrunk "
-         "counterexample:\n" + os.str();
+         "counterexample:\n" +
+         os.str();
 }
 
-std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging,
-                                bool details) {
+std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
+                                const RunJudging& judging, bool details) {
   std::ostringstream out;
   for (const std::string& t : TargetsInOrder(outcomes)) {
     const PropertyOutcome* fastest = nullptr;
@@ -107,14 +110,16 @@ std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes, co
           }
           continue;
         }
-        out << "\n" << j.words << ": " << t << " " << outcome.property << ", expected "
+        out << "\n"
+            << j.words << ": " << t << " " << outcome.property << ", expected "
             << ExpectedName(x.expected) << (x.reason.empty() ? "" : " (" + x.reason + ")") << "\n";
         if (outcome.verdict != Verdict::kPass) out << DescribeOutcome(outcome);
       } else if (!j.meets) {
         out << "\n" << DescribeOutcome(outcome);
       }
     }
-    if (ExpectationOf(t, judging) == TargetExpectation::kKilled && !JudgeTarget(outcomes, t, judging).met) {
+    if (ExpectationOf(t, judging) == TargetExpectation::kKilled &&
+        !JudgeTarget(outcomes, t, judging).met) {
       out << "\n" << t << ": SURVIVED every selected property (no case failed)\n";
     }
     if (fastest) out << "\n" << t << " fastest kill:\n" << DescribeOutcome(*fastest);

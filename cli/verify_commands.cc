@@ -30,7 +30,8 @@ Status ReadPlan(const std::string& flag, const std::string& path, const Resource
                 GlobalSignature* sig) {
   CKPTSPEC_RETURN_IF_ERROR(CheckRegularFile(flag, path));
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > limits.max_metadata_bytes) {
+  if (::stat(path.c_str(), &st) == 0 &&
+      static_cast<uint64_t>(st.st_size) > limits.max_metadata_bytes) {
     return LimitExceeded(path, static_cast<uint64_t>(st.st_size), "bytes",
                          &ResourceLimits::max_metadata_bytes, limits);
   }
@@ -63,11 +64,13 @@ Status CheckCheckpointDirectory(const std::string& dir) {
 }  // namespace
 
 CLI::App* AddVerifyPlanCommand(CLI::App& app, VerifyPlanOptions* o) {
-  CLI::App* cmd = app.add_subcommand(
-      "verify-plan", "Check a structure signature (plan dump, docs/SIGNATURE.md): P4, P5, P11; "
-                     "with --against, P6 against another dump");
+  CLI::App* cmd =
+      app.add_subcommand("verify-plan",
+                         "Check a structure signature (plan dump, docs/SIGNATURE.md): P4, P5, P11; "
+                         "with --against, P6 against another dump");
   cmd->add_option("FILE", o->file, "the plan dump (JSON)")->required();
-  cmd->add_option("--against", o->against, "an earlier dump of the same run: report structure changes (P6)");
+  cmd->add_option("--against", o->against,
+                  "an earlier dump of the same run: report structure changes (P6)");
   AddLimitFlags(cmd, &o->limits);
   return cmd;
 }
@@ -111,9 +114,12 @@ int RunVerifyPlanCommand(const VerifyPlanOptions& o, std::ostream& out, std::ost
 
 CLI::App* AddVerifyCommand(CLI::App& app, VerifyOptions* o) {
   CLI::App* cmd = app.add_subcommand(
-      "verify", "Check a reference-format checkpoint directory: tracker, metadata, checksums, coverage");
-  cmd->add_option("DIR", o->dir, "the checkpoint root (holding latest_checkpointed_iteration.txt)")->required();
-  cmd->add_flag("--all", o->all_iterations, "check every complete iteration, not only the tracker's");
+      "verify",
+      "Check a reference-format checkpoint directory: tracker, metadata, checksums, coverage");
+  cmd->add_option("DIR", o->dir, "the checkpoint root (holding latest_checkpointed_iteration.txt)")
+      ->required();
+  cmd->add_flag("--all", o->all_iterations,
+                "check every complete iteration, not only the tracker's");
   AddLimitFlags(cmd, &o->limits);
   return cmd;
 }

@@ -59,7 +59,9 @@ TEST(VerifyPlanCommand, CleanOverlappingAndMalformedDumps) {
   EXPECT_NE(out.find("P6 constant structure: "), std::string::npos) << out;
 
   o.against.clear();
-  o.file = TempFile("bad.json", "{\"format\": \"ckptspec.signature\", \"version\": 1, \"ranks\": [{\"rank\": 0, \"tensors\": 5}]}");
+  o.file = TempFile("bad.json",
+                    "{\"format\": \"ckptspec.signature\", \"version\": 1, \"ranks\": [{\"rank\": "
+                    "0, \"tensors\": 5}]}");
   EXPECT_EQ(RunPlan(o, &out, &err), 2);
   EXPECT_NE(err.find("ranks[0].tensors"), std::string::npos) << err;
   o.file = ::testing::TempDir() + "does-not-exist.json";
@@ -77,11 +79,13 @@ TEST(VerifyCommands, SpecialFilesAreRefusedBeforeTheyAreOpened) {
   VerifyPlanOptions plan;
   plan.file = fifo;
   EXPECT_EQ(RunPlan(plan, &out, &err), 2);
-  EXPECT_NE(err.find("plan dump '" + fifo + "': a FIFO, not a regular file"), std::string::npos) << err;
+  EXPECT_NE(err.find("plan dump '" + fifo + "': a FIFO, not a regular file"), std::string::npos)
+      << err;
   plan.file = TempFile("clean_for_fifo.json", SignatureToJson(SmallSignature()).dump());
   plan.against = fifo;
   EXPECT_EQ(RunPlan(plan, &out, &err), 2);
-  EXPECT_NE(err.find("--against '" + fifo + "': a FIFO, not a regular file"), std::string::npos) << err;
+  EXPECT_NE(err.find("--against '" + fifo + "': a FIFO, not a regular file"), std::string::npos)
+      << err;
   plan.against = ::testing::TempDir();
   EXPECT_EQ(RunPlan(plan, &out, &err), 2);
   EXPECT_NE(err.find("a directory, not a regular file"), std::string::npos) << err;
@@ -106,7 +110,8 @@ TEST(VerifyCommands, PlanDumpLimitsAreNamedWithTheirFlags) {
   o.file = TempFile("limits.json", SignatureToJson(sig).dump());
   o.limits.max_chunks = 1;
   EXPECT_EQ(RunPlan(o, &out, &err), 2);
-  EXPECT_NE(err.find("entries exceed max_chunks = 1 (--max-chunks raises it)"), std::string::npos) << err;
+  EXPECT_NE(err.find("entries exceed max_chunks = 1 (--max-chunks raises it)"), std::string::npos)
+      << err;
   o.limits = ResourceLimits();
   o.limits.max_metadata_bytes = 10;
   EXPECT_EQ(RunPlan(o, &out, &err), 2);
@@ -133,11 +138,13 @@ TEST(VerifyCommands, EveryLimitIsAFlagOfBothVerbs) {
     EXPECT_EQ(verify.limits.*info.field, info.max) << info.flag;
     CLI::App app2;
     AddVerifyPlanCommand(app2, &plan);
-    app2.parse(std::vector<std::string>{std::to_string(info.min), info.flag, "file", "verify-plan"});
+    app2.parse(
+        std::vector<std::string>{std::to_string(info.min), info.flag, "file", "verify-plan"});
     EXPECT_EQ(plan.limits.*info.field, info.min) << info.flag;
     CLI::App app3;
     AddVerifyCommand(app3, &verify);
-    EXPECT_THROW(app3.parse(std::vector<std::string>{std::to_string(info.min - 1), info.flag, "dir", "verify"}),
+    EXPECT_THROW(app3.parse(std::vector<std::string>{std::to_string(info.min - 1), info.flag, "dir",
+                                                     "verify"}),
                  CLI::ValidationError)
         << info.flag;
   }

@@ -76,11 +76,7 @@ enum {
 };
 
 /* Comparison modes. */
-enum {
-  CKPTSPEC_COMPARE_BITWISE = 0,
-  CKPTSPEC_COMPARE_ULP = 1,
-  CKPTSPEC_COMPARE_TOLERANCE = 2
-};
+enum { CKPTSPEC_COMPARE_BITWISE = 0, CKPTSPEC_COMPARE_ULP = 1, CKPTSPEC_COMPARE_TOLERANCE = 2 };
 
 #define CKPTSPEC_DEVICE_MAX_RANK 8
 
@@ -97,7 +93,7 @@ typedef struct ckptspec_compare_options {
 /* Where a shard sits: a box [offset, offset + local_shape) of a tensor of global_shape. The
  * buffer holds the box row-major and contiguous. rank 0 is a scalar (one element). */
 typedef struct ckptspec_shard_geometry {
-  int32_t rank; /* 0..CKPTSPEC_DEVICE_MAX_RANK */
+  int32_t rank;     /* 0..CKPTSPEC_DEVICE_MAX_RANK */
   int32_t reserved; /* must be 0 */
   int64_t global_shape[CKPTSPEC_DEVICE_MAX_RANK];
   int64_t offset[CKPTSPEC_DEVICE_MAX_RANK];
@@ -111,8 +107,8 @@ typedef struct ckptspec_compare_report {
   uint64_t nan_mismatches;
   uint64_t inf_mismatches;
   uint64_t signed_zero_mismatches;
-  int64_t first_mismatch_index;        /* local; -1 when everything matches */
-  int64_t first_mismatch_global_index; /* -1 when everything matches */
+  int64_t first_mismatch_index;                           /* local; -1 when everything matches */
+  int64_t first_mismatch_global_index;                    /* -1 when everything matches */
   int64_t first_mismatch_coord[CKPTSPEC_DEVICE_MAX_RANK]; /* global coordinates; unused axes 0 */
   int32_t rank;     /* the geometry's rank, for reading first_mismatch_coord */
   int32_t reserved; /* 0 */
@@ -128,9 +124,8 @@ typedef struct ckptspec_compare_report {
 
 /* Fills *options with BITWISE mode for `dtype`, torch's default rtol/atol for it (for a later
  * switch to TOLERANCE mode), max_ulp 0, equal_nan 0, threads 0. */
-CKPTSPEC_DEVICE_API int ckptspec_compare_options_init(
-    int32_t dtype,
-    ckptspec_compare_options* options);
+CKPTSPEC_DEVICE_API int ckptspec_compare_options_init(int32_t dtype,
+                                                      ckptspec_compare_options* options);
 
 /* torch.testing.assert_close's defaults: fp32 1.3e-6/1e-5, fp16 1e-3/1e-5, bf16 1.6e-2/1e-5;
  * everything else (fp8 and integers, which torch's table omits) 0/0, i.e. exact. */
@@ -147,20 +142,16 @@ CKPTSPEC_DEVICE_API uint64_t ckptspec_checksum_combine(uint64_t a, uint64_t b);
 
 /* CPU twin. actual/expected point to host memory holding the shard (little-endian elements). A
  * null buffer is allowed only when the shard has no elements. */
-CKPTSPEC_DEVICE_API int ckptspec_compare_host_buffers(
-    const void* actual,
-    const void* expected,
-    const ckptspec_shard_geometry* geometry,
-    const ckptspec_compare_options* options,
-    ckptspec_compare_report* report);
+CKPTSPEC_DEVICE_API int ckptspec_compare_host_buffers(const void* actual, const void* expected,
+                                                      const ckptspec_shard_geometry* geometry,
+                                                      const ckptspec_compare_options* options,
+                                                      ckptspec_compare_report* report);
 /* Expected values are ContentElementBits(dtype, seed, key_hash, global index). */
-CKPTSPEC_DEVICE_API int ckptspec_compare_host_generated(
-    const void* actual,
-    uint64_t seed,
-    uint64_t key_hash,
-    const ckptspec_shard_geometry* geometry,
-    const ckptspec_compare_options* options,
-    ckptspec_compare_report* report);
+CKPTSPEC_DEVICE_API int ckptspec_compare_host_generated(const void* actual, uint64_t seed,
+                                                        uint64_t key_hash,
+                                                        const ckptspec_shard_geometry* geometry,
+                                                        const ckptspec_compare_options* options,
+                                                        ckptspec_compare_report* report);
 
 /* 1 when this library was built with CUDA, else 0. */
 CKPTSPEC_DEVICE_API int ckptspec_cuda_built(void);
@@ -170,25 +161,21 @@ CKPTSPEC_DEVICE_API int ckptspec_cuda_device_present(void);
 /* CUDA versions: the buffers must be device (or managed) memory on the current device. They run
  * on the legacy default stream and return when the report is ready. Without CUDA (not built, or
  * no device) they return CKPTSPEC_NO_CUDA. options->threads is ignored. */
-CKPTSPEC_DEVICE_API int ckptspec_compare_device_buffers(
-    const void* actual,
-    const void* expected,
-    const ckptspec_shard_geometry* geometry,
-    const ckptspec_compare_options* options,
-    ckptspec_compare_report* report);
-CKPTSPEC_DEVICE_API int ckptspec_compare_device_generated(
-    const void* actual,
-    uint64_t seed,
-    uint64_t key_hash,
-    const ckptspec_shard_geometry* geometry,
-    const ckptspec_compare_options* options,
-    ckptspec_compare_report* report);
+CKPTSPEC_DEVICE_API int ckptspec_compare_device_buffers(const void* actual, const void* expected,
+                                                        const ckptspec_shard_geometry* geometry,
+                                                        const ckptspec_compare_options* options,
+                                                        ckptspec_compare_report* report);
+CKPTSPEC_DEVICE_API int ckptspec_compare_device_generated(const void* actual, uint64_t seed,
+                                                          uint64_t key_hash,
+                                                          const ckptspec_shard_geometry* geometry,
+                                                          const ckptspec_compare_options* options,
+                                                          ckptspec_compare_report* report);
 
 /* The message of the last failed call on this thread ("" if none). Valid until the next call. */
 CKPTSPEC_DEVICE_API const char* ckptspec_device_last_error(void);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* CKPTSPEC_DEVICE_CKPTSPEC_DEVICE_H_ */

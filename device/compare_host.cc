@@ -80,8 +80,8 @@ __attribute__((always_inline)) inline CompareAccumulator CompareRangeImpl(const 
         // index term stepped by addition (model/content.h).
         uint64_t term = ContentIndexTerm(global);
         for (int64_t j = 0; j < n; ++j) {
-          generated[j] = static_cast<Bits<D>>(
-              ContentElementFromBits(D, ContentBitsFromTerm(stream, term)));
+          generated[j] =
+              static_cast<Bits<D>>(ContentElementFromBits(D, ContentBitsFromTerm(stream, term)));
           term += kContentIndexGolden;
         }
         e = reinterpret_cast<const uint8_t*>(generated);

@@ -20,13 +20,17 @@ using nlohmann::json;
 
 // As the reference writes metadata (sorted members, one-space indentation); a byte-mutated string
 // that is no longer UTF-8 gets U+FFFD where the bytes broke.
-std::string Dump(const json& doc) { return doc.dump(1, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& doc) {
+  return doc.dump(1, ' ', false, json::error_handler_t::replace);
+}
 
 class Mutator {
  public:
   Mutator(unsigned seed, RawMutator raw) : rng_(seed), raw_(raw) {}
 
-  size_t Below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t Below(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
   bool OneIn(size_t n) { return Below(n) == 0; }
 
   // The raw mutator on a string, growing it by at most `extra` bytes.
@@ -134,7 +138,8 @@ class Mutator {
   }
 
   static bool EndsWith(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
   static std::string DirOf(const std::string& path) {
     const size_t slash = path.rfind('/');
@@ -166,18 +171,30 @@ class Mutator {
     // Unsigned arithmetic: the neighbours of a boundary wrap instead of overflowing.
     const uint64_t v = node.is_number_integer() ? node.get<uint64_t>() : 0;
     switch (Below(12)) {
-      case 0: return 0;
-      case 1: return 1;
-      case 2: return -1;
-      case 3: return static_cast<int64_t>(v + 1);
-      case 4: return static_cast<int64_t>(v - 1);
-      case 5: return static_cast<int64_t>(v * 2);
-      case 6: return int64_t{1} << 31;
-      case 7: return int64_t{1} << 32;
-      case 8: return int64_t{1} << 53;
-      case 9: return std::numeric_limits<int64_t>::max();
-      case 10: return std::numeric_limits<uint64_t>::max();
-      default: return 0.5;
+      case 0:
+        return 0;
+      case 1:
+        return 1;
+      case 2:
+        return -1;
+      case 3:
+        return static_cast<int64_t>(v + 1);
+      case 4:
+        return static_cast<int64_t>(v - 1);
+      case 5:
+        return static_cast<int64_t>(v * 2);
+      case 6:
+        return int64_t{1} << 31;
+      case 7:
+        return int64_t{1} << 32;
+      case 8:
+        return int64_t{1} << 53;
+      case 9:
+        return std::numeric_limits<int64_t>::max();
+      case 10:
+        return std::numeric_limits<uint64_t>::max();
+      default:
+        return 0.5;
     }
   }
 
@@ -193,18 +210,32 @@ class Mutator {
     } else if (node->is_string()) {
       std::string s = node->get<std::string>();
       switch (Below(3)) {
-        case 0: s.clear(); break;
-        case 1: RawMutate(&s, 8); break;
-        default: s = strings[Below(strings.size())]; break;
+        case 0:
+          s.clear();
+          break;
+        case 1:
+          RawMutate(&s, 8);
+          break;
+        default:
+          s = strings[Below(strings.size())];
+          break;
       }
       *node = s;
     } else if (node->is_array() && !node->empty()) {
       const size_t i = Below(node->size());
       switch (Below(4)) {
-        case 0: node->erase(i); break;
-        case 1: node->push_back((*node)[i]); break;
-        case 2: node->erase(node->size() - 1); break;
-        default: node->clear(); break;
+        case 0:
+          node->erase(i);
+          break;
+        case 1:
+          node->push_back((*node)[i]);
+          break;
+        case 2:
+          node->erase(node->size() - 1);
+          break;
+        default:
+          node->clear();
+          break;
       }
     } else if (node->is_object() && !node->empty()) {
       auto it = node->begin();
@@ -245,7 +276,8 @@ class Mutator {
     }
     auto sync = [&files](json& extent) {
       if (!extent.is_object() || !extent["file"].is_number_unsigned() ||
-          !extent["byte_offset"].is_number_unsigned() || !extent["byte_size"].is_number_unsigned()) {
+          !extent["byte_offset"].is_number_unsigned() ||
+          !extent["byte_size"].is_number_unsigned()) {
         return;
       }
       const uint64_t index = extent["file"].get<uint64_t>();
@@ -287,11 +319,25 @@ size_t MutateBundle(uint8_t* data, size_t size, size_t max_size, unsigned seed, 
   if (m.OneIn(8) || !ParseBundle(data, size, &bundle)) return raw(data, size, max_size);
   bool changed = false;
   switch (m.Below(8)) {
-    case 0: case 1: case 2: changed = m.MutateJsonFile(&bundle); break;
-    case 3: case 4: changed = m.MutateDataFile(&bundle); break;
-    case 5: changed = m.MutateTracker(&bundle); break;
-    case 6: changed = m.MutateDirectory(&bundle); break;
-    default: m.MutateOptions(&bundle); changed = true; break;
+    case 0:
+    case 1:
+    case 2:
+      changed = m.MutateJsonFile(&bundle);
+      break;
+    case 3:
+    case 4:
+      changed = m.MutateDataFile(&bundle);
+      break;
+    case 5:
+      changed = m.MutateTracker(&bundle);
+      break;
+    case 6:
+      changed = m.MutateDirectory(&bundle);
+      break;
+    default:
+      m.MutateOptions(&bundle);
+      changed = true;
+      break;
   }
   if (changed) {
     const size_t written = Emit(SerializeBundle(bundle), data, max_size);

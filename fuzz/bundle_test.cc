@@ -71,7 +71,8 @@ TEST(BundleMutator, KeepsInputsBundlesAndMostlySound) {
   for (unsigned seed = 0; seed < 300; ++seed) {
     std::vector<uint8_t> buffer(original.begin(), original.end());
     buffer.resize(original.size() + 4096);
-    const size_t size = MutateBundle(buffer.data(), original.size(), buffer.size(), seed, FlipOneBit);
+    const size_t size =
+        MutateBundle(buffer.data(), original.size(), buffer.size(), seed, FlipOneBit);
     ASSERT_LE(size, buffer.size());
     Bundle mutated;
     if (!ParseBundle(buffer.data(), size, &mutated)) continue;
@@ -96,7 +97,8 @@ TEST(BundleMutator, KeepsInputsBundlesAndMostlySound) {
       }
     }
   }
-  EXPECT_GE(bundles, 240) << "the raw fallback is 1 in 8; nearly every other mutation keeps a bundle";
+  EXPECT_GE(bundles, 240)
+      << "the raw fallback is 1 in 8; nearly every other mutation keeps a bundle";
   EXPECT_GT(unsound, 0) << "mutations find their way past nothing";
   EXPECT_GT(sound_with_changed_data, 0)
       << "changed shard bytes with re-synced checksums keep a checkpoint verify accepts";
@@ -119,13 +121,16 @@ TEST(BundleMutator, CrossOverMixesFiles) {
     Bundle child;
     ASSERT_TRUE(ParseBundle(out.data(), size, &child));
     bool from_a = false, from_b = false;
-    for (const auto& [path, content] : child.files) (path.rfind("other/", 0) == 0 ? from_b : from_a) = true;
+    for (const auto& [path, content] : child.files)
+      (path.rfind("other/", 0) == 0 ? from_b : from_a) = true;
     mixed += from_a && from_b;
   }
   EXPECT_GT(mixed, 0u);
-  EXPECT_EQ(CrossOverBundles(reinterpret_cast<const uint8_t*>(sa.data()), sa.size(),
-                             reinterpret_cast<const uint8_t*>(sb.data()), sb.size(), out.data(), 10, 1),
-            0u) << "a child that does not fit is not written";
+  EXPECT_EQ(
+      CrossOverBundles(reinterpret_cast<const uint8_t*>(sa.data()), sa.size(),
+                       reinterpret_cast<const uint8_t*>(sb.data()), sb.size(), out.data(), 10, 1),
+      0u)
+      << "a child that does not fit is not written";
 }
 
 }  // namespace

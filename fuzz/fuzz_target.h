@@ -12,11 +12,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 // Aborts with a message naming the broken invariant (a finding, to keep under corpus/regressions).
-#define CKPTSPEC_FUZZ_CHECK(cond, what)                                        \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::fprintf(stderr, "ckptspec fuzz invariant broken: %s (%s:%d)\n",      \
-                   static_cast<const char*>(what), __FILE__, __LINE__);        \
-      std::abort();                                                            \
-    }                                                                          \
+#define CKPTSPEC_FUZZ_CHECK(cond, what)                                    \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      std::fprintf(stderr, "ckptspec fuzz invariant broken: %s (%s:%d)\n", \
+                   static_cast<const char*>(what), __FILE__, __LINE__);    \
+      std::abort();                                                        \
+    }                                                                      \
   } while (0)

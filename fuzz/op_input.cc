@@ -46,7 +46,8 @@ std::optional<StatefulOp> ReadRestart(FuzzedDataProvider* input, const StatefulM
       const bool change_layout = U8(input) & 1;
       const uint64_t seed = input->ConsumeIntegral<uint64_t>();
       op.flags = FlagsOf(U8(input));
-      const std::optional<RunSpec> run = Draw(gen::ResumeRunFor(m.run, 8, change_layout), seed, 100);
+      const std::optional<RunSpec> run =
+          Draw(gen::ResumeRunFor(m.run, 8, change_layout), seed, 100);
       if (!run) return std::nullopt;
       op.run = *run;
       return op;

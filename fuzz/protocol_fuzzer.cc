@@ -56,8 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ErrorFromJson(message, &error).ok()) {
     CKPTSPEC_FUZZ_CHECK(!error.ok(), "an error member read as OK");
     Status again;
-    CKPTSPEC_FUZZ_CHECK(ErrorFromJson(ErrorToJson(error), &again).ok() && again.code() == error.code() &&
-                            again.message() == error.message(),
+    CKPTSPEC_FUZZ_CHECK(ErrorFromJson(ErrorToJson(error), &again).ok() &&
+                            again.code() == error.code() && again.message() == error.message(),
                         "an error does not round-trip");
   }
   if (message.is_object() && message.contains("error")) ErrorFromJson(message["error"], &error);

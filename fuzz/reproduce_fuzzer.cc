@@ -41,7 +41,8 @@ void QuietRapidCheck() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ckptspec;
   DecodedReproduce decoded;
-  if (!DecodeReproduceString(std::string(reinterpret_cast<const char*>(data), size), &decoded).ok()) return 0;
+  if (!DecodeReproduceString(std::string(reinterpret_cast<const char*>(data), size), &decoded).ok())
+    return 0;
 
   rc::detail::Configuration config;
   config.testParams = decoded.params;

@@ -80,8 +80,10 @@ void WriteSeedRun(const SeedRun& seed, uint8_t index, const fs::path& corpus) {
   std::vector<ShardedStateDict> dicts;
   Die(target->target().framework().ToStateDicts(run.layout, states, run.sharding, &dicts));
   GlobalSignature signature;
-  for (size_t r = 0; r < dicts.size(); ++r) signature.ranks.push_back(SignatureOf(r, dicts[r], true));
-  Write(corpus / "signature_fuzzer_seed_corpus", seed.name + ".json", SignatureToJson(signature).dump());
+  for (size_t r = 0; r < dicts.size(); ++r)
+    signature.ranks.push_back(SignatureOf(r, dicts[r], true));
+  Write(corpus / "signature_fuzzer_seed_corpus", seed.name + ".json",
+        SignatureToJson(signature).dump());
 
   const fs::path common = corpus / "common_state_fuzzer_seed_corpus";
   Write(common, seed.name + "_common.json", dicts[0].common.dump());
@@ -94,22 +96,65 @@ void WriteSeedRun(const SeedRun& seed, uint8_t index, const fs::path& corpus) {
 // Job stories for op_sequence_fuzzer (op_input.h): the run seeds pick small generated runs.
 void WriteOpSequences(const fs::path& corpus) {
   const fs::path dir = corpus / "op_sequence_fuzzer_seed_corpus";
-  Write(dir, "train_save_restart", OpInputWriter().Run(1, 10).Train(2).Save(false, false).Train(1)
-                                       .RestartSame().Train(1).Finish());
-  Write(dir, "async_save_finalize_crash", OpInputWriter().Run(2, 20).Train(1).Save(true, true)
-                                              .Train(2).Finalize().Crash(5).RestartSame().Finish());
+  Write(dir, "train_save_restart",
+        OpInputWriter()
+            .Run(1, 10)
+            .Train(2)
+            .Save(false, false)
+            .Train(1)
+            .RestartSame()
+            .Train(1)
+            .Finish());
+  Write(dir, "async_save_finalize_crash",
+        OpInputWriter()
+            .Run(2, 20)
+            .Train(1)
+            .Save(true, true)
+            .Train(2)
+            .Finalize()
+            .Crash(5)
+            .RestartSame()
+            .Finish());
   Write(dir, "crash_after_save_other_layout",
         OpInputWriter().Run(3, 30).Train(3).Crash(-1).RestartOther(true, 11, 0).Train(1).Finish());
-  Write(dir, "rerun_fault_save_exit", OpInputWriter().Run(4, 40).Train(2).RerunFault()
-                                          .Save(false, false).RestartSame().Train(1).Finish());
-  Write(dir, "freeze_cached_plan", OpInputWriter().Run(5, 50).Train(1).Save(false, true).Freeze(0, 1)
-                                       .Train(1).Save(false, true).RestartSame().Finish());
-  Write(dir, "add_parameter_flags", OpInputWriter().Run(6, 60).Train(2).Save(true, false).Train(1)
-                                        .RestartAddParameter(0, true).Save(false, false)
-                                        .RestartOther(false, 7, 0x06).Finish());
-  Write(dir, "pending_async_lost_in_crash", OpInputWriter().Run(7, 70).Save(false, false).Train(1)
-                                                .Save(true, false).Crash(0).RestartOther(true, 3, 0x20)
-                                                .Finish());
+  Write(dir, "rerun_fault_save_exit",
+        OpInputWriter()
+            .Run(4, 40)
+            .Train(2)
+            .RerunFault()
+            .Save(false, false)
+            .RestartSame()
+            .Train(1)
+            .Finish());
+  Write(dir, "freeze_cached_plan",
+        OpInputWriter()
+            .Run(5, 50)
+            .Train(1)
+            .Save(false, true)
+            .Freeze(0, 1)
+            .Train(1)
+            .Save(false, true)
+            .RestartSame()
+            .Finish());
+  Write(dir, "add_parameter_flags",
+        OpInputWriter()
+            .Run(6, 60)
+            .Train(2)
+            .Save(true, false)
+            .Train(1)
+            .RestartAddParameter(0, true)
+            .Save(false, false)
+            .RestartOther(false, 7, 0x06)
+            .Finish());
+  Write(dir, "pending_async_lost_in_crash",
+        OpInputWriter()
+            .Run(7, 70)
+            .Save(false, false)
+            .Train(1)
+            .Save(true, false)
+            .Crash(0)
+            .RestartOther(true, 3, 0x20)
+            .Finish());
 }
 
 }  // namespace

@@ -12,17 +12,20 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ckptspec;
   GlobalSignature signature;
-  if (!ParseSignature(std::string_view(reinterpret_cast<const char*>(data), size), &signature).ok()) {
+  if (!ParseSignature(std::string_view(reinterpret_cast<const char*>(data), size), &signature)
+           .ok()) {
     return 0;
   }
   CheckShardingIntegrity(signature);
   CheckKeyInjectivity(signature);
   CheckCommonState(signature);
-  CKPTSPEC_FUZZ_CHECK(DiffStructure(signature, signature).empty(), "a signature differs from itself");
+  CKPTSPEC_FUZZ_CHECK(DiffStructure(signature, signature).empty(),
+                      "a signature differs from itself");
   GlobalSignature again;
   CKPTSPEC_FUZZ_CHECK(SignatureFromJson(SignatureToJson(signature), &again).ok(),
                       "a written signature does not parse");
   std::string difference;
-  CKPTSPEC_FUZZ_CHECK(SameSignature(signature, again, &difference), "signature does not round-trip");
+  CKPTSPEC_FUZZ_CHECK(SameSignature(signature, again, &difference),
+                      "signature does not round-trip");
   return 0;
 }

@@ -26,9 +26,10 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
     OptimizerConfig& o = c.optimizer;
     o.step_counter = *rc::gen::elementOf(
         std::vector<StepCounter>{StepCounter::kPerParameter, StepCounter::kPerGroup});
-    o.chaining = model.num_experts > 0
-                     ? *rc::gen::elementOf(std::vector<Chaining>{Chaining::kSingle, Chaining::kDenseExpert})
-                     : Chaining::kSingle;
+    o.chaining =
+        model.num_experts > 0
+            ? *rc::gen::elementOf(std::vector<Chaining>{Chaining::kSingle, Chaining::kDenseExpert})
+            : Chaining::kSingle;
     o.cpu_offload_fraction = *rc::gen::elementOf(std::vector<double>{0.0, 0.5, 1.0});
     if (*rc::gen::inRange(0, 3) == 0) {
       o.grouping.lr_mult_overrides.push_back(
@@ -46,7 +47,8 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
     if (s.lr_decay_style == LrDecayStyle::kWSD) s.wsd_decay_steps = s.lr_decay_steps / 2;
     s.init_lr = s.lr_warmup_steps > 0 ? 1e-5 : 0.0;
     if (*rc::gen::inRange(0, 3) == 0) {
-      s.wd_incr_style = *rc::gen::elementOf(std::vector<WdIncrStyle>{WdIncrStyle::kLinear, WdIncrStyle::kCosine});
+      s.wd_incr_style =
+          *rc::gen::elementOf(std::vector<WdIncrStyle>{WdIncrStyle::kLinear, WdIncrStyle::kCosine});
       s.start_wd = 0.01;
       s.end_wd = 0.1;
       s.wd_incr_steps = s.lr_decay_steps;
@@ -55,9 +57,11 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
     DataConfig& d = c.data;
     d.dp_size = layout.dp();
     d.micro_batch_size = *rc::gen::elementOf(std::vector<int64_t>{1, 2});
-    d.global_batch_size = d.micro_batch_size * d.dp_size * *rc::gen::elementOf(std::vector<int64_t>{1, 2, 3});
+    d.global_batch_size =
+        d.micro_batch_size * d.dp_size * *rc::gen::elementOf(std::vector<int64_t>{1, 2, 3});
     // Few samples, so that runs cross epoch boundaries.
-    d.num_samples = d.global_batch_size * *rc::gen::inRange<int64_t>(1, 4) + *rc::gen::inRange<int64_t>(0, 3);
+    d.num_samples =
+        d.global_batch_size * *rc::gen::inRange<int64_t>(1, 4) + *rc::gen::inRange<int64_t>(0, 3);
     d.shuffle = *rc::gen::elementOf(std::vector<bool>{true, false});
     d.seed = *rc::gen::inRange<uint64_t>(1, 1000);
 
@@ -99,7 +103,9 @@ rc::Gen<LoadFlags> LoadFlagsGen(bool allow_conflict) {
 
 }  // namespace gen
 
-void showValue(const TrainingConfig& config, std::ostream& os) { os << DescribeTrainingConfig(config); }
+void showValue(const TrainingConfig& config, std::ostream& os) {
+  os << DescribeTrainingConfig(config);
+}
 void showValue(const LoadFlags& flags, std::ostream& os) { os << DescribeLoadFlags(flags); }
 void showValue(LrDecayStyle style, std::ostream& os) { os << LrDecayStyleName(style); }
 void showValue(IdentityField field, std::ostream& os) { os << IdentityFieldName(field); }

@@ -103,8 +103,9 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
     // worlds are common, large ones reachable, and shrinking the tier shrinks the world.
     std::vector<size_t> tier_ends;  // all[0, tier_ends[t]) has world <= 4 * 2^t
     for (int64_t tier = 4;; tier *= 2) {
-      const auto end = std::upper_bound(all->begin(), all->end(), tier,
-                                        [](int64_t w, const SizedLayout& l) { return w < l.world; });
+      const auto end =
+          std::upper_bound(all->begin(), all->end(), tier,
+                           [](int64_t w, const SizedLayout& l) { return w < l.world; });
       tier_ends.push_back(static_cast<size_t>(end - all->begin()));
       if (end == all->end()) break;
     }

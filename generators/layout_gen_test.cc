@@ -33,7 +33,8 @@ RC_GTEST_PROP(LayoutGen, LayoutForFitsTheModel, ()) {
   const LayoutAndModel lm = *gen::LayoutAndModelUpTo(32);
   const Layout other = *gen::LayoutFor(lm.model, 32);
   RC_CLASSIFY(!(other.tp() == lm.layout.tp() && other.pp() == lm.layout.pp() &&
-                other.dp() == lm.layout.dp()), "layout changed");
+                other.dp() == lm.layout.dp()),
+              "layout changed");
   RC_ASSERT(ValidateModelForLayout(lm.model, other).ok());
 }
 

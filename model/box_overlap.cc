@@ -63,7 +63,8 @@ class ActiveIntervals {
   // Appends to *out every active box whose interval on the axis meets [lo, hi).
   void Meeting(int64_t lo, int64_t hi, std::vector<size_t>* out) const {
     // Slots [0, end) hold the boxes starting before hi.
-    const size_t end = std::lower_bound(sorted_lo_.begin(), sorted_lo_.end(), hi) - sorted_lo_.begin();
+    const size_t end =
+        std::lower_bound(sorted_lo_.begin(), sorted_lo_.end(), hi) - sorted_lo_.begin();
     if (end == 0) return;
     // Depth-first, right child pushed first: at most one pending sibling per level.
     Node stack[2 * 64 + 2];
@@ -99,8 +100,8 @@ class ActiveIntervals {
 
   const BoxBounds& boxes_;
   size_t axis_;
-  std::vector<size_t> slot_of_;    // box -> slot
-  std::vector<size_t> box_at_;     // slot -> box
+  std::vector<size_t> slot_of_;     // box -> slot
+  std::vector<size_t> box_at_;      // slot -> box
   std::vector<int64_t> sorted_lo_;  // slot -> the box's lower bound on the axis
   size_t leaves_ = 1;
   std::vector<int64_t> max_;  // the tree, root at 1, leaves at [leaves_, 2 * leaves_)
@@ -129,7 +130,8 @@ SweepAxes ChooseSweepAxes(const BoxBounds& boxes) {
 
 void ForEachOverlap(const BoxBounds& boxes, size_t sweep_axis,
                     const std::function<bool(size_t k, size_t i)>& visit) {
-  const std::vector<size_t> counts = boxes.size() < 2 ? std::vector<size_t>() : DistinctLowerBounds(boxes);
+  const std::vector<size_t> counts =
+      boxes.size() < 2 ? std::vector<size_t>() : DistinctLowerBounds(boxes);
   ForEachOverlap(boxes, SweepAxes{sweep_axis, MostDistinct(counts, sweep_axis, sweep_axis)}, visit);
 }
 

@@ -21,7 +21,8 @@ std::vector<Pair> OracleOverlaps(const BoxBounds& boxes, size_t sweep_axis, size
       if (boxes.Hi(k, sweep_axis) <= boxes.Lo(i, sweep_axis)) continue;  // left behind
       bool meet = true;
       for (size_t a = 0; a < boxes.rank; ++a) {
-        meet = meet && std::max(boxes.Lo(k, a), boxes.Lo(i, a)) < std::min(boxes.Hi(k, a), boxes.Hi(i, a));
+        meet = meet &&
+               std::max(boxes.Lo(k, a), boxes.Lo(i, a)) < std::min(boxes.Hi(k, a), boxes.Hi(i, a));
       }
       if (!meet) continue;
       if (out.size() == limit) return out;

@@ -108,7 +108,8 @@ Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, ShardedState
     if (it == tensors.end()) return Status::NotFound("missing tensor '" + t.spec.key + "'");
     CKPTSPEC_RETURN_IF_ERROR(FillTensorFromChunks(it->second, &t));
   }
-  for (ShardedObject& o : request->objects) CKPTSPEC_RETURN_IF_ERROR(FillObjectFromSaved(objects, &o));
+  for (ShardedObject& o : request->objects)
+    CKPTSPEC_RETURN_IF_ERROR(FillObjectFromSaved(objects, &o));
   request->common = saved.empty() ? nlohmann::json::object() : saved.front().common;
   return Status::OK();
 }

@@ -75,10 +75,13 @@ CKPTSPEC_HD inline float ContentUnitFloat(uint64_t bits) {
 // The element's bits in `dtype` given its ContentBits word.
 CKPTSPEC_HD inline uint64_t ContentElementFromBits(DType dtype, uint64_t bits) {
   switch (dtype) {
-    case DType::kInt32: return bits & 0xFFFFFFFFull;
-    case DType::kInt64: return bits;
+    case DType::kInt32:
+      return bits & 0xFFFFFFFFull;
+    case DType::kInt64:
+      return bits;
     // == EncodeFloat(dtype, ContentUnitFloat(bits)), by a branch-free path (content_encode.h).
-    default: return EncodeContentUnit(dtype, bits);
+    default:
+      return EncodeContentUnit(dtype, bits);
   }
 }
 

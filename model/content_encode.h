@@ -70,12 +70,18 @@ CKPTSPEC_HD inline uint32_t EncodeUnitNarrow(int32_t r) {
 CKPTSPEC_HD inline uint64_t EncodeContentUnit(DType dtype, uint64_t bits) {
   const int32_t r = ContentUnitNumerator(bits);
   switch (dtype) {
-    case DType::kFloat32: return FloatToBits(static_cast<float>(r) * (1.0f / 8388608.0f));
-    case DType::kBFloat16: return detail::EncodeUnitNarrow<8, 7, true>(r);
-    case DType::kFloat16: return detail::EncodeUnitNarrow<5, 10, true>(r);
-    case DType::kFloat8E4M3: return detail::EncodeUnitNarrow<4, 3, false>(r);
-    case DType::kFloat8E5M2: return detail::EncodeUnitNarrow<5, 2, true>(r);
-    default: return EncodeFloat(dtype, static_cast<float>(r) * (1.0f / 8388608.0f));
+    case DType::kFloat32:
+      return FloatToBits(static_cast<float>(r) * (1.0f / 8388608.0f));
+    case DType::kBFloat16:
+      return detail::EncodeUnitNarrow<8, 7, true>(r);
+    case DType::kFloat16:
+      return detail::EncodeUnitNarrow<5, 10, true>(r);
+    case DType::kFloat8E4M3:
+      return detail::EncodeUnitNarrow<4, 3, false>(r);
+    case DType::kFloat8E5M2:
+      return detail::EncodeUnitNarrow<5, 2, true>(r);
+    default:
+      return EncodeFloat(dtype, static_cast<float>(r) * (1.0f / 8388608.0f));
   }
 }
 

@@ -52,9 +52,9 @@ TEST(ContentEncode, ElementBitsUseTheExactPath) {
 TEST(ContentEncode, Edges) {
   auto word = [](int64_t r) { return static_cast<uint64_t>(r + (int64_t{1} << 23)) << 40; };
   EXPECT_EQ(EncodeContentUnit(DType::kBFloat16, word(0)), 0u);
-  EXPECT_EQ(EncodeContentUnit(DType::kBFloat16, word(-(int64_t{1} << 23))), 0xBF80u);  // -1
+  EXPECT_EQ(EncodeContentUnit(DType::kBFloat16, word(-(int64_t{1} << 23))), 0xBF80u);    // -1
   EXPECT_EQ(EncodeContentUnit(DType::kFloat16, word((int64_t{1} << 23) - 1)), 0x3C00u);  // 1.0
-  EXPECT_EQ(EncodeContentUnit(DType::kFloat16, word(1)), 0x0002u);                      // 2^-23
+  EXPECT_EQ(EncodeContentUnit(DType::kFloat16, word(1)), 0x0002u);                       // 2^-23
   EXPECT_EQ(EncodeContentUnit(DType::kFloat8E4M3, word(int64_t{1} << 13)), 0x00u);  // 2^-10 tie
   EXPECT_EQ(EncodeContentUnit(DType::kFloat8E4M3, word(3 << 13)), 0x02u);  // 1.5 * 2^-9 tie -> 2
   EXPECT_EQ(EncodeContentUnit(DType::kFloat8E5M2, word(-(int64_t{1} << 7))), 0x81u);  // -2^-16

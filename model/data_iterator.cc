@@ -38,8 +38,8 @@ std::vector<int64_t> Permutation(uint64_t seed, int64_t epoch, int64_t n) {
   std::iota(perm.begin(), perm.end(), int64_t{0});
   const uint64_t stream = Mix64(kShuffleDomain ^ Mix64(static_cast<uint64_t>(epoch)));
   for (int64_t i = n - 1; i >= 1; --i) {
-    const uint64_t j = ContentBits(seed, stream, static_cast<uint64_t>(i)) %
-                       static_cast<uint64_t>(i + 1);
+    const uint64_t j =
+        ContentBits(seed, stream, static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1);
     std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
   }
   return perm;
@@ -128,10 +128,10 @@ Status ResumeDataIterator(const DataConfig& c, const DataIteratorState& saved,
                               std::to_string(saved.consumed_samples) + " is negative");
   }
   if (saved.epoch != saved.consumed_samples / c.num_samples) {
-    return Status::Corruption("data iterator: epoch = " + std::to_string(saved.epoch) +
-                              " is inconsistent with consumed_samples = " +
-                              std::to_string(saved.consumed_samples) + " over " +
-                              std::to_string(c.num_samples) + " samples");
+    return Status::Corruption(
+        "data iterator: epoch = " + std::to_string(saved.epoch) +
+        " is inconsistent with consumed_samples = " + std::to_string(saved.consumed_samples) +
+        " over " + std::to_string(c.num_samples) + " samples");
   }
   if (saved.seed != c.seed) {
     return Status::InvalidArgument("data iterator: saved seed " + std::to_string(saved.seed) +

@@ -73,8 +73,8 @@ RC_GTEST_PROP(DataIterator, ResumeContinuesTheExactSequence, ()) {
   c.global_batch_size = c.micro_batch_size * c.dp_size * *rc::gen::inRange<int64_t>(1, 4);
   c.seed = *rc::gen::arbitrary<uint64_t>();
   const int k = *rc::gen::inRange(0, 12), m = *rc::gen::inRange(1, 12);
-  RC_LOG() << "N=" << c.num_samples << " gbs=" << c.global_batch_size << " k=" << k
-           << " m=" << m << "\n";
+  RC_LOG() << "N=" << c.num_samples << " gbs=" << c.global_batch_size << " k=" << k << " m=" << m
+           << "\n";
   DataIteratorState straight = InitialDataIterator(c);
   std::vector<int64_t> expected;
   for (int i = 0; i < k + m; ++i) {

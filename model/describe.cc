@@ -17,8 +17,8 @@ std::string DescribeModel(const ModelConfig& m) {
   os << ", hidden " << m.hidden_size << ", heads " << m.num_attention_heads << "/"
      << m.query_groups() << " groups, ffn " << m.ffn() << ", vocab " << m.vocab_size;
   if (m.num_experts > 0) {
-    os << ", " << m.num_experts << " experts (ffn " << m.moe_ffn() << ", every "
-       << m.moe_layer_freq << " layer)";
+    os << ", " << m.num_experts << " experts (ffn " << m.moe_ffn() << ", every " << m.moe_layer_freq
+       << " layer)";
   }
   os << (m.tie_embeddings ? ", tied" : ", untied") << (m.gated_linear_unit ? ", glu" : "")
      << (m.add_bias ? ", bias" : "") << ", " << DTypeName(m.params_dtype);
@@ -45,12 +45,15 @@ std::string DescribeTrainingConfig(const TrainingConfig& c) {
   std::ostringstream os;
   os << "model " << DescribeModel(c.model) << "; seed " << c.seed << "; optimizer "
      << (c.optimizer.chaining == Chaining::kDenseExpert ? "dense+expert chained" : "single")
-     << ", step per " << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "parameter");
-  if (c.optimizer.cpu_offload_fraction > 0) os << ", cpu offload " << c.optimizer.cpu_offload_fraction;
+     << ", step per "
+     << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "parameter");
+  if (c.optimizer.cpu_offload_fraction > 0)
+    os << ", cpu offload " << c.optimizer.cpu_offload_fraction;
   for (const auto& o : c.optimizer.grouping.lr_mult_overrides) {
     os << ", lr_mult " << o.lr_mult << " for *" << o.name_contains << "*";
   }
-  if (c.optimizer.grouping.decoupled_lr) os << ", decoupled lr " << *c.optimizer.grouping.decoupled_lr;
+  if (c.optimizer.grouping.decoupled_lr)
+    os << ", decoupled lr " << *c.optimizer.grouping.decoupled_lr;
   os << "; scheduler " << LrDecayStyleName(c.scheduler.lr_decay_style) << " warmup "
      << c.scheduler.lr_warmup_steps << " decay " << c.scheduler.lr_decay_steps << "; data "
      << c.data.num_samples << " samples, gbs " << c.data.global_batch_size << ", mbs "

@@ -4,13 +4,20 @@ namespace ckptspec {
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "fp32";
-    case DType::kBFloat16: return "bf16";
-    case DType::kFloat16: return "fp16";
-    case DType::kFloat8E4M3: return "fp8_e4m3";
-    case DType::kFloat8E5M2: return "fp8_e5m2";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
+    case DType::kFloat32:
+      return "fp32";
+    case DType::kBFloat16:
+      return "bf16";
+    case DType::kFloat16:
+      return "fp16";
+    case DType::kFloat8E4M3:
+      return "fp8_e4m3";
+    case DType::kFloat8E5M2:
+      return "fp8_e5m2";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
   }
   return "unknown";
 }

@@ -25,21 +25,27 @@ enum class DType : uint8_t {
 };
 
 inline constexpr int kNumDTypes = 7;
-inline constexpr DType kAllDTypes[kNumDTypes] = {DType::kFloat32,    DType::kBFloat16,
-                                                 DType::kFloat16,    DType::kFloat8E4M3,
-                                                 DType::kFloat8E5M2, DType::kInt32,
-                                                 DType::kInt64};
+inline constexpr DType kAllDTypes[kNumDTypes] = {
+    DType::kFloat32,    DType::kBFloat16, DType::kFloat16, DType::kFloat8E4M3,
+    DType::kFloat8E5M2, DType::kInt32,    DType::kInt64};
 
 // Bytes per element.
 CKPTSPEC_HD constexpr int DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return 4;
-    case DType::kBFloat16: return 2;
-    case DType::kFloat16: return 2;
-    case DType::kFloat8E4M3: return 1;
-    case DType::kFloat8E5M2: return 1;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
+    case DType::kFloat32:
+      return 4;
+    case DType::kBFloat16:
+      return 2;
+    case DType::kFloat16:
+      return 2;
+    case DType::kFloat8E4M3:
+      return 1;
+    case DType::kFloat8E5M2:
+      return 1;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
   }
   return 0;
 }

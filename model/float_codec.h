@@ -141,11 +141,16 @@ using Float8E5M2Codec = detail::NarrowFloat<5, 2, true>;
 // truncated toward zero and saturated; NaN gives 0.
 CKPTSPEC_HD inline uint64_t EncodeFloat(DType dtype, float f) {
   switch (dtype) {
-    case DType::kFloat32: return FloatToBits(f);
-    case DType::kBFloat16: return BFloat16Codec::Encode(f);
-    case DType::kFloat16: return Float16Codec::Encode(f);
-    case DType::kFloat8E4M3: return Float8E4M3Codec::Encode(f);
-    case DType::kFloat8E5M2: return Float8E5M2Codec::Encode(f);
+    case DType::kFloat32:
+      return FloatToBits(f);
+    case DType::kBFloat16:
+      return BFloat16Codec::Encode(f);
+    case DType::kFloat16:
+      return Float16Codec::Encode(f);
+    case DType::kFloat8E4M3:
+      return Float8E4M3Codec::Encode(f);
+    case DType::kFloat8E5M2:
+      return Float8E5M2Codec::Encode(f);
     case DType::kInt32: {
       if (!(f == f)) return 0;
       if (f >= 2147483647.0f) return 0x7FFFFFFFu;
@@ -166,13 +171,20 @@ CKPTSPEC_HD inline uint64_t EncodeFloat(DType dtype, float f) {
 // value (exact for int32; int64 beyond 2^53 rounds).
 CKPTSPEC_HD inline double DecodeToDouble(DType dtype, uint64_t bits) {
   switch (dtype) {
-    case DType::kFloat32: return BitsToFloat(static_cast<uint32_t>(bits));
-    case DType::kBFloat16: return BFloat16Codec::Decode(static_cast<uint32_t>(bits));
-    case DType::kFloat16: return Float16Codec::Decode(static_cast<uint32_t>(bits));
-    case DType::kFloat8E4M3: return Float8E4M3Codec::Decode(static_cast<uint32_t>(bits));
-    case DType::kFloat8E5M2: return Float8E5M2Codec::Decode(static_cast<uint32_t>(bits));
-    case DType::kInt32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
-    case DType::kInt64: return static_cast<double>(static_cast<int64_t>(bits));
+    case DType::kFloat32:
+      return BitsToFloat(static_cast<uint32_t>(bits));
+    case DType::kBFloat16:
+      return BFloat16Codec::Decode(static_cast<uint32_t>(bits));
+    case DType::kFloat16:
+      return Float16Codec::Decode(static_cast<uint32_t>(bits));
+    case DType::kFloat8E4M3:
+      return Float8E4M3Codec::Decode(static_cast<uint32_t>(bits));
+    case DType::kFloat8E5M2:
+      return Float8E5M2Codec::Decode(static_cast<uint32_t>(bits));
+    case DType::kInt32:
+      return static_cast<int32_t>(static_cast<uint32_t>(bits));
+    case DType::kInt64:
+      return static_cast<double>(static_cast<int64_t>(bits));
   }
   return 0;
 }

@@ -39,8 +39,8 @@ TEST(FloatCodec, KnownValues) {
   EXPECT_EQ(Float8E4M3Codec::Decode(0x7E), 448.0f);
   EXPECT_TRUE(std::isnan(Float8E4M3Codec::Decode(0x7F)));
   EXPECT_EQ(Float8E4M3Codec::Decode(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
-  EXPECT_EQ(Float8E4M3Codec::Encode(464.0f), 0x7Eu);                 // tie rounds to even (448)
-  EXPECT_EQ(Float8E4M3Codec::Encode(470.0f), 0x7Fu);                 // overflow -> NaN
+  EXPECT_EQ(Float8E4M3Codec::Encode(464.0f), 0x7Eu);               // tie rounds to even (448)
+  EXPECT_EQ(Float8E4M3Codec::Encode(470.0f), 0x7Fu);               // overflow -> NaN
   EXPECT_EQ(Float8E4M3Codec::Encode(std::numeric_limits<float>::infinity()), 0x7Fu);
   EXPECT_EQ(Float8E5M2Codec::Decode(0x7B), 57344.0f);
   EXPECT_EQ(Float8E5M2Codec::Encode(61440.0f), 0x7Cu);  // tie to even carries into inf

@@ -189,8 +189,8 @@ Status JsonField::GetNonNegativeInt64(int64_t* out) const {
 
 Status JsonField::GetUint64(uint64_t* out) const {
   if (!present()) return Absent();
-  const bool non_negative = value_->is_number_unsigned() ||
-                            (value_->is_number_integer() && value_->get<int64_t>() >= 0);
+  const bool non_negative =
+      value_->is_number_unsigned() || (value_->is_number_integer() && value_->get<int64_t>() >= 0);
   if (non_negative) {
     *out = value_->get<uint64_t>();
     return Status::OK();

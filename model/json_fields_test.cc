@@ -84,8 +84,9 @@ TEST(JsonField, AStreamedValueStartsAtItsPath) {
   ASSERT_TRUE(ParseJsonStreamed(kDocument.dump(), JsonLimits(), &reader, &top).ok());
   EXPECT_EQ(reader.paths, (std::vector<std::string>{"tensors[0]", "tensors[1]"}));
   EXPECT_EQ(reader.errors,
-            (std::vector<std::string>{"", "tensors[1].chunks[0].offset: expected an array of "
-                                          "non-negative integers, got \"x\""}));
+            (std::vector<std::string>{"",
+                                      "tensors[1].chunks[0].offset: expected an array of "
+                                      "non-negative integers, got \"x\""}));
   // The root of a streamed document is "(root)".
   const JsonField root(top);
   EXPECT_EQ(root.Path(), "(root)");
@@ -158,7 +159,8 @@ TEST(JsonField, AnOptionalMemberLeftOutReadsAsNothing) {
   EXPECT_TRUE(gone.ForEachElement([&](const JsonField&) {
                     ++calls;
                     return Status::OK();
-                  }).ok());
+                  })
+                  .ok());
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(i, 5);
   EXPECT_EQ(u, 6u);
@@ -386,9 +388,12 @@ TEST(JsonField, GetNonNegativeInt64Array) {
 }
 
 bool ParseColor(const std::string& name, int* out) {
-  if (name == "red") *out = 1;
-  else if (name == "blue") *out = 2;
-  else return false;
+  if (name == "red")
+    *out = 1;
+  else if (name == "blue")
+    *out = 2;
+  else
+    return false;
   return true;
 }
 

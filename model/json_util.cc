@@ -16,11 +16,11 @@ using nlohmann::json;
 // element being read) and where its values go.
 struct JsonPath::Level {
   bool is_object = false;
-  std::string key;      // objects: the member being read
-  uint64_t index = 0;   // arrays: the element being read
-  json* container = nullptr;  // where kept values go; null while skipping
-  json* slot = nullptr;       // objects: the kept member being read, made when its key is read
-  bool kept = false;          // part of the tree handed back (not of a streamed value)
+  std::string key;                 // objects: the member being read
+  uint64_t index = 0;              // arrays: the element being read
+  json* container = nullptr;       // where kept values go; null while skipping
+  json* slot = nullptr;            // objects: the kept member being read, made when its key is read
+  bool kept = false;               // part of the tree handed back (not of a streamed value)
   std::unique_ptr<json> streamed;  // the value this level is the root of, when it is streamed
   // Objects: names of the members that are not in *container (streamed, skipped, or all of them
   // while skipping), so that a duplicate among them is still found. Small objects search the
@@ -189,8 +189,8 @@ class JsonTreeBuilder {
                    const nlohmann::detail::exception& error) {
     if (error.id == 406) {  // out_of_range.406: a number beyond a double
       const size_t start = position >= last_token.size() ? position - last_token.size() : 0;
-      return Fail(Path() + ": number " + Shortened(last_token) + " is out of range of a double at " +
-                  Position(text_, start));
+      return Fail(Path() + ": number " + Shortened(last_token) +
+                  " is out of range of a double at " + Position(text_, start));
     }
     // "[json.exception.parse_error.101] parse error at line 1, column 47: syntax error ..."
     std::string what = error.what();
@@ -219,7 +219,8 @@ class JsonTreeBuilder {
   // unless the text ended with it.
   size_t NumberStart(const std::string& token) const {
     size_t end = ReadTo();
-    if (end < text_.size() || text_.compare(end - std::min(end, token.size()), token.size(), token) != 0) {
+    if (end < text_.size() ||
+        text_.compare(end - std::min(end, token.size()), token.size(), token) != 0) {
       --end;
     }
     return end >= token.size() ? end - token.size() : 0;
@@ -282,7 +283,7 @@ class JsonTreeBuilder {
   bool Account(const json& value) {
     const JsonPath::Level* parent = levels_.empty() ? nullptr : &levels_.back();
     if (parent != nullptr && !parent->kept) return true;
-    uint64_t cost = parent == nullptr ? 0
+    uint64_t cost = parent == nullptr   ? 0
                     : parent->is_object ? kMemberBytes + HeapBytes(parent->key)
                                         : kElementBytes;
     if (value.is_string()) {
@@ -400,7 +401,9 @@ const std::string& JsonPath::Key(size_t level) const {
   static const std::string kNone;
   return IsIndex(level) ? kNone : (*levels_)[level].key;
 }
-uint64_t JsonPath::Index(size_t level) const { return IsIndex(level) ? (*levels_)[level].index : 0; }
+uint64_t JsonPath::Index(size_t level) const {
+  return IsIndex(level) ? (*levels_)[level].index : 0;
+}
 std::string JsonPath::ToString() const { return RenderPath(*levels_, levels_->size()); }
 
 bool JsonPath::Matches(std::initializer_list<std::string_view> pattern) const {
@@ -413,12 +416,12 @@ bool JsonPath::Matches(std::initializer_list<std::string_view> pattern) const {
   return true;
 }
 
-Status ParseJsonStreamed(std::string_view text, const JsonLimits& limits, JsonStreamHandler* handler,
-                         json* out) {
+Status ParseJsonStreamed(std::string_view text, const JsonLimits& limits,
+                         JsonStreamHandler* handler, json* out) {
   if (text.size() > limits.max_bytes) {
     return Status::InvalidArgument("JSON text of " + std::to_string(text.size()) +
-                                   " bytes exceeds the limit of " + std::to_string(limits.max_bytes) +
-                                   " bytes");
+                                   " bytes exceeds the limit of " +
+                                   std::to_string(limits.max_bytes) + " bytes");
   }
   try {
     json root;
@@ -505,16 +508,25 @@ std::string JsonPreview(const nlohmann::json& value, size_t max_chars) {
 
 const char* JsonTypeName(const nlohmann::json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return "boolean";
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "integer";
-    case nlohmann::json::value_t::number_float: return "float";
-    case nlohmann::json::value_t::string: return "string";
-    case nlohmann::json::value_t::array: return "array";
-    case nlohmann::json::value_t::object: return "object";
-    case nlohmann::json::value_t::binary: return "binary";
-    case nlohmann::json::value_t::discarded: return "discarded";
+    case nlohmann::json::value_t::number_unsigned:
+      return "integer";
+    case nlohmann::json::value_t::number_float:
+      return "float";
+    case nlohmann::json::value_t::string:
+      return "string";
+    case nlohmann::json::value_t::array:
+      return "array";
+    case nlohmann::json::value_t::object:
+      return "object";
+    case nlohmann::json::value_t::binary:
+      return "binary";
+    case nlohmann::json::value_t::discarded:
+      return "discarded";
   }
   return "unknown";
 }

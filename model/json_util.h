@@ -99,8 +99,8 @@ class JsonStreamHandler {
 // ParseJson with a handler: *out receives the document without its streamed and skipped values.
 // Limits and checks (depth, duplicate keys, numbers, syntax) apply to the whole text, skipped parts
 // included; the memory kept is the tree of kept values and the open containers' keys.
-Status ParseJsonStreamed(std::string_view text, const JsonLimits& limits, JsonStreamHandler* handler,
-                         nlohmann::json* out);
+Status ParseJsonStreamed(std::string_view text, const JsonLimits& limits,
+                         JsonStreamHandler* handler, nlohmann::json* out);
 
 // A short rendering of `value` for messages: scalars as JSON (strings quoted), containers up to a
 // few levels and members, the whole cut to about `max_chars` characters with "..." when shortened.

@@ -46,7 +46,8 @@ TEST(ParseJson, NestingUpToTheLimitIsRead) {
   const Status s = Parse(Nested(9, "[", "]"), &j, limits);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), "[0][0][0][0][0][0][0][0]: nests deeper than 8 levels at byte 9, line 1, column 9");
+  EXPECT_EQ(s.message(),
+            "[0][0][0][0][0][0][0][0]: nests deeper than 8 levels at byte 9, line 1, column 9");
 }
 
 TEST(ParseJson, HundredThousandDeepArraysAreRefusedWithoutRecursion) {
@@ -61,7 +62,8 @@ TEST(ParseJson, HundredThousandDeepArraysAreRefusedWithoutRecursion) {
 TEST(ParseJson, TwoHundredThousandDeepObjectsAreRefusedWithoutRecursion) {
   const Status s = Parse(R"({"common": )" + Nested(200000, R"({"a": )", "}") + "}");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("common.a.a.a.a.a...a.a.a.a.a.a: nests deeper than"), std::string::npos)
+  EXPECT_NE(s.message().find("common.a.a.a.a.a...a.a.a.a.a.a: nests deeper than"),
+            std::string::npos)
       << s.message();
   // The same text, streamed and skipped, is refused the same way.
   struct SkipAll : JsonStreamHandler {
@@ -69,8 +71,8 @@ TEST(ParseJson, TwoHundredThousandDeepObjectsAreRefusedWithoutRecursion) {
     Status Take(const JsonPath&, json&&) override { return Status::OK(); }
   } skip;
   json j;
-  const Status streamed = ParseJsonStreamed(R"({"common": )" + Nested(200000, R"({"a": )", "}") + "}",
-                                            JsonLimits(), &skip, &j);
+  const Status streamed = ParseJsonStreamed(
+      R"({"common": )" + Nested(200000, R"({"a": )", "}") + "}", JsonLimits(), &skip, &j);
   EXPECT_EQ(streamed.message(), s.message());
 }
 
@@ -114,20 +116,24 @@ TEST(ParseJson, SyntaxErrorsNameTheirByteLineAndColumn) {
 
 TEST(ParseJson, NumbersBeyondADoubleAreRefused) {
   Status s = Parse(R"({"x": [0, 1e400]})");
-  EXPECT_EQ(s.message(), "x[1]: number 1e400 is out of range of a double at byte 11, line 1, column 11");
+  EXPECT_EQ(s.message(),
+            "x[1]: number 1e400 is out of range of a double at byte 11, line 1, column 11");
   s = Parse("-1e400");
-  EXPECT_EQ(s.message(), "(root): number -1e400 is out of range of a double at byte 1, line 1, column 1");
+  EXPECT_EQ(s.message(),
+            "(root): number -1e400 is out of range of a double at byte 1, line 1, column 1");
 }
 
 TEST(ParseJson, IntegersBeyondSixtyFourBitsAreRefused) {
   Status s = Parse(R"({"seed": 99999999999999999999})");
-  EXPECT_EQ(s.message(),
-            "seed: integer 99999999999999999999 is out of range of a 64-bit integer at byte 10, line "
-            "1, column 10");
+  EXPECT_EQ(
+      s.message(),
+      "seed: integer 99999999999999999999 is out of range of a 64-bit integer at byte 10, line "
+      "1, column 10");
   s = Parse("[-9223372036854775809]");
-  EXPECT_EQ(s.message(),
-            "[0]: integer -9223372036854775809 is out of range of a 64-bit integer at byte 2, line 1, "
-            "column 2");
+  EXPECT_EQ(
+      s.message(),
+      "[0]: integer -9223372036854775809 is out of range of a 64-bit integer at byte 2, line 1, "
+      "column 2");
   s = Parse("18446744073709551616");
   EXPECT_EQ(s.message(),
             "(root): integer 18446744073709551616 is out of range of a 64-bit integer at byte 1, "
@@ -147,7 +153,8 @@ TEST(ParseJson, ATreeBeyondItsMemoryBoundIsRefused) {
   JsonLimits limits;
   limits.max_tree_bytes = 127;  // the array (64) and two elements (32 each) do not fit
   const Status s = Parse("[1, 2, 3]", nullptr, limits);
-  EXPECT_EQ(s.message().rfind("[1]: the JSON tree kept in memory exceeds 127 bytes at byte ", 0), 0u)
+  EXPECT_EQ(s.message().rfind("[1]: the JSON tree kept in memory exceeds 127 bytes at byte ", 0),
+            0u)
       << s.message();
   limits.max_tree_bytes = 64 + 3 * 32;
   EXPECT_TRUE(Parse("[1, 2, 3]", nullptr, limits).ok());
@@ -184,8 +191,9 @@ TEST(ParseJsonStreamed, StreamedValuesAreHandedOverAndLeftOut) {
       JsonLimits(), &recorder, &j);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(j, json::parse(R"({"head": 1, "items": [], "tail": [3]})"));
-  EXPECT_EQ(recorder.taken, (std::vector<std::string>{"items[0].parts[0]=7", "items[0].parts[1]=8",
-                                                      R"(items[0]={"k":1,"parts":[]})", "items[1]=2"}));
+  EXPECT_EQ(recorder.taken,
+            (std::vector<std::string>{"items[0].parts[0]=7", "items[0].parts[1]=8",
+                                      R"(items[0]={"k":1,"parts":[]})", "items[1]=2"}));
 }
 
 TEST(ParseJsonStreamed, StreamedValuesDoNotCountAgainstTheTreeBound) {
@@ -225,8 +233,7 @@ TEST(ParseJsonStreamed, ChecksApplyToStreamedAndSkippedParts) {
 TEST(ParseJsonStreamed, AHandlerErrorEndsTheRead) {
   Recorder recorder;
   json j;
-  const Status s =
-      ParseJsonStreamed(R"({"items": [1, "stop", 3]})", JsonLimits(), &recorder, &j);
+  const Status s = ParseJsonStreamed(R"({"items": [1, "stop", 3]})", JsonLimits(), &recorder, &j);
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_EQ(s.message(), "stopped at items[1]");
   EXPECT_EQ(recorder.taken.size(), 2u);

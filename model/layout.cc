@@ -13,26 +13,40 @@ std::string Str(int64_t v) { return std::to_string(v); }
 
 const char* ParallelDimName(ParallelDim dim) {
   switch (dim) {
-    case ParallelDim::kTP: return "tp";
-    case ParallelDim::kCP: return "cp";
-    case ParallelDim::kEP: return "ep";
-    case ParallelDim::kDP: return "dp";
-    case ParallelDim::kPP: return "pp";
+    case ParallelDim::kTP:
+      return "tp";
+    case ParallelDim::kCP:
+      return "cp";
+    case ParallelDim::kEP:
+      return "ep";
+    case ParallelDim::kDP:
+      return "dp";
+    case ParallelDim::kPP:
+      return "pp";
   }
   return "?";
 }
 
 const char* GroupKindName(GroupKind kind) {
   switch (kind) {
-    case GroupKind::kTensor: return "tp";
-    case GroupKind::kPipeline: return "pp";
-    case GroupKind::kData: return "dp";
-    case GroupKind::kContext: return "cp";
-    case GroupKind::kDataContext: return "dp-cp";
-    case GroupKind::kModel: return "mp";
-    case GroupKind::kExpert: return "ep";
-    case GroupKind::kExpertTensor: return "etp";
-    case GroupKind::kExpertData: return "edp";
+    case GroupKind::kTensor:
+      return "tp";
+    case GroupKind::kPipeline:
+      return "pp";
+    case GroupKind::kData:
+      return "dp";
+    case GroupKind::kContext:
+      return "cp";
+    case GroupKind::kDataContext:
+      return "dp-cp";
+    case GroupKind::kModel:
+      return "mp";
+    case GroupKind::kExpert:
+      return "ep";
+    case GroupKind::kExpertTensor:
+      return "etp";
+    case GroupKind::kExpertData:
+      return "edp";
   }
   return "?";
 }
@@ -89,17 +103,16 @@ Layout::Sizes Layout::StridesOf(const Sizes& sizes) const {
 Status Layout::Make(int64_t world_size, const ParallelSizes& s, const RankOrder& order,
                     Layout* out) {
   if (world_size < 1 || world_size > (int64_t{1} << 31)) {
-    return Status::InvalidArgument("world_size = " + Str(world_size) +
-                                   " must be in [1, 2^31]");
+    return Status::InvalidArgument("world_size = " + Str(world_size) + " must be in [1, 2^31]");
   }
   struct Named {
     const char* name;
     int64_t value;
     bool zero_means_default;
   };
-  for (const Named& n : {Named{"tp", s.tp, false}, Named{"pp", s.pp, false},
-                         Named{"dp", s.dp, true}, Named{"cp", s.cp, false},
-                         Named{"ep", s.ep, false}, Named{"etp", s.etp, true}}) {
+  for (const Named& n :
+       {Named{"tp", s.tp, false}, Named{"pp", s.pp, false}, Named{"dp", s.dp, true},
+        Named{"cp", s.cp, false}, Named{"ep", s.ep, false}, Named{"etp", s.etp, true}}) {
     if (n.value < 0 || (n.value == 0 && !n.zero_means_default) || n.value > world_size) {
       return Status::InvalidArgument(std::string(n.name) + " = " + Str(n.value) +
                                      " must be in [1, world_size = " + Str(world_size) + "]");
@@ -113,17 +126,16 @@ Status Layout::Make(int64_t world_size, const ParallelSizes& s, const RankOrder&
   }
   const int64_t dp = world_size / model;
   if (s.dp != 0 && s.dp != dp) {
-    return Status::InvalidArgument("tp × cp × dp × pp = " + Str(s.tp) + " × " + Str(s.cp) +
-                                   " × " + Str(s.dp) + " × " + Str(s.pp) + " = " +
-                                   Str(model * s.dp) + " does not equal world_size = " +
-                                   Str(world_size));
+    return Status::InvalidArgument("tp × cp × dp × pp = " + Str(s.tp) + " × " + Str(s.cp) + " × " +
+                                   Str(s.dp) + " × " + Str(s.pp) + " = " + Str(model * s.dp) +
+                                   " does not equal world_size = " + Str(world_size));
   }
   const int64_t etp = s.etp == 0 ? s.tp : s.etp;
   const int64_t expert_model = etp * s.ep * s.pp;
   if (expert_model > world_size || world_size % expert_model != 0) {
     if (etp == s.tp) {
-      return Status::InvalidArgument("ep = " + Str(s.ep) + " does not divide dp × cp = " +
-                                     Str(dp) + " × " + Str(s.cp) + " = " + Str(dp * s.cp));
+      return Status::InvalidArgument("ep = " + Str(s.ep) + " does not divide dp × cp = " + Str(dp) +
+                                     " × " + Str(s.cp) + " = " + Str(dp * s.cp));
     }
     return Status::InvalidArgument("etp × ep × pp = " + Str(etp) + " × " + Str(s.ep) + " × " +
                                    Str(s.pp) + " = " + Str(expert_model) +
@@ -140,10 +152,10 @@ Status Layout::Make(int64_t world_size, const ParallelSizes& s, const RankOrder&
   // groups are identical). With pp last in the order this always holds.
   if (s.pp > 1 && order.dims[kNumParallelDims - 1] != ParallelDim::kPP) {
     for (int64_t rank = 0; rank < world_size; ++rank) {
-      const int64_t dense_pp = layout.CoordOf(layout.dense_sizes_, layout.dense_strides_,
-                                              ParallelDim::kPP, rank);
-      const int64_t expert_pp = layout.CoordOf(layout.expert_sizes_, layout.expert_strides_,
-                                               ParallelDim::kPP, rank);
+      const int64_t dense_pp =
+          layout.CoordOf(layout.dense_sizes_, layout.dense_strides_, ParallelDim::kPP, rank);
+      const int64_t expert_pp =
+          layout.CoordOf(layout.expert_sizes_, layout.expert_strides_, ParallelDim::kPP, rank);
       if (dense_pp != expert_pp) {
         return Status::InvalidArgument(
             "rank order " + order.ToString() + " puts rank " + Str(rank) + " on pipeline stage " +
@@ -187,10 +199,18 @@ bool Layout::IsExpertGroup(GroupKind kind) const {
 std::array<bool, kNumParallelDims> Layout::MaskOf(GroupKind kind) const {
   std::array<bool, kNumParallelDims> mask{};
   switch (kind) {
-    case GroupKind::kTensor: mask[Idx(ParallelDim::kTP)] = true; break;
-    case GroupKind::kPipeline: mask[Idx(ParallelDim::kPP)] = true; break;
-    case GroupKind::kData: mask[Idx(ParallelDim::kDP)] = true; break;
-    case GroupKind::kContext: mask[Idx(ParallelDim::kCP)] = true; break;
+    case GroupKind::kTensor:
+      mask[Idx(ParallelDim::kTP)] = true;
+      break;
+    case GroupKind::kPipeline:
+      mask[Idx(ParallelDim::kPP)] = true;
+      break;
+    case GroupKind::kData:
+      mask[Idx(ParallelDim::kDP)] = true;
+      break;
+    case GroupKind::kContext:
+      mask[Idx(ParallelDim::kCP)] = true;
+      break;
     case GroupKind::kDataContext:
       mask[Idx(ParallelDim::kDP)] = true;
       mask[Idx(ParallelDim::kCP)] = true;
@@ -199,9 +219,15 @@ std::array<bool, kNumParallelDims> Layout::MaskOf(GroupKind kind) const {
       mask[Idx(ParallelDim::kTP)] = true;
       mask[Idx(ParallelDim::kPP)] = true;
       break;
-    case GroupKind::kExpert: mask[Idx(ParallelDim::kEP)] = true; break;
-    case GroupKind::kExpertTensor: mask[Idx(ParallelDim::kTP)] = true; break;
-    case GroupKind::kExpertData: mask[Idx(ParallelDim::kDP)] = true; break;
+    case GroupKind::kExpert:
+      mask[Idx(ParallelDim::kEP)] = true;
+      break;
+    case GroupKind::kExpertTensor:
+      mask[Idx(ParallelDim::kTP)] = true;
+      break;
+    case GroupKind::kExpertData:
+      mask[Idx(ParallelDim::kDP)] = true;
+      break;
   }
   return mask;
 }
@@ -256,9 +282,9 @@ std::vector<int64_t> Layout::Group(GroupKind kind, int64_t rank) const {
 }
 
 std::string Layout::ToString() const {
-  return "world " + Str(world_size_) + ": tp" + Str(tp()) + " cp" + Str(cp()) + " dp" +
-         Str(dp()) + " pp" + Str(pp()) + " | ep" + Str(ep()) + " etp" + Str(etp()) + " edp" +
-         Str(edp()) + " | order " + order_.ToString();
+  return "world " + Str(world_size_) + ": tp" + Str(tp()) + " cp" + Str(cp()) + " dp" + Str(dp()) +
+         " pp" + Str(pp()) + " | ep" + Str(ep()) + " etp" + Str(etp()) + " edp" + Str(edp()) +
+         " | order " + order_.ToString();
 }
 
 Status PipelineStages::Make(const ModelConfig& config, int64_t pp, PipelineStages* out) {
@@ -286,8 +312,8 @@ Status PipelineStages::Make(const ModelConfig& config, int64_t pp, PipelineStage
   const int64_t middle_stages = pp - (first >= 0 ? 1 : 0) - (last >= 0 ? 1 : 0);
   const int64_t middle_layers = layers - std::max<int64_t>(first, 0) - std::max<int64_t>(last, 0);
   if (middle_layers < 0) {
-    return Status::InvalidArgument("pipeline_split: first + last stage layers exceed num_layers = " +
-                                   Str(layers));
+    return Status::InvalidArgument(
+        "pipeline_split: first + last stage layers exceed num_layers = " + Str(layers));
   }
   if (middle_stages == 0 ? middle_layers != 0 : middle_layers % middle_stages != 0) {
     return Status::InvalidArgument("pipeline_split: the " + Str(middle_layers) +
@@ -327,7 +353,8 @@ Status ValidateModelForLayout(const ModelConfig& c, const Layout& layout) {
     return Status::InvalidArgument(std::string(field) + " = " + Str(value) +
                                    " is not divisible by " + dim + " = " + Str(size));
   };
-  CKPTSPEC_RETURN_IF_ERROR(divisible("num_attention_heads", c.num_attention_heads, "tp", layout.tp()));
+  CKPTSPEC_RETURN_IF_ERROR(
+      divisible("num_attention_heads", c.num_attention_heads, "tp", layout.tp()));
   CKPTSPEC_RETURN_IF_ERROR(divisible("num_query_groups", c.query_groups(), "tp", layout.tp()));
   CKPTSPEC_RETURN_IF_ERROR(divisible("ffn_hidden_size", c.ffn(), "tp", layout.tp()));
   CKPTSPEC_RETURN_IF_ERROR(divisible("vocab_size", c.vocab_size, "tp", layout.tp()));

@@ -28,9 +28,8 @@ const char* ParallelDimName(ParallelDim dim);  // "tp", "cp", "ep", "dp", "pp"
 
 // A permutation of the five tokens; the first varies fastest with the global rank.
 struct RankOrder {
-  std::array<ParallelDim, kNumParallelDims> dims = {ParallelDim::kTP, ParallelDim::kCP,
-                                                    ParallelDim::kEP, ParallelDim::kDP,
-                                                    ParallelDim::kPP};
+  std::array<ParallelDim, kNumParallelDims> dims = {
+      ParallelDim::kTP, ParallelDim::kCP, ParallelDim::kEP, ParallelDim::kDP, ParallelDim::kPP};
   // Parses "tp-cp-ep-dp-pp"-style strings. Tokens not named are appended in the default order
   // (Megatron does the same). Unknown or repeated tokens are errors.
   static Status Parse(const std::string& text, RankOrder* out);
@@ -41,7 +40,7 @@ struct RankOrder {
 struct ParallelSizes {
   int64_t tp = 1;
   int64_t pp = 1;
-  int64_t dp = 0;   // 0: derived as world / (tp · cp · pp)
+  int64_t dp = 0;  // 0: derived as world / (tp · cp · pp)
   int64_t cp = 1;
   int64_t ep = 1;
   int64_t etp = 0;  // expert tensor parallel; 0: same as tp
@@ -59,15 +58,15 @@ struct RankCoords {
 };
 
 enum class GroupKind : uint8_t {
-  kTensor,          // tp
-  kPipeline,        // pp
-  kData,            // dp
-  kContext,         // cp
-  kDataContext,     // dp-cp: the group parameters are replicated over
-  kModel,           // tp-pp: model parallel
-  kExpert,          // ep (expert decomposition)
-  kExpertTensor,    // etp
-  kExpertData,      // edp: the group expert parameters are replicated over
+  kTensor,        // tp
+  kPipeline,      // pp
+  kData,          // dp
+  kContext,       // cp
+  kDataContext,   // dp-cp: the group parameters are replicated over
+  kModel,         // tp-pp: model parallel
+  kExpert,        // ep (expert decomposition)
+  kExpertTensor,  // etp
+  kExpertData,    // edp: the group expert parameters are replicated over
 };
 const char* GroupKindName(GroupKind kind);  // "tp", "pp", "dp", "cp", "dp-cp", "mp", "ep", ...
 

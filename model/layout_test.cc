@@ -18,7 +18,8 @@ Layout MakeLayout(int64_t world, ParallelSizes sizes, const std::string& order =
   return layout;
 }
 
-std::string MakeError(int64_t world, ParallelSizes sizes, const std::string& order = "tp-cp-ep-dp-pp") {
+std::string MakeError(int64_t world, ParallelSizes sizes,
+                      const std::string& order = "tp-cp-ep-dp-pp") {
   RankOrder parsed;
   Status s = RankOrder::Parse(order, &parsed);
   if (!s.ok()) return s.message();
@@ -75,7 +76,8 @@ TEST(Layout, NamedErrors) {
   EXPECT_EQ(MakeError(0, {1, 1, 0, 1, 1, 0}), "world_size = 0 must be in [1, 2^31]");
   EXPECT_EQ(MakeError(8, {1, 1, 0, 1, 1, 0}, "tp-xp"),
             "rank order 'tp-xp': unknown token 'xp' (expected tp, cp, ep, dp, pp joined by '-')");
-  EXPECT_EQ(MakeError(8, {1, 1, 0, 1, 1, 0}, "tp-dp-tp"), "rank order 'tp-dp-tp' repeats token 'tp'");
+  EXPECT_EQ(MakeError(8, {1, 1, 0, 1, 1, 0}, "tp-dp-tp"),
+            "rank order 'tp-dp-tp' repeats token 'tp'");
   // pp not last, and ep changes the expert data-parallel size: stages disagree.
   const std::string stage_error = MakeError(8, {1, 2, 0, 1, 2, 0}, "tp-dp-pp-ep-cp");
   EXPECT_NE(stage_error.find("pipeline stage"), std::string::npos) << stage_error;
@@ -94,7 +96,8 @@ TEST(Layout, ModelChecksNameFieldAndSize) {
   EXPECT_NE(s.message().find("num_layers = 3 is not divisible by pp = 2"), std::string::npos);
   model = ModelConfig();
   model.vocab_size = 255;
-  EXPECT_EQ(ValidateModelForLayout(model, layout).message(), "vocab_size = 255 is not divisible by tp = 2");
+  EXPECT_EQ(ValidateModelForLayout(model, layout).message(),
+            "vocab_size = 255 is not divisible by tp = 2");
   const Layout moe_layout = MakeLayout(8, {1, 1, 0, 1, 4, 0});
   model = ModelConfig();
   EXPECT_EQ(ValidateModelForLayout(model, moe_layout).message(),
@@ -122,7 +125,8 @@ TEST(PipelineStages, EvenAndUnevenSplits) {
   EXPECT_EQ(stages.StageOfLayer(125), 15);
   model.pipeline_split = {7, 6};
   const Status s = PipelineStages::Make(model, 16, &stages);
-  EXPECT_NE(s.message().find("113 layers left for the other 14 stages"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("113 layers left for the other 14 stages"), std::string::npos)
+      << s.ToString();
   model.num_layers = 4;
   model.pipeline_split = {0, -1};  // an empty first stage: everything on the second
   ASSERT_TRUE(PipelineStages::Make(model, 2, &stages).ok());
@@ -133,15 +137,18 @@ TEST(HeterogeneousLayout, NamedErrors) {
   const Layout vision = MakeLayout(4, {2, 1, 0, 1, 1, 0});
   const Layout language = MakeLayout(8, {2, 2, 0, 1, 1, 0});
   HeterogeneousLayout h;
-  ASSERT_TRUE(HeterogeneousLayout::Make({{"language", 4, language}, {"vision", 0, vision}}, &h).ok());
+  ASSERT_TRUE(
+      HeterogeneousLayout::Make({{"language", 4, language}, {"vision", 0, vision}}, &h).ok());
   EXPECT_EQ(h.world_size(), 12);
   EXPECT_EQ(h.modules()[h.ModuleOf(3)].name, "vision");
   EXPECT_EQ(h.modules()[h.ModuleOf(4)].name, "language");
   EXPECT_EQ(h.LocalRank(11), 7);
-  EXPECT_EQ(HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 2, language}}, &h).message(),
-            "module 'language' ranks [2, 10) overlap module 'vision' ranks [0, 4)");
-  EXPECT_EQ(HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 6, language}}, &h).message(),
-            "ranks [4, 6) belong to no module");
+  EXPECT_EQ(
+      HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 2, language}}, &h).message(),
+      "module 'language' ranks [2, 10) overlap module 'vision' ranks [0, 4)");
+  EXPECT_EQ(
+      HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 6, language}}, &h).message(),
+      "ranks [4, 6) belong to no module");
   EXPECT_EQ(HeterogeneousLayout::Make({{"a", 0, vision}, {"a", 4, language}}, &h).message(),
             "module name 'a' is used twice");
   EXPECT_EQ(HeterogeneousLayout::Make({}, &h).message(), "heterogeneous layout has no modules");
@@ -204,7 +211,8 @@ RC_GTEST_PROP(Layout, GroupsMatchMegatronOracle, ()) {
   const int64_t ep = *rc::gen::elementOf(ep_choices);
   // Any order of the first four tokens; pp stays last (elsewhere a layout may be rejected).
   std::vector<std::vector<ParallelDim>> orders;
-  std::vector<ParallelDim> perm = {ParallelDim::kTP, ParallelDim::kCP, ParallelDim::kEP, ParallelDim::kDP};
+  std::vector<ParallelDim> perm = {ParallelDim::kTP, ParallelDim::kCP, ParallelDim::kEP,
+                                   ParallelDim::kDP};
   do {
     orders.push_back(perm);
     orders.back().push_back(ParallelDim::kPP);
@@ -239,11 +247,21 @@ RC_GTEST_PROP(Layout, GroupsMatchMegatronOracle, ()) {
     for (ParallelDim d : order.dims) {
       int64_t size = 1;
       switch (d) {
-        case ParallelDim::kTP: size = c.expert ? etp : tp; break;
-        case ParallelDim::kCP: size = c.expert ? 1 : cp; break;
-        case ParallelDim::kEP: size = c.expert ? ep : 1; break;
-        case ParallelDim::kDP: size = c.expert ? world / (etp * ep * pp) : dp; break;
-        case ParallelDim::kPP: size = pp; break;
+        case ParallelDim::kTP:
+          size = c.expert ? etp : tp;
+          break;
+        case ParallelDim::kCP:
+          size = c.expert ? 1 : cp;
+          break;
+        case ParallelDim::kEP:
+          size = c.expert ? ep : 1;
+          break;
+        case ParallelDim::kDP:
+          size = c.expert ? world / (etp * ep * pp) : dp;
+          break;
+        case ParallelDim::kPP:
+          size = pp;
+          break;
       }
       sizes.push_back(size);
       mask.push_back(std::find(c.varied.begin(), c.varied.end(), d) != c.varied.end());

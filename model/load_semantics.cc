@@ -9,25 +9,28 @@ namespace ckptspec {
 namespace {
 
 std::string Sizes(const Layout& l) {
-  return "TP" + std::to_string(l.tp()) + "/PP" + std::to_string(l.pp()) + "/DP" + std::to_string(l.dp()) +
-         "/CP" + std::to_string(l.cp()) + "/EP" + std::to_string(l.ep()) + "/ETP" + std::to_string(l.etp());
+  return "TP" + std::to_string(l.tp()) + "/PP" + std::to_string(l.pp()) + "/DP" +
+         std::to_string(l.dp()) + "/CP" + std::to_string(l.cp()) + "/EP" + std::to_string(l.ep()) +
+         "/ETP" + std::to_string(l.etp());
 }
 
 Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
   if (saved.config.model.params_dtype != fresh.config.model.params_dtype) {
-    return Status::InvalidArgument(std::string("model dtype ") + DTypeName(fresh.config.model.params_dtype) +
-                                   " differs from the checkpoint's " +
-                                   DTypeName(saved.config.model.params_dtype));
+    return Status::InvalidArgument(
+        std::string("model dtype ") + DTypeName(fresh.config.model.params_dtype) +
+        " differs from the checkpoint's " + DTypeName(saved.config.model.params_dtype));
   }
   if (saved.specs.size() != fresh.specs.size()) {
     return Status::InvalidArgument("the model has " + std::to_string(fresh.specs.size()) +
-                                   " parameters, the checkpoint " + std::to_string(saved.specs.size()));
+                                   " parameters, the checkpoint " +
+                                   std::to_string(saved.specs.size()));
   }
   for (size_t i = 0; i < saved.specs.size(); ++i) {
-    if (saved.specs[i].name != fresh.specs[i].name || saved.specs[i].shape != fresh.specs[i].shape) {
-      return Status::InvalidArgument("model parameter " + std::to_string(i) + " '" + fresh.specs[i].name +
-                                     "' does not match the checkpoint's '" + saved.specs[i].name +
-                                     "' (name or shape)");
+    if (saved.specs[i].name != fresh.specs[i].name ||
+        saved.specs[i].shape != fresh.specs[i].shape) {
+      return Status::InvalidArgument("model parameter " + std::to_string(i) + " '" +
+                                     fresh.specs[i].name + "' does not match the checkpoint's '" +
+                                     saved.specs[i].name + "' (name or shape)");
     }
   }
   return Status::OK();
@@ -40,14 +43,17 @@ Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& was, con
   const struct {
     const char* name;
     int64_t a, b;
-  } dims[] = {{"TP", was.tp(), now.tp()}, {"PP", was.pp(), now.pp()}, {"CP", was.cp(), now.cp()},
-              {"EP", was.ep(), now.ep()}, {"ETP", was.etp(), now.etp()}};
+  } dims[] = {{"TP", was.tp(), now.tp()},
+              {"PP", was.pp(), now.pp()},
+              {"CP", was.cp(), now.cp()},
+              {"EP", was.ep(), now.ep()},
+              {"ETP", was.etp(), now.etp()}};
   for (const auto& d : dims) {
     if (d.a != d.b) {
-      return Status::FailedPrecondition(std::string("dp_reshardable optimizer state cannot be loaded under a ") +
-                                        d.name + " change " + std::to_string(d.a) + " -> " +
-                                        std::to_string(d.b) + " (" + Sizes(was) + " -> " + Sizes(now) +
-                                        "); only DP may change");
+      return Status::FailedPrecondition(
+          std::string("dp_reshardable optimizer state cannot be loaded under a ") + d.name +
+          " change " + std::to_string(d.a) + " -> " + std::to_string(d.b) + " (" + Sizes(was) +
+          " -> " + Sizes(now) + "); only DP may change");
     }
   }
   return Status::OK();
@@ -58,7 +64,8 @@ int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
   int best = -1;
   for (size_t c = 0; c < saved.size(); ++c) {
     const RankCoords& have = saved[c];
-    if (have.tp != want.tp || have.pp != want.pp || have.ep != want.ep || have.etp != want.etp) continue;
+    if (have.tp != want.tp || have.pp != want.pp || have.ep != want.ep || have.etp != want.etp)
+      continue;
     if (data_parallel_random_init && have.dp != want.dp) continue;
     if (have.dp == want.dp && have.cp == want.cp) return static_cast<int>(c);  // its own state
     if (best < 0 || have.dp < saved[best].dp) best = static_cast<int>(c);
@@ -72,8 +79,9 @@ namespace {
 Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
   for (size_t i = 0; i < out->params.size(); ++i) {
     if (!out->params[i].frozen && saved.params[i].frozen) {
-      return Status::NotFound("parameter '" + out->specs[i].name +
-                              "' is trainable but has no optimizer state in the checkpoint (frozen when saved)");
+      return Status::NotFound(
+          "parameter '" + out->specs[i].name +
+          "' is trainable but has no optimizer state in the checkpoint (frozen when saved)");
     }
   }
   for (size_t o = 0; o < out->optimizers.size(); ++o) {
@@ -109,7 +117,8 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
     p.exp_avg_sq = sp.exp_avg_sq;
     p.step = sp.step;
     for (size_t e = 0; e < p.model.size(); ++e) {
-      const float x = static_cast<float>(MasterValue(saved, static_cast<int>(i), static_cast<int64_t>(e)));
+      const float x =
+          static_cast<float>(MasterValue(saved, static_cast<int>(i), static_cast<int64_t>(e)));
       if (!p.main.empty()) p.main[e] = x;
       if (!p.offload.empty()) p.offload[e] = x;
     }
@@ -124,7 +133,8 @@ Status LoadRng(const CheckpointDescriptor& ckpt, const ResumeRequest& req, Train
     const RankCoords& want = req.config.ranks[r];
     const int best = MatchRngRank(saved.config.ranks, want, req.config.data_parallel_random_init);
     if (best < 0) {
-      return Status::NotFound("the checkpoint holds no RNG state for the rank at " + DescribeCoords(want));
+      return Status::NotFound("the checkpoint holds no RNG state for the rank at " +
+                              DescribeCoords(want));
     }
     out->rng[r] = saved.rng[best];
   }
@@ -143,7 +153,8 @@ LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConf
   return c;
 }
 
-Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequest& req, TrainingState* out) {
+Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequest& req,
+                              TrainingState* out) {
   const LoadFlags& f = req.flags;
   const LoadedStateClasses load = StateClassesToLoad(f, req.config, ckpt.layout, req.layout);
   // L0.
@@ -152,12 +163,14 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
         "override_opt_param_scheduler and use_checkpoint_opt_param_scheduler are both set");
   }
   if (req.config.data.dp_size != req.layout.dp()) {
-    return Status::InvalidArgument("new config: data.dp_size = " + std::to_string(req.config.data.dp_size) +
-                                   " differs from the layout's DP = " + std::to_string(req.layout.dp()));
+    return Status::InvalidArgument(
+        "new config: data.dp_size = " + std::to_string(req.config.data.dp_size) +
+        " differs from the layout's DP = " + std::to_string(req.layout.dp()));
   }
   if (ckpt.state.config.data.dp_size != ckpt.layout.dp()) {
-    return Status::InvalidArgument("checkpoint: data.dp_size = " + std::to_string(ckpt.state.config.data.dp_size) +
-                                   " differs from its layout's DP = " + std::to_string(ckpt.layout.dp()));
+    return Status::InvalidArgument(
+        "checkpoint: data.dp_size = " + std::to_string(ckpt.state.config.data.dp_size) +
+        " differs from its layout's DP = " + std::to_string(ckpt.layout.dp()));
   }
   TrainingState s;
   CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(req.config, &s));
@@ -174,7 +187,8 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
 
   // L3 / L4.
   if (load.optimizer) {
-    CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(ckpt.optimizer_format, ckpt.layout, req.layout));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CheckOptimizerFormatChange(ckpt.optimizer_format, ckpt.layout, req.layout));
     if (ckpt.optimizer_format == OptimizerFormat::kDpReshardable) {
       // dp_reshardable buffers are laid out over the trainable parameters: a parameter frozen
       // since the save changes every later offset, so its state cannot be dropped as
@@ -194,15 +208,18 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
 
   // L5 / L6.
   if (load.optimizer) {
-    CKPTSPEC_RETURN_IF_ERROR(LoadSchedulerState(saved.scheduler, req.config.scheduler, f.override_scheduler,
-                                                f.use_checkpoint_scheduler, &s.scheduler));
+    CKPTSPEC_RETURN_IF_ERROR(LoadSchedulerState(saved.scheduler, req.config.scheduler,
+                                                f.override_scheduler, f.use_checkpoint_scheduler,
+                                                &s.scheduler));
     if (f.override_scheduler) {
       TrainingState defaults;
       CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(req.config, &defaults));
       for (size_t o = 0; o < s.optimizers.size(); ++o) {
         for (size_t g = 0; g < s.optimizers[o].groups.size(); ++g) {
-          s.optimizers[o].groups[g].identity.max_lr = defaults.optimizers[o].groups[g].identity.max_lr;
-          s.optimizers[o].groups[g].identity.min_lr = defaults.optimizers[o].groups[g].identity.min_lr;
+          s.optimizers[o].groups[g].identity.max_lr =
+              defaults.optimizers[o].groups[g].identity.max_lr;
+          s.optimizers[o].groups[g].identity.min_lr =
+              defaults.optimizers[o].groups[g].identity.min_lr;
         }
       }
     }
@@ -226,7 +243,8 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
     ctx.world = static_cast<int>(req.layout.world_size());
     // The payload is keyed by global rank: the module's ranks stay put only when the run's world
     // is unchanged too. A change of the run's world is a change for every module.
-    const int64_t saved_run_world = ckpt.run_world_size > 0 ? ckpt.run_world_size : ckpt.layout.world_size();
+    const int64_t saved_run_world =
+        ckpt.run_world_size > 0 ? ckpt.run_world_size : ckpt.layout.world_size();
     const int64_t run_world = req.run_world_size > 0 ? req.run_world_size : req.layout.world_size();
     if (saved_run_world != run_world) {
       ctx.saved_world = static_cast<int>(saved_run_world);
@@ -241,9 +259,10 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   // L9.
   if (load.data) {
     if (ckpt.layout.dp() != req.layout.dp()) {
-      return Status::FailedPrecondition("data iterator state saved under DP " + std::to_string(ckpt.layout.dp()) +
-                                        " cannot be resumed under DP " + std::to_string(req.layout.dp()) +
-                                        " without reset_dataloader");
+      return Status::FailedPrecondition(
+          "data iterator state saved under DP " + std::to_string(ckpt.layout.dp()) +
+          " cannot be resumed under DP " + std::to_string(req.layout.dp()) +
+          " without reset_dataloader");
     }
     CKPTSPEC_RETURN_IF_ERROR(ResumeDataIterator(req.config.data, saved.data, &s.data));
   }

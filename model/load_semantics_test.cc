@@ -70,7 +70,8 @@ ResumeRequest Request(TrainingConfig cfg = Config()) {
 // train m == train k + m.
 RC_GTEST_PROP(LoadSemantics, LoadingOwnCheckpointResumesExactly, ()) {
   TrainingConfig cfg = Config();
-  cfg.optimizer.step_counter = *rc::gen::element(StepCounter::kPerParameter, StepCounter::kPerGroup);
+  cfg.optimizer.step_counter =
+      *rc::gen::element(StepCounter::kPerParameter, StepCounter::kPerGroup);
   cfg.optimizer.chaining = *rc::gen::element(Chaining::kSingle, Chaining::kDenseExpert);
   cfg.model.params_dtype = *rc::gen::element(DType::kBFloat16, DType::kFloat32);
   const int k = *rc::gen::inRange(0, 6), m = *rc::gen::inRange(1, 4);
@@ -94,7 +95,8 @@ TEST(LoadSemantics, L0BothSchedulerFlagsAndDpMismatchAreErrors) {
   EXPECT_EQ(ExpectedStateAfterLoad(Checkpoint(1), r, &out).code(), Status::Code::kInvalidArgument);
   r = Request();
   r.layout = Sizes(2, 4);
-  EXPECT_NE(ExpectedStateAfterLoad(Checkpoint(1), r, &out).message().find("data.dp_size"), std::string::npos);
+  EXPECT_NE(ExpectedStateAfterLoad(Checkpoint(1), r, &out).message().find("data.dp_size"),
+            std::string::npos);
 }
 
 TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
@@ -104,7 +106,8 @@ TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
   r.flags.no_load_optim = true;
   TrainingState out;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
-  for (size_t i = 0; i < out.params.size(); ++i) EXPECT_EQ(out.params[i].model, ckpt.state.params[i].model);
+  for (size_t i = 0; i < out.params.size(); ++i)
+    EXPECT_EQ(out.params[i].model, ckpt.state.params[i].model);
   TrainingConfig other = Config();
   other.model.hidden_size = 16;
   const Status s = ExpectedStateAfterLoad(ckpt, Request(other), &out);
@@ -151,7 +154,8 @@ TEST(LoadSemantics, L3OptimizerFormatsUnderLayoutChanges) {
   dp.layout = Sizes(2, 4);
   dp.flags.reset_dataloader = true;
   dp.flags.use_checkpoint_scheduler = true;
-  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, dp, &out).ok()) << ExpectedStateAfterLoad(ckpt, dp, &out).ToString();
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, dp, &out).ok())
+      << ExpectedStateAfterLoad(ckpt, dp, &out).ToString();
   EXPECT_EQ(out.params[1].exp_avg, ckpt.state.params[1].exp_avg);
 }
 
@@ -166,7 +170,8 @@ TEST(LoadSemantics, L3GroupsMatchByIdentityNotPosition) {
   ckpt.state.optimizers[0].groups[1].identity.Remove(IdentityField::kLrMult);  // B01
   const Status s = ExpectedStateAfterLoad(ckpt, Request(), &reversed);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
-  EXPECT_NE(s.message().find("saved param group 1 lacks identifier key 'lr_mult'"), std::string::npos)
+  EXPECT_NE(s.message().find("saved param group 1 lacks identifier key 'lr_mult'"),
+            std::string::npos)
       << s.ToString();
 }
 
@@ -256,7 +261,8 @@ TEST(LoadSemantics, L6OverrideTakesGroupBoundsFromTheNewConfig) {  // B05
   for (const ParamGroup& g : out.optimizers[0].groups) {
     EXPECT_EQ(*g.identity.max_lr, g.identity.is_decoupled_lr ? 8e-3 : 2e-2);
     EXPECT_EQ(*g.identity.min_lr, 2e-3);
-    const double expected = SchedulerLr(changed.scheduler, 12, *g.identity.max_lr, 2e-3) * g.identity.lr_mult;
+    const double expected =
+        SchedulerLr(changed.scheduler, 12, *g.identity.max_lr, 2e-3) * g.identity.lr_mult;
     EXPECT_EQ(g.lr, expected);
   }
   // Without override, the saved bounds stay (consistent with the checkpoint's scheduler).
@@ -312,7 +318,8 @@ TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(disabled), &out).ok());
   EXPECT_EQ(out.rerun.state, RerunState::kNotRunningYet);
   ckpt.state.rerun.state = RerunState::kRerunningInPlace;  // B06: never persistable
-  EXPECT_EQ(ExpectedStateAfterLoad(ckpt, Request(), &out).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(ExpectedStateAfterLoad(ckpt, Request(), &out).code(),
+            Status::Code::kFailedPrecondition);
 }
 
 // L8 counts the run's world as well as the module's: a module whose own layout is unchanged skips

@@ -23,25 +23,26 @@ Status ValidateModelConfig(const ModelConfig& c) {
   if (c.num_experts < 0) return Positive("num_experts", c.num_experts);
   if (c.num_experts > 0) CKPTSPEC_RETURN_IF_ERROR(Positive("moe_layer_freq", c.moe_layer_freq));
   if (c.hidden_size % c.num_attention_heads != 0) {
-    return Status::InvalidArgument("hidden_size = " + std::to_string(c.hidden_size) +
-                                   " is not divisible by num_attention_heads = " +
-                                   std::to_string(c.num_attention_heads));
+    return Status::InvalidArgument(
+        "hidden_size = " + std::to_string(c.hidden_size) +
+        " is not divisible by num_attention_heads = " + std::to_string(c.num_attention_heads));
   }
   if (c.num_attention_heads % c.query_groups() != 0) {
-    return Status::InvalidArgument("num_attention_heads = " + std::to_string(c.num_attention_heads) +
-                                   " is not divisible by num_query_groups = " +
-                                   std::to_string(c.query_groups()));
+    return Status::InvalidArgument(
+        "num_attention_heads = " + std::to_string(c.num_attention_heads) +
+        " is not divisible by num_query_groups = " + std::to_string(c.query_groups()));
   }
   const PipelineSplit& s = c.pipeline_split;
   if (s.first_stage_layers < -1 || s.last_stage_layers < -1) {
-    return Status::InvalidArgument("pipeline_split: stage layer counts must be >= 0 (or -1: unset)");
+    return Status::InvalidArgument(
+        "pipeline_split: stage layer counts must be >= 0 (or -1: unset)");
   }
   const int fixed = (s.first_stage_layers > 0 ? s.first_stage_layers : 0) +
                     (s.last_stage_layers > 0 ? s.last_stage_layers : 0);
   if (fixed > c.num_layers) {
-    return Status::InvalidArgument("pipeline_split: first + last stage layers = " +
-                                   std::to_string(fixed) + " exceed num_layers = " +
-                                   std::to_string(c.num_layers));
+    return Status::InvalidArgument(
+        "pipeline_split: first + last stage layers = " + std::to_string(fixed) +
+        " exceed num_layers = " + std::to_string(c.num_layers));
   }
   for (char ch : c.name) {
     if (ch == '.' || ch == '/' || ch == ' ') {
@@ -56,14 +57,21 @@ std::vector<ParameterSpec> ModelParameters(const ModelConfig& c) {
   std::vector<ParameterSpec> params;
   const std::string prefix = c.key_prefix();
   const int64_t h = c.hidden_size;
-  const int64_t qkv_rows = static_cast<int64_t>(c.num_attention_heads + 2 * c.query_groups()) *
-                           c.kv_channels();
+  const int64_t qkv_rows =
+      static_cast<int64_t>(c.num_attention_heads + 2 * c.query_groups()) * c.kv_channels();
   const bool homogeneous = c.homogeneous_layers();
 
   auto add = [&](ParameterSpec p) { params.push_back(std::move(p)); };
 
-  add({prefix + "embedding.word_embeddings.weight", prefix + "embedding.word_embeddings.weight",
-       {c.vocab_size, h}, 0, -1, -1, ParamPlacement::kEmbedding, false, 0});
+  add({prefix + "embedding.word_embeddings.weight",
+       prefix + "embedding.word_embeddings.weight",
+       {c.vocab_size, h},
+       0,
+       -1,
+       -1,
+       ParamPlacement::kEmbedding,
+       false,
+       0});
 
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const std::string logical = prefix + "decoder.layers." + std::to_string(layer) + ".";
@@ -106,11 +114,25 @@ std::vector<ParameterSpec> ModelParameters(const ModelConfig& c) {
     }
   }
 
-  add({prefix + "decoder.final_layernorm.weight", prefix + "decoder.final_layernorm.weight", {h},
-       -1, -1, -1, ParamPlacement::kOutput, true, 0});
+  add({prefix + "decoder.final_layernorm.weight",
+       prefix + "decoder.final_layernorm.weight",
+       {h},
+       -1,
+       -1,
+       -1,
+       ParamPlacement::kOutput,
+       true,
+       0});
   if (!c.tie_embeddings) {
-    add({prefix + "output_layer.weight", prefix + "output_layer.weight", {c.vocab_size, h}, 0, -1,
-         -1, ParamPlacement::kOutput, false, 0});
+    add({prefix + "output_layer.weight",
+         prefix + "output_layer.weight",
+         {c.vocab_size, h},
+         0,
+         -1,
+         -1,
+         ParamPlacement::kOutput,
+         false,
+         0});
   }
   return params;
 }

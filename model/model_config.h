@@ -37,8 +37,8 @@ struct ModelConfig {
   int vocab_size = 256;
   bool gated_linear_unit = false;  // fc1 produces 2 * ffn (SwiGLU)
   bool add_bias = false;
-  bool tie_embeddings = true;  // output layer shares the word embedding
-  int num_experts = 0;         // 0: dense model
+  bool tie_embeddings = true;   // output layer shares the word embedding
+  int num_experts = 0;          // 0: dense model
   int moe_ffn_hidden_size = 0;  // 0: ffn_hidden_size
   int moe_layer_freq = 1;       // with experts: layer i is MoE iff i % moe_layer_freq == 0
   DType params_dtype = DType::kBFloat16;

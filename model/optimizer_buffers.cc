@@ -13,7 +13,8 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 Status ValidateBufferConfig(const BufferConfig& c) {
   if (c.bucket_size < 1) {
-    return Status::InvalidArgument("bucket_size = " + std::to_string(c.bucket_size) + " must be >= 1");
+    return Status::InvalidArgument("bucket_size = " + std::to_string(c.bucket_size) +
+                                   " must be >= 1");
   }
   if (c.param_alignment < 1) {
     return Status::InvalidArgument("param_alignment = " + std::to_string(c.param_alignment) +
@@ -29,7 +30,8 @@ void BufferLayout::Slice(int bucket, int64_t dp_rank, int64_t* begin, int64_t* e
   *end = std::min((dp_rank + 1) * s, b.numel_unpadded);
 }
 
-BufferLayout LayoutBuffer(const std::vector<int64_t>& numels, const BufferConfig& c, int64_t dp_size) {
+BufferLayout LayoutBuffer(const std::vector<int64_t>& numels, const BufferConfig& c,
+                          int64_t dp_size) {
   BufferLayout out;
   out.dp_size = dp_size;
   int64_t cur = 0;

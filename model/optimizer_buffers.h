@@ -58,6 +58,7 @@ struct BufferLayout {
 
 // Lays out parameters of the given sizes (each >= 1). Preconditions: ValidateBufferConfig(c).ok(),
 // dp_size >= 1.
-BufferLayout LayoutBuffer(const std::vector<int64_t>& numels, const BufferConfig& c, int64_t dp_size);
+BufferLayout LayoutBuffer(const std::vector<int64_t>& numels, const BufferConfig& c,
+                          int64_t dp_size);
 
 }  // namespace ckptspec

@@ -8,12 +8,18 @@ namespace ckptspec {
 
 const char* IdentityFieldName(IdentityField field) {
   switch (field) {
-    case IdentityField::kWdMult: return "wd_mult";
-    case IdentityField::kLrMult: return "lr_mult";
-    case IdentityField::kIsExpertParallel: return "is_expert_parallel";
-    case IdentityField::kIsDecoupledLr: return "is_decoupled_lr";
-    case IdentityField::kMaxLr: return "max_lr";
-    case IdentityField::kMinLr: return "min_lr";
+    case IdentityField::kWdMult:
+      return "wd_mult";
+    case IdentityField::kLrMult:
+      return "lr_mult";
+    case IdentityField::kIsExpertParallel:
+      return "is_expert_parallel";
+    case IdentityField::kIsDecoupledLr:
+      return "is_decoupled_lr";
+    case IdentityField::kMaxLr:
+      return "max_lr";
+    case IdentityField::kMinLr:
+      return "min_lr";
   }
   return "?";
 }
@@ -93,9 +99,9 @@ std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& par
       }
     }
     id.is_expert_parallel = p.is_expert();
-    id.is_decoupled_lr = config.decoupled_lr.has_value() &&
-                         (p.placement == ParamPlacement::kEmbedding ||
-                          p.name.find("output_layer.") != std::string::npos);
+    id.is_decoupled_lr =
+        config.decoupled_lr.has_value() && (p.placement == ParamPlacement::kEmbedding ||
+                                            p.name.find("output_layer.") != std::string::npos);
     if (id.is_decoupled_lr) {
       id.max_lr = *config.decoupled_lr;
       id.min_lr = config.decoupled_min_lr ? *config.decoupled_min_lr : sched_min_lr;

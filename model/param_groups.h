@@ -46,7 +46,7 @@ inline constexpr int kNumIdentityFields = 6;
 const char* IdentityFieldName(IdentityField field);
 
 enum class IdentityKeySet {
-  kCore,          // (wd_mult, lr_mult, is_expert_parallel, is_decoupled_lr): megatron-core v0.13-v0.18
+  kCore,  // (wd_mult, lr_mult, is_expert_parallel, is_decoupled_lr): megatron-core v0.13-v0.18
   kWithLrBounds,  // kCore + (max_lr, min_lr): v0.19
 };
 
@@ -100,7 +100,7 @@ struct ParamGroup {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  int64_t step = 0;         // the group's step counter (used when the optimizer keeps per-group steps)
+  int64_t step = 0;  // the group's step counter (used when the optimizer keeps per-group steps)
   std::vector<int> params;  // indices into the ModelParameters() list, increasing
 };
 

@@ -23,7 +23,8 @@ TEST(ParamGroups, DefaultGroupingSplitsByWeightDecayExpertAndLrMult) {
   const auto params = ModelParameters(MoeConfig());
   GroupingConfig g;
   g.lr_mult_overrides.push_back({"router", 2.0});
-  const auto groups = DefaultParamGroups(params, std::vector<bool>(params.size(), false), g, 1e-3, 1e-5);
+  const auto groups =
+      DefaultParamGroups(params, std::vector<bool>(params.size(), false), g, 1e-3, 1e-5);
   // dense wd, dense no-wd, router (lr_mult 2), expert wd.
   ASSERT_EQ(groups.size(), 4u);
   size_t total = 0;
@@ -98,10 +99,12 @@ TEST(ParamGroups, MissingLrMultIsANamedErrorOnEitherSide) {  // B01
   Status s = MatchParamGroups(saved, current, IdentityKeySet::kCore, &match);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
   EXPECT_NE(s.message().find("current param group 3 lacks identifier key 'lr_mult'"),
-            std::string::npos) << s.ToString();
+            std::string::npos)
+      << s.ToString();
   s = MatchParamGroups(current, saved, IdentityKeySet::kCore, &match);
   EXPECT_NE(s.message().find("saved param group 3 lacks identifier key 'lr_mult'"),
-            std::string::npos) << s.ToString();
+            std::string::npos)
+      << s.ToString();
 }
 
 TEST(ParamGroups, DuplicateIdentitiesAreAnErrorNotASilentMerge) {

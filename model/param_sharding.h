@@ -62,7 +62,8 @@ class ParameterSharding {
     std::vector<ParameterSpec> params;
     PipelineStages stages;
   };
-  void AppendModuleTensors(int module_index, int64_t local_rank, std::vector<TensorSpec>* out) const;
+  void AppendModuleTensors(int module_index, int64_t local_rank,
+                           std::vector<TensorSpec>* out) const;
 
   HeterogeneousLayout layout_;
   std::vector<ModelConfig> models_;

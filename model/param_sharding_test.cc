@@ -39,7 +39,8 @@ std::string CheckExactlyOneMain(const GlobalSignature& sig) {
       const Status s = ValidateTensorSpec(t);
       if (!s.ok()) return s.ToString();
       auto [it, inserted] = first.emplace(t.key, &t);
-      if (!inserted && (it->second->dtype != t.dtype || it->second->global_shape != t.global_shape)) {
+      if (!inserted &&
+          (it->second->dtype != t.dtype || it->second->global_shape != t.global_shape)) {
         return t.key + ": ranks disagree on dtype or global shape";
       }
       auto& c = counts[t.key];
@@ -61,7 +62,8 @@ std::string CheckExactlyOneMain(const GlobalSignature& sig) {
   for (const auto& [key, c] : counts) {
     for (size_t i = 0; i < c.size(); ++i) {
       if (c[i] != 1) {
-        return key + ": element " + std::to_string(i) + " has " + std::to_string(c[i]) + " main replicas";
+        return key + ": element " + std::to_string(i) + " has " + std::to_string(c[i]) +
+               " main replicas";
       }
     }
   }
@@ -69,7 +71,8 @@ std::string CheckExactlyOneMain(const GlobalSignature& sig) {
 }
 
 // Assembles every key's global tensor from the main replicas' data.
-std::map<std::string, std::vector<uint8_t>> Assemble(const ParameterSharding& sharding, uint64_t seed) {
+std::map<std::string, std::vector<uint8_t>> Assemble(const ParameterSharding& sharding,
+                                                     uint64_t seed) {
   std::map<std::string, std::vector<uint8_t>> global;
   for (int64_t rank = 0; rank < sharding.world_size(); ++rank) {
     for (const ShardedTensor& t : sharding.RankStateDict(rank, seed).tensors) {
@@ -94,7 +97,8 @@ std::map<std::string, std::vector<uint8_t>> Assemble(const ParameterSharding& sh
 
 TEST(ParameterSharding, DenseTpPpDpReplicaIds) {
   ParameterSharding sharding;
-  ASSERT_TRUE(ParameterSharding::Make(MakeLayout(8, {2, 2, 0, 1, 1, 0}), SmallModel(), &sharding).ok());
+  ASSERT_TRUE(
+      ParameterSharding::Make(MakeLayout(8, {2, 2, 0, 1, 1, 0}), SmallModel(), &sharding).ok());
   EXPECT_EQ(CheckExactlyOneMain(sharding.Signature()), "");
   // Rank 3: tp 1, dp 1, pp 0 (first stage): the embedding, TP split along the vocab axis.
   const auto tensors = sharding.RankTensors(3);
@@ -120,7 +124,8 @@ TEST(ParameterSharding, DenseTpPpDpReplicaIds) {
 
 TEST(ParameterSharding, TiedEmbeddingOnLastStageIsSecondaryCopy) {
   ParameterSharding sharding;
-  ASSERT_TRUE(ParameterSharding::Make(MakeLayout(4, {1, 2, 0, 1, 1, 0}), SmallModel(), &sharding).ok());
+  ASSERT_TRUE(
+      ParameterSharding::Make(MakeLayout(4, {1, 2, 0, 1, 1, 0}), SmallModel(), &sharding).ok());
   // Rank 2 is stage 1 (last) with dp 0: it holds the tied embedding with replica (1, 0, 0).
   bool found = false;
   for (const TensorSpec& t : sharding.RankTensors(2)) {
@@ -187,7 +192,8 @@ TEST(ParameterSharding, HeterogeneousModulesHaveDisjointKeys) {
   HeterogeneousLayout layout;
   ASSERT_TRUE(HeterogeneousLayout::Make({{"vision", 0, MakeLayout(2, {2, 1, 0, 1, 1, 0})},
                                          {"language", 2, MakeLayout(8, {2, 2, 0, 1, 1, 0})}},
-                                        &layout).ok());
+                                        &layout)
+                  .ok());
   ParameterSharding sharding;
   ASSERT_TRUE(ParameterSharding::Make(layout, {vision, language}, &sharding).ok());
   EXPECT_EQ(CheckExactlyOneMain(sharding.Signature()), "");

@@ -10,16 +10,19 @@ namespace ckptspec {
 
 const char* RerunModeName(RerunMode m) {
   switch (m) {
-    case RerunMode::kDisabled: return "disabled";
-    case RerunMode::kValidateResults: return "validate_results";
-    case RerunMode::kReportDeterminismStats: return "report_determinism_stats";
+    case RerunMode::kDisabled:
+      return "disabled";
+    case RerunMode::kValidateResults:
+      return "validate_results";
+    case RerunMode::kReportDeterminismStats:
+      return "report_determinism_stats";
   }
   return "?";
 }
 
 bool ParseRerunMode(const std::string& name, RerunMode* out) {
-  for (RerunMode m : {RerunMode::kDisabled, RerunMode::kValidateResults,
-                      RerunMode::kReportDeterminismStats}) {
+  for (RerunMode m :
+       {RerunMode::kDisabled, RerunMode::kValidateResults, RerunMode::kReportDeterminismStats}) {
     if (name == RerunModeName(m)) {
       *out = m;
       return true;
@@ -30,12 +33,18 @@ bool ParseRerunMode(const std::string& name, RerunMode* out) {
 
 const char* RerunStateName(RerunState s) {
   switch (s) {
-    case RerunState::kNotRunningYet: return "NOT_RUNNING_YET";
-    case RerunState::kInitialRun: return "INITIAL_RUN";
-    case RerunState::kRerunningInPlace: return "RERUNNING_IN_PLACE";
-    case RerunState::kWillRerunFromCheckpoint: return "WILL_RERUN_FROM_CHECKPOINT";
-    case RerunState::kRerunningFromCheckpoint: return "RERUNNING_FROM_CHECKPOINT";
-    case RerunState::kRerunningAgainFromCheckpoint: return "RERUNNING_AGAIN_FROM_CHECKPOINT";
+    case RerunState::kNotRunningYet:
+      return "NOT_RUNNING_YET";
+    case RerunState::kInitialRun:
+      return "INITIAL_RUN";
+    case RerunState::kRerunningInPlace:
+      return "RERUNNING_IN_PLACE";
+    case RerunState::kWillRerunFromCheckpoint:
+      return "WILL_RERUN_FROM_CHECKPOINT";
+    case RerunState::kRerunningFromCheckpoint:
+      return "RERUNNING_FROM_CHECKPOINT";
+    case RerunState::kRerunningAgainFromCheckpoint:
+      return "RERUNNING_AGAIN_FROM_CHECKPOINT";
   }
   return "?";
 }
@@ -75,10 +84,14 @@ bool ResultFromJson(const nlohmann::json& j, double* out) {
   }
   if (!j.is_string()) return false;
   const std::string& s = j.get_ref<const std::string&>();
-  if (s == "nan") *out = std::numeric_limits<double>::quiet_NaN();
-  else if (s == "inf") *out = std::numeric_limits<double>::infinity();
-  else if (s == "-inf") *out = -std::numeric_limits<double>::infinity();
-  else return false;
+  if (s == "nan")
+    *out = std::numeric_limits<double>::quiet_NaN();
+  else if (s == "inf")
+    *out = std::numeric_limits<double>::infinity();
+  else if (s == "-inf")
+    *out = -std::numeric_limits<double>::infinity();
+  else
+    return false;
   return true;
 }
 
@@ -246,8 +259,8 @@ Status ValidateResult(RerunStateMachine* m, const std::string& message, int rank
     }
     return Status::OK();
   }
-  const bool rerun = m->state == RerunState::kRerunningInPlace ||
-                     m->state == RerunState::kRerunningFromCheckpoint;
+  const bool rerun =
+      m->state == RerunState::kRerunningInPlace || m->state == RerunState::kRerunningFromCheckpoint;
   if (!rerun || !f.failed_validation_call || !(call == *f.failed_validation_call)) {
     return Status::OK();
   }
@@ -280,11 +293,16 @@ CheckpointAndExit ShouldCheckpointAndExit(RerunStateMachine* m) {
   m->first_iteration_complete = true;
   if (m->mode != RerunMode::kValidateResults) return {false, false, 0};
   switch (m->state) {
-    case RerunState::kRerunningInPlace: return {false, true, kExitCodeFailedOnResultValidation};
-    case RerunState::kWillRerunFromCheckpoint: return {true, true, kExitCodeResumeToDisambiguate};
-    case RerunState::kRerunningFromCheckpoint: return {false, true, kExitCodeFailedOnResultValidation};
-    case RerunState::kRerunningAgainFromCheckpoint: return {false, true, kExitCodeResumeToDisambiguate};
-    default: return {false, false, 0};
+    case RerunState::kRerunningInPlace:
+      return {false, true, kExitCodeFailedOnResultValidation};
+    case RerunState::kWillRerunFromCheckpoint:
+      return {true, true, kExitCodeResumeToDisambiguate};
+    case RerunState::kRerunningFromCheckpoint:
+      return {false, true, kExitCodeFailedOnResultValidation};
+    case RerunState::kRerunningAgainFromCheckpoint:
+      return {false, true, kExitCodeResumeToDisambiguate};
+    default:
+      return {false, false, 0};
   }
 }
 
@@ -306,18 +324,20 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
   s["continue_requested"] = f.continue_requested;
   s["error_injector_checkpoint"] = {{"injected", f.error_injector_injected}};
   s["failed_validation_call"] =
-      f.failed_validation_call
-          ? nlohmann::json{{"message", f.failed_validation_call->message},
-                           {"rank", f.failed_validation_call->rank},
-                           {"sequence", f.failed_validation_call->sequence}}
-          : nlohmann::json(nullptr);
-  s["initial_result"] = f.initial_result ? ResultToJson(*f.initial_result) : nlohmann::json(nullptr);
-  s["suspicious_node"] = f.suspicious_node ? nlohmann::json(*f.suspicious_node) : nlohmann::json(nullptr);
+      f.failed_validation_call ? nlohmann::json{{"message", f.failed_validation_call->message},
+                                                {"rank", f.failed_validation_call->rank},
+                                                {"sequence", f.failed_validation_call->sequence}}
+                               : nlohmann::json(nullptr);
+  s["initial_result"] =
+      f.initial_result ? ResultToJson(*f.initial_result) : nlohmann::json(nullptr);
+  s["suspicious_node"] =
+      f.suspicious_node ? nlohmann::json(*f.suspicious_node) : nlohmann::json(nullptr);
   s["suspicious_device"] =
       f.suspicious_device ? nlohmann::json(*f.suspicious_device) : nlohmann::json(nullptr);
-  s["data_iterator_checkpoints"] = f.data_iterator_checkpoint
-                                       ? nlohmann::json::array({DataIteratorStateToJson(*f.data_iterator_checkpoint)})
-                                       : nlohmann::json(nullptr);
+  s["data_iterator_checkpoints"] =
+      f.data_iterator_checkpoint
+          ? nlohmann::json::array({DataIteratorStateToJson(*f.data_iterator_checkpoint)})
+          : nlohmann::json(nullptr);
   s["large_value_counts"] = f.large_value_counts;
   nlohmann::json max_values = nlohmann::json::object();
   for (const auto& [message, value] : f.max_values) max_values[message] = ResultToJson(value);

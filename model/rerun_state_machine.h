@@ -120,8 +120,8 @@ struct RerunStateMachine {
   bool first_iteration_complete = false;
   std::optional<RerunSavedState> saved_state;
   std::map<std::pair<std::string, int>, int> validation_counts;
-  std::map<ValidationCall, double> saved_results;           // REPORT mode
-  std::map<std::string, std::vector<double>> stats;         // REPORT mode: message -> diffs
+  std::map<ValidationCall, double> saved_results;    // REPORT mode
+  std::map<std::string, std::vector<double>> stats;  // REPORT mode: message -> diffs
 };
 
 RerunStateMachine NewRerunStateMachine(RerunMode mode, int64_t current_iteration);
@@ -138,7 +138,7 @@ Status ShouldRunForwardBackward(RerunStateMachine* m, RerunContext ctx, bool* ru
 // The environment of one validate_result call.
 struct ValidationInput {
   double result = 0.0;
-  bool rejected = false;     // rejection_func(result)
+  bool rejected = false;      // rejection_func(result)
   bool inject_error = false;  // the error injector fires (counts as a rejection)
   double tolerance = 0.0;
   bool fatal = true;

@@ -250,7 +250,8 @@ TEST(RerunStateMachine, LoadRules) {
   pending.sharded.checkpoint_requested = true;
   nlohmann::json payload, sentinel;
   ASSERT_TRUE(CheckpointPayload(pending, &payload).ok());
-  ASSERT_TRUE(CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 7), &sentinel).ok());
+  ASSERT_TRUE(
+      CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 7), &sentinel).ok());
 
   RerunStateMachine disabled = NewRerunStateMachine(RerunMode::kDisabled, 0);
   ASSERT_TRUE(LoadRerunPayload(payload, RerunLoadContext{}, &disabled).ok());

@@ -54,7 +54,8 @@ struct RankRngState {
   bool operator!=(const RankRngState& o) const { return !(*this == o); }
 };
 
-RankRngState InitialRankRng(uint64_t seed, const RankCoords& coords, bool data_parallel_random_init);
+RankRngState InitialRankRng(uint64_t seed, const RankCoords& coords,
+                            bool data_parallel_random_init);
 
 // Draws from stream `name` (a stream or a tracker). Returns NotFound for an unknown name.
 Status Draw(RankRngState* state, const std::string& name, uint64_t* out);

@@ -39,10 +39,11 @@ Status ExpectedResume(const RunSpec& saved_run, const std::vector<TrainingState>
     request.flags = flags;
     request.run_world_size = run.layout.world_size();
     TrainingState expected;
-    CKPTSPEC_RETURN_IF_ERROR(ExpectedStateAfterLoad(ckpt, request, &expected)
-                                 .WithContext(run.layout.modules()[i].name.empty()
-                                                  ? std::string("load rules")
-                                                  : "module '" + run.layout.modules()[i].name + "'"));
+    CKPTSPEC_RETURN_IF_ERROR(
+        ExpectedStateAfterLoad(ckpt, request, &expected)
+            .WithContext(run.layout.modules()[i].name.empty()
+                             ? std::string("load rules")
+                             : "module '" + run.layout.modules()[i].name + "'"));
     out->push_back(std::move(expected));
   }
   return Status::OK();
@@ -53,11 +54,12 @@ void FitConfigToLayout(const Layout& layout, TrainingConfig* config) {
   const int64_t per_dp = config->data.global_batch_size / config->data.micro_batch_size;
   if (per_dp % layout.dp() != 0) {
     // The micro-batch count per DP rank must stay whole.
-    config->data.global_batch_size = config->data.micro_batch_size * layout.dp() *
-                                     std::max<int64_t>(1, per_dp / layout.dp());
+    config->data.global_batch_size =
+        config->data.micro_batch_size * layout.dp() * std::max<int64_t>(1, per_dp / layout.dp());
   }
   config->ranks.clear();
-  for (int64_t rank = 0; rank < layout.world_size(); ++rank) config->ranks.push_back(layout.Coords(rank));
+  for (int64_t rank = 0; rank < layout.world_size(); ++rank)
+    config->ranks.push_back(layout.Coords(rank));
 }
 
 Status InitialStates(const RunSpec& run, std::vector<TrainingState>* states) {

@@ -19,20 +19,28 @@ std::string Num(double v) {
 
 const char* LrDecayStyleName(LrDecayStyle s) {
   switch (s) {
-    case LrDecayStyle::kConstant: return "constant";
-    case LrDecayStyle::kLinear: return "linear";
-    case LrDecayStyle::kCosine: return "cosine";
-    case LrDecayStyle::kInverseSquareRoot: return "inverse-square-root";
-    case LrDecayStyle::kWSD: return "WSD";
+    case LrDecayStyle::kConstant:
+      return "constant";
+    case LrDecayStyle::kLinear:
+      return "linear";
+    case LrDecayStyle::kCosine:
+      return "cosine";
+    case LrDecayStyle::kInverseSquareRoot:
+      return "inverse-square-root";
+    case LrDecayStyle::kWSD:
+      return "WSD";
   }
   return "?";
 }
 
 const char* WdIncrStyleName(WdIncrStyle s) {
   switch (s) {
-    case WdIncrStyle::kConstant: return "constant";
-    case WdIncrStyle::kLinear: return "linear";
-    case WdIncrStyle::kCosine: return "cosine";
+    case WdIncrStyle::kConstant:
+      return "constant";
+    case WdIncrStyle::kLinear:
+      return "linear";
+    case WdIncrStyle::kCosine:
+      return "cosine";
   }
   return "?";
 }
@@ -115,25 +123,38 @@ double SchedulerLr(const SchedulerConfig& c, int64_t num_steps, double max_lr, d
                        static_cast<double>(c.lr_decay_steps - c.lr_warmup_steps);
   double coeff = 1.0;
   switch (c.lr_decay_style) {
-    case LrDecayStyle::kLinear: coeff = 1.0 - ratio; break;
-    case LrDecayStyle::kCosine: coeff = 0.5 * (std::cos(kPi * ratio) + 1.0); break;
+    case LrDecayStyle::kLinear:
+      coeff = 1.0 - ratio;
+      break;
+    case LrDecayStyle::kCosine:
+      coeff = 0.5 * (std::cos(kPi * ratio) + 1.0);
+      break;
     case LrDecayStyle::kWSD: {
       const int64_t anneal_start = c.lr_decay_steps - c.wsd_decay_steps;
       if (num_steps <= anneal_start) {
         coeff = 1.0;
       } else {
-        const double r = static_cast<double>(num_steps - anneal_start) /
-                         static_cast<double>(c.wsd_decay_steps);
+        const double r =
+            static_cast<double>(num_steps - anneal_start) / static_cast<double>(c.wsd_decay_steps);
         switch (c.lr_wsd_decay_style) {
-          case WsdDecayStyle::kLinear: coeff = 1.0 - r; break;
-          case WsdDecayStyle::kCosine: coeff = 0.5 * (std::cos(kPi * r) + 1.0); break;
-          case WsdDecayStyle::kExponential: coeff = 2.0 * std::pow(0.5, r) - 1.0; break;
-          case WsdDecayStyle::kMinusSqrt: coeff = 1.0 - std::sqrt(r); break;
+          case WsdDecayStyle::kLinear:
+            coeff = 1.0 - r;
+            break;
+          case WsdDecayStyle::kCosine:
+            coeff = 0.5 * (std::cos(kPi * r) + 1.0);
+            break;
+          case WsdDecayStyle::kExponential:
+            coeff = 2.0 * std::pow(0.5, r) - 1.0;
+            break;
+          case WsdDecayStyle::kMinusSqrt:
+            coeff = 1.0 - std::sqrt(r);
+            break;
         }
       }
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return min_lr + coeff * (max_lr - min_lr);
 }
@@ -192,7 +213,8 @@ Status Field(const nlohmann::json& j, const char* name, const nlohmann::json** o
 Status GetNumber(const nlohmann::json& j, const char* name, double* out) {
   const nlohmann::json* v;
   CKPTSPEC_RETURN_IF_ERROR(Field(j, name, &v));
-  if (!v->is_number()) return Status::Corruption(std::string("scheduler '") + name + "' is not a number");
+  if (!v->is_number())
+    return Status::Corruption(std::string("scheduler '") + name + "' is not a number");
   *out = v->get<double>();
   return Status::OK();
 }
@@ -210,7 +232,8 @@ Status GetInt(const nlohmann::json& j, const char* name, int64_t* out) {
 Status GetString(const nlohmann::json& j, const char* name, std::string* out) {
   const nlohmann::json* v;
   CKPTSPEC_RETURN_IF_ERROR(Field(j, name, &v));
-  if (!v->is_string()) return Status::Corruption(std::string("scheduler '") + name + "' is not a string");
+  if (!v->is_string())
+    return Status::Corruption(std::string("scheduler '") + name + "' is not a string");
   *out = v->get<std::string>();
   return Status::OK();
 }
@@ -276,8 +299,8 @@ Status LoadSchedulerState(const SchedulerState& ckpt, const SchedulerConfig& arg
                                  LrDecayStyleName(c.lr_decay_style)));
   CKPTSPEC_RETURN_IF_ERROR(check("start_wd", Num(args.start_wd), Num(c.start_wd)));
   CKPTSPEC_RETURN_IF_ERROR(check("end_wd", Num(args.end_wd), Num(c.end_wd)));
-  CKPTSPEC_RETURN_IF_ERROR(check("wd_incr_steps", std::to_string(args.wd_incr_steps),
-                                 std::to_string(c.wd_incr_steps)));
+  CKPTSPEC_RETURN_IF_ERROR(
+      check("wd_incr_steps", std::to_string(args.wd_incr_steps), std::to_string(c.wd_incr_steps)));
   CKPTSPEC_RETURN_IF_ERROR(check("wd_incr_style", WdIncrStyleName(args.wd_incr_style),
                                  WdIncrStyleName(c.wd_incr_style)));
   s.config.max_lr = c.max_lr;

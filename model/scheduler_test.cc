@@ -92,9 +92,9 @@ TEST(Scheduler, PerGroupLrUsesGroupBoundsAndMultipliers) {
 
 RC_GTEST_PROP(Scheduler, LrStaysWithinBoundsAfterWarmup, ()) {
   SchedulerConfig c;
-  c.lr_decay_style = *rc::gen::element(LrDecayStyle::kConstant, LrDecayStyle::kLinear,
-                                       LrDecayStyle::kCosine, LrDecayStyle::kInverseSquareRoot,
-                                       LrDecayStyle::kWSD);
+  c.lr_decay_style =
+      *rc::gen::element(LrDecayStyle::kConstant, LrDecayStyle::kLinear, LrDecayStyle::kCosine,
+                        LrDecayStyle::kInverseSquareRoot, LrDecayStyle::kWSD);
   c.lr_decay_steps = *rc::gen::inRange<int64_t>(2, 1000);
   c.lr_warmup_steps = *rc::gen::inRange<int64_t>(0, c.lr_decay_steps);
   c.wsd_decay_steps = *rc::gen::inRange<int64_t>(1, c.lr_decay_steps + 1);

@@ -87,8 +87,7 @@ Status ValidateTensorSpec(const TensorSpec& spec) {
     }
     for (size_t a = 0; a < rank; ++a) {
       const int64_t f = spec.axis_fragmentations[a];
-      if (f < 1 || spec.global_shape[a] % f != 0 ||
-          spec.global_shape[a] / f != box.shape[a]) {
+      if (f < 1 || spec.global_shape[a] % f != 0 || spec.global_shape[a] / f != box.shape[a]) {
         return bad("axis_fragmentations[" + std::to_string(a) + "] = " + std::to_string(f) +
                    " does not split global extent " + std::to_string(spec.global_shape[a]) +
                    " into chunks of " + std::to_string(box.shape[a]));

@@ -38,17 +38,16 @@ TEST(Sharded, ObjectUniqueKeyFollowsMegatron) {
   EXPECT_EQ(o.UniqueKey(), "rng_state/shard_1.3_2.4");
 }
 
-TEST(Sharded, BoxIncludesPrependedAxes) {
-  EXPECT_EQ(Valid().box(), (Box{{2, 4, 0}, {1, 4, 16}}));
-}
+TEST(Sharded, BoxIncludesPrependedAxes) { EXPECT_EQ(Valid().box(), (Box{{2, 4, 0}, {1, 4, 16}})); }
 
 TEST(Sharded, ValidateTensorSpecNamesKeyAndField) {
   EXPECT_TRUE(ValidateTensorSpec(Valid()).ok());
   auto message = [](TensorSpec t) { return ValidateTensorSpec(t).message(); };
   TensorSpec t = Valid();
   t.global_offset = {2, 4};
-  EXPECT_EQ(message(t), "tensor 'decoder.layers.mlp.linear_fc1.weight': global_offset (2, 4) has 2 "
-                        "axes but global_shape (4, 8, 16) has 3");
+  EXPECT_EQ(message(t),
+            "tensor 'decoder.layers.mlp.linear_fc1.weight': global_offset (2, 4) has 2 "
+            "axes but global_shape (4, 8, 16) has 3");
   t = Valid();
   t.prepend_axis_num = 0;
   EXPECT_NE(message(t).find("local_shape (4, 16) plus prepend_axis_num 0"), std::string::npos);

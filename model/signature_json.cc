@@ -69,8 +69,7 @@ Status ReadTensor(const JsonField& entry, TensorSpec* out) {
       entry.Member("global_shape").GetNonNegativeInt64Array(&spec.global_shape));
   CKPTSPEC_RETURN_IF_ERROR(
       entry.Member("global_offset").GetNonNegativeInt64Array(&spec.global_offset));
-  CKPTSPEC_RETURN_IF_ERROR(
-      entry.Member("local_shape").GetNonNegativeInt64Array(&spec.local_shape));
+  CKPTSPEC_RETURN_IF_ERROR(entry.Member("local_shape").GetNonNegativeInt64Array(&spec.local_shape));
   const JsonField fragmentations = entry.OptionalMember("axis_fragmentations");
   if (!fragmentations.value().is_null()) {  // left out or null: an irregular grid
     if (!fragmentations.value().is_array()) {
@@ -266,9 +265,9 @@ Status AssembleRanks(const JsonField& ranks, std::vector<RankSignature> read, si
     const JsonField rank_field = entry.Member("rank");
     const int64_t r = read[i].rank;
     if (static_cast<uint64_t>(r) >= n) {
-      return rank_field.Error("rank " + std::to_string(r) + " is out of range: " +
-                              std::to_string(n) + " ranks must be numbered 0.." +
-                              std::to_string(static_cast<int64_t>(n) - 1));
+      return rank_field.Error(
+          "rank " + std::to_string(r) + " is out of range: " + std::to_string(n) +
+          " ranks must be numbered 0.." + std::to_string(static_cast<int64_t>(n) - 1));
     }
     if (where[r] != 0) {
       return rank_field.Error("duplicate rank " + std::to_string(r) + " (also at ranks[" +
@@ -333,10 +332,10 @@ class StreamedSignature : public JsonStreamHandler {
   }
 
  private:
-  StreamedEntries entries_;        // of the rank being read
+  StreamedEntries entries_;          // of the rank being read
   std::vector<RankSignature> read_;  // ranks[0..) up to the first error
-  Status error_;                   // the first rank's error
-  size_t rank_count_ = 0;          // elements of "ranks"
+  Status error_;                     // the first rank's error
+  size_t rank_count_ = 0;            // elements of "ranks"
 };
 
 }  // namespace
@@ -389,8 +388,8 @@ bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::stri
     }
     for (size_t t = 0; t < ra.tensors.size(); ++t) {
       if (!(ra.tensors[t] == rb.tensors[t])) {
-        return differ(at + ".tensors[" + std::to_string(t) + "]: " +
-                      Dump(TensorSpecToJson(ra.tensors[t])) + " vs " +
+        return differ(at + ".tensors[" + std::to_string(t) +
+                      "]: " + Dump(TensorSpecToJson(ra.tensors[t])) + " vs " +
                       Dump(TensorSpecToJson(rb.tensors[t])));
       }
     }
@@ -400,8 +399,8 @@ bool SameSignature(const GlobalSignature& a, const GlobalSignature& b, std::stri
     }
     for (size_t o = 0; o < ra.objects.size(); ++o) {
       if (!(ra.objects[o] == rb.objects[o])) {
-        return differ(at + ".objects[" + std::to_string(o) + "]: " +
-                      Dump(ObjectSpecToJson(ra.objects[o])) + " vs " +
+        return differ(at + ".objects[" + std::to_string(o) +
+                      "]: " + Dump(ObjectSpecToJson(ra.objects[o])) + " vs " +
                       Dump(ObjectSpecToJson(rb.objects[o])));
       }
     }

@@ -42,8 +42,8 @@ rc::Gen<TensorSpec> GenTensorSpec() {
         }
       }
     }
-    t.replica_id = *rc::gen::container<std::vector<int64_t>>(
-        *rc::gen::inRange<size_t>(1, 4), rc::gen::inRange<int64_t>(0, 3));
+    t.replica_id = *rc::gen::container<std::vector<int64_t>>(*rc::gen::inRange<size_t>(1, 4),
+                                                             rc::gen::inRange<int64_t>(0, 3));
     t.origin = *rc::gen::element<std::string>("", "vision/layer3/fc1", "lm/emb");
     if (*rc::gen::arbitrary<bool>()) t.digest = *rc::gen::arbitrary<uint64_t>();
     return t;
@@ -62,8 +62,8 @@ rc::Gen<ObjectSpec> GenObjectSpec() {
       o.global_shape.push_back(extent);
       o.global_offset.push_back(*rc::gen::inRange<int64_t>(0, extent));
     }
-    o.replica_id = *rc::gen::container<std::vector<int64_t>>(
-        *rc::gen::inRange<size_t>(1, 4), rc::gen::inRange<int64_t>(0, 3));
+    o.replica_id = *rc::gen::container<std::vector<int64_t>>(*rc::gen::inRange<size_t>(1, 4),
+                                                             rc::gen::inRange<int64_t>(0, 3));
     o.origin = *rc::gen::element<std::string>("", "rng");
     if (*rc::gen::arbitrary<bool>()) o.digest = *rc::gen::arbitrary<uint64_t>();
     return o;
@@ -84,10 +84,10 @@ rc::Gen<GlobalSignature> GenSignature() {
     for (int r = 0; r < n; ++r) {
       RankSignature rank;
       rank.rank = r;
-      rank.tensors = *rc::gen::container<std::vector<TensorSpec>>(
-          *rc::gen::inRange<size_t>(0, 5), GenTensorSpec());
-      rank.objects = *rc::gen::container<std::vector<ObjectSpec>>(
-          *rc::gen::inRange<size_t>(0, 3), GenObjectSpec());
+      rank.tensors = *rc::gen::container<std::vector<TensorSpec>>(*rc::gen::inRange<size_t>(0, 5),
+                                                                  GenTensorSpec());
+      rank.objects = *rc::gen::container<std::vector<ObjectSpec>>(*rc::gen::inRange<size_t>(0, 3),
+                                                                  GenObjectSpec());
       rank.common = *GenCommon();
       s.ranks.push_back(std::move(rank));
     }
@@ -192,13 +192,15 @@ TEST(SignatureJson, NamesPathAndValueOfEveryMalformedField) {
        "ranks[0].tensors[0].local_shape: expected an array of non-negative integers, got \"4,4\""},
       {"float extent", [](json& j) { j["ranks"][0]["tensors"][0]["local_shape"][1] = 4.5; },
        "ranks[0].tensors[0].local_shape[1]: expected a non-negative integer, got 4.5"},
-      {"uint64 overflow", [](json& j) {
+      {"uint64 overflow",
+       [](json& j) {
          j["ranks"][0]["tensors"][0]["global_offset"][0] = uint64_t{9223372036854775808ull};
        },
        "ranks[0].tensors[0].global_offset[0]: integer 9223372036854775808 overflows int64"},
       {"beyond uint64", [](json& j) { j["ranks"][0]["tensors"][0]["global_shape"][0] = 1e20; },
        "ranks[0].tensors[0].global_shape[0]: integer 1e+20 overflows int64"},
-      {"volume overflow", [](json& j) {
+      {"volume overflow",
+       [](json& j) {
          json& t = j["ranks"][1]["tensors"][1];
          t["global_shape"] = json::array({int64_t{1} << 40, int64_t{1} << 40});
          t["global_offset"] = json::array({0, 0});
@@ -206,14 +208,19 @@ TEST(SignatureJson, NamesPathAndValueOfEveryMalformedField) {
        },
        "ranks[1].tensors[1]: tensor 'flat': global_shape (1099511627776, 1099511627776) has a "
        "negative extent or its volume overflows int64"},
-      {"spec invalid", [](json& j) { j["ranks"][0]["tensors"][0]["global_offset"] = {0, 2}; },
+      {"spec invalid",
+       [](json& j) {
+         j["ranks"][0]["tensors"][0]["global_offset"] = {0, 2};
+       },
        "ranks[0].tensors[0]: tensor 'w': global_offset[1] = 2 is not a multiple of the chunk "
        "extent 4"},
       {"chunk outside", [](json& j) { j["ranks"][1]["tensors"][1]["global_offset"] = {6}; },
        "ranks[1].tensors[1]: tensor 'flat': chunk [6:11] lies outside global_shape (10,)"},
       {"object outside", [](json& j) { j["ranks"][1]["objects"][0]["global_offset"] = {2}; },
-       "ranks[1].objects[0]: object 'rng_state': global_offset (2,) lies outside global_shape (2,)"},
-      {"empty replica id", [](json& j) { j["ranks"][0]["tensors"][0]["replica_id"] = json::array(); },
+       "ranks[1].objects[0]: object 'rng_state': global_offset (2,) lies outside global_shape "
+       "(2,)"},
+      {"empty replica id",
+       [](json& j) { j["ranks"][0]["tensors"][0]["replica_id"] = json::array(); },
        "ranks[0].tensors[0].replica_id: replica id is an empty array"},
       {"negative replica id", [](json& j) { j["ranks"][0]["tensors"][0]["replica_id"] = -1; },
        "ranks[0].tensors[0].replica_id: expected a non-negative integer, got -1"},
@@ -223,7 +230,8 @@ TEST(SignatureJson, NamesPathAndValueOfEveryMalformedField) {
        "ranks[0].tensors[0].digest: expected a 16-hex-digit string, got 12"},
       {"origin type", [](json& j) { j["ranks"][0]["tensors"][0]["origin"] = json::array(); },
        "ranks[0].tensors[0].origin: expected a string, got []"},
-      {"fragmentations type", [](json& j) { j["ranks"][0]["tensors"][0]["axis_fragmentations"] = 2; },
+      {"fragmentations type",
+       [](json& j) { j["ranks"][0]["tensors"][0]["axis_fragmentations"] = 2; },
        "ranks[0].tensors[0].axis_fragmentations: expected an array of positive integers or null, "
        "got 2"},
       {"prepend negative", [](json& j) { j["ranks"][0]["tensors"][0]["prepend_axis_num"] = -1; },
@@ -260,16 +268,21 @@ TEST(SignatureJson, RejectsDeepCommonWithoutRecursing) {
   GlobalSignature s;
   const Status st = ParseSignature(text, &s);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message().rfind("signature JSON: ranks[0].common[0][0][0]...[0][0][0][0][0][0]: nests "
-                               "deeper than " + std::to_string(kDefaultMaxJsonDepth) + " levels at byte ",
-                               0),
-            0u)
+  EXPECT_EQ(
+      st.message().rfind("signature JSON: ranks[0].common[0][0][0]...[0][0][0][0][0][0]: nests "
+                         "deeper than " +
+                             std::to_string(kDefaultMaxJsonDepth) + " levels at byte ",
+                         0),
+      0u)
       << st.message();
   // A tree the reader accepts but deeper than a common tree may be is refused by the signature.
   std::string deeper(kMaxCommonDepth + 1, '[');
   deeper += "1" + std::string(kMaxCommonDepth + 1, ']');
-  const Status common = ParseSignature(R"({"format": "ckptspec.signature", "version": 1, "ranks": [{"rank": 0,
-      "common": )" + deeper + "}]}", &s);
+  const Status common =
+      ParseSignature(R"({"format": "ckptspec.signature", "version": 1, "ranks": [{"rank": 0,
+      "common": )" + deeper +
+                         "}]}",
+                     &s);
   EXPECT_EQ(common.message(), "ranks[0].common: nests deeper than 256 levels");
 }
 

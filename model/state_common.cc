@@ -27,7 +27,8 @@ Status Number(const json& j, const char* name, const std::string& where, double*
 Status Integer(const json& j, const char* name, const std::string& where, int64_t* out) {
   const json* f = nullptr;
   CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
-  if (!f->is_number_integer()) return Status::Corruption(where + ": '" + name + "' is not an integer");
+  if (!f->is_number_integer())
+    return Status::Corruption(where + ": '" + name + "' is not an integer");
   *out = f->get<int64_t>();
   return Status::OK();
 }
@@ -48,14 +49,16 @@ Status String(const json& j, const char* name, const std::string& where, std::st
   return Status::OK();
 }
 
-Status OptionalBound(const json& j, const char* name, const std::string& where, std::optional<double>* out) {
+Status OptionalBound(const json& j, const char* name, const std::string& where,
+                     std::optional<double>* out) {
   const json* f = nullptr;
   CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
   if (f->is_null()) {
     out->reset();
     return Status::OK();
   }
-  if (!f->is_number()) return Status::Corruption(where + ": '" + name + "' is neither null nor a number");
+  if (!f->is_number())
+    return Status::Corruption(where + ": '" + name + "' is neither null nor a number");
   *out = f->get<double>();
   return Status::OK();
 }
@@ -87,19 +90,38 @@ Status ParamGroupFromJson(const json& j, ParamGroup* out) {
   ParamGroup g;
   ParamGroupIdentity& id = g.identity;
   auto has = [&](const char* n) { return j.find(n) != j.end(); };
-  if (has("wd_mult")) CKPTSPEC_RETURN_IF_ERROR(Number(j, "wd_mult", w, &id.wd_mult)); else id.Remove(IdentityField::kWdMult);
-  if (has("lr_mult")) CKPTSPEC_RETURN_IF_ERROR(Number(j, "lr_mult", w, &id.lr_mult)); else id.Remove(IdentityField::kLrMult);
-  if (has("is_expert_parallel")) CKPTSPEC_RETURN_IF_ERROR(Bool(j, "is_expert_parallel", w, &id.is_expert_parallel)); else id.Remove(IdentityField::kIsExpertParallel);
-  if (has("is_decoupled_lr")) CKPTSPEC_RETURN_IF_ERROR(Bool(j, "is_decoupled_lr", w, &id.is_decoupled_lr)); else id.Remove(IdentityField::kIsDecoupledLr);
-  if (has("max_lr")) CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "max_lr", w, &id.max_lr)); else id.Remove(IdentityField::kMaxLr);
-  if (has("min_lr")) CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "min_lr", w, &id.min_lr)); else id.Remove(IdentityField::kMinLr);
+  if (has("wd_mult"))
+    CKPTSPEC_RETURN_IF_ERROR(Number(j, "wd_mult", w, &id.wd_mult));
+  else
+    id.Remove(IdentityField::kWdMult);
+  if (has("lr_mult"))
+    CKPTSPEC_RETURN_IF_ERROR(Number(j, "lr_mult", w, &id.lr_mult));
+  else
+    id.Remove(IdentityField::kLrMult);
+  if (has("is_expert_parallel"))
+    CKPTSPEC_RETURN_IF_ERROR(Bool(j, "is_expert_parallel", w, &id.is_expert_parallel));
+  else
+    id.Remove(IdentityField::kIsExpertParallel);
+  if (has("is_decoupled_lr"))
+    CKPTSPEC_RETURN_IF_ERROR(Bool(j, "is_decoupled_lr", w, &id.is_decoupled_lr));
+  else
+    id.Remove(IdentityField::kIsDecoupledLr);
+  if (has("max_lr"))
+    CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "max_lr", w, &id.max_lr));
+  else
+    id.Remove(IdentityField::kMaxLr);
+  if (has("min_lr"))
+    CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "min_lr", w, &id.min_lr));
+  else
+    id.Remove(IdentityField::kMinLr);
   CKPTSPEC_RETURN_IF_ERROR(Number(j, "lr", w, &g.lr));
   CKPTSPEC_RETURN_IF_ERROR(Number(j, "weight_decay", w, &g.weight_decay));
   CKPTSPEC_RETURN_IF_ERROR(Number(j, "eps", w, &g.eps));
   CKPTSPEC_RETURN_IF_ERROR(Integer(j, "step", w, &g.step));
   const json* betas = nullptr;
   CKPTSPEC_RETURN_IF_ERROR(Field(j, "betas", w, &betas));
-  if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() || !(*betas)[1].is_number()) {
+  if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() ||
+      !(*betas)[1].is_number()) {
     return Status::Corruption(w + ": 'betas' is not a pair of numbers");
   }
   g.beta1 = (*betas)[0].get<double>();
@@ -110,9 +132,11 @@ Status ParamGroupFromJson(const json& j, ParamGroup* out) {
   for (const json& p : *params) {
     if (!p.is_number_integer()) return Status::Corruption(w + ": 'params' holds a non-integer");
     constexpr int64_t kMaxIndex = std::numeric_limits<int>::max();
-    const bool index = p.is_number_unsigned() ? p.get<uint64_t>() <= static_cast<uint64_t>(kMaxIndex)
-                                              : p.get<int64_t>() >= 0 && p.get<int64_t>() <= kMaxIndex;
-    if (!index) return Status::Corruption(w + ": 'params' holds " + p.dump() + ", not a parameter index");
+    const bool index = p.is_number_unsigned()
+                           ? p.get<uint64_t>() <= static_cast<uint64_t>(kMaxIndex)
+                           : p.get<int64_t>() >= 0 && p.get<int64_t>() <= kMaxIndex;
+    if (!index)
+      return Status::Corruption(w + ": 'params' holds " + p.dump() + ", not a parameter index");
     g.params.push_back(static_cast<int>(p.get<int64_t>()));
   }
   *out = std::move(g);
@@ -141,7 +165,8 @@ Status SubOptimizersFromJson(const json& j, std::vector<SubOptimizer>* out) {
     if (!groups->is_array()) return Status::Corruption(w + ": 'param_groups' is not an array");
     for (size_t g = 0; g < groups->size(); ++g) {
       ParamGroup pg;
-      CKPTSPEC_RETURN_IF_ERROR(ParamGroupFromJson((*groups)[g], &pg).WithContext(w + " group " + std::to_string(g)));
+      CKPTSPEC_RETURN_IF_ERROR(
+          ParamGroupFromJson((*groups)[g], &pg).WithContext(w + " group " + std::to_string(g)));
       s.groups.push_back(std::move(pg));
     }
     subs.push_back(std::move(s));
@@ -176,9 +201,16 @@ json HeterogeneousLayoutToJson(const HeterogeneousLayout& layout) {
   json a = json::array();
   for (const ModuleLayout& m : layout.modules()) {
     const Layout& l = m.layout;
-    a.push_back(json{{"name", m.name}, {"first_rank", m.first_rank}, {"world_size", l.world_size()},
-                     {"tp", l.tp()}, {"pp", l.pp()}, {"dp", l.dp()}, {"cp", l.cp()}, {"ep", l.ep()},
-                     {"etp", l.etp()}, {"order", l.order().ToString()}});
+    a.push_back(json{{"name", m.name},
+                     {"first_rank", m.first_rank},
+                     {"world_size", l.world_size()},
+                     {"tp", l.tp()},
+                     {"pp", l.pp()},
+                     {"dp", l.dp()},
+                     {"cp", l.cp()},
+                     {"ep", l.ep()},
+                     {"etp", l.etp()},
+                     {"order", l.order().ToString()}});
   }
   return a;
 }

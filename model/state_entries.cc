@@ -14,7 +14,9 @@ std::string OptimizerPrefix(const std::string& module) {
   return module.empty() ? std::string("optimizer.") : "optimizer.mimo." + module + ".";
 }
 
-std::string OriginModule(const std::string& module) { return module.empty() ? std::string("model") : module; }
+std::string OriginModule(const std::string& module) {
+  return module.empty() ? std::string("model") : module;
+}
 
 namespace {
 
@@ -39,11 +41,16 @@ uint32_t FloatBits(float f) {
 uint64_t SlotBits(const TrainingState& s, int p, int slot, int64_t i) {
   const ParamState& ps = s.params[p];
   switch (slot) {
-    case kSlotModel: return ps.model[i];
-    case kSlotExpAvg: return FloatBits(ps.exp_avg[i]);
-    case kSlotExpAvgSq: return FloatBits(ps.exp_avg_sq[i]);
-    case kSlotMaster: return FloatBits(static_cast<float>(MasterValue(s, p, i)));
-    case kSlotStep: return static_cast<uint64_t>(ps.step);
+    case kSlotModel:
+      return ps.model[i];
+    case kSlotExpAvg:
+      return FloatBits(ps.exp_avg[i]);
+    case kSlotExpAvgSq:
+      return FloatBits(ps.exp_avg_sq[i]);
+    case kSlotMaster:
+      return FloatBits(static_cast<float>(MasterValue(s, p, i)));
+    case kSlotStep:
+      return static_cast<uint64_t>(ps.step);
   }
   return 0;
 }
@@ -69,8 +76,9 @@ bool IsExpertSub(const SubOptimizer& s) { return s.name == "expert"; }
 
 }  // namespace
 
-Status StatePlan::Make(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
-                       const ShardingConfig& sharding, StatePlan* out) {
+Status StatePlan::Make(const HeterogeneousLayout& layout,
+                       const std::vector<TrainingConfig>& configs, const ShardingConfig& sharding,
+                       StatePlan* out) {
   if (configs.size() != layout.modules().size()) {
     return Status::InvalidArgument(std::to_string(configs.size()) + " configs for " +
                                    std::to_string(layout.modules().size()) + " layout modules");
@@ -88,14 +96,16 @@ Status StatePlan::Make(const HeterogeneousLayout& layout, const std::vector<Trai
     const ModuleLayout& ml = layout.modules()[i];
     const std::string label = "module '" + ml.name + "'";
     if (configs[i].data.dp_size != ml.layout.dp()) {
-      return Status::InvalidArgument(label + ": data.dp_size = " + std::to_string(configs[i].data.dp_size) +
-                                     " differs from the layout's DP = " + std::to_string(ml.layout.dp()));
+      return Status::InvalidArgument(
+          label + ": data.dp_size = " + std::to_string(configs[i].data.dp_size) +
+          " differs from the layout's DP = " + std::to_string(ml.layout.dp()));
     }
     Module m;
     m.config = configs[i];
     CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(configs[i], &m.structure).WithContext(label));
     for (size_t p = 0; p < m.structure.specs.size(); ++p) {
-      m.instance[{m.structure.specs[p].key, PrependedOffsets(m.structure.specs[p])}] = static_cast<int>(p);
+      m.instance[{m.structure.specs[p].key, PrependedOffsets(m.structure.specs[p])}] =
+          static_cast<int>(p);
     }
     std::map<std::string, int> frozen_of_key;  // key -> first instance's frozen flag
     for (size_t p = 0; p < m.structure.specs.size(); ++p) {
@@ -103,9 +113,11 @@ Status StatePlan::Make(const HeterogeneousLayout& layout, const std::vector<Trai
       const int frozen = m.structure.params[p].frozen ? 1 : 0;
       auto it = frozen_of_key.emplace(ps.key, frozen).first;
       if (it->second != frozen) {
-        return Status::NotSupported(label + ": " + ps.name + " is " + (frozen ? "frozen" : "trainable") +
-                                    " but another instance of its stacked key '" + ps.key + "' is not; the "
-                                    "optimizer state of that key would have gaps (freeze every instance)");
+        return Status::NotSupported(
+            label + ": " + ps.name + " is " + (frozen ? "frozen" : "trainable") +
+            " but another instance of its stacked key '" + ps.key +
+            "' is not; the "
+            "optimizer state of that key would have gaps (freeze every instance)");
       }
     }
     m.sub_of_param.assign(m.structure.specs.size(), -1);
@@ -116,9 +128,11 @@ Status StatePlan::Make(const HeterogeneousLayout& layout, const std::vector<Trai
           m.sub_of_param[p] = static_cast<int>(o);
           if (sharding.optimizer_format == OptimizerFormat::kDpReshardable && !IsExpertSub(sub) &&
               m.structure.specs[p].is_expert()) {
-            return Status::NotSupported(label + ": dp_reshardable shards expert parameters over the "
-                                        "expert-DP group and needs the dense + expert chained optimizer (" +
-                                        m.structure.specs[p].name + " is in sub-optimizer '" + sub.name + "')");
+            return Status::NotSupported(
+                label +
+                ": dp_reshardable shards expert parameters over the "
+                "expert-DP group and needs the dense + expert chained optimizer (" +
+                m.structure.specs[p].name + " is in sub-optimizer '" + sub.name + "')");
           }
         }
       }
@@ -182,15 +196,17 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
     const int p = out->chunks[k].param;
     const int sub = m.sub_of_param[p];
     if (sub < 0) continue;
-    const bool chained = nsubs > 1 && (sharding_.optimizer_format != OptimizerFormat::kFullyReshardable ||
-                                       !sharding_.chained_avoid_prefix);
+    const bool chained =
+        nsubs > 1 && (sharding_.optimizer_format != OptimizerFormat::kFullyReshardable ||
+                      !sharding_.chained_avoid_prefix);
     const std::string prefix = (chained ? "chained_" + std::to_string(sub) + "." : std::string()) +
                                OptimizerPrefix(ml.name);
     const TensorSpec& model = out->chunks[k].spec;
     struct {
       const char* name;
       int slot;
-    } states[] = {{"exp_avg", kSlotExpAvg}, {"exp_avg_sq", kSlotExpAvgSq}, {"fp32_param", kSlotMaster}};
+    } states[] = {
+        {"exp_avg", kSlotExpAvg}, {"exp_avg_sq", kSlotExpAvgSq}, {"fp32_param", kSlotMaster}};
     for (const auto& st : states) {
       if (!moments || (st.slot == kSlotMaster && !mixed)) continue;
       TensorSpec t = model;
@@ -229,8 +245,8 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
   }
 }
 
-void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_rank, bool slice_index,
-                              RankEntries* out) const {
+void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_rank,
+                              bool slice_index, RankEntries* out) const {
   const ModuleLayout& ml = layout_.modules()[module_index];
   const Layout& L = ml.layout;
   const RankCoords c = L.Coords(local_rank);
@@ -242,8 +258,9 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
     const int64_t dp_size = expert ? L.edp() : L.GroupSize(GroupKind::kDataContext);
     const int64_t dp_rank = expert ? c.edp : c.dp_cp;
     const int64_t mp = expert ? c.etp + L.etp() * (c.ep + L.ep() * c.pp) : c.tp + L.tp() * c.pp;
-    const std::string prefix = (nsubs > 1 ? "chained_" + std::to_string(sub) + "." : std::string()) +
-                               OptimizerPrefix(ml.name) + "distributed.dp_group_idx_" + std::to_string(mp) + ".";
+    const std::string prefix =
+        (nsubs > 1 ? "chained_" + std::to_string(sub) + "." : std::string()) +
+        OptimizerPrefix(ml.name) + "distributed.dp_group_idx_" + std::to_string(mp) + ".";
     std::vector<int> chunk_of;  // buffer input index -> chunk
     std::vector<int64_t> numels;
     for (size_t k = 0; k < out->chunks.size(); ++k) {
@@ -269,18 +286,22 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
         piece.src = lo - bp.start_in_bucket;
         piece.length = hi - lo;
         pieces.push_back(piece);
-        index.push_back(nlohmann::json{{"param", m.structure.specs[out->chunks[piece.chunk].param].name},
-                                       {"bucket", b}, {"begin", piece.src}, {"end", piece.src + piece.length}});
+        index.push_back(
+            nlohmann::json{{"param", m.structure.specs[out->chunks[piece.chunk].param].name},
+                           {"bucket", b},
+                           {"begin", piece.src},
+                           {"end", piece.src + piece.length}});
       }
       struct {
         const char* name;
         int slot;
-      } states[] = {{"param", kSlotMaster}, {"exp_avg", kSlotExpAvg}, {"exp_avg_sq", kSlotExpAvgSq}};
+      } states[] = {
+          {"param", kSlotMaster}, {"exp_avg", kSlotExpAvg}, {"exp_avg_sq", kSlotExpAvgSq}};
       for (const auto& st : states) {
         if (st.slot == kSlotMaster && !mixed) continue;
         TensorSpec t;
-        t.key = prefix + "gbuf_idx_0.dtype_" + DTypeName(m.config.model.params_dtype) + ".bucket_idx_" +
-                std::to_string(b) + "." + st.name;
+        t.key = prefix + "gbuf_idx_0.dtype_" + DTypeName(m.config.model.params_dtype) +
+                ".bucket_idx_" + std::to_string(b) + "." + st.name;
         t.dtype = DType::kFloat32;
         t.global_shape = {buf.buckets[b].numel_unpadded};
         t.global_offset = {begin};
@@ -322,7 +343,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     const Dims pre(t.global_offset.begin(), t.global_offset.begin() + t.prepend_axis_num);
     auto it = m.instance.find({t.key, pre});
     if (it == m.instance.end()) {
-      return Status::InvalidArgument("no parameter instance for '" + t.key + "' at " + DimsToString(pre));
+      return Status::InvalidArgument("no parameter instance for '" + t.key + "' at " +
+                                     DimsToString(pre));
     }
     chunk.param = it->second;
     const Dims& shape = m.structure.specs[chunk.param].shape;
@@ -362,8 +384,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
       AppendOptimizer(m, e.module, local, /*moments=*/false, &e);
     }
     if (!ml.name.empty()) {
-      ShardedObject o = Obj(OptimizerPrefix(ml.name) + "common_state", {1}, {0}, {c.pp, c.tp, c.dp_cp},
-                            OriginModule(ml.name) + ":optimizer.common");
+      ShardedObject o = Obj(OptimizerPrefix(ml.name) + "common_state", {1}, {0},
+                            {c.pp, c.tp, c.dp_cp}, OriginModule(ml.name) + ":optimizer.common");
       if (state) o.data = ModuleCommon(*state).dump();
       e.dict.objects.push_back(std::move(o));
       e.object_roles.push_back(ObjectRole{EntryKind::kModuleCommon, {}});
@@ -373,7 +395,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     ObjectRole role;
     role.kind = EntryKind::kRng;
     ShardedObject o;
-    o.spec = RngObjectSpec(ml.name, ml.layout, m.config.data_parallel_random_init, local, &role.saved_ranks);
+    o.spec = RngObjectSpec(ml.name, ml.layout, m.config.data_parallel_random_init, local,
+                           &role.saved_ranks);
     if (state) {
       int found = -1;
       for (size_t r = 0; r < state->config.ranks.size() && found < 0; ++r) {
@@ -400,8 +423,9 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     e.object_roles.push_back(ObjectRole{EntryKind::kRerun, {}});
   }
   if (filter.data) {
-    ShardedObject o = Obj((ml.name.empty() ? std::string() : ml.name + ".") + "data_iterator",
-                          {ml.layout.dp()}, {c.dp}, {c.pp, c.tp, c.cp}, OriginModule(ml.name) + ":data_iterator");
+    ShardedObject o =
+        Obj((ml.name.empty() ? std::string() : ml.name + ".") + "data_iterator", {ml.layout.dp()},
+            {c.dp}, {c.pp, c.tp, c.cp}, OriginModule(ml.name) + ":data_iterator");
     if (state) o.data = DataIteratorStateToJson(state->data).dump();
     e.dict.objects.push_back(std::move(o));
     e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
@@ -429,7 +453,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
         continue;
       }
       for (size_t k = 0; k < ch.instance_index.size(); ++k) {
-        PutLE(SlotBits(*state, ch.param, role.slot, ch.instance_index[k]), size, t.data.data() + k * size);
+        PutLE(SlotBits(*state, ch.param, role.slot, ch.instance_index[k]), size,
+              t.data.data() + k * size);
       }
     }
   }

@@ -20,11 +20,26 @@
 namespace ckptspec {
 
 enum class EntryKind {
-  kModel, kOptimState, kOptimStep, kBucket, kSliceIndex, kRng, kRerun, kData, kModuleCommon,
+  kModel,
+  kOptimState,
+  kOptimStep,
+  kBucket,
+  kSliceIndex,
+  kRng,
+  kRerun,
+  kData,
+  kModuleCommon,
 };
 
 // Per-parameter state classes ("slots").
-enum StateSlot : int { kSlotModel = 0, kSlotExpAvg, kSlotExpAvgSq, kSlotMaster, kSlotStep, kNumSlots };
+enum StateSlot : int {
+  kSlotModel = 0,
+  kSlotExpAvg,
+  kSlotExpAvgSq,
+  kSlotMaster,
+  kSlotStep,
+  kNumSlots
+};
 
 // One model chunk held by the rank: parameter index and, per local element (row-major over the
 // chunk), its linear index in the parameter instance.
@@ -44,8 +59,8 @@ struct BucketPiece {
 struct TensorRole {
   EntryKind kind = EntryKind::kModel;
   int slot = kSlotModel;
-  int chunk = -1;                    // kModel, kOptimState, kOptimStep
-  std::vector<BucketPiece> pieces;   // kBucket
+  int chunk = -1;                   // kModel, kOptimState, kOptimStep
+  std::vector<BucketPiece> pieces;  // kBucket
 };
 
 struct ObjectRole {
@@ -65,9 +80,9 @@ struct RankEntries {
 // Which entry classes to build.
 struct EntryFilter {
   bool model = true;
-  bool optimizer = true;     // moments, steps, buffers, module common object
-  bool slice_index = true;   // dp_reshardable only
-  bool rng = true;           // the save-side rng_state objects
+  bool optimizer = true;    // moments, steps, buffers, module common object
+  bool slice_index = true;  // dp_reshardable only
+  bool rng = true;          // the save-side rng_state objects
   bool rerun = true;
   bool data = true;
 };
@@ -119,9 +134,9 @@ class StatePlan {
 
 // The load request of every rank (StateTemplates) with roles; rng_state objects carry the SAVING
 // layout's module-local ranks whose RNG they hold.
-Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
-                            const CheckpointInfo& saved, const LoadFlags& flags,
-                            std::vector<RankEntries>* out);
+Status BuildTemplateEntries(const HeterogeneousLayout& layout,
+                            const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
+                            const LoadFlags& flags, std::vector<RankEntries>* out);
 
 // "optimizer." or "optimizer.mimo.{module}.".
 std::string OptimizerPrefix(const std::string& module);

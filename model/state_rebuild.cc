@@ -62,7 +62,9 @@ class Assembly {
   Status Complete(int slot, int param, const std::string& what) const {
     const auto& f = filled_[slot][param];
     for (size_t i = 0; i < f.size(); ++i) {
-      if (!f[i]) return Status::NotFound(what + ": element " + std::to_string(i) + " was in no loaded entry");
+      if (!f[i])
+        return Status::NotFound(what + ": element " + std::to_string(i) +
+                                " was in no loaded entry");
     }
     return Status::OK();
   }
@@ -79,7 +81,8 @@ std::string TensorWhere(int64_t rank, const TensorSpec& t) {
 
 // Pairs the loaded dict of `rank` with its template; out[i] = loaded index of template entry i.
 Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& templ,
-             std::vector<const ShardedTensor*>* tensors, std::vector<const ShardedObject*>* objects) {
+             std::vector<const ShardedTensor*>* tensors,
+             std::vector<const ShardedObject*>* objects) {
   std::map<std::pair<std::string, Dims>, size_t> tindex;
   for (size_t i = 0; i < templ.dict.tensors.size(); ++i) {
     tindex[{templ.dict.tensors[i].spec.key, templ.dict.tensors[i].spec.global_offset}] = i;
@@ -87,16 +90,17 @@ Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& te
   tensors->assign(templ.dict.tensors.size(), nullptr);
   for (const ShardedTensor& t : loaded.tensors) {
     auto it = tindex.find({t.spec.key, t.spec.global_offset});
-    if (it == tindex.end()) return Status::InvalidArgument(TensorWhere(rank, t.spec) + " is unexpected");
+    if (it == tindex.end())
+      return Status::InvalidArgument(TensorWhere(rank, t.spec) + " is unexpected");
     const TensorSpec& want = templ.dict.tensors[it->second].spec;
     if (t.spec.dtype != want.dtype || t.spec.global_shape != want.global_shape ||
         t.spec.local_shape != want.local_shape ||
         t.data.size() != static_cast<size_t>(Volume(want.local_shape)) * DTypeSize(want.dtype)) {
-      return Status::InvalidArgument(TensorWhere(rank, t.spec) + " is misshapen: " + DTypeName(t.spec.dtype) +
-                                     " " + DimsToString(t.spec.global_shape) + " local " +
-                                     DimsToString(t.spec.local_shape) + ", " + std::to_string(t.data.size()) +
-                                     " bytes; expected " + DTypeName(want.dtype) + " " +
-                                     DimsToString(want.global_shape) + " local " + DimsToString(want.local_shape));
+      return Status::InvalidArgument(
+          TensorWhere(rank, t.spec) + " is misshapen: " + DTypeName(t.spec.dtype) + " " +
+          DimsToString(t.spec.global_shape) + " local " + DimsToString(t.spec.local_shape) + ", " +
+          std::to_string(t.data.size()) + " bytes; expected " + DTypeName(want.dtype) + " " +
+          DimsToString(want.global_shape) + " local " + DimsToString(want.local_shape));
     }
     (*tensors)[it->second] = &t;
   }
@@ -106,13 +110,14 @@ Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& te
     }
   }
   std::map<std::string, size_t> oindex;
-  for (size_t i = 0; i < templ.dict.objects.size(); ++i) oindex[templ.dict.objects[i].spec.UniqueKey()] = i;
+  for (size_t i = 0; i < templ.dict.objects.size(); ++i)
+    oindex[templ.dict.objects[i].spec.UniqueKey()] = i;
   objects->assign(templ.dict.objects.size(), nullptr);
   for (const ShardedObject& o : loaded.objects) {
     auto it = oindex.find(o.spec.UniqueKey());
     if (it == oindex.end()) {
-      return Status::InvalidArgument("rank " + std::to_string(rank) + " object '" + o.spec.UniqueKey() +
-                                     "' is unexpected");
+      return Status::InvalidArgument("rank " + std::to_string(rank) + " object '" +
+                                     o.spec.UniqueKey() + "' is unexpected");
     }
     (*objects)[it->second] = &o;
   }
@@ -146,7 +151,8 @@ struct ModuleLoaded {
 
 }  // namespace
 
-Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
+                            const HeterogeneousLayout& layout,
                             const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                             std::vector<TrainingState>* out) {
   if (static_cast<int64_t>(loaded.size()) != layout.world_size()) {
@@ -191,7 +197,8 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
           const ParamChunk& ch = e.chunks[piece.chunk];
           for (int64_t k = 0; k < piece.length; ++k) {
             CKPTSPEC_RETURN_IF_ERROR(a.Put(role.slot, ch.param, ch.instance_index[piece.src + k],
-                                           GetLE(t.data.data() + (piece.dst + k) * size, size), where));
+                                           GetLE(t.data.data() + (piece.dst + k) * size, size),
+                                           where));
           }
         }
         continue;
@@ -202,8 +209,8 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
         continue;
       }
       for (size_t k = 0; k < ch.instance_index.size(); ++k) {
-        CKPTSPEC_RETURN_IF_ERROR(
-            a.Put(role.slot, ch.param, ch.instance_index[k], GetLE(t.data.data() + k * size, size), where));
+        CKPTSPEC_RETURN_IF_ERROR(a.Put(role.slot, ch.param, ch.instance_index[k],
+                                       GetLE(t.data.data() + k * size, size), where));
       }
     }
     ModuleLoaded& g = got[e.module];
@@ -214,14 +221,21 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
       json j;
       CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(o.data, what, &j));
       switch (role.kind) {
-        case EntryKind::kModuleCommon: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what)); break;
-        case EntryKind::kRerun: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.rerun, j, what)); break;
-        case EntryKind::kData: CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, j, what)); break;
+        case EntryKind::kModuleCommon:
+          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what));
+          break;
+        case EntryKind::kRerun:
+          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.rerun, j, what));
+          break;
+        case EntryKind::kData:
+          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, j, what));
+          break;
         case EntryKind::kSliceIndex: {
           json want;
           CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(e.dict.objects[i].data, what, &want));
           if (j != want) {
-            return Status::Corruption(what + ": the dp_reshardable slice index differs from this layout's "
+            return Status::Corruption(what +
+                                      ": the dp_reshardable slice index differs from this layout's "
                                       "(the bucket layout changed)");
           }
           break;
@@ -232,7 +246,8 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
           for (int64_t s : role.saved_ranks) g.rng[s] = rng;
           break;
         }
-        default: break;
+        default:
+          break;
       }
     }
   }
@@ -262,25 +277,31 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
     CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(vcfg, &view).WithContext(label + " saved view"));
     size_t ri = 0;
     for (const auto& kv : got[m].rng) view.rng[ri++] = kv.second;
-    if (!(*common)["iteration"].is_number_integer()) return Status::Corruption("common 'iteration' is not an integer");
+    if (!(*common)["iteration"].is_number_integer())
+      return Status::Corruption("common 'iteration' is not an integer");
     view.iteration = (*common)["iteration"].get<int64_t>();
     const bool mixed = vcfg.model.params_dtype != DType::kFloat32;
     for (size_t p = 0; p < st.specs.size(); ++p) {
       const std::string& name = st.specs[p].name;
-      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotModel, static_cast<int>(p), "model weight of " + name));
+      CKPTSPEC_RETURN_IF_ERROR(
+          a.Complete(kSlotModel, static_cast<int>(p), "model weight of " + name));
       const auto& mv = a.values(kSlotModel, static_cast<int>(p));
       for (size_t e = 0; e < mv.size(); ++e) view.params[p].model[e] = static_cast<uint32_t>(mv[e]);
       if (!load_optim || view.params[p].frozen) continue;
       ParamState& ps = view.params[p];
       CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvg, static_cast<int>(p), "exp_avg of " + name));
-      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvgSq, static_cast<int>(p), "exp_avg_sq of " + name));
+      CKPTSPEC_RETURN_IF_ERROR(
+          a.Complete(kSlotExpAvgSq, static_cast<int>(p), "exp_avg_sq of " + name));
       CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotStep, static_cast<int>(p), "step of " + name));
-      if (mixed) CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotMaster, static_cast<int>(p), "fp32 master of " + name));
+      if (mixed)
+        CKPTSPEC_RETURN_IF_ERROR(
+            a.Complete(kSlotMaster, static_cast<int>(p), "fp32 master of " + name));
       for (size_t e = 0; e < ps.model.size(); ++e) {
         ps.exp_avg[e] = BitsToFloat(a.values(kSlotExpAvg, static_cast<int>(p))[e]);
         ps.exp_avg_sq[e] = BitsToFloat(a.values(kSlotExpAvgSq, static_cast<int>(p))[e]);
-        const float master = mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
-                                   : static_cast<float>(DecodeToDouble(vcfg.model.params_dtype, ps.model[e]));
+        const float master =
+            mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
+                  : static_cast<float>(DecodeToDouble(vcfg.model.params_dtype, ps.model[e]));
         if (!ps.main.empty()) ps.main[e] = master;
         if (!ps.offload.empty()) ps.offload[e] = master;
       }
@@ -289,34 +310,44 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
     if (load_optim) {
       const json* mc = common;
       if (!was.name.empty()) {
-        if (!got[m].module_common) return Status::NotFound(label + ": no optimizer common_state was loaded");
+        if (!got[m].module_common)
+          return Status::NotFound(label + ": no optimizer common_state was loaded");
         mc = &*got[m].module_common;
       }
       if (!mc->contains("optimizer") || !mc->contains("opt_param_scheduler")) {
-        return Status::Corruption(label + ": optimizer common state lacks 'optimizer' or 'opt_param_scheduler'");
+        return Status::Corruption(
+            label + ": optimizer common state lacks 'optimizer' or 'opt_param_scheduler'");
       }
-      CKPTSPEC_RETURN_IF_ERROR(SubOptimizersFromJson((*mc)["optimizer"], &view.optimizers).WithContext(label));
-      CKPTSPEC_RETURN_IF_ERROR(CheckGroupParameters(view.optimizers, view.params.size()).WithContext(label));
       CKPTSPEC_RETURN_IF_ERROR(
-          SchedulerStateFromJson((*mc)["opt_param_scheduler"], configs[m].scheduler, &view.scheduler).WithContext(label));
+          SubOptimizersFromJson((*mc)["optimizer"], &view.optimizers).WithContext(label));
+      CKPTSPEC_RETURN_IF_ERROR(
+          CheckGroupParameters(view.optimizers, view.params.size()).WithContext(label));
+      CKPTSPEC_RETURN_IF_ERROR(SchedulerStateFromJson((*mc)["opt_param_scheduler"],
+                                                      configs[m].scheduler, &view.scheduler)
+                                   .WithContext(label));
     }
     // The rerun machine: the common head, with the rank payload when it was loaded.
-    if (!common->contains("rerun_state_machine")) return Status::Corruption("common state lacks 'rerun_state_machine'");
+    if (!common->contains("rerun_state_machine"))
+      return Status::Corruption("common state lacks 'rerun_state_machine'");
     json payload;
     if (got[m].rerun) {
       payload = *got[m].rerun;
       for (const char* f : {"mode", "state", "current_iteration"}) {
         if (!payload.contains(f) || payload[f] != (*common)["rerun_state_machine"][f]) {
-          return Status::Corruption(label + ": rerun payload '" + f + "' differs from the common state's");
+          return Status::Corruption(label + ": rerun payload '" + f +
+                                    "' differs from the common state's");
         }
       }
     } else {
-      CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 0), &payload));
-      for (const char* f : {"mode", "state", "current_iteration"}) payload[f] = (*common)["rerun_state_machine"][f];
+      CKPTSPEC_RETURN_IF_ERROR(
+          CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 0), &payload));
+      for (const char* f : {"mode", "state", "current_iteration"})
+        payload[f] = (*common)["rerun_state_machine"][f];
     }
     CKPTSPEC_RETURN_IF_ERROR(PayloadFromJson(payload, &view.rerun).WithContext(label));
     if (got[m].data) {
-      CKPTSPEC_RETURN_IF_ERROR(DataIteratorStateFromJson(*got[m].data, &view.data).WithContext(label));
+      CKPTSPEC_RETURN_IF_ERROR(
+          DataIteratorStateFromJson(*got[m].data, &view.data).WithContext(label));
     }
     CheckpointDescriptor ckpt;
     ckpt.state = std::move(view);
@@ -338,10 +369,11 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const H
 }
 
 Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const Layout& layout,
-                            const TrainingConfig& config, const LoadFlags& flags, TrainingState* out) {
+                            const TrainingConfig& config, const LoadFlags& flags,
+                            TrainingState* out) {
   std::vector<TrainingState> states;
-  CKPTSPEC_RETURN_IF_ERROR(RebuildTrainingState(loaded, HeterogeneousLayout::Single(layout, config.model.name),
-                                                {config}, flags, &states));
+  CKPTSPEC_RETURN_IF_ERROR(RebuildTrainingState(
+      loaded, HeterogeneousLayout::Single(layout, config.model.name), {config}, flags, &states));
   *out = std::move(states[0]);
   return Status::OK();
 }

@@ -33,8 +33,9 @@ std::vector<RankCoords> RankCoordsOf(const Layout& layout) {
   return out;
 }
 
-Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                          const ShardingConfig& sharding, std::vector<ShardedStateDict>* out) {
+Status ShardTrainingState(const HeterogeneousLayout& layout,
+                          const std::vector<TrainingState>& states, const ShardingConfig& sharding,
+                          std::vector<ShardedStateDict>* out) {
   std::vector<TrainingConfig> configs;
   for (const TrainingState& s : states) configs.push_back(s.config);
   StatePlan plan;
@@ -44,19 +45,21 @@ Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<T
     const TrainingState& s = states[m];
     const TrainingState& structure = plan.structure(static_cast<int>(m));
     if (s.params.size() != structure.params.size() || s.specs.size() != structure.specs.size()) {
-      return Status::InvalidArgument(label + ": the state holds " + std::to_string(s.params.size()) +
-                                     " parameters, its config " + std::to_string(structure.params.size()));
+      return Status::InvalidArgument(label + ": the state holds " +
+                                     std::to_string(s.params.size()) + " parameters, its config " +
+                                     std::to_string(structure.params.size()));
     }
     for (size_t p = 0; p < s.params.size(); ++p) {
       if (s.params[p].frozen != structure.params[p].frozen) {
-        return Status::InvalidArgument(label + ": parameter " + s.specs[p].name +
-                                       " is frozen in the state but not in its config (or the reverse)");
+        return Status::InvalidArgument(
+            label + ": parameter " + s.specs[p].name +
+            " is frozen in the state but not in its config (or the reverse)");
       }
     }
-    if (s.iteration != states[0].iteration ||
-        RerunHead(s.rerun) != RerunHead(states[0].rerun)) {
+    if (s.iteration != states[0].iteration || RerunHead(s.rerun) != RerunHead(states[0].rerun)) {
       return Status::InvalidArgument(label + ": iteration or rerun state differs from module '" +
-                                     layout.modules()[0].name + "' (one training loop drives all modules)");
+                                     layout.modules()[0].name +
+                                     "' (one training loop drives all modules)");
     }
   }
   nlohmann::json common;
@@ -96,9 +99,10 @@ Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<T
   return Status::OK();
 }
 
-Status ShardTrainingState(const Layout& layout, const TrainingState& state, const ShardingConfig& sharding,
-                          std::vector<ShardedStateDict>* out) {
-  return ShardTrainingState(HeterogeneousLayout::Single(layout, state.config.model.name), {state}, sharding, out);
+Status ShardTrainingState(const Layout& layout, const TrainingState& state,
+                          const ShardingConfig& sharding, std::vector<ShardedStateDict>* out) {
+  return ShardTrainingState(HeterogeneousLayout::Single(layout, state.config.model.name), {state},
+                            sharding, out);
 }
 
 Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
@@ -137,7 +141,8 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
   info.sharding.chained_avoid_prefix = avoid->get<bool>();
   auto dpri = common.find("data_parallel_random_init");
   if (dpri == common.end() || !dpri->is_array() || dpri->size() != info.layout.modules().size()) {
-    return Status::Corruption("common state lacks 'data_parallel_random_init' with one flag per module");
+    return Status::Corruption(
+        "common state lacks 'data_parallel_random_init' with one flag per module");
   }
   for (const auto& b : *dpri) {
     if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
@@ -147,9 +152,9 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
   return Status::OK();
 }
 
-Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
-                            const CheckpointInfo& saved, const LoadFlags& flags,
-                            std::vector<RankEntries>* out) {
+Status BuildTemplateEntries(const HeterogeneousLayout& layout,
+                            const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
+                            const LoadFlags& flags, std::vector<RankEntries>* out) {
   StatePlan plan;
   CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, configs, saved.sharding, &plan));
   const auto& now_modules = layout.modules();
@@ -163,11 +168,12 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector
       return Status::InvalidArgument("module " + std::to_string(m) + " is '" + now_modules[m].name +
                                      "', the checkpoint's '" + was_modules[m].name + "'");
     }
-    const LoadedStateClasses load = StateClassesToLoad(flags, configs[m], was_modules[m].layout,
-                                                       now_modules[m].layout);
+    const LoadedStateClasses load =
+        StateClassesToLoad(flags, configs[m], was_modules[m].layout, now_modules[m].layout);
     if (load.optimizer) {
       CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(saved.sharding.optimizer_format,
-                                                          was_modules[m].layout, now_modules[m].layout)
+                                                          was_modules[m].layout,
+                                                          now_modules[m].layout)
                                    .WithContext("module '" + now_modules[m].name + "'"));
     }
   }
@@ -186,11 +192,12 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector
     // Requested only where it loads: a layout change skips the rerun payload (or errs) and a DP
     // change errs (L8, L9), so the templates never ask for what the load would not take.
     f.rerun = load.rerun && layout.world_size() == saved.layout.world_size() &&
-              now.world_size() == was.world_size() && now.tp() == was.tp() && now.pp() == was.pp() &&
-              now.dp() == was.dp();
+              now.world_size() == was.world_size() && now.tp() == was.tp() &&
+              now.pp() == was.pp() && now.dp() == was.dp();
     f.data = load.data && now.dp() == was.dp();
     RankEntries e;
-    CKPTSPEC_RETURN_IF_ERROR(plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
+    CKPTSPEC_RETURN_IF_ERROR(
+        plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
     if (load.rng) {
       const int s = MatchRngRank(RankCoordsOf(was), now.Coords(layout.LocalRank(r)),
                                  config.data_parallel_random_init);
@@ -198,8 +205,8 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout, const std::vector
         ObjectRole role;
         role.kind = EntryKind::kRng;
         ShardedObject o;
-        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was, saved.data_parallel_random_init[m], s,
-                                          &role.saved_ranks);
+        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was,
+                                          saved.data_parallel_random_init[m], s, &role.saved_ranks);
         e.dict.objects.push_back(std::move(o));
         e.object_roles.push_back(std::move(role));
       }

@@ -75,8 +75,9 @@ std::vector<RankCoords> RankCoordsOf(const Layout& layout);
 // Save: every rank's dict, in global rank order. Errors: inconsistent inputs (see above, named),
 // an invalid model for its module layout, a rerun state that cannot be persisted (B06), dp_reshardable
 // with unchained experts.
-Status ShardTrainingState(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                          const ShardingConfig& sharding, std::vector<ShardedStateDict>* out);
+Status ShardTrainingState(const HeterogeneousLayout& layout,
+                          const std::vector<TrainingState>& states, const ShardingConfig& sharding,
+                          std::vector<ShardedStateDict>* out);
 Status ShardTrainingState(const Layout& layout, const TrainingState& state,
                           const ShardingConfig& sharding, std::vector<ShardedStateDict>* out);
 
@@ -111,10 +112,12 @@ Status StateTemplates(const HeterogeneousLayout& layout, const std::vector<Train
 // entry (NotFound), holds an entry the templates do not request (InvalidArgument: "unexpected"),
 // or one whose shape, dtype or data size differs from the template (InvalidArgument); unparsable
 // objects or common state (Corruption); and every error of the load rules.
-Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
+                            const HeterogeneousLayout& layout,
                             const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                             std::vector<TrainingState>* out);
 Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded, const Layout& layout,
-                            const TrainingConfig& config, const LoadFlags& flags, TrainingState* out);
+                            const TrainingConfig& config, const LoadFlags& flags,
+                            TrainingState* out);
 
 }  // namespace ckptspec

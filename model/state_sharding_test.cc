@@ -12,7 +12,8 @@
 namespace ckptspec {
 namespace {
 
-Layout MakeLayout(int64_t world, int64_t tp, int64_t pp, int64_t cp = 1, int64_t ep = 1, int64_t etp = 0) {
+Layout MakeLayout(int64_t world, int64_t tp, int64_t pp, int64_t cp = 1, int64_t ep = 1,
+                  int64_t etp = 0) {
   ParallelSizes p;
   p.tp = tp;
   p.pp = pp;
@@ -59,7 +60,8 @@ TrainingState Trained(const TrainingConfig& c, int steps) {
 
 GlobalSignature Sig(const std::vector<ShardedStateDict>& dicts) {
   GlobalSignature g;
-  for (size_t r = 0; r < dicts.size(); ++r) g.ranks.push_back(SignatureOf(static_cast<int64_t>(r), dicts[r], true));
+  for (size_t r = 0; r < dicts.size(); ++r)
+    g.ranks.push_back(SignatureOf(static_cast<int64_t>(r), dicts[r], true));
   return g;
 }
 
@@ -83,10 +85,11 @@ Status Load(const std::vector<ShardedStateDict>& saved, const HeterogeneousLayou
   return RebuildTrainingState(request, layout, configs, flags, out);
 }
 
-Status LoadOne(const std::vector<ShardedStateDict>& saved, const Layout& layout, const TrainingConfig& config,
-               const LoadFlags& flags, TrainingState* out) {
+Status LoadOne(const std::vector<ShardedStateDict>& saved, const Layout& layout,
+               const TrainingConfig& config, const LoadFlags& flags, TrainingState* out) {
   std::vector<TrainingState> states;
-  CKPTSPEC_RETURN_IF_ERROR(Load(saved, HeterogeneousLayout::Single(layout, config.model.name), {config}, flags, &states));
+  CKPTSPEC_RETURN_IF_ERROR(Load(saved, HeterogeneousLayout::Single(layout, config.model.name),
+                                {config}, flags, &states));
   *out = std::move(states[0]);
   return Status::OK();
 }
@@ -125,11 +128,13 @@ TEST(StateSharding, DenseTp2Pp2Dp2WithTiedEmbeddingsIsValidAndRoundTrips) {
   const std::set<std::string> keys = Keys(dicts);
   EXPECT_TRUE(keys.count("optimizer.state.exp_avg.embedding.word_embeddings.weight"));
   EXPECT_TRUE(keys.count("optimizer.state.fp32_param.decoder.layers.mlp.linear_fc1.weight"));
-  EXPECT_TRUE(keys.count("rng_state") && keys.count("rerun_state_machine_state") && keys.count("data_iterator"));
+  EXPECT_TRUE(keys.count("rng_state") && keys.count("rerun_state_machine_state") &&
+              keys.count("data_iterator"));
   // The tied embedding on the last stage is a (1, 0, dp) replica.
   bool tied = false;
   for (const auto& t : dicts[l.DenseRank(0, 0, 1, 1)].tensors) {
-    if (t.spec.key == "embedding.word_embeddings.weight") tied = t.spec.replica_id == ReplicaId{1, 0, 1};
+    if (t.spec.key == "embedding.word_embeddings.weight")
+      tied = t.spec.replica_id == ReplicaId{1, 0, 1};
   }
   EXPECT_TRUE(tied);
   // rng_state: (pp, tp) of (pp_size, tp_size), replica dp_cp.
@@ -197,7 +202,8 @@ TEST(StateSharding, PartlyFrozenStackedKeyIsRefused) {
   std::vector<ShardedStateDict> dicts;
   const Status st = ShardTrainingState(l, Trained(c, 0), ShardingConfig(), &dicts);
   EXPECT_EQ(st.code(), Status::Code::kNotSupported);
-  EXPECT_NE(st.message().find("decoder.layers.mlp.linear_fc2.weight"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("decoder.layers.mlp.linear_fc2.weight"), std::string::npos)
+      << st.ToString();
   c.frozen.push_back("decoder.layers.0.mlp.linear_fc2.weight");
   TrainingState s = Trained(c, 1);
   ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
@@ -308,9 +314,9 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
   LoadFlags no_optim = reset;
   no_optim.no_load_optim = true;
   const Case cases[] = {
-      {ShardingConfig(), l2, reset, true},  {ShardingConfig(), l2, LoadFlags(), false},
-      {DpReshardable(), l2, reset, false},  {DpReshardable(), l2, no_optim, true},
-      {DpReshardable(), l3, reset, false},  {ShardingConfig(), l3, reset, true},
+      {ShardingConfig(), l2, reset, true}, {ShardingConfig(), l2, LoadFlags(), false},
+      {DpReshardable(), l2, reset, false}, {DpReshardable(), l2, no_optim, true},
+      {DpReshardable(), l3, reset, false}, {ShardingConfig(), l3, reset, true},
   };
   for (const Case& k : cases) {
     std::vector<ShardedStateDict> dicts;
@@ -349,7 +355,8 @@ TEST(StateSharding, LoadTemplatesHaveOneMainReplicaPerObject) {
   ASSERT_TRUE(ReadCheckpointInfo(dicts.at(0).common, &info).ok());
   std::vector<ShardedStateDict> templates;
   ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l, c.model.name), {c}, info, LoadFlags(),
-                             &templates).ok());
+                             &templates)
+                  .ok());
   std::string duplicates;
   for (const Violation& v : CheckShardingIntegrity(Sig(templates))) {
     if (v.kind == ViolationKind::kDuplicateMain) duplicates += FormatViolations({v});
@@ -370,19 +377,23 @@ TEST(StateSharding, DpReshardableReshardsOverDp) {
   reset.reset_dataloader = true;
   const TrainingConfig c2 = Config(l2);
   TrainingState expected, got;
-  ASSERT_TRUE(ExpectedStateAfterLoad({s, l1, OptimizerFormat::kDpReshardable, true}, {c2, l2, reset}, &expected).ok());
+  ASSERT_TRUE(ExpectedStateAfterLoad({s, l1, OptimizerFormat::kDpReshardable, true},
+                                     {c2, l2, reset}, &expected)
+                  .ok());
   const Status st = LoadOne(dicts, l2, c2, reset, &got);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(FirstDifference(got, expected), "");
 }
 
 // What every rank of `l` requests for a same-layout load of `s`, filled from a save of `s`.
-void SavedAndRequested(const Layout& l, const TrainingState& s, std::vector<ShardedStateDict>* req) {
+void SavedAndRequested(const Layout& l, const TrainingState& s,
+                       std::vector<ShardedStateDict>* req) {
   std::vector<ShardedStateDict> dicts;
   ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
   CheckpointInfo info;
   ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
-  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), req).ok());
+  ASSERT_TRUE(
+      StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), req).ok());
   for (auto& d : *req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
 }
 
@@ -451,7 +462,8 @@ TEST(ChunkResolve, FillsByIntersectionAndNamesGaps) {
   a.spec.local_shape = {2, 2};
   b.spec.global_offset = {2, 0};
   b.spec.local_shape = {2, 2};
-  for (int i = 0; i < 16; ++i) a.data.push_back(static_cast<uint8_t>(i)), b.data.push_back(static_cast<uint8_t>(100 + i));
+  for (int i = 0; i < 16; ++i)
+    a.data.push_back(static_cast<uint8_t>(i)), b.data.push_back(static_cast<uint8_t>(100 + i));
   t.spec.global_offset = {1, 1};
   t.spec.local_shape = {2, 1};
   ASSERT_TRUE(FillTensorFromChunks({&a, &b}, &t).ok());
@@ -486,7 +498,8 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
   const Layout l1 = gen_layout(experts);
   const Layout l2 = gen_layout(experts);
   ShardingConfig sc;
-  if (*rc::gen::arbitrary<bool>()) sc = DpReshardable(*rc::gen::inRange<int64_t>(16, 400), *rc::gen::element<int64_t>(1, 4, 64));
+  if (*rc::gen::arbitrary<bool>())
+    sc = DpReshardable(*rc::gen::inRange<int64_t>(16, 400), *rc::gen::element<int64_t>(1, 4, 64));
   sc.chained_avoid_prefix = *rc::gen::arbitrary<bool>();
   TrainingConfig c1 = Config(l1, experts);
   c1.model.params_dtype = *rc::gen::element(DType::kBFloat16, DType::kFloat32);
@@ -499,8 +512,9 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
     }
   }
   RC_LOG() << "save " << l1.ToString() << " -> load " << l2.ToString() << ", experts " << experts
-           << ", " << OptimizerFormatName(sc.optimizer_format) << " bucket " << sc.buffers.bucket_size
-           << " align " << sc.buffers.param_alignment << ", dtype " << DTypeName(c1.model.params_dtype) << "\n";
+           << ", " << OptimizerFormatName(sc.optimizer_format) << " bucket "
+           << sc.buffers.bucket_size << " align " << sc.buffers.param_alignment << ", dtype "
+           << DTypeName(c1.model.params_dtype) << "\n";
   RC_PRE(ValidateModelForLayout(c1.model, l1).ok() && ValidateModelForLayout(c1.model, l2).ok());
   const TrainingState s = Trained(c1, *rc::gen::inRange(0, 3));
   std::vector<ShardedStateDict> dicts;
@@ -528,13 +542,15 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
   CheckpointInfo info;
   RC_ASSERT(ReadCheckpointInfo(dicts.at(0).common, &info).ok());
   std::vector<ShardedStateDict> templates;
-  if (StateTemplates(HeterogeneousLayout::Single(l2, c2.model.name), {c2}, info, f, &templates).ok()) {
+  if (StateTemplates(HeterogeneousLayout::Single(l2, c2.model.name), {c2}, info, f, &templates)
+          .ok()) {
     for (const Violation& v : CheckShardingIntegrity(Sig(templates))) {
       RC_ASSERT(v.kind != ViolationKind::kDuplicateMain);
     }
   }
   TrainingState expected, got;
-  const Status es = ExpectedStateAfterLoad({s, l1, sc.optimizer_format, true}, {c2, l2, f}, &expected);
+  const Status es =
+      ExpectedStateAfterLoad({s, l1, sc.optimizer_format, true}, {c2, l2, f}, &expected);
   const Status gs = LoadOne(dicts, l2, c2, f, &got);
   RC_LOG() << "expected: " << es.ToString() << "; got: " << gs.ToString() << "\n";
   RC_CLASSIFY(es.ok(), "loadable");

@@ -14,21 +14,25 @@ class Status {
  public:
   enum class Code {
     kOk = 0,
-    kInvalidArgument,  // the caller's input is malformed or inconsistent
-    kNotFound,         // a named thing (file, key, rank) does not exist
-    kCorruption,       // stored data fails an integrity check
-    kIOError,          // the environment failed an operation
-    kNotSupported,     // valid input this implementation does not handle
+    kInvalidArgument,     // the caller's input is malformed or inconsistent
+    kNotFound,            // a named thing (file, key, rank) does not exist
+    kCorruption,          // stored data fails an integrity check
+    kIOError,             // the environment failed an operation
+    kNotSupported,        // valid input this implementation does not handle
     kFailedPrecondition,  // the operation is not allowed in the current state
   };
 
   Status() = default;
   static Status OK() { return Status(); }
-  static Status InvalidArgument(std::string msg) { return Status(Code::kInvalidArgument, std::move(msg)); }
+  static Status InvalidArgument(std::string msg) {
+    return Status(Code::kInvalidArgument, std::move(msg));
+  }
   static Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
   static Status Corruption(std::string msg) { return Status(Code::kCorruption, std::move(msg)); }
   static Status IOError(std::string msg) { return Status(Code::kIOError, std::move(msg)); }
-  static Status NotSupported(std::string msg) { return Status(Code::kNotSupported, std::move(msg)); }
+  static Status NotSupported(std::string msg) {
+    return Status(Code::kNotSupported, std::move(msg));
+  }
   static Status FailedPrecondition(std::string msg) {
     return Status(Code::kFailedPrecondition, std::move(msg));
   }
@@ -54,8 +58,8 @@ const char* StatusCodeName(Status::Code code);
 }  // namespace ckptspec
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define CKPTSPEC_RETURN_IF_ERROR(expr)                 \
-  do {                                                 \
-    ::ckptspec::Status ckptspec_status_ = (expr);      \
+#define CKPTSPEC_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::ckptspec::Status ckptspec_status_ = (expr);        \
     if (!ckptspec_status_.ok()) return ckptspec_status_; \
   } while (0)

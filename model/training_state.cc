@@ -44,8 +44,8 @@ Status ValidateTrainingConfig(const TrainingConfig& c) {
   CKPTSPEC_RETURN_IF_ERROR(ValidateSchedulerConfig(c.scheduler));
   CKPTSPEC_RETURN_IF_ERROR(ValidateDataConfig(c.data));
   if (!(c.optimizer.cpu_offload_fraction >= 0.0 && c.optimizer.cpu_offload_fraction <= 1.0)) {
-    return Status::InvalidArgument("cpu_offload_fraction = " + Num(c.optimizer.cpu_offload_fraction) +
-                                   " must be in [0, 1]");
+    return Status::InvalidArgument(
+        "cpu_offload_fraction = " + Num(c.optimizer.cpu_offload_fraction) + " must be in [0, 1]");
   }
   if (c.ranks.empty()) return Status::InvalidArgument("training config lists no ranks");
   const auto specs = ModelParameters(c.model);
@@ -64,8 +64,8 @@ void BuildOptimizers(TrainingState* s) {
   std::vector<bool> frozen(s->params.size());
   for (size_t i = 0; i < s->params.size(); ++i) frozen[i] = s->params[i].frozen;
   std::vector<ParamGroup> groups =
-      DefaultParamGroups(s->specs, frozen, s->config.optimizer.grouping,
-                         s->config.scheduler.max_lr, s->config.scheduler.min_lr);
+      DefaultParamGroups(s->specs, frozen, s->config.optimizer.grouping, s->config.scheduler.max_lr,
+                         s->config.scheduler.min_lr);
   s->optimizers.clear();
   if (s->config.optimizer.chaining == Chaining::kSingle) {
     s->optimizers.push_back({"optimizer", std::move(groups)});
@@ -95,7 +95,8 @@ Status InitialTrainingState(const TrainingConfig& config, TrainingState* out) {
   for (const ParameterSpec& p : s.specs) {
     if (!frozen.count(p.name)) trainable_total += NumElements(p);
   }
-  const double offload_limit = config.optimizer.cpu_offload_fraction * static_cast<double>(trainable_total);
+  const double offload_limit =
+      config.optimizer.cpu_offload_fraction * static_cast<double>(trainable_total);
   int64_t trainable_before = 0;
 
   s.params.resize(s.specs.size());
@@ -106,7 +107,8 @@ Status InitialTrainingState(const TrainingConfig& config, TrainingState* out) {
     const uint64_t key = KeyHash(spec.name);
     p.model.resize(static_cast<size_t>(n));
     for (int64_t e = 0; e < n; ++e) {
-      p.model[e] = static_cast<uint32_t>(ContentElementBits(dt, config.seed, key, static_cast<uint64_t>(e)));
+      p.model[e] =
+          static_cast<uint32_t>(ContentElementBits(dt, config.seed, key, static_cast<uint64_t>(e)));
     }
     p.frozen = frozen.count(spec.name) > 0;
     if (p.frozen) continue;
@@ -160,7 +162,8 @@ Status FreezeParameter(TrainingState* s, const std::string& name) {
   p.step = 0;
   s->config.frozen.push_back(name);
   for (SubOptimizer& o : s->optimizers) {
-    for (ParamGroup& g : o.groups) g.params.erase(std::remove(g.params.begin(), g.params.end(), idx), g.params.end());
+    for (ParamGroup& g : o.groups)
+      g.params.erase(std::remove(g.params.begin(), g.params.end(), idx), g.params.end());
     o.groups.erase(std::remove_if(o.groups.begin(), o.groups.end(),
                                   [](const ParamGroup& g) { return g.params.empty(); }),
                    o.groups.end());
@@ -240,7 +243,8 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
     return "iteration: " + std::to_string(a.iteration) + " vs " + std::to_string(b.iteration);
   }
   if (a.specs.size() != b.specs.size()) {
-    return "parameter count: " + std::to_string(a.specs.size()) + " vs " + std::to_string(b.specs.size());
+    return "parameter count: " + std::to_string(a.specs.size()) + " vs " +
+           std::to_string(b.specs.size());
   }
   if (a.config.model.params_dtype != b.config.model.params_dtype) {
     return std::string("model dtype: ") + DTypeName(a.config.model.params_dtype) + " vs " +
@@ -249,7 +253,8 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
   const DType dt = a.config.model.params_dtype;
   for (size_t i = 0; i < a.specs.size(); ++i) {
     const std::string& name = a.specs[i].name;
-    if (name != b.specs[i].name) return "parameter " + std::to_string(i) + ": " + name + " vs " + b.specs[i].name;
+    if (name != b.specs[i].name)
+      return "parameter " + std::to_string(i) + ": " + name + " vs " + b.specs[i].name;
     const ParamState& pa = a.params[i];
     const ParamState& pb = b.params[i];
     if (pa.frozen != pb.frozen) {
@@ -265,10 +270,11 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
                Num(DecodeToDouble(dt, pb.model[e])) + " (" + Hex(pb.model[e]) + ")";
       }
     }
-    for (const std::string& d : {FloatVectorDiff("main copy", name, pa.main, pb.main),
-                                 FloatVectorDiff("offload copy", name, pa.offload, pb.offload),
-                                 FloatVectorDiff("exp_avg", name, pa.exp_avg, pb.exp_avg),
-                                 FloatVectorDiff("exp_avg_sq", name, pa.exp_avg_sq, pb.exp_avg_sq)}) {
+    for (const std::string& d :
+         {FloatVectorDiff("main copy", name, pa.main, pb.main),
+          FloatVectorDiff("offload copy", name, pa.offload, pb.offload),
+          FloatVectorDiff("exp_avg", name, pa.exp_avg, pb.exp_avg),
+          FloatVectorDiff("exp_avg_sq", name, pa.exp_avg_sq, pb.exp_avg_sq)}) {
       if (!d.empty()) return d;
     }
     if (pa.step != pb.step) {
@@ -282,8 +288,10 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
   for (size_t o = 0; o < a.optimizers.size(); ++o) {
     const SubOptimizer& oa = a.optimizers[o];
     const SubOptimizer& ob = b.optimizers[o];
-    if (oa.name != ob.name) return "sub-optimizer " + std::to_string(o) + ": " + oa.name + " vs " + ob.name;
-    if (oa.groups.size() != ob.groups.size()) return "optimizer " + oa.name + " group count differs";
+    if (oa.name != ob.name)
+      return "sub-optimizer " + std::to_string(o) + ": " + oa.name + " vs " + ob.name;
+    if (oa.groups.size() != ob.groups.size())
+      return "optimizer " + oa.name + " group count differs";
     for (size_t g = 0; g < oa.groups.size(); ++g) {
       const std::string d = GroupDiff("optimizer " + oa.name + " param group " + std::to_string(g),
                                       oa.groups[g], ob.groups[g]);
@@ -310,11 +318,13 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
            DataIteratorStateToJson(b.data).dump();
   }
   if (a.rerun.mode != b.rerun.mode || a.rerun.state != b.rerun.state ||
-      a.rerun.current_iteration != b.rerun.current_iteration || !(a.rerun.sharded == b.rerun.sharded)) {
+      a.rerun.current_iteration != b.rerun.current_iteration ||
+      !(a.rerun.sharded == b.rerun.sharded)) {
     return std::string("rerun state machine: ") + RerunModeName(a.rerun.mode) + "/" +
-           RerunStateName(a.rerun.state) + "/iteration " + std::to_string(a.rerun.current_iteration) +
-           " vs " + RerunModeName(b.rerun.mode) + "/" + RerunStateName(b.rerun.state) +
-           "/iteration " + std::to_string(b.rerun.current_iteration) +
+           RerunStateName(a.rerun.state) + "/iteration " +
+           std::to_string(a.rerun.current_iteration) + " vs " + RerunModeName(b.rerun.mode) + "/" +
+           RerunStateName(b.rerun.state) + "/iteration " +
+           std::to_string(b.rerun.current_iteration) +
            (a.rerun.sharded == b.rerun.sharded ? "" : " (sharded fields differ)");
   }
   return "";

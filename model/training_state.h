@@ -49,7 +49,7 @@ struct TrainingConfig {
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
   DataConfig data;
-  std::vector<std::string> frozen;           // parameter names frozen from the start
+  std::vector<std::string> frozen;              // parameter names frozen from the start
   std::vector<RankCoords> ranks{RankCoords{}};  // the ranks whose RNG streams the state holds
   bool data_parallel_random_init = false;
   RerunMode rerun_mode = RerunMode::kValidateResults;

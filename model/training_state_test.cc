@@ -31,8 +31,9 @@ TEST(TrainingState, InitialStateIsAPureFunctionOfTheConfig) {
   TrainingConfig other = SmallConfig();
   other.seed = 43;
   ASSERT_TRUE(InitialTrainingState(other, &c).ok());
-  EXPECT_NE(FirstDifference(a, c).find("model weight of embedding.word_embeddings.weight at index 0"),
-            std::string::npos)
+  EXPECT_NE(
+      FirstDifference(a, c).find("model weight of embedding.word_embeddings.weight at index 0"),
+      std::string::npos)
       << FirstDifference(a, c);
 }
 
@@ -61,7 +62,8 @@ TEST(TrainingState, CopiesAndOptimizerStateAtInit) {
 
   cfg.model.params_dtype = DType::kFloat32;
   ASSERT_TRUE(InitialTrainingState(cfg, &s).ok());
-  for (const ParamState& p : s.params) EXPECT_TRUE(p.main.empty());  // fp32: the model is the master
+  for (const ParamState& p : s.params)
+    EXPECT_TRUE(p.main.empty());  // fp32: the model is the master
 }
 
 TEST(TrainingState, ChainedDenseExpertOptimizers) {
@@ -103,7 +105,8 @@ TEST(TrainingState, ConfigErrorsAreNamed) {
   EXPECT_EQ(InitialTrainingState(cfg, &s).code(), Status::Code::kNotSupported);
   cfg = SmallConfig();
   cfg.optimizer.cpu_offload_fraction = 1.5;
-  EXPECT_NE(InitialTrainingState(cfg, &s).message().find("cpu_offload_fraction"), std::string::npos);
+  EXPECT_NE(InitialTrainingState(cfg, &s).message().find("cpu_offload_fraction"),
+            std::string::npos);
   cfg = SmallConfig();
   cfg.data.global_batch_size = 3;
   EXPECT_NE(InitialTrainingState(cfg, &s).message().find("global_batch_size"), std::string::npos);

@@ -7,7 +7,8 @@
 
 namespace ckptspec {
 
-std::vector<float> Gradient(const TrainingState& s, int param, const std::vector<int64_t>& samples) {
+std::vector<float> Gradient(const TrainingState& s, int param,
+                            const std::vector<int64_t>& samples) {
   const ParameterSpec& spec = s.specs[param];
   const size_t n = s.params[param].model.size();
   const uint64_t key = KeyHash(spec.name);
@@ -41,8 +42,9 @@ void AdamUpdate(TrainingState* s, int param, const ParamGroup& group, int64_t t,
     p.exp_avg[i] = m;
     p.exp_avg_sq[i] = v;
     const double x = MasterValue(*s, param, static_cast<int64_t>(i));
-    const float updated = static_cast<float>(
-        x * decay - step_size * static_cast<double>(m) / (std::sqrt(static_cast<double>(v)) / sqrt_bc2 + eps));
+    const float updated =
+        static_cast<float>(x * decay - step_size * static_cast<double>(m) /
+                                           (std::sqrt(static_cast<double>(v)) / sqrt_bc2 + eps));
     if (!p.offload.empty()) p.offload[i] = updated;
     if (!p.main.empty()) p.main[i] = updated;
     p.model[i] = static_cast<uint32_t>(EncodeFloat(dt, updated));
@@ -120,7 +122,8 @@ Status TrainStep(TrainingState* s) {
 Status Train(TrainingState* s, int64_t n) {
   if (n < 0) return Status::InvalidArgument("Train: n = " + std::to_string(n) + " is negative");
   for (int64_t i = 0; i < n; ++i) {
-    CKPTSPEC_RETURN_IF_ERROR(TrainStep(s).WithContext("iteration " + std::to_string(s->iteration + 1)));
+    CKPTSPEC_RETURN_IF_ERROR(
+        TrainStep(s).WithContext("iteration " + std::to_string(s->iteration + 1)));
   }
   return Status::OK();
 }

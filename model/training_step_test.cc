@@ -27,18 +27,20 @@ TrainingConfig GenConfig() {
   c.optimizer.step_counter = *rc::gen::element(StepCounter::kPerParameter, StepCounter::kPerGroup);
   c.optimizer.chaining = *rc::gen::element(Chaining::kSingle, Chaining::kDenseExpert);
   c.optimizer.cpu_offload_fraction = *rc::gen::element(0.0, 0.3, 1.0);
-  if (*rc::gen::arbitrary<bool>()) c.optimizer.grouping.lr_mult_overrides.push_back({"linear_proj", 0.5});
+  if (*rc::gen::arbitrary<bool>())
+    c.optimizer.grouping.lr_mult_overrides.push_back({"linear_proj", 0.5});
   if (*rc::gen::arbitrary<bool>()) c.optimizer.grouping.decoupled_lr = 3e-3;
   c.data.num_samples = *rc::gen::inRange<int64_t>(3, 40);
   c.data.micro_batch_size = *rc::gen::inRange<int64_t>(1, 3);
   c.data.dp_size = *rc::gen::inRange<int64_t>(1, 3);
-  c.data.global_batch_size = c.data.micro_batch_size * c.data.dp_size * *rc::gen::inRange<int64_t>(1, 3);
+  c.data.global_batch_size =
+      c.data.micro_batch_size * c.data.dp_size * *rc::gen::inRange<int64_t>(1, 3);
   c.data.seed = *rc::gen::arbitrary<uint64_t>();
   c.data.shuffle = *rc::gen::arbitrary<bool>();
   SchedulerConfig& s = c.scheduler;
-  s.lr_decay_style = *rc::gen::element(LrDecayStyle::kConstant, LrDecayStyle::kLinear,
-                                       LrDecayStyle::kCosine, LrDecayStyle::kInverseSquareRoot,
-                                       LrDecayStyle::kWSD);
+  s.lr_decay_style =
+      *rc::gen::element(LrDecayStyle::kConstant, LrDecayStyle::kLinear, LrDecayStyle::kCosine,
+                        LrDecayStyle::kInverseSquareRoot, LrDecayStyle::kWSD);
   const int64_t gbs = c.data.global_batch_size;
   s.lr_warmup_steps = gbs * *rc::gen::inRange<int64_t>(0, 3);
   s.lr_decay_steps = s.lr_warmup_steps + gbs * *rc::gen::inRange<int64_t>(1, 6);
@@ -73,8 +75,8 @@ std::string Describe(const TrainingConfig& c) {
   std::ostringstream os;
   os << "layers=" << c.model.num_layers << " hidden=" << c.model.hidden_size
      << " experts=" << c.model.num_experts << " dtype=" << DTypeName(c.model.params_dtype)
-     << " seed=" << c.seed << " step_counter="
-     << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "param")
+     << " seed=" << c.seed
+     << " step_counter=" << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "param")
      << " chained=" << (c.optimizer.chaining == Chaining::kDenseExpert)
      << " offload=" << c.optimizer.cpu_offload_fraction << " frozen=" << c.frozen.size()
      << " N=" << c.data.num_samples << " gbs=" << c.data.global_batch_size
@@ -137,7 +139,8 @@ TEST(TrainingStep, DataOrderMatters) {
   ASSERT_TRUE(InitialTrainingState(b, &sb).ok());
   ASSERT_TRUE(Train(&sa, 1).ok());
   ASSERT_TRUE(Train(&sb, 1).ok());
-  for (size_t i = 0; i < sa.params.size(); ++i) EXPECT_NE(sa.params[i].exp_avg, sb.params[i].exp_avg);
+  for (size_t i = 0; i < sa.params.size(); ++i)
+    EXPECT_NE(sa.params[i].exp_avg, sb.params[i].exp_avg);
 }
 
 TEST(TrainingStep, GradientIsTheOrderedMeanOverSamples) {
@@ -288,7 +291,8 @@ TEST(TrainingStep, SmallModelsTrainFast) {
   for (const ParamState& p : s.params) elements += p.model.size();
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(Train(&s, 50).ok());
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   RecordProperty("elements", static_cast<int>(elements));
   RecordProperty("us_per_step", static_cast<int>(ms * 1000 / 50));
   std::printf("%zu elements, %.1f us per step\n", elements, ms * 1000 / 50);

@@ -51,7 +51,7 @@ struct Violation {
   ViolationKind kind = ViolationKind::kInvalidEntry;
   // The tensor or object key; for P11 the JSON pointer of the first difference ("/optimizer/lr").
   std::string key;
-  std::optional<Box> box;     // the cell, chunk, gap or object shard concerned, if any
+  std::optional<Box> box;      // the cell, chunk, gap or object shard concerned, if any
   std::vector<int64_t> ranks;  // sorted, deduplicated
   std::string message;         // names the key, the box and the ranks
 

@@ -46,14 +46,15 @@ bool FirstDifference(const json& a, const json& b, const std::string& path,
     auto ia = a.begin(), ib = b.begin();
     while (ia != a.end() || ib != b.end()) {
       if (ib == b.end() || (ia != a.end() && ia.key() < ib.key())) {
-        *out = {path + "/" + JsonPointerToken(ia.key()),
-                "member present on " + a_name + " (" + JsonPreview(*ia) + "), missing on " + b_name};
+        *out = {
+            path + "/" + JsonPointerToken(ia.key()),
+            "member present on " + a_name + " (" + JsonPreview(*ia) + "), missing on " + b_name};
         return true;
       }
       if (ia == a.end() || ib.key() < ia.key()) {
-        *out = {path + "/" + JsonPointerToken(ib.key()),
-                "member missing on " + a_name + ", present on " + b_name + " (" +
-                    JsonPreview(*ib) + ")"};
+        *out = {path + "/" + JsonPointerToken(ib.key()), "member missing on " + a_name +
+                                                             ", present on " + b_name + " (" +
+                                                             JsonPreview(*ib) + ")"};
         return true;
       }
       if (FirstDifference(*ia, *ib, path + "/" + JsonPointerToken(ia.key()), a_name, b_name, out)) {
@@ -99,8 +100,9 @@ std::vector<Violation> CheckCommonState(const GlobalSignature& signature) {
   std::vector<Group> groups;
   std::vector<const RankSignature*> ordered;
   for (const RankSignature& r : signature.ranks) ordered.push_back(&r);
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const RankSignature* a, const RankSignature* b) { return a->rank < b->rank; });
+  std::stable_sort(
+      ordered.begin(), ordered.end(),
+      [](const RankSignature* a, const RankSignature* b) { return a->rank < b->rank; });
   for (const RankSignature* r : ordered) {
     if (r->common.is_null()) continue;
     if (JsonDeeperThan(r->common, kMaxCommonDepth)) {

@@ -57,7 +57,8 @@ bool ReportDisagreement(std::string_view key, const char* noun, const std::vecto
     values[it->second].second.push_back(e.rank);
     if (it->second != 0) differing.push_back(e.rank);
   }
-  std::string message = std::string(noun) + " " + Quoted(key) + ": ranks disagree on " + what + ": ";
+  std::string message =
+      std::string(noun) + " " + Quoted(key) + ": ranks disagree on " + what + ": ";
   constexpr size_t kMaxValues = 4;
   for (size_t i = 0; i < values.size() && i < kMaxValues; ++i) {
     SortUnique(&values[i].second);
@@ -115,11 +116,11 @@ void CheckRegularCoverage(std::string_view key, const std::vector<TensorRef>& en
       for (size_t k = i; k < i + mains; ++k) ranks.push_back(cells[k].rank);
       SortUnique(&ranks);
       const Box box = grid.CellBox(cells[i].cell);
-      out->push_back(MakeViolation(
-          kP4, ViolationKind::kOverlap, key, box, ranks,
-          "tensor " + Quoted(key) + ": " + std::to_string(mains) + " main replicas cover cell " +
-              BoxToString(box) + " of " + grid_name + " (" + RanksToString(ranks) +
-              "); exactly one must"));
+      out->push_back(MakeViolation(kP4, ViolationKind::kOverlap, key, box, ranks,
+                                   "tensor " + Quoted(key) + ": " + std::to_string(mains) +
+                                       " main replicas cover cell " + BoxToString(box) + " of " +
+                                       grid_name + " (" + RanksToString(ranks) +
+                                       "); exactly one must"));
     }
     i = j;
   }
@@ -152,11 +153,11 @@ void CheckRegularCoverage(std::string_view key, const std::vector<TensorRef>& en
     ++reported;
   }
   if (gaps > reported) {
-    out->push_back(MakeViolation(
-        kP4, ViolationKind::kGap, key, std::nullopt, {},
-        "tensor " + Quoted(key) + ": " + std::to_string(gaps - reported) + " more cells of " +
-            grid_name + " have no main replica (" + std::to_string(gaps) + " of " +
-            std::to_string(grid.num_cells()) + " in all)"));
+    out->push_back(MakeViolation(kP4, ViolationKind::kGap, key, std::nullopt, {},
+                                 "tensor " + Quoted(key) + ": " + std::to_string(gaps - reported) +
+                                     " more cells of " + grid_name + " have no main replica (" +
+                                     std::to_string(gaps) + " of " +
+                                     std::to_string(grid.num_cells()) + " in all)"));
   }
 }
 
@@ -167,8 +168,8 @@ bool IntersectChunks(const TensorSpec& a, const TensorSpec& b, Box* out) {
   const size_t rank = a.global_offset.size();
   for (size_t i = 0; i < rank; ++i) {
     const int64_t begin = std::max(a.global_offset[i], b.global_offset[i]);
-    const int64_t end = std::min(a.global_offset[i] + ChunkExtent(a, i),
-                                 b.global_offset[i] + ChunkExtent(b, i));
+    const int64_t end =
+        std::min(a.global_offset[i] + ChunkExtent(a, i), b.global_offset[i] + ChunkExtent(b, i));
     if (end <= begin) return false;
   }
   return Intersect(ChunkBox(a), ChunkBox(b), out);
@@ -339,10 +340,10 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
       for (size_t k = i; k < j; ++k) ranks.push_back(mains[order[k]].rank);
       SortUnique(&ranks);
       const Box box = ChunkBox(*mains[order[i]].spec);
-      out->push_back(MakeViolation(
-          kP4, ViolationKind::kOverlap, key, box, ranks,
-          "tensor " + Quoted(key) + ": " + std::to_string(j - i) + " main replicas hold chunk " +
-              BoxToString(box) + " (" + RanksToString(ranks) + "); exactly one must"));
+      out->push_back(MakeViolation(kP4, ViolationKind::kOverlap, key, box, ranks,
+                                   "tensor " + Quoted(key) + ": " + std::to_string(j - i) +
+                                       " main replicas hold chunk " + BoxToString(box) + " (" +
+                                       RanksToString(ranks) + "); exactly one must"));
     }
     i = j;
   }
@@ -357,7 +358,8 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
   const SweepAxes axes = ChooseSweepAxes(all);
   const size_t axis = axes.sweep;
   std::vector<std::pair<int64_t, size_t>> sweep_order(distinct.size());
-  for (size_t d = 0; d < distinct.size(); ++d) sweep_order[d] = {all.Lo(distinct[d].chunk, axis), d};
+  for (size_t d = 0; d < distinct.size(); ++d)
+    sweep_order[d] = {all.Lo(distinct[d].chunk, axis), d};
   std::sort(sweep_order.begin(), sweep_order.end());  // by offset, then the position: stable
   std::vector<Distinct> swept;
   swept.reserve(distinct.size());
@@ -381,12 +383,12 @@ void CheckIrregularCoverage(std::string_view key, const std::vector<TensorRef>& 
       for (size_t m = d->first; m < d->first + d->count; ++m) ranks.push_back(mains[order[m]].rank);
     }
     SortUnique(&ranks);
-    out->push_back(MakeViolation(
-        kP4, ViolationKind::kOverlap, key, both, ranks,
-        "tensor " + Quoted(key) + ": main chunks " + BoxToString(ChunkBox(spec_of(distinct[k]))) +
-            " and " + BoxToString(ChunkBox(spec_of(distinct[i]))) + " overlap in " +
-            BoxToString(both) + " (" + RanksToString(ranks) +
-            "); exactly one main replica may cover an element"));
+    out->push_back(MakeViolation(kP4, ViolationKind::kOverlap, key, both, ranks,
+                                 "tensor " + Quoted(key) + ": main chunks " +
+                                     BoxToString(ChunkBox(spec_of(distinct[k]))) + " and " +
+                                     BoxToString(ChunkBox(spec_of(distinct[i]))) + " overlap in " +
+                                     BoxToString(both) + " (" + RanksToString(ranks) +
+                                     "); exactly one main replica may cover an element"));
     return true;
   });
   if (overlaps > kMaxReportsPerKey) {
@@ -581,19 +583,18 @@ void CheckObjectKey(std::string_view key, const std::vector<ObjectRef>& all,
     while (q < shards.size() && shards[q].cell == c) holders.push_back(shards[q++].rank);
     SortUnique(&holders);
     const ObjectSpec s = unique_key(c);
-    out->push_back(MakeViolation(
-        kP4, ViolationKind::kMissingObject, key, ObjectShardBox(s), holders,
-        "ShardedObject " + Quoted(s.UniqueKey()) + " (offset " + DimsToString(s.global_offset) +
-            " of global shape " + DimsToString(shape) + ") has no main replica; " +
-            HeldBy(holders)));
+    out->push_back(
+        MakeViolation(kP4, ViolationKind::kMissingObject, key, ObjectShardBox(s), holders,
+                      "ShardedObject " + Quoted(s.UniqueKey()) + " (offset " +
+                          DimsToString(s.global_offset) + " of global shape " +
+                          DimsToString(shape) + ") has no main replica; " + HeldBy(holders)));
     ++listed;
   }
   if (missing > listed) {
-    out->push_back(MakeViolation(
-        kP4, ViolationKind::kMissingObject, key, std::nullopt, {},
-        "ShardedObject " + Quoted(key) + ": " + std::to_string(missing) + " of " +
-            std::to_string(total) + " shards are missing (" + std::to_string(missing - listed) +
-            " not listed)"));
+    out->push_back(MakeViolation(kP4, ViolationKind::kMissingObject, key, std::nullopt, {},
+                                 "ShardedObject " + Quoted(key) + ": " + std::to_string(missing) +
+                                     " of " + std::to_string(total) + " shards are missing (" +
+                                     std::to_string(missing - listed) + " not listed)"));
   }
 }
 
@@ -601,8 +602,10 @@ void CheckObjectKey(std::string_view key, const std::vector<ObjectRef>& all,
 
 std::vector<Violation> CheckShardingIntegrity(const GlobalSignature& signature) {
   std::vector<Violation> out;
-  for (const auto& group : GroupTensorsByKey(signature)) CheckTensorKey(group.key, group.entries, &out);
-  for (const auto& group : GroupObjectsByKey(signature)) CheckObjectKey(group.key, group.entries, &out);
+  for (const auto& group : GroupTensorsByKey(signature))
+    CheckTensorKey(group.key, group.entries, &out);
+  for (const auto& group : GroupObjectsByKey(signature))
+    CheckObjectKey(group.key, group.entries, &out);
   return out;
 }
 

@@ -74,8 +74,8 @@ void CheckOrigins(const KeyGroup<Spec>& group, const char* noun, std::vector<Vio
     ranks.insert(ranks.end(), origins[i].second.begin(), origins[i].second.end());
     if (i < kMaxListed) {
       if (i) message += "; ";
-      message += "origin \"" + std::string(origins[i].first) + "\" on " +
-                 RanksToString(origins[i].second);
+      message +=
+          "origin \"" + std::string(origins[i].first) + "\" on " + RanksToString(origins[i].second);
     }
   }
   if (origins.size() > kMaxListed) message += "; ...";
@@ -115,7 +115,8 @@ void CheckDigests(const KeyGroup<Spec>& group, const char* noun, std::vector<Vio
     ValueRanks<uint64_t> all, mains;
     for (size_t k = i; k < j; ++k) {
       all.Add(*entries[k].spec->digest, entries[k].rank);
-      if (IsMainReplica(entries[k].spec->replica_id)) mains.Add(*entries[k].spec->digest, entries[k].rank);
+      if (IsMainReplica(entries[k].spec->replica_id))
+        mains.Add(*entries[k].spec->digest, entries[k].rank);
     }
     if (all.values.size() > 1) {
       std::vector<int64_t> ranks;
@@ -123,20 +124,19 @@ void CheckDigests(const KeyGroup<Spec>& group, const char* noun, std::vector<Vio
       const Box box = ChunkBoxOf(*entries[i].spec);
       if (mains.values.size() > 1) {
         if (collisions++ < kMaxReportsPerKey) {
-          out->push_back(MakeViolation(
-              kP5, ViolationKind::kKeyCollision, group.key, box, std::move(ranks),
-              "main replicas of " + std::string(noun) + " " + Quoted(group.key) + " chunk " +
-                  BoxToString(box) + " hold different contents (" +
-                  DescribeDigests<Spec>(mains) + "): distinct state shares the key"));
+          out->push_back(
+              MakeViolation(kP5, ViolationKind::kKeyCollision, group.key, box, std::move(ranks),
+                            "main replicas of " + std::string(noun) + " " + Quoted(group.key) +
+                                " chunk " + BoxToString(box) + " hold different contents (" +
+                                DescribeDigests<Spec>(mains) + "): distinct state shares the key"));
         }
       } else if (mismatches++ < kMaxReportsPerKey) {
         out->push_back(MakeViolation(
             kP5, ViolationKind::kReplicaContentMismatch, group.key, box, std::move(ranks),
             "replicas of " + std::string(noun) + " " + Quoted(group.key) + " chunk " +
                 BoxToString(box) + " disagree: " + DescribeDigests<Spec>(all) +
-                (mains.values.empty()
-                     ? std::string("; no main replica carries a digest")
-                     : "; the main replica's is " + Hex(mains.values[0].first))));
+                (mains.values.empty() ? std::string("; no main replica carries a digest")
+                                      : "; the main replica's is " + Hex(mains.values[0].first))));
       }
     }
     i = j;
@@ -178,11 +178,10 @@ std::vector<Violation> CheckKeyInjectivity(const GlobalSignature& signature) {
     const std::vector<int64_t> object_ranks = RanksOf(objects[it->second]);
     std::vector<int64_t> ranks = tensor_ranks;
     ranks.insert(ranks.end(), object_ranks.begin(), object_ranks.end());
-    out.push_back(MakeViolation(kP5, ViolationKind::kKeyCollision, group.key, std::nullopt,
-                                std::move(ranks),
-                                "key " + Quoted(group.key) + " names a ShardedTensor on " +
-                                    RanksToString(tensor_ranks) + " and a ShardedObject on " +
-                                    RanksToString(object_ranks)));
+    out.push_back(MakeViolation(
+        kP5, ViolationKind::kKeyCollision, group.key, std::nullopt, std::move(ranks),
+        "key " + Quoted(group.key) + " names a ShardedTensor on " + RanksToString(tensor_ranks) +
+            " and a ShardedObject on " + RanksToString(object_ranks)));
   }
   for (const auto& group : tensors) {
     CheckOrigins(group, "tensor", &out);

@@ -160,7 +160,8 @@ StructureDiff DiffStructure(const GlobalSignature& before, const GlobalSignature
 std::vector<Violation> StructureDiff::ToViolations() const {
   std::vector<Violation> out;
   for (const StructureChange& c : changes) {
-    const std::string what = std::string(c.is_object ? "ShardedObject " : "tensor ") + Quoted(c.key);
+    const std::string what =
+        std::string(c.is_object ? "ShardedObject " : "tensor ") + Quoted(c.key);
     std::string sentence;
     switch (c.kind) {
       case ViolationKind::kAdded:
@@ -172,10 +173,12 @@ std::vector<Violation> StructureDiff::ToViolations() const {
                    "): the structure depends on state";
         break;
       case ViolationKind::kReshaped:
-        sentence = what + " changed its chunks on " + RanksToString(c.ranks) + "; first " + c.detail;
+        sentence =
+            what + " changed its chunks on " + RanksToString(c.ranks) + "; first " + c.detail;
         break;
       default:
-        sentence = what + " changed replica ids on " + RanksToString(c.ranks) + "; first " + c.detail;
+        sentence =
+            what + " changed replica ids on " + RanksToString(c.ranks) + "; first " + c.detail;
         break;
     }
     out.push_back(MakeViolation("P6", c.kind, c.key, std::nullopt, c.ranks, sentence));

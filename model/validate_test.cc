@@ -45,8 +45,8 @@ GlobalSignature CleanTp2Dp2() {
     rank.rank = r;
     rank.tensors.push_back(Tensor("w", {8, 4}, {4 * tp, 0}, {4, 4}, {2, 1}, {0, 0, dp}));
     rank.tensors.push_back(Tensor("b", {4}, {0}, {4}, {1}, {0, tp, dp}));
-    rank.tensors.push_back(Tensor("optimizer.dp_group_idx_" + std::to_string(tp) + ".exp_avg",
-                                  {16}, {8 * dp}, {8}, {}, {0, 0, 0}, DType::kFloat32));
+    rank.tensors.push_back(Tensor("optimizer.dp_group_idx_" + std::to_string(tp) + ".exp_avg", {16},
+                                  {8 * dp}, {8}, {}, {0, 0, 0}, DType::kFloat32));
     rank.objects.push_back(Object("rng_state", {4}, {r}, {0}));
     rank.common = json{{"iteration", 10},
                        {"optimizer", {{"param_groups", json::array({json{{"lr", 0.001}}})}}}};
@@ -115,8 +115,9 @@ TEST(Validate, ManyGapsAreCappedWithASummary) {
   ASSERT_EQ(v.size(), static_cast<size_t>(kMaxReportsPerKey) + 1) << FormatViolations(v);
   EXPECT_EQ(*v[0].box, (Box{{1}, {1}}));
   EXPECT_FALSE(v.back().box.has_value());
-  EXPECT_EQ(v.back().message,
-            "tensor 'big': 983 more cells of grid (1000,) have no main replica (999 of 1000 in all)");
+  EXPECT_EQ(
+      v.back().message,
+      "tensor 'big': 983 more cells of grid (1000,) have no main replica (999 of 1000 in all)");
 }
 
 TEST(Validate, DuplicateMainObjectAndTheShardItLeavesMissing) {
@@ -306,9 +307,9 @@ TEST(Validate, IrregularOneDimensionalOverlapAndGap) {
   EXPECT_EQ(v.key, key);
   EXPECT_EQ(*v.box, (Box{{8}, {2}}));
   EXPECT_EQ(v.ranks, R({0, 2}));
-  EXPECT_EQ(v.message,
-            "tensor '" + key + "': main chunks [0:10] and [8:16] overlap in [8:10] (ranks 0, 2); "
-            "exactly one main replica may cover an element");
+  EXPECT_EQ(v.message, "tensor '" + key +
+                           "': main chunks [0:10] and [8:16] overlap in [8:10] (ranks 0, 2); "
+                           "exactly one main replica may cover an element");
 
   s = CleanTp2Dp2();
   Find(s, 0, key)->local_shape = {5};
@@ -335,7 +336,8 @@ TEST(Validate, IrregularTwoDimensionalGapIsLocated) {
   const Violation v = Only(CheckShardingIntegrity(s));
   EXPECT_EQ(v.kind, ViolationKind::kGap);
   EXPECT_EQ(*v.box, (Box{{2, 2}, {2, 2}}));
-  EXPECT_EQ(v.message, "tensor 'm': no main replica covers [2:4, 2:4] (irregular grid); no rank holds it");
+  EXPECT_EQ(v.message,
+            "tensor 'm': no main replica covers [2:4, 2:4] (irregular grid); no rank holds it");
   // And an overlap in 2-D is the intersection.
   s.ranks[1].tensors[0] = Tensor("m", {4, 6}, {0, 1}, {4, 2}, {}, {0});
   const Violation o = Only(CheckShardingIntegrity(s));
@@ -351,8 +353,7 @@ TEST(Validate, HugeTensorsCostNothingPerElement) {
   const int64_t big = int64_t{1} << 31;
   s.ranks[0].tensors.push_back(Tensor("huge", {big, big}, {0, 0}, {big / 2, big}, {2, 1}, {0}));
   s.ranks[1].tensors.push_back(Tensor("flat", {big}, {0}, {big - 1}, {}, {0}));
-  s.ranks[1].tensors.push_back(
-      Tensor("flat2d", {big, 2}, {0, 0}, {big / 2, 2}, {}, {0}));
+  s.ranks[1].tensors.push_back(Tensor("flat2d", {big, 2}, {0, 0}, {big / 2, 2}, {}, {0}));
   const std::vector<Violation> v = CheckShardingIntegrity(s);
   ASSERT_EQ(v.size(), 3u) << FormatViolations(v);
   EXPECT_EQ(*v[0].box, (Box{{big / 2, 0}, {big / 2, big}}));
@@ -443,7 +444,8 @@ TEST(Validate, StructureDiffAddedRemovedReshapedReReplicated) {
   ASSERT_EQ(diff.changes.size(), 1u);
   EXPECT_EQ(diff.changes[0].kind, ViolationKind::kReReplicated);
   EXPECT_EQ(diff.changes[0].ranks, R({0, 2}));
-  EXPECT_EQ(diff.changes[0].detail, "rank 0: chunk [0:4] bf16 of (4,) replica id (0, 0, 0) -> (0, 0, 1)");
+  EXPECT_EQ(diff.changes[0].detail,
+            "rank 0: chunk [0:4] bf16 of (4,) replica id (0, 0, 0) -> (0, 0, 1)");
 
   // Digests, origins and common state are not structure.
   GlobalSignature content = CleanTp2Dp2();
@@ -457,8 +459,8 @@ TEST(Validate, StructureDiffAddedRemovedReshapedReReplicated) {
 
 struct Partition {
   GlobalSignature signature;
-  std::vector<Box> chunks;       // one per main chunk
-  std::vector<int64_t> owner;    // rank of each chunk's main replica
+  std::vector<Box> chunks;     // one per main chunk
+  std::vector<int64_t> owner;  // rank of each chunk's main replica
 };
 
 // A random regular grid over a random global shape; every cell has one main replica and up to
@@ -511,8 +513,8 @@ rc::Gen<Partition> GenRegularPartition() {
 rc::Gen<Partition> GenFlatPartition() {
   return rc::gen::exec([] {
     const int64_t n = *rc::gen::inRange<int64_t>(1, 200);
-    std::vector<int64_t> cuts = *rc::gen::container<std::vector<int64_t>>(
-        rc::gen::inRange<int64_t>(1, n + 1));
+    std::vector<int64_t> cuts =
+        *rc::gen::container<std::vector<int64_t>>(rc::gen::inRange<int64_t>(1, n + 1));
     cuts.push_back(0);
     cuts.push_back(n);
     std::sort(cuts.begin(), cuts.end());
@@ -645,7 +647,6 @@ RC_GTEST_PROP(ValidateProperties, IrregularOverlapsAreExactlyTheIntersectingPair
   RC_ASSERT(reported == expected);
 }
 
-
 // Anything at all, valid or not: extents and offsets near the int64 limits, ranks that disagree,
 // empty replica ids, repeated keys. The validators must return, never crash (run under ASan).
 rc::Gen<GlobalSignature> GenArbitrarySignature() {
@@ -684,8 +685,8 @@ rc::Gen<GlobalSignature> GenArbitrarySignature() {
         if (*rc::gen::arbitrary<bool>()) o.digest = *rc::gen::inRange<uint64_t>(0, 3);
         rank.objects.push_back(o);
       }
-      rank.common = *rc::gen::element<json>(nullptr, json{{"a", 1}}, json{{"a", 1.0}},
-                                            json::array({1, "x"}));
+      rank.common =
+          *rc::gen::element<json>(nullptr, json{{"a", 1}}, json{{"a", 1.0}}, json::array({1, "x"}));
       s.ranks.push_back(std::move(rank));
     }
     return s;

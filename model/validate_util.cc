@@ -25,13 +25,13 @@ std::vector<KeyGroup<Spec>> GroupByKey(const GlobalSignature& signature, Entries
 }  // namespace
 
 std::vector<KeyGroup<TensorSpec>> GroupTensorsByKey(const GlobalSignature& signature) {
-  return GroupByKey<TensorSpec>(signature,
-                                [](const RankSignature& r) -> const auto& { return r.tensors; });
+  return GroupByKey<TensorSpec>(
+      signature, [](const RankSignature& r) -> const auto& { return r.tensors; });
 }
 
 std::vector<KeyGroup<ObjectSpec>> GroupObjectsByKey(const GlobalSignature& signature) {
-  return GroupByKey<ObjectSpec>(signature,
-                                [](const RankSignature& r) -> const auto& { return r.objects; });
+  return GroupByKey<ObjectSpec>(
+      signature, [](const RankSignature& r) -> const auto& { return r.objects; });
 }
 
 void SortUnique(std::vector<int64_t>* ranks) {
@@ -73,7 +73,8 @@ Box ObjectShardBox(const ObjectSpec& spec) {
 int CompareChunks(const TensorSpec& a, const TensorSpec& b) {
   const size_t rank = std::min(a.global_offset.size(), b.global_offset.size());
   for (size_t i = 0; i < rank; ++i) {
-    if (a.global_offset[i] != b.global_offset[i]) return a.global_offset[i] < b.global_offset[i] ? -1 : 1;
+    if (a.global_offset[i] != b.global_offset[i])
+      return a.global_offset[i] < b.global_offset[i] ? -1 : 1;
   }
   for (size_t i = 0; i < rank; ++i) {
     const int64_t ea = ChunkExtent(a, i), eb = ChunkExtent(b, i);

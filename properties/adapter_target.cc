@@ -65,16 +65,19 @@ bool IsPlainName(const std::string& name) {
 // The base name of the command's first word that is not an interpreter or a launcher, without
 // its extension: "python3 adapters/zarr/ckptspec_zarr_adapter.py" -> "ckptspec_zarr_adapter".
 std::string CommandName(const std::string& command) {
-  static const char* const kLaunchers[] = {"python", "python3", "sh", "bash", "env", "exec", "nice", "uv"};
+  static const char* const kLaunchers[] = {"python", "python3", "sh",   "bash",
+                                           "env",    "exec",    "nice", "uv"};
   std::istringstream words(command);
   std::string word, last;
   while (words >> word) {
-    if (word.find('=') != std::string::npos && word.find('/') == std::string::npos) continue;  // VAR=value
+    if (word.find('=') != std::string::npos && word.find('/') == std::string::npos)
+      continue;                                     // VAR=value
     if (!word.empty() && word[0] == '-') continue;  // a launcher's flag
     const size_t slash = word.rfind('/');
     std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
     bool launcher = false;
-    for (const char* l : kLaunchers) launcher = launcher || base == l || base.rfind(std::string(l) + ".", 0) == 0;
+    for (const char* l : kLaunchers)
+      launcher = launcher || base == l || base.rfind(std::string(l) + ".", 0) == 0;
     last = base;
     if (launcher) continue;
     const size_t dot = base.rfind('.');
@@ -94,7 +97,8 @@ class AdapterUnderTest : public TargetUnderTest {
  public:
   // `temp_dirs` hold options.directory and options.work_dir; removed at the end.
   // `options.pool`, when set, is shared with the factory and the other targets it made.
-  AdapterUnderTest(std::string name, std::vector<std::string> temp_dirs, ProcessEngineOptions options)
+  AdapterUnderTest(std::string name, std::vector<std::string> temp_dirs,
+                   ProcessEngineOptions options)
       : name_(std::move(name)), temp_dirs_(std::move(temp_dirs)), options_(std::move(options)) {
     StartProcess();
   }
@@ -126,7 +130,8 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     return Status::InvalidArgument("--adapter: the command is empty");
   }
   if (!(options.timeout_s > 0)) {
-    return Status::InvalidArgument("adapter timeout must be positive, got " + std::to_string(options.timeout_s));
+    return Status::InvalidArgument("adapter timeout must be positive, got " +
+                                   std::to_string(options.timeout_s));
   }
   HelloReply hello;
   CKPTSPEC_RETURN_IF_ERROR(ProcessEngine::Probe(options.command, options.timeout_s, &hello)
@@ -144,7 +149,8 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     pool = std::make_shared<RankGroupPool>(RankGroupOptions{options.command, 0, options.timeout_s},
                                            kLiveRanksPerTarget);
   }
-  factory.make = [name, copy, declared, pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
+  factory.make = [name, copy, declared,
+                  pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
     std::string checkpoints, work;
     ProcessEngineOptions engine;
     engine.command = copy.command;

@@ -34,9 +34,9 @@
 namespace ckptspec {
 
 struct AdapterOptions {
-  std::string command;     // run by /bin/sh -c, once per rank
-  std::string name;        // the target's name; empty: see the contract above
-  double timeout_s = 60;   // per request
+  std::string command;           // run by /bin/sh -c, once per rank
+  std::string name;              // the target's name; empty: see the contract above
+  double timeout_s = 60;         // per request
   bool fresh_processes = false;  // never reuse rank processes across engines, even with reset
 };
 

@@ -10,11 +10,14 @@ std::string NeedsResharding(const TargetFactory& f) {
 }
 
 std::string NeedsObjects(const TargetFactory& f) {
-  return f.capabilities.objects ? "" : "the target does not store ShardedObjects (RNG, rerun state)";
+  return f.capabilities.objects ? ""
+                                : "the target does not store ShardedObjects (RNG, rerun state)";
 }
 
 std::string NeedsFaultInjection(const TargetFactory& factory) {
-  return factory.fault_injection ? "" : "its storage is no MemEnv (fault_injection): no faults, no copies";
+  return factory.fault_injection
+             ? ""
+             : "its storage is no MemEnv (fault_injection): no faults, no copies";
 }
 
 std::string NeedsAsyncAndFaultInjection(const TargetFactory& factory) {
@@ -23,12 +26,14 @@ std::string NeedsAsyncAndFaultInjection(const TargetFactory& factory) {
 }
 
 std::string NeedsDeterminismAndFaultInjection(const TargetFactory& factory) {
-  if (!factory.capabilities.deterministic) return "does not claim byte-identical saves (capabilities.deterministic)";
+  if (!factory.capabilities.deterministic)
+    return "does not claim byte-identical saves (capabilities.deterministic)";
   return NeedsFaultInjection(factory);
 }
 
 std::string NeedsStrictModes(const TargetFactory& factory) {
-  return factory.capabilities.strict_modes ? "" : "not every StrictMode (capabilities.strict_modes)";
+  return factory.capabilities.strict_modes ? ""
+                                           : "not every StrictMode (capabilities.strict_modes)";
 }
 
 }  // namespace
@@ -42,55 +47,65 @@ const std::vector<Property>& AllProperties() {
        "round-trip identity of every state class under the same layout (dtype included)",
        "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
       {"P3", "resharding equivalence",
-       "resharding equivalence: save under L1, load under L2 gives the same global state, or the named error of the flag table",
+       "resharding equivalence: save under L1, load under L2 gives the same global state, or the "
+       "named error of the flag table",
        "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
       {"P4", "sharding integrity",
-       "sharding integrity: exactly one main replica per element and object key; object counts match their global shape; ranks agree on dtype and global shape",
+       "sharding integrity: exactly one main replica per element and object key; object counts "
+       "match their global shape; ranks agree on dtype and global shape",
        "B02 B08", Always, CheckSaveShardingIntegrity},
       {"P5", "key injectivity",
-       "key injectivity: distinct state never shares a key (modules, sub-optimizers, experts, layers)",
+       "key injectivity: distinct state never shares a key (modules, sub-optimizers, experts, "
+       "layers)",
        "B02 B08", Always, CheckSaveKeyInjectivity},
       {"P6", "constant structure",
-       "constant structure: (key, global shape, offset, dtype, replica id) depends on layout and config only; sentinel and fault saves are identical in structure",
+       "constant structure: (key, global shape, offset, dtype, replica id) depends on layout and "
+       "config only; sentinel and fault saves are identical in structure",
        "B04", Always, CheckConstantStructure},
       {"P7", "plan-cache safety",
-       "plan-cache safety: a changed structure re-plans or fails loudly; a finished save holds every main item",
+       "plan-cache safety: a changed structure re-plans or fails loudly; a finished save holds "
+       "every main item",
        "B04 B09", PlanCacheNotApplicable, CheckPlanCacheSafety},
       {"P8", "param-group identity",
-       "param-group identity: state attaches by identity; order does not matter; colliding or missing identity is an error",
+       "param-group identity: state attaches by identity; order does not matter; colliding or "
+       "missing identity is an error",
        "B01 B05", Always, CheckParamGroupIdentity},
       {"P9", "copy coherence",
-       "copy coherence: after any load model, fp32-main and offload copies agree; the next step starts from the loaded weights",
+       "copy coherence: after any load model, fp32-main and offload copies agree; the next step "
+       "starts from the loaded weights",
        "B03 B12", Always, CheckCopyCoherence},
       {"P10", "scheduler and iteration semantics",
-       "scheduler and iteration semantics per the flag table",
-       "B05", Always, CheckSchedulerIteration},
+       "scheduler and iteration semantics per the flag table", "B05", Always,
+       CheckSchedulerIteration},
       {"P11", "common-state invariance",
        "common state is identical on every rank; rank-variant data lives in sharded objects",
        "B02 B07", Always, CheckCommonStateInvariance},
       {"P12", "per-rank state",
-       "per-rank state (RNG, data iterator) returns to the rank that saved it; never deduplicated across distinct ranks; a layout change resets it explicitly or fails",
+       "per-rank state (RNG, data iterator) returns to the rank that saved it; never deduplicated "
+       "across distinct ranks; a layout change resets it explicitly or fails",
        "B10 B11 B16 B17", NeedsObjects, CheckPerRankState},
       {"P13", "crash consistency",
-       "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup never removes the last complete one",
+       "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup "
+       "never removes the last complete one",
        "B19", NeedsFaultInjection, CheckCrashConsistency},
       {"P14", "async isolation",
-       "async isolation: later changes never reach an in-flight save; the tracker records the scheduled iteration; async errors surface",
+       "async isolation: later changes never reach an in-flight save; the tracker records the "
+       "scheduled iteration; async errors surface",
        "B09 B19", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
-      {"P15", "strict handling",
-       "strict handling of missing and unexpected keys per mode",
-       "B20", NeedsStrictModes, CheckStrictHandling},
+      {"P15", "strict handling", "strict handling of missing and unexpected keys per mode", "B20",
+       NeedsStrictModes, CheckStrictHandling},
       {"P16", "corruption",
-       "corruption gives a clear error naming the file, never wrong state, a crash or UB",
-       "B20", NeedsFaultInjection, CheckCorruption},
+       "corruption gives a clear error naming the file, never wrong state, a crash or UB", "B20",
+       NeedsFaultInjection, CheckCorruption},
       {"P17", "determinism",
-       "determinism: same seed and layout, byte-identical files (where the target claims it)",
-       "", NeedsDeterminismAndFaultInjection, CheckDeterminism},
+       "determinism: same seed and layout, byte-identical files (where the target claims it)", "",
+       NeedsDeterminismAndFaultInjection, CheckDeterminism},
       {"P18", "backward compatibility",
-       "backward compatibility: golden checkpoints of earlier format versions load",
-       "B01 B20", NeedsFaultInjection, CheckBackwardCompatibility},
+       "backward compatibility: golden checkpoints of earlier format versions load", "B01 B20",
+       NeedsFaultInjection, CheckBackwardCompatibility},
       {"P19", "rerun state machine",
-       "rerun state machine: transitions and exit codes per spec; a persisted state never needs unpersisted data",
+       "rerun state machine: transitions and exit codes per spec; a persisted state never needs "
+       "unpersisted data",
        "B04 B06", NeedsObjects, CheckRerunStateMachine},
   };
   return kCatalog;

@@ -28,7 +28,9 @@ void ExpectCounterexampleInWords(const std::string& mutant, const std::string& p
   ASSERT_EQ(o.verdict, Verdict::kFail) << DescribeOutcome(o);
   ASSERT_FALSE(o.counterexample.empty());
   for (const auto& [type, value] : o.counterexample) {
-    EXPECT_EQ(value.find("<??" "?>"), std::string::npos)
+    EXPECT_EQ(value.find("<??"
+                         "?>"),
+              std::string::npos)
         << mutant << " " << property << ": " << type << " prints as " << value;
   }
 }
@@ -37,7 +39,9 @@ TEST(CounterexamplePrint, ShardingBreakIsNamed) { ExpectCounterexampleInWords("B
 TEST(CounterexamplePrint, StructureChangeIsNamed) { ExpectCounterexampleInWords("B09", "P7"); }
 TEST(CounterexamplePrint, ParamGroupCaseIsNamed) { ExpectCounterexampleInWords("B01", "P8"); }
 TEST(CounterexamplePrint, SchedulerChangeIsNamed) { ExpectCounterexampleInWords("B05", "P10"); }
-TEST(CounterexamplePrint, AsyncFaultAndNextCallAreNamed) { ExpectCounterexampleInWords("B19", "P14"); }
+TEST(CounterexamplePrint, AsyncFaultAndNextCallAreNamed) {
+  ExpectCounterexampleInWords("B19", "P14");
+}
 TEST(CounterexamplePrint, GoldenScenarioIsNamed) { ExpectCounterexampleInWords("B20", "P18"); }
 
 // Types no catalog mutant makes a property print (P15's strict mode; values of the model layer).

@@ -16,7 +16,8 @@ Status Error(const std::string& source, const std::string& where, const std::str
 
 Status ReadExpectation(const json& value, const std::string& source, const std::string& where,
                        Expectation* out) {
-  if (!value.is_object()) return Error(source, where, "expected an object, got " + JsonPreview(value));
+  if (!value.is_object())
+    return Error(source, where, "expected an object, got " + JsonPreview(value));
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (it.key() != "expect" && it.key() != "reason") {
       return Error(source, where, "unknown member " + JsonPreview(json(it.key())));
@@ -34,11 +35,13 @@ Status ReadExpectation(const json& value, const std::string& source, const std::
   } else if (e == "n/a") {
     out->expected = Expected::kNotApplicable;
   } else {
-    return Error(source, where + ".expect", "expected \"pass\", \"fail\" or \"n/a\", got " + JsonPreview(*expect));
+    return Error(source, where + ".expect",
+                 "expected \"pass\", \"fail\" or \"n/a\", got " + JsonPreview(*expect));
   }
   auto reason = value.find("reason");
   if (reason != value.end()) {
-    if (!reason->is_string()) return Error(source, where + ".reason", "expected a string, got " + JsonPreview(*reason));
+    if (!reason->is_string())
+      return Error(source, where + ".reason", "expected a string, got " + JsonPreview(*reason));
     out->reason = reason->get<std::string>();
   }
   if (out->expected != Expected::kPass && out->reason.empty()) {
@@ -47,15 +50,20 @@ Status ReadExpectation(const json& value, const std::string& source, const std::
   return Status::OK();
 }
 
-bool Failed(Verdict v) { return v == Verdict::kFail || v == Verdict::kError || v == Verdict::kGaveUp; }
+bool Failed(Verdict v) {
+  return v == Verdict::kFail || v == Verdict::kError || v == Verdict::kGaveUp;
+}
 
 }  // namespace
 
 const char* ExpectedName(Expected expected) {
   switch (expected) {
-    case Expected::kPass: return "pass";
-    case Expected::kFail: return "fail";
-    case Expected::kNotApplicable: return "n/a";
+    case Expected::kPass:
+      return "pass";
+    case Expected::kFail:
+      return "fail";
+    case Expected::kNotApplicable:
+      return "n/a";
   }
   return "?";
 }
@@ -91,8 +99,9 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
     const std::string name = extends->get<std::string>();
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
         name.size() > 255) {
-      return Error(source, "extends",
-                   "expected the name of a file in the same directory, got " + JsonPreview(*extends));
+      return Error(
+          source, "extends",
+          "expected the name of a file in the same directory, got " + JsonPreview(*extends));
     }
     result.extends = name;
   }
@@ -104,7 +113,8 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
     for (auto it = properties->begin(); it != properties->end(); ++it) {
       const std::string where = "properties." + it.key();
       if (FindProperty(it.key()) == nullptr) return Error(source, where, "no such property");
-      CKPTSPEC_RETURN_IF_ERROR(ReadExpectation(it.value(), source, where, &result.properties[it.key()]));
+      CKPTSPEC_RETURN_IF_ERROR(
+          ReadExpectation(it.value(), source, where, &result.properties[it.key()]));
     }
   }
   *out = std::move(result);
@@ -134,7 +144,8 @@ Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome) 
       return failed ? Judgement{true, "xfail", 'x'} : Judgement{false, "UNEXPECTED pass", 'P'};
     case Expected::kNotApplicable:
       if (na) return {true, "n/a", '-'};
-      return failed ? Judgement{false, "UNEXPECTED FAIL", 'F'} : Judgement{false, "UNEXPECTED pass", 'P'};
+      return failed ? Judgement{false, "UNEXPECTED FAIL", 'F'}
+                    : Judgement{false, "UNEXPECTED pass", 'P'};
   }
   return {false, "?", '?'};
 }

@@ -32,7 +32,7 @@ struct Expectation {
 };
 
 struct Expectations {
-  std::string source;  // the file, for messages
+  std::string source;   // the file, for messages
   std::string extends;  // the base file's name, as written ("" without one)
   std::map<std::string, Expectation> properties;  // by id ("P13"); ids are catalog ids
   const Expectation& For(const std::string& property) const;

@@ -17,7 +17,9 @@ TEST(Expectations, ParseTheFormAndRejectWhatIsWrongByName) {
   Expectations x;
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
       "properties": {"P13": {"expect": "n/a", "reason": "real disk"},
-                     "P3": {"expect": "fail", "reason": "issue 12"}}})", "x.json", &x).ok());
+                     "P3": {"expect": "fail", "reason": "issue 12"}}})",
+                                "x.json", &x)
+                  .ok());
   EXPECT_EQ(x.For("P13").expected, Expected::kNotApplicable);
   EXPECT_EQ(x.For("P3").reason, "issue 12");
   EXPECT_EQ(x.For("P1").expected, Expected::kPass);
@@ -26,22 +28,32 @@ TEST(Expectations, ParseTheFormAndRejectWhatIsWrongByName) {
     Expectations e;
     return ParseExpectations(text, "x.json", &e).message();
   };
-  EXPECT_EQ(error("{"),
-            "x.json: parse error at byte 2, line 1, column 2: syntax error while parsing object key - "
-            "unexpected end of input; expected string literal");
+  EXPECT_EQ(
+      error("{"),
+      "x.json: parse error at byte 2, line 1, column 2: syntax error while parsing object key - "
+      "unexpected end of input; expected string literal");
   // A property twice is refused, not read as the last one.
   EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {
       "P3": {"expect": "fail", "reason": "r"}, "P3": {"expect": "pass"}}})"),
             "x.json: properties: duplicate key \"P3\" at byte 114, line 2, column 48");
-  EXPECT_EQ(error(R"({"format": "other", "version": 1})"), "x.json: format: expected \"ckptspec.expectations\"");
-  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P99": {"expect": "pass"}}})"),
-            "x.json: properties.P99: no such property");
-  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "fail"}}})"),
-            "x.json: properties.P3: an expected \"fail\" needs a non-empty \"reason\"");
-  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "flaky", "reason": "r"}}})"),
-            "x.json: properties.P3.expect: expected \"pass\", \"fail\" or \"n/a\", got \"flaky\"");
-  EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "pass", "why": "r"}}})"),
-            "x.json: properties.P3: unknown member \"why\"");
+  EXPECT_EQ(error(R"({"format": "other", "version": 1})"),
+            "x.json: format: expected \"ckptspec.expectations\"");
+  EXPECT_EQ(
+      error(
+          R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P99": {"expect": "pass"}}})"),
+      "x.json: properties.P99: no such property");
+  EXPECT_EQ(
+      error(
+          R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "fail"}}})"),
+      "x.json: properties.P3: an expected \"fail\" needs a non-empty \"reason\"");
+  EXPECT_EQ(
+      error(
+          R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "flaky", "reason": "r"}}})"),
+      "x.json: properties.P3.expect: expected \"pass\", \"fail\" or \"n/a\", got \"flaky\"");
+  EXPECT_EQ(
+      error(
+          R"({"format": "ckptspec.expectations", "version": 1, "properties": {"P3": {"expect": "pass", "why": "r"}}})"),
+      "x.json: properties.P3: unknown member \"why\"");
   EXPECT_EQ(error(R"({"format": "ckptspec.expectations", "version": 1, "target": "x"})"),
             "x.json: (root): unknown member \"target\"");
 }
@@ -54,14 +66,16 @@ TEST(Expectations, ApplyBaseKeepsTheFilesOwnEntriesAndTakesTheOthers) {
   ASSERT_TRUE(ParseExpectations(kBase, "base.json", &base).ok());
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
       "extends": "base.json", "properties": {"P15": {"expect": "fail", "reason": "strides"},
-                                             "P7": {"expect": "pass"}}})", "row.json", &row).ok());
+                                             "P7": {"expect": "pass"}}})",
+                                "row.json", &row)
+                  .ok());
   EXPECT_EQ(row.extends, "base.json");
   ASSERT_TRUE(ApplyBase(base, &row).ok());
   EXPECT_EQ(row.source, "row.json");
   EXPECT_EQ(row.For("P13").expected, Expected::kNotApplicable);  // from the base
   EXPECT_EQ(row.For("P13").reason, "real disk");
-  EXPECT_EQ(row.For("P15").reason, "strides");                  // the row's own
-  EXPECT_EQ(row.For("P7").expected, Expected::kPass);           // the row's, over the base's
+  EXPECT_EQ(row.For("P15").reason, "strides");         // the row's own
+  EXPECT_EQ(row.For("P7").expected, Expected::kPass);  // the row's, over the base's
   EXPECT_EQ(row.For("P1").expected, Expected::kPass);
 
   // A base may not extend another file; "extends" names a file beside, never a path.
@@ -70,18 +84,22 @@ TEST(Expectations, ApplyBaseKeepsTheFilesOwnEntriesAndTakesTheOthers) {
             "row.json: extends: row.json extends another file; a base may not extend");
   const auto error = [](const std::string& extends) {
     Expectations e;
-    return ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1, "extends": )" +
-                                 extends + "}", "x.json", &e).message();
+    return ParseExpectations(
+               R"({"format": "ckptspec.expectations", "version": 1, "extends": )" + extends + "}",
+               "x.json", &e)
+        .message();
   };
-  EXPECT_EQ(error(R"("../base.json")"),
-            "x.json: extends: expected the name of a file in the same directory, got \"../base.json\"");
+  EXPECT_EQ(
+      error(R"("../base.json")"),
+      "x.json: extends: expected the name of a file in the same directory, got \"../base.json\"");
   EXPECT_EQ(error(R"("..")"),
             "x.json: extends: expected the name of a file in the same directory, got \"..\"");
   EXPECT_EQ(error("7"), "x.json: extends: expected a file name, got 7");
 }
 
 TEST(Expectations, JudgeEveryCombination) {
-  const Expectation pass{Expected::kPass, ""}, fail{Expected::kFail, "r"}, na{Expected::kNotApplicable, "r"};
+  const Expectation pass{Expected::kPass, ""}, fail{Expected::kFail, "r"},
+      na{Expected::kNotApplicable, "r"};
   struct Row {
     const Expectation& expected;
     Verdict verdict;
@@ -103,8 +121,10 @@ TEST(Expectations, JudgeEveryCombination) {
   };
   for (const Row& row : rows) {
     const Judgement j = Judge(row.expected, Outcome("P1", row.verdict));
-    EXPECT_EQ(j.matches, row.matches) << ExpectedName(row.expected.expected) << " " << VerdictName(row.verdict);
-    EXPECT_EQ(j.cell, row.cell) << ExpectedName(row.expected.expected) << " " << VerdictName(row.verdict);
+    EXPECT_EQ(j.matches, row.matches)
+        << ExpectedName(row.expected.expected) << " " << VerdictName(row.verdict);
+    EXPECT_EQ(j.cell, row.cell) << ExpectedName(row.expected.expected) << " "
+                                << VerdictName(row.verdict);
   }
 }
 

@@ -83,10 +83,11 @@ GoldenScenario HeterogeneousTwoModules() {
   vision_sizes.tp = 2;
   const Layout vision = MakeLayout(2, vision_sizes);
   const Layout language = MakeLayout(2, ParallelSizes());
-  const Status s = HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 2, language}},
-                                             &g.run.layout);
+  const Status s =
+      HeterogeneousLayout::Make({{"vision", 0, vision}, {"language", 2, language}}, &g.run.layout);
   if (!s.ok()) throw std::logic_error("golden layout: " + s.ToString());
-  g.run.configs = {ConfigFor(vision, TinyModel("vision")), ConfigFor(language, TinyModel("language"))};
+  g.run.configs = {ConfigFor(vision, TinyModel("vision")),
+                   ConfigFor(language, TinyModel("language"))};
   g.run.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
   g.iteration = 2;
   return g;
@@ -113,8 +114,8 @@ GoldenScenario DenseTp2Dp2PerWriterIndex() {
 
 const std::vector<GoldenScenario>& GoldenScenarios() {
   static const std::vector<GoldenScenario> kScenarios = {DenseTp2Pp2Dp2(), MoeEp2DpReshardable(),
-                                                        HeterogeneousTwoModules(),
-                                                        DenseTp2Dp2PerWriterIndex()};
+                                                         HeterogeneousTwoModules(),
+                                                         DenseTp2Dp2PerWriterIndex()};
   return kScenarios;
 }
 
@@ -138,8 +139,9 @@ Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& 
   nlohmann::json j;
   j["scenario"] = scenario.name;
   j["description"] = DescribeRun(scenario.run);
-  j["format_version"] = scenario.index_layout == IndexLayout::kSingle ? kSingleIndexFormatVersion
-                                                                      : kPerWriterIndexFormatVersion;
+  j["format_version"] = scenario.index_layout == IndexLayout::kSingle
+                            ? kSingleIndexFormatVersion
+                            : kPerWriterIndexFormatVersion;
   j["iteration"] = scenario.iteration;
   j["world_size"] = scenario.run.layout.world_size();
   j["optimizer_format"] = OptimizerFormatName(scenario.run.sharding.optimizer_format);
@@ -174,12 +176,14 @@ Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::s
   out->iteration = j["iteration"].get<int64_t>();
   if (out->iteration != scenario.iteration) {
     return Status::Corruption(json_path + ": iteration " + std::to_string(out->iteration) +
-                              " but the scenario's code says " + std::to_string(scenario.iteration));
+                              " but the scenario's code says " +
+                              std::to_string(scenario.iteration));
   }
   CKPTSPEC_RETURN_IF_ERROR(ReadTree(env, JoinPath(dir, "checkpoint"), &out->tree));
   for (const auto& [path, size] : j["files"].items()) {
     auto it = out->tree.find(path);
-    if (it == out->tree.end() || !size.is_number_unsigned() || it->second.size() != size.get<uint64_t>()) {
+    if (it == out->tree.end() || !size.is_number_unsigned() ||
+        it->second.size() != size.get<uint64_t>()) {
       return Status::Corruption(json_path + ": file '" + path + "' missing or of another size");
     }
   }

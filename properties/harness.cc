@@ -5,8 +5,9 @@ namespace ckptspec {
 Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingState>& states,
                int64_t iteration, const SaveOptions& options) {
   std::vector<ShardedStateDict> dicts;
-  CKPTSPEC_RETURN_IF_ERROR(
-      target.framework().ToStateDicts(run.layout, states, run.sharding, &dicts).WithContext("framework"));
+  CKPTSPEC_RETURN_IF_ERROR(target.framework()
+                               .ToStateDicts(run.layout, states, run.sharding, &dicts)
+                               .WithContext("framework"));
   return target.engine().Save(iteration, dicts, options);
 }
 
@@ -20,21 +21,22 @@ Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& option
   CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(probe), &probed));
   if (probed.state.empty()) return Status::Corruption("the engine returned no common state");
   CheckpointInfo saved;
-  CKPTSPEC_RETURN_IF_ERROR(
-      target.framework().ReadCheckpointInfo(probed.state[0].common, &saved).WithContext("framework"));
+  CKPTSPEC_RETURN_IF_ERROR(target.framework()
+                               .ReadCheckpointInfo(probed.state[0].common, &saved)
+                               .WithContext("framework"));
   LoadRequest request;
   request.iteration = probed.iteration;
   request.strict = options.strict;
-  CKPTSPEC_RETURN_IF_ERROR(target.framework()
-                               .LoadTemplates(run.layout, run.configs, saved, options.flags,
-                                              &request.templates)
-                               .WithContext("framework"));
+  CKPTSPEC_RETURN_IF_ERROR(
+      target.framework()
+          .LoadTemplates(run.layout, run.configs, saved, options.flags, &request.templates)
+          .WithContext("framework"));
   LoadResult loaded;
   CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(request), &loaded));
-  CKPTSPEC_RETURN_IF_ERROR(target.framework()
-                               .FromStateDicts(loaded.state, run.layout, run.configs,
-                                               options.flags, states)
-                               .WithContext("framework"));
+  CKPTSPEC_RETURN_IF_ERROR(
+      target.framework()
+          .FromStateDicts(loaded.state, run.layout, run.configs, options.flags, states)
+          .WithContext("framework"));
   if (info) *info = std::move(saved);
   return Status::OK();
 }

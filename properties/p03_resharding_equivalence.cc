@@ -48,11 +48,12 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
     changes += (changes.empty() ? "" : "; ") + c;
   }
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
-           << ", save, restart\n  resume: " << DescribeRun(run) << "\n  layout change: "
-           << (changes.empty() ? "none" : changes) << "\n  flags: " << DescribeLoadFlags(flags)
-           << "\n";
+           << ", save, restart\n  resume: " << DescribeRun(run)
+           << "\n  layout change: " << (changes.empty() ? "none" : changes)
+           << "\n  flags: " << DescribeLoadFlags(flags) << "\n";
   for (const char* dim : {"TP", "PP", "DP", "EP"}) {
-    if (changes.find(std::string(dim) + " ") != std::string::npos) RC_TAG(std::string(dim) + " changed");
+    if (changes.find(std::string(dim) + " ") != std::string::npos)
+      RC_TAG(std::string(dim) + " changed");
   }
   RC_CLASSIFY(changes.empty(), "same layout");
   RC_TAG(OptimizerFormatName(saved_run.sharding.optimizer_format));
@@ -69,7 +70,8 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
 
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
+  CKPTSPEC_RC_ASSERT_OK(
+      SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
   CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
 
   std::vector<TrainingState> expected;

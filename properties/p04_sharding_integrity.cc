@@ -24,9 +24,12 @@ enum class Break { kGap, kOverlap, kDuplicateMain };
 
 const char* BreakName(Break b) {
   switch (b) {
-    case Break::kGap: return "gap (a main replica demoted)";
-    case Break::kOverlap: return "overlap (a non-main replica promoted, other data)";
-    case Break::kDuplicateMain: return "duplicate main (a main entry copied, other data)";
+    case Break::kGap:
+      return "gap (a main replica demoted)";
+    case Break::kOverlap:
+      return "overlap (a non-main replica promoted, other data)";
+    case Break::kDuplicateMain:
+      return "duplicate main (a main entry copied, other data)";
   }
   return "?";
 }
@@ -50,10 +53,12 @@ std::vector<EntryRef> Entries(const std::vector<ShardedStateDict>& d, bool main)
   std::vector<EntryRef> out;
   for (size_t r = 0; r < d.size(); ++r) {
     for (size_t i = 0; i < d[r].tensors.size(); ++i) {
-      if (IsMainReplica(d[r].tensors[i].spec.replica_id) == main) out.push_back({int64_t(r), false, i});
+      if (IsMainReplica(d[r].tensors[i].spec.replica_id) == main)
+        out.push_back({int64_t(r), false, i});
     }
     for (size_t i = 0; i < d[r].objects.size(); ++i) {
-      if (IsMainReplica(d[r].objects[i].spec.replica_id) == main) out.push_back({int64_t(r), true, i});
+      if (IsMainReplica(d[r].objects[i].spec.replica_id) == main)
+        out.push_back({int64_t(r), true, i});
     }
   }
   return out;
@@ -61,8 +66,8 @@ std::vector<EntryRef> Entries(const std::vector<ShardedStateDict>& d, bool main)
 
 std::string Describe(const std::vector<ShardedStateDict>& d, const EntryRef& e) {
   const std::string key = e.is_object ? d[e.rank].objects[e.index].spec.UniqueKey()
-                                      : d[e.rank].tensors[e.index].spec.key + " " + BoxToString(
-                                            d[e.rank].tensors[e.index].spec.box());
+                                      : d[e.rank].tensors[e.index].spec.key + " " +
+                                            BoxToString(d[e.rank].tensors[e.index].spec.box());
   return std::string(e.is_object ? "object " : "tensor ") + key + " of rank " +
          std::to_string(e.rank) + " (replica " + ReplicaIdToString(ReplicaOf(d, e)) + ")";
 }
@@ -75,7 +80,8 @@ void Perturb(ShardedObject* o) { o->data += "#not-the-saved-state"; }
 // The exact data of every entry of `loaded` equals `valid`'s (same templates, same order).
 std::string LoadedDifference(const std::vector<ShardedStateDict>& valid,
                              const std::vector<ShardedStateDict>& loaded) {
-  if (loaded.size() != valid.size()) return "the load returned " + std::to_string(loaded.size()) + " ranks";
+  if (loaded.size() != valid.size())
+    return "the load returned " + std::to_string(loaded.size()) + " ranks";
   for (size_t r = 0; r < valid.size(); ++r) {
     if (loaded[r].tensors.size() != valid[r].tensors.size() ||
         loaded[r].objects.size() != valid[r].objects.size()) {
@@ -83,8 +89,8 @@ std::string LoadedDifference(const std::vector<ShardedStateDict>& valid,
     }
     for (size_t i = 0; i < valid[r].tensors.size(); ++i) {
       if (loaded[r].tensors[i].data != valid[r].tensors[i].data) {
-        return "rank " + std::to_string(r) + ": tensor " + valid[r].tensors[i].spec.key + " " + BoxToString(
-               valid[r].tensors[i].spec.box()) + " loaded other data than saved";
+        return "rank " + std::to_string(r) + ": tensor " + valid[r].tensors[i].spec.key + " " +
+               BoxToString(valid[r].tensors[i].spec.box()) + " loaded other data than saved";
       }
     }
     for (size_t i = 0; i < valid[r].objects.size(); ++i) {
@@ -103,8 +109,8 @@ void CheckSaveShardingIntegrity(const TargetFactory& factory) {
   RunSpec run = *gen::RunUpTo(16);
   const int64_t k = *rc::gen::inRange<int64_t>(0, 3);
   const bool fault = *rc::gen::inRange(0, 4) == 0;
-  const Break broken = *rc::gen::elementOf(
-      std::vector<Break>{Break::kGap, Break::kOverlap, Break::kDuplicateMain});
+  const Break broken =
+      *rc::gen::elementOf(std::vector<Break>{Break::kGap, Break::kOverlap, Break::kDuplicateMain});
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(TrainedStates(&run, k, fault, &states));
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << states.front().iteration
@@ -125,7 +131,8 @@ void CheckSaveShardingIntegrity(const TargetFactory& factory) {
 
   // (a) the framework's sharding.
   const std::vector<Violation> violations = CheckShardingIntegrity(RunSignature(valid, false));
-  if (!violations.empty()) RC_FAIL("framework dicts break sharding integrity:\n" + FormatViolations(violations));
+  if (!violations.empty())
+    RC_FAIL("framework dicts break sharding integrity:\n" + FormatViolations(violations));
 
   // (b) the engine and a broken save.
   std::vector<ShardedStateDict> bad = valid;
@@ -186,8 +193,9 @@ void CheckSaveShardingIntegrity(const TargetFactory& factory) {
   for (const ShardedStateDict& d : valid) request.templates.push_back(TemplateOf(d));
   LoadResult loaded;
   if (!target.engine().Load(std::move(request), &loaded).ok()) return;
-  CKPTSPEC_RC_ASSERT_SAME(LoadedDifference(valid, loaded.state),
-                          "the engine accepted a broken save and a load returned wrong data silently");
+  CKPTSPEC_RC_ASSERT_SAME(
+      LoadedDifference(valid, loaded.state),
+      "the engine accepted a broken save and a load returned wrong data silently");
 }
 
 }  // namespace ckptspec

@@ -53,9 +53,9 @@ void CheckConstantStructure(const TargetFactory& factory) {
            << " dicts after " << k1 << " and " << k2 << " iterations, and after " << k2
            << " in steady state and in WILL_RERUN_FROM_CHECKPOINT"
            << (mode_forced ? " (rerun mode set to validate_results)" : "")
-           << "; then save iteration " << k1
-           << " (steady, " << (async_steady ? "async" : "sync") << ") and " << k2 << " (fault, "
-           << (async_fault ? "async" : "sync") << ") and load each under the other's templates\n";
+           << "; then save iteration " << k1 << " (steady, " << (async_steady ? "async" : "sync")
+           << ") and " << k2 << " (fault, " << (async_fault ? "async" : "sync")
+           << ") and load each under the other's templates\n";
   const RunShape shape = ShapeOf(run);
   RC_CLASSIFY(shape.heterogeneous, "heterogeneous");
   RC_CLASSIFY(shape.dp_reshardable, "dp_reshardable");
@@ -68,10 +68,12 @@ void CheckConstantStructure(const TargetFactory& factory) {
   std::vector<ShardedStateDict> d_early, d_late, d_steady, d_fault;
   CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, early, run.sharding, &d_early));
   CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, late, run.sharding, &d_late));
-  CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, steady, run.sharding, &d_steady));
+  CKPTSPEC_RC_ASSERT_OK(
+      target.framework().ToStateDicts(run.layout, steady, run.sharding, &d_steady));
   CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, fault, run.sharding, &d_fault));
   CKPTSPEC_RC_ASSERT_SAME(Diff(d_early, d_late), "structure changed with training");
-  CKPTSPEC_RC_ASSERT_SAME(Diff(d_steady, d_fault), "structure of a fault save differs from steady state");
+  CKPTSPEC_RC_ASSERT_SAME(Diff(d_steady, d_fault),
+                          "structure of a fault save differs from steady state");
 
   SaveOptions steady_save, fault_save;
   steady_save.async = async_steady;

@@ -25,9 +25,12 @@ enum class Change { kRerunFault, kFreeze, kAddParameter };
 
 const char* ChangeName(Change c) {
   switch (c) {
-    case Change::kRerunFault: return "a rerun fault appears";
-    case Change::kFreeze: return "a parameter key is frozen";
-    case Change::kAddParameter: return "a parameter is added";
+    case Change::kRerunFault:
+      return "a rerun fault appears";
+    case Change::kFreeze:
+      return "a parameter key is frozen";
+    case Change::kAddParameter:
+      return "a parameter is added";
   }
   return "?";
 }
@@ -61,7 +64,9 @@ bool Grown(const RunSpec& run, RunSpec* out, std::string* how) {
     names.push_back("one more layer per pipeline stage");
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (!ValidateModelConfig(candidates[i]).ok() || !ValidateModelForLayout(candidates[i], layout).ok()) continue;
+    if (!ValidateModelConfig(candidates[i]).ok() ||
+        !ValidateModelForLayout(candidates[i], layout).ok())
+      continue;
     *out = run;
     out->configs[0].model = candidates[i];
     // A frozen stacked key stays frozen in every instance, the new layer's included.
@@ -109,7 +114,9 @@ bool FreezeOneKey(RunSpec* run, std::vector<TrainingState>* states, std::string*
 }  // namespace
 
 std::string PlanCacheNotApplicable(const TargetFactory& factory) {
-  return factory.capabilities.plan_cache ? "" : "the target has no save-plan cache (capabilities.plan_cache)";
+  return factory.capabilities.plan_cache
+             ? ""
+             : "the target has no save-plan cache (capabilities.plan_cache)";
 }
 
 void CheckPlanCacheSafety(const TargetFactory& factory) {
@@ -134,12 +141,13 @@ void CheckPlanCacheSafety(const TargetFactory& factory) {
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  every save with"
            << " assume_constant_structure (" << (async ? "async" : "sync") << "); the structure"
            << " changes once: " << ChangeName(change) << "\n";
-  auto save = [&](const RunSpec& r, const std::vector<TrainingState>& states, const std::string& what) {
+  auto save = [&](const RunSpec& r, const std::vector<TrainingState>& states,
+                  const std::string& what) {
     SaveRecord rec{r, states, states.front().iteration, Status::OK()};
     rec.status = SaveRun(target, r, states, rec.iteration, options);
     if (rec.status.ok()) rec.status = target.engine().Finalize();
-    RC_LOG() << "  save iteration " << rec.iteration << " (" << what << "): "
-             << (rec.status.ok() ? std::string("ok") : rec.status.ToString()) << "\n";
+    RC_LOG() << "  save iteration " << rec.iteration << " (" << what
+             << "): " << (rec.status.ok() ? std::string("ok") : rec.status.ToString()) << "\n";
     saves.push_back(std::move(rec));
   };
 

@@ -23,9 +23,12 @@ enum class Case { kPermuted, kColliding, kMissingKey };
 
 const char* CaseName(Case c) {
   switch (c) {
-    case Case::kPermuted: return "groups permuted";
-    case Case::kColliding: return "colliding identities";
-    case Case::kMissingKey: return "missing identity key";
+    case Case::kPermuted:
+      return "groups permuted";
+    case Case::kColliding:
+      return "colliding identities";
+    case Case::kMissingKey:
+      return "missing identity key";
   }
   return "?";
 }
@@ -67,8 +70,8 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
         std::vector<ParamGroup> permuted;
         for (size_t i : order) permuted.push_back(groups[i]);
         groups = std::move(permuted);
-        edit += "\n  module " + std::to_string(m) + " sub-optimizer '" + saved[m].optimizers[o].name +
-                "' groups stored in order";
+        edit += "\n  module " + std::to_string(m) + " sub-optimizer '" +
+                saved[m].optimizers[o].name + "' groups stored in order";
         for (size_t i : order) edit += " " + std::to_string(i);
       }
     }
@@ -88,9 +91,9 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
     std::vector<ParamGroup>& groups = saved[m].optimizers[o].groups;
     RC_PRE(!groups.empty());
     const size_t g = *rc::gen::inRange<size_t>(0, groups.size());
-    const IdentityField field = *rc::gen::element(IdentityField::kWdMult, IdentityField::kLrMult,
-                                                  IdentityField::kIsExpertParallel,
-                                                  IdentityField::kIsDecoupledLr);
+    const IdentityField field =
+        *rc::gen::element(IdentityField::kWdMult, IdentityField::kLrMult,
+                          IdentityField::kIsExpertParallel, IdentityField::kIsDecoupledLr);
     groups[g].identity.Remove(field);
     edit = "\n  module " + std::to_string(m) + " sub-optimizer '" + saved[m].optimizers[o].name +
            "' group " + std::to_string(g) + ": '" + IdentityFieldName(field) + "' removed";
@@ -117,7 +120,8 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
 
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();
-  const Status saved_status = SaveRun(target, saved_run, saved, saved.front().iteration, SaveOptions());
+  const Status saved_status =
+      SaveRun(target, saved_run, saved, saved.front().iteration, SaveOptions());
   std::vector<TrainingState> expected;
   const Status spec = ExpectedResume(saved_run, saved, run, LoadFlags(), &expected);
 

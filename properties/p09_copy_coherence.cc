@@ -31,13 +31,14 @@ std::string CopyMismatch(const TrainingState& s, const char* against, Reference 
   for (size_t p = 0; p < s.params.size(); ++p) {
     const ParamState& ps = s.params[p];
     if (ps.frozen) continue;
-    for (const auto& [name, copy] : {std::make_pair("main", &ps.main), std::make_pair("offload", &ps.offload)}) {
+    for (const auto& [name, copy] :
+         {std::make_pair("main", &ps.main), std::make_pair("offload", &ps.offload)}) {
       for (size_t e = 0; e < copy->size(); ++e) {
         const float want = reference(p, e);
         if (Bits((*copy)[e]) != Bits(want)) {
           std::ostringstream os;
-          os << name << " copy of " << s.specs[p].name << " at index " << e << " is "
-             << (*copy)[e] << ", " << against << " is " << want;
+          os << name << " copy of " << s.specs[p].name << " at index " << e << " is " << (*copy)[e]
+             << ", " << against << " is " << want;
           return os.str();
         }
       }
@@ -61,11 +62,14 @@ void CheckCopyCoherence(const TargetFactory& factory) {
   LoadFlags flags = *gen::LoadFlagsGen(false);
   // Model-only loads are the interesting case: half the time.
   if (*rc::gen::arbitrary<bool>()) {
-    if (*rc::gen::arbitrary<bool>()) flags.no_load_optim = true; else flags.finetune = true;
+    if (*rc::gen::arbitrary<bool>())
+      flags.no_load_optim = true;
+    else
+      flags.finetune = true;
   }
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
-           << ", save, restart\n  resume: " << DescribeRun(run) << "\n  flags: "
-           << DescribeLoadFlags(flags) << "\n  then train 1\n";
+           << ", save, restart\n  resume: " << DescribeRun(run)
+           << "\n  flags: " << DescribeLoadFlags(flags) << "\n  then train 1\n";
   const bool model_only = flags.finetune || flags.no_load_optim;
   bool any_offload = false, mixed = false;
   for (const TrainingConfig& c : run.configs) {
@@ -81,7 +85,8 @@ void CheckCopyCoherence(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
+  CKPTSPEC_RC_ASSERT_OK(
+      SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
   CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
 
   std::vector<TrainingState> expected;

@@ -22,10 +22,14 @@ enum class SchedulerChange { kNone, kMaxLr, kMinLr, kDecayStyle };
 
 const char* ChangeName(SchedulerChange c) {
   switch (c) {
-    case SchedulerChange::kNone: return "unchanged";
-    case SchedulerChange::kMaxLr: return "max_lr x2";
-    case SchedulerChange::kMinLr: return "min_lr / 2";
-    case SchedulerChange::kDecayStyle: return "decay style";
+    case SchedulerChange::kNone:
+      return "unchanged";
+    case SchedulerChange::kMaxLr:
+      return "max_lr x2";
+    case SchedulerChange::kMinLr:
+      return "min_lr / 2";
+    case SchedulerChange::kDecayStyle:
+      return "decay style";
   }
   return "?";
 }
@@ -37,10 +41,17 @@ void showValue(SchedulerChange c, std::ostream& os) { os << ChangeName(c); }
 bool ApplyChange(SchedulerChange change, LrDecayStyle style, SchedulerConfig* c) {
   SchedulerConfig n = *c;
   switch (change) {
-    case SchedulerChange::kNone: return false;
-    case SchedulerChange::kMaxLr: n.max_lr *= 2; break;
-    case SchedulerChange::kMinLr: n.min_lr = n.min_lr > 0 ? n.min_lr / 2 : n.max_lr / 4; break;
-    case SchedulerChange::kDecayStyle: n.lr_decay_style = style; break;
+    case SchedulerChange::kNone:
+      return false;
+    case SchedulerChange::kMaxLr:
+      n.max_lr *= 2;
+      break;
+    case SchedulerChange::kMinLr:
+      n.min_lr = n.min_lr > 0 ? n.min_lr / 2 : n.max_lr / 4;
+      break;
+    case SchedulerChange::kDecayStyle:
+      n.lr_decay_style = style;
+      break;
   }
   if (n == *c || !ValidateSchedulerConfig(n).ok()) return false;
   *c = n;
@@ -78,7 +89,8 @@ std::string SchedulerDifference(const TrainingState& got, const TrainingState& w
         break;
       }
       for (size_t g = 0; g < a.size(); ++g) {
-        const std::string where = "sub-optimizer " + std::to_string(o) + " group " + std::to_string(g);
+        const std::string where =
+            "sub-optimizer " + std::to_string(o) + " group " + std::to_string(g);
         if (a[g].identity.max_lr != b[g].identity.max_lr) {
           os << where << " max_lr " << OptionalNum(a[g].identity.max_lr) << " vs "
              << OptionalNum(b[g].identity.max_lr);
@@ -102,32 +114,46 @@ std::string SchedulerDifference(const TrainingState& got, const TrainingState& w
 void CheckSchedulerIteration(const TargetFactory& factory) {
   const RunSpec saved_run = *gen::RunUpTo(8);
   const int64_t k = *rc::gen::inRange<int64_t>(0, 4);
-  RunSpec run = *gen::ResumeRunFor(
-      saved_run, 8, factory.capabilities.resharding && *rc::gen::inRange(0, 4) == 0);
+  RunSpec run = *gen::ResumeRunFor(saved_run, 8,
+                                   factory.capabilities.resharding && *rc::gen::inRange(0, 4) == 0);
   LoadFlags flags = *gen::LoadFlagsGen(false);
   // The scheduler flags are the point: one of them (rarely both) half the time.
   switch (*rc::gen::inRange(0, 8)) {
-    case 0: case 1: flags.override_scheduler = true; flags.use_checkpoint_scheduler = false; break;
-    case 2: case 3: flags.use_checkpoint_scheduler = true; flags.override_scheduler = false; break;
-    case 4: flags.override_scheduler = flags.use_checkpoint_scheduler = true; break;
-    default: break;
+    case 0:
+    case 1:
+      flags.override_scheduler = true;
+      flags.use_checkpoint_scheduler = false;
+      break;
+    case 2:
+    case 3:
+      flags.use_checkpoint_scheduler = true;
+      flags.override_scheduler = false;
+      break;
+    case 4:
+      flags.override_scheduler = flags.use_checkpoint_scheduler = true;
+      break;
+    default:
+      break;
   }
-  const SchedulerChange change = *rc::gen::element(SchedulerChange::kNone, SchedulerChange::kMaxLr,
-                                                   SchedulerChange::kMinLr, SchedulerChange::kDecayStyle);
-  const LrDecayStyle style = *rc::gen::element(LrDecayStyle::kConstant, LrDecayStyle::kLinear,
-                                               LrDecayStyle::kCosine, LrDecayStyle::kInverseSquareRoot);
+  const SchedulerChange change =
+      *rc::gen::element(SchedulerChange::kNone, SchedulerChange::kMaxLr, SchedulerChange::kMinLr,
+                        SchedulerChange::kDecayStyle);
+  const LrDecayStyle style =
+      *rc::gen::element(LrDecayStyle::kConstant, LrDecayStyle::kLinear, LrDecayStyle::kCosine,
+                        LrDecayStyle::kInverseSquareRoot);
   bool changed = false;
   for (TrainingConfig& c : run.configs) changed |= ApplyChange(change, style, &c.scheduler);
 
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
-           << ", save, restart\n  resume: " << DescribeRun(run) << "\n  scheduler change: "
-           << (changed ? ChangeName(change) : "none") << "\n  flags: " << DescribeLoadFlags(flags)
-           << "\n";
+           << ", save, restart\n  resume: " << DescribeRun(run)
+           << "\n  scheduler change: " << (changed ? ChangeName(change) : "none")
+           << "\n  flags: " << DescribeLoadFlags(flags) << "\n";
   const bool load_optim = !flags.finetune && !flags.no_load_optim;
   RC_TAG(changed ? ChangeName(change) : "scheduler unchanged");
   RC_CLASSIFY(flags.override_scheduler && flags.use_checkpoint_scheduler, "both scheduler flags");
   RC_CLASSIFY(flags.override_scheduler && !flags.use_checkpoint_scheduler, "override_scheduler");
-  RC_CLASSIFY(flags.use_checkpoint_scheduler && !flags.override_scheduler, "use_checkpoint_scheduler");
+  RC_CLASSIFY(flags.use_checkpoint_scheduler && !flags.override_scheduler,
+              "use_checkpoint_scheduler");
   RC_CLASSIFY(load_optim, "optimizer loaded");
   RC_CLASSIFY(flags.finetune, "finetune");
 
@@ -136,7 +162,8 @@ void CheckSchedulerIteration(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
+  CKPTSPEC_RC_ASSERT_OK(
+      SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
   CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
 
   std::vector<TrainingState> expected;
@@ -191,7 +218,8 @@ void CheckSchedulerIteration(const TargetFactory& factory) {
     CKPTSPEC_RC_ASSERT_SAME(SchedulerDifference(s, expected[m]),
                             "module " + std::to_string(m) + " (resumed vs spec)");
   }
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected), "resumed state differs from the spec's");
+  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected),
+                          "resumed state differs from the spec's");
 }
 
 }  // namespace ckptspec

@@ -42,7 +42,8 @@ void CheckCommonStateInvariance(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(framework.ToStateDicts(run.layout, states, run.sharding, &dicts));
   const GlobalSignature signature = RunSignature(dicts, false);
   const std::vector<Violation> violations = CheckCommonState(signature);
-  if (!violations.empty()) RC_FAIL("ranks disagree on the common state:\n" + FormatViolations(violations));
+  if (!violations.empty())
+    RC_FAIL("ranks disagree on the common state:\n" + FormatViolations(violations));
 
   std::vector<TrainingState> perturbed = states;
   for (TrainingState& s : perturbed) {
@@ -51,18 +52,22 @@ void CheckCommonStateInvariance(const TargetFactory& factory) {
     s.data.epoch = s.data.consumed_samples / s.config.data.num_samples;
   }
   std::vector<ShardedStateDict> perturbed_dicts;
-  CKPTSPEC_RC_ASSERT_OK(framework.ToStateDicts(run.layout, perturbed, run.sharding, &perturbed_dicts));
+  CKPTSPEC_RC_ASSERT_OK(
+      framework.ToStateDicts(run.layout, perturbed, run.sharding, &perturbed_dicts));
   // Rank 0 of the unperturbed save first: every perturbed rank must hold its exact tree.
   GlobalSignature both;
   both.ranks.push_back(signature.ranks.front());
   for (size_t r = 0; r < perturbed_dicts.size(); ++r) {
-    RankSignature sig = SignatureOf(static_cast<int64_t>(perturbed_dicts.size() + r), perturbed_dicts[r]);
+    RankSignature sig =
+        SignatureOf(static_cast<int64_t>(perturbed_dicts.size() + r), perturbed_dicts[r]);
     both.ranks.push_back(std::move(sig));
   }
   const std::vector<Violation> leaked = CheckCommonState(both);
   if (!leaked.empty()) {
-    RC_FAIL("per-rank state reaches the common state (rank n + r below is rank r of the perturbed "
-            "run):\n" + FormatViolations(leaked));
+    RC_FAIL(
+        "per-rank state reaches the common state (rank n + r below is rank r of the perturbed "
+        "run):\n" +
+        FormatViolations(leaked));
   }
 }
 

@@ -54,8 +54,8 @@ void CheckPerRankState(const TargetFactory& factory) {
   const RunSpec run = *gen::ResumeRunFor(saved_run, 16, change_layout);
   const LoadFlags flags = *gen::LoadFlagsGen(false);
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
-           << ", save, restart\n  resume: " << DescribeRun(run) << "\n  flags: "
-           << DescribeLoadFlags(flags) << "\n  then train " << m << "\n";
+           << ", save, restart\n  resume: " << DescribeRun(run)
+           << "\n  flags: " << DescribeLoadFlags(flags) << "\n  then train " << m << "\n";
 
   bool same_layout = true, dp_random = false, tp_pp_changed = false, dp_changed = false;
   for (size_t i = 0; i < run.configs.size(); ++i) {

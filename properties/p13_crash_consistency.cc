@@ -80,8 +80,8 @@ void CheckCrashConsistency(const TargetFactory& factory) {
   Status saved = SaveRun(target, run, at_b, b, save);
   if (saved.ok()) saved = target.engine().Finalize();
   const std::vector<std::string> log = env->op_log();
-  RC_LOG() << "  the save returned: " << saved.ToString() << "; its last operation: "
-           << (log.empty() ? std::string("none") : log.back()) << "\n";
+  RC_LOG() << "  the save returned: " << saved.ToString()
+           << "; its last operation: " << (log.empty() ? std::string("none") : log.back()) << "\n";
   env->SimulatePowerLoss();
   env->ClearFaults();
 

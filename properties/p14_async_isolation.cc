@@ -22,18 +22,24 @@ enum class NextCall { kFinalize, kSave, kLoad };
 
 const char* FaultName(Fault f) {
   switch (f) {
-    case Fault::kNone: return "no fault";
-    case Fault::kFailOneOperation: return "one failing operation";
-    case Fault::kFailEveryWrite: return "every write failing";
+    case Fault::kNone:
+      return "no fault";
+    case Fault::kFailOneOperation:
+      return "one failing operation";
+    case Fault::kFailEveryWrite:
+      return "every write failing";
   }
   return "?";
 }
 
 const char* NextCallName(NextCall c) {
   switch (c) {
-    case NextCall::kFinalize: return "Finalize";
-    case NextCall::kSave: return "Save";
-    case NextCall::kLoad: return "Load";
+    case NextCall::kFinalize:
+      return "Finalize";
+    case NextCall::kSave:
+      return "Save";
+    case NextCall::kLoad:
+      return "Load";
   }
   return "?";
 }
@@ -80,8 +86,8 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   const int64_t m = *rc::gen::inRange<int64_t>(1, 3);  // training after scheduling
   const Fault fault = *rc::gen::elementOf(
       std::vector<Fault>{Fault::kNone, Fault::kFailOneOperation, Fault::kFailEveryWrite});
-  const NextCall next =
-      *rc::gen::elementOf(std::vector<NextCall>{NextCall::kFinalize, NextCall::kSave, NextCall::kLoad});
+  const NextCall next = *rc::gen::elementOf(
+      std::vector<NextCall>{NextCall::kFinalize, NextCall::kSave, NextCall::kLoad});
 
   std::vector<TrainingState> at_a, at_b;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(run, &at_a));
@@ -104,8 +110,8 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
     k = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(0, completion_ops));
   }
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a << ", save (sync), train to "
-           << b << ", save (async), scribble over the dicts handed to it, train " << m
-           << " more; " << FaultName(fault)
+           << b << ", save (async), scribble over the dicts handed to it, train " << m << " more; "
+           << FaultName(fault)
            << (k >= 0 ? " (operation " + std::to_string(k) + " of the completion's " +
                             std::to_string(completion_ops) + ")"
                       : std::string())
@@ -143,9 +149,15 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   std::vector<TrainingState> loaded;
   const int64_t c = later.front().iteration;
   switch (next) {
-    case NextCall::kFinalize: status = target.engine().Finalize(); break;
-    case NextCall::kSave: status = SaveRun(target, run, later, c, SaveOptions()); break;
-    case NextCall::kLoad: status = ResumeRun(target, run, ResumeOptions(), &loaded); break;
+    case NextCall::kFinalize:
+      status = target.engine().Finalize();
+      break;
+    case NextCall::kSave:
+      status = SaveRun(target, run, later, c, SaveOptions());
+      break;
+    case NextCall::kLoad:
+      status = ResumeRun(target, run, ResumeOptions(), &loaded);
+      break;
   }
   const std::vector<std::string> log = env->op_log();
   env->ClearFaults();

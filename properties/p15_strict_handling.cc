@@ -81,13 +81,17 @@ std::string CompareWithSaved(const ShardedStateDict& got, const SavedIndex& save
   const std::string who = "rank " + std::to_string(r) + ": ";
   for (const ShardedTensor& t : got.tensors) {
     auto it = saved.tensors.find(TensorPlace(t.spec));
-    if (it == saved.tensors.end()) return who + "loaded tensor '" + TensorPlace(t.spec) + "' was never saved";
-    if (*it->second != t.data) return who + "tensor '" + TensorPlace(t.spec) + "' differs from the saved data";
+    if (it == saved.tensors.end())
+      return who + "loaded tensor '" + TensorPlace(t.spec) + "' was never saved";
+    if (*it->second != t.data)
+      return who + "tensor '" + TensorPlace(t.spec) + "' differs from the saved data";
   }
   for (const ShardedObject& o : got.objects) {
     auto it = saved.objects.find(o.spec.UniqueKey());
-    if (it == saved.objects.end()) return who + "loaded object '" + o.spec.UniqueKey() + "' was never saved";
-    if (*it->second != o.data) return who + "object '" + o.spec.UniqueKey() + "' differs from the saved data";
+    if (it == saved.objects.end())
+      return who + "loaded object '" + o.spec.UniqueKey() + "' was never saved";
+    if (*it->second != o.data)
+      return who + "object '" + o.spec.UniqueKey() + "' differs from the saved data";
   }
   return "";
 }
@@ -235,7 +239,8 @@ void CheckStrictHandling(const TargetFactory& factory) {
     // The error names what is wrong: some unexpected key (the raise modes name all of them), or
     // under raise_all without unexpected keys, the missing ones.
     std::vector<std::string> all_unexpected;
-    for (const auto& v : unexpected) all_unexpected.insert(all_unexpected.end(), v.begin(), v.end());
+    for (const auto& v : unexpected)
+      all_unexpected.insert(all_unexpected.end(), v.begin(), v.end());
     const std::vector<std::string> message{status.message()};
     if (any_unexpected && rule.unexpected == UnexpectedKeys::kLoadFails) {
       RC_ASSERT(std::any_of(all_unexpected.begin(), all_unexpected.end(),
@@ -265,7 +270,8 @@ void CheckStrictHandling(const TargetFactory& factory) {
   if (Sorted(result.missing) != want_missing) {
     RC_FAIL("result.missing " + Join(Sorted(result.missing)) + ", expected " + Join(want_missing));
   }
-  const bool logs = rule.unexpected == UnexpectedKeys::kWarnAndDrop || rule.missing == MissingKeys::kWarn;
+  const bool logs =
+      rule.unexpected == UnexpectedKeys::kWarnAndDrop || rule.missing == MissingKeys::kWarn;
   if (!logs && !result.warnings.empty()) RC_FAIL("unexpected warnings " + Join(result.warnings));
   if (rule.unexpected == UnexpectedKeys::kWarnAndDrop) {
     for (size_t r = 0; r < world; ++r) {
@@ -291,8 +297,8 @@ void CheckStrictHandling(const TargetFactory& factory) {
       std::vector<std::string> diff;
       std::set_symmetric_difference(got.begin(), got.end(), want.begin(), want.end(),
                                     std::back_inserter(diff));
-      RC_FAIL("rank " + std::to_string(r) + ": loaded keys differ from requested minus unexpected: " +
-              Join(diff));
+      RC_FAIL("rank " + std::to_string(r) +
+              ": loaded keys differ from requested minus unexpected: " + Join(diff));
     }
     // No entry twice: as many entries as requested ones that are not unexpected.
     size_t kept = 0;

@@ -22,12 +22,18 @@ enum class Corruption { kNone, kFlipBit, kTruncate, kDelete, kGarbleJson, kTrack
 
 const char* CorruptionName(Corruption c) {
   switch (c) {
-    case Corruption::kNone: return "none (control)";
-    case Corruption::kFlipBit: return "bit flip";
-    case Corruption::kTruncate: return "truncation";
-    case Corruption::kDelete: return "deleted file";
-    case Corruption::kGarbleJson: return "garbled JSON";
-    case Corruption::kTrackerNamesMissing: return "tracker names a missing iteration";
+    case Corruption::kNone:
+      return "none (control)";
+    case Corruption::kFlipBit:
+      return "bit flip";
+    case Corruption::kTruncate:
+      return "truncation";
+    case Corruption::kDelete:
+      return "deleted file";
+    case Corruption::kGarbleJson:
+      return "garbled JSON";
+    case Corruption::kTrackerNamesMissing:
+      return "tracker names a missing iteration";
   }
   return "?";
 }
@@ -66,7 +72,8 @@ void CheckCorruption(const TargetFactory& factory) {
     if (!IsFile(path)) continue;
     files.push_back(path);
     if (content.size() > 2 && nlohmann::json::accept(content)) json_files.push_back(path);
-    if (path.find('/') == std::string::npos && content.find_first_of("0123456789") != std::string::npos &&
+    if (path.find('/') == std::string::npos &&
+        content.find_first_of("0123456789") != std::string::npos &&
         content.find_first_not_of("0123456789 \t\r\n") == std::string::npos &&
         std::stoll(content) == a) {
       trackers.push_back(path);
@@ -99,7 +106,8 @@ void CheckCorruption(const TargetFactory& factory) {
       RC_PRE(!tree[affected].empty());
       const uint64_t size = *rc::gen::inRange<uint64_t>(0, tree[affected].size());
       CKPTSPEC_RC_ASSERT_OK(env->TruncateStored(full(affected), size));
-      what = "to " + std::to_string(size) + " of " + std::to_string(tree[affected].size()) + " bytes";
+      what =
+          "to " + std::to_string(size) + " of " + std::to_string(tree[affected].size()) + " bytes";
       break;
     }
     case Corruption::kDelete:
@@ -110,7 +118,8 @@ void CheckCorruption(const TargetFactory& factory) {
       affected = *rc::gen::elementOf(json_files);
       std::string text = tree[affected];
       const size_t at = *rc::gen::inRange<size_t>(0, text.size());
-      const std::string garbage = *rc::gen::elementOf(std::vector<std::string>{"}", "{", "\"", ",", "]", "nul"});
+      const std::string garbage =
+          *rc::gen::elementOf(std::vector<std::string>{"}", "{", "\"", ",", "]", "nul"});
       text.replace(at, 1, garbage);
       if (nlohmann::json::accept(text)) RC_DISCARD("the garbled text is still JSON");
       CKPTSPEC_RC_ASSERT_OK(WriteFileSynced(env, full(affected), text));
@@ -125,8 +134,8 @@ void CheckCorruption(const TargetFactory& factory) {
       break;
     }
   }
-  RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a << ", save; stored: "
-           << DescribeTree(tree) << "\n  corruption: " << CorruptionName(kind)
+  RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a
+           << ", save; stored: " << DescribeTree(tree) << "\n  corruption: " << CorruptionName(kind)
            << (affected.empty() ? std::string() : " of '" + affected + "' " + what)
            << "; restart and resume\n";
   RC_TAG(CorruptionName(kind));

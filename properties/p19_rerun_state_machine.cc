@@ -29,17 +29,18 @@ namespace {
 
 // One fault: the result of the initial run and of each rerun at the "loss" call.
 struct Fault {
-  bool injected = false;     // the error injector fires rather than the rejection function
+  bool injected = false;  // the error injector fires rather than the rejection function
   bool fatal = true;
-  bool reproducible = true;  // the in-place rerun gives the same (rejected) result
+  bool reproducible = true;      // the in-place rerun gives the same (rejected) result
   bool same_node_again = false;  // the rerun from checkpoint runs on the suspicious node
-  bool fatal_again = true;        // the result of the rerun from checkpoint is fatal
+  bool fatal_again = true;       // the result of the rerun from checkpoint is fatal
 };
 
 std::string Describe(const Fault& f) {
   std::ostringstream os;
-  os << (f.injected ? "injected error" : "rejected result") << ", " << (f.fatal ? "fatal" : "non-fatal")
-     << ", " << (f.reproducible ? "reproducible" : "transient") << " in place; rerun from checkpoint on "
+  os << (f.injected ? "injected error" : "rejected result") << ", "
+     << (f.fatal ? "fatal" : "non-fatal") << ", " << (f.reproducible ? "reproducible" : "transient")
+     << " in place; rerun from checkpoint on "
      << (f.same_node_again ? "the suspicious node" : "another node") << ", "
      << (f.fatal_again ? "fatal" : "non-fatal");
   return os.str();
@@ -47,7 +48,8 @@ std::string Describe(const Fault& f) {
 
 GlobalSignature Signature(const std::vector<ShardedStateDict>& dicts) {
   GlobalSignature g;
-  for (size_t r = 0; r < dicts.size(); ++r) g.ranks.push_back(SignatureOf(static_cast<int64_t>(r), dicts[r]));
+  for (size_t r = 0; r < dicts.size(); ++r)
+    g.ranks.push_back(SignatureOf(static_cast<int64_t>(r), dicts[r]));
   return g;
 }
 
@@ -60,8 +62,9 @@ struct Driver {
     const RerunState before = s->rerun.state;
     bool run = false;
     const Status st = ShouldRunForwardBackward(&s->rerun, RerunContext{&s->rng[0], &s->data}, &run);
-    if (!st.ok()) RC_FAIL("ShouldRunForwardBackward in state " + std::string(RerunStateName(before)) +
-                          ": " + st.ToString());
+    if (!st.ok())
+      RC_FAIL("ShouldRunForwardBackward in state " + std::string(RerunStateName(before)) + ": " +
+              st.ToString());
     if (before == RerunState::kNotRunningYet && s->rerun.state == RerunState::kInitialRun) {
       at_start = s->rng;
     } else if (!at_start.empty() && s->rng[0] == at_start[0]) {
@@ -131,7 +134,8 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
     RC_ASSERT(IsPersistableRerunState(s.rerun.state) == persistable);
     if (persistable) return;
     const Status st = SaveRun(scratch->target(), run, states, s.iteration + 1, SaveOptions());
-    RC_LOG() << "save in " << RerunStateName(s.rerun.state) << " (" << where << "): " << st.ToString() << "\n";
+    RC_LOG() << "save in " << RerunStateName(s.rerun.state) << " (" << where
+             << "): " << st.ToString() << "\n";
     if (st.ok()) {
       RC_FAIL(std::string("a save in ") + RerunStateName(s.rerun.state) + " (" + where +
               ") was accepted; the state needs the unpersisted snapshot");
@@ -153,8 +157,8 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
          fault.reproducible && fault.injected, fault.fatal, "node-a");
   RC_ASSERT(!d.Step());
   const CheckpointAndExit exit = ShouldCheckpointAndExit(&s.rerun);
-  RC_LOG() << "after the in-place rerun: " << MachineText(s.rerun) << ", checkpoint " << exit.checkpoint
-           << ", exit " << exit.exit << " (" << exit.exit_code << ")\n";
+  RC_LOG() << "after the in-place rerun: " << MachineText(s.rerun) << ", checkpoint "
+           << exit.checkpoint << ", exit " << exit.exit << " (" << exit.exit_code << ")\n";
 
   if (!fault.fatal) {
     RC_TAG("continued");
@@ -177,7 +181,8 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
 
   // The fault save: same structure as the steady one (B04), then a fresh process resumes.
   std::vector<ShardedStateDict> faulted;
-  CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, states, run.sharding, &faulted));
+  CKPTSPEC_RC_ASSERT_OK(
+      target.framework().ToStateDicts(run.layout, states, run.sharding, &faulted));
   const StructureDiff diff = DiffStructure(Signature(steady), Signature(faulted));
   if (!diff.empty()) {
     RC_FAIL("the fault save's structure differs from the steady-state save's:\n" +
@@ -200,12 +205,14 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
   if (!got.ok()) RC_FAIL("the target refused a resume the spec accepts: " + got.ToString());
   TrainingState& r = resumed.front();
   const TrainingState& e = expected.front();
-  RC_LOG() << "resumed machine: " << MachineText(r.rerun) << "; spec: " << MachineText(e.rerun) << "\n";
+  RC_LOG() << "resumed machine: " << MachineText(r.rerun) << "; spec: " << MachineText(e.rerun)
+           << "\n";
   RC_ASSERT(r.rerun.mode == e.rerun.mode);
   RC_ASSERT(r.rerun.state == e.rerun.state);
   RC_ASSERT(r.rerun.current_iteration == e.rerun.current_iteration);
   RC_ASSERT(r.rerun.sharded == e.rerun.sharded);
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected), "resumed state differs from the spec's");
+  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected),
+                          "resumed state differs from the spec's");
   if (change_layout) return;  // the spec kept a sentinel or refused; nothing pending to rerun
   RC_ASSERT(r.rerun.state == RerunState::kWillRerunFromCheckpoint);
 
@@ -222,7 +229,8 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
     RC_ASSERT(x.Step());  // -> RERUNNING_FROM_CHECKPOINT
     RC_ASSERT(runs[i]->rerun.state == RerunState::kRerunningFromCheckpoint);
     if (!(runs[i]->data == step_start)) {
-      RC_FAIL(std::string(names[i]) + ": the rerun from checkpoint does not start at the faulty step's data");
+      RC_FAIL(std::string(names[i]) +
+              ": the rerun from checkpoint does not start at the faulty step's data");
     }
     if (i == 0) {
       TrainingState& saved_s = s;

@@ -37,25 +37,25 @@ const std::vector<Property>& AllProperties();
 const Property* FindProperty(const std::string& id);
 
 // Property bodies (one file each).
-void CheckResumeEquivalence(const TargetFactory& factory);      // P1
-void CheckRoundTripIdentity(const TargetFactory& factory);      // P2
-void CheckReshardingEquivalence(const TargetFactory& factory);  // P3
-void CheckSaveShardingIntegrity(const TargetFactory& factory);  // P4
-void CheckSaveKeyInjectivity(const TargetFactory& factory);     // P5
-void CheckConstantStructure(const TargetFactory& factory);      // P6
+void CheckResumeEquivalence(const TargetFactory& factory);         // P1
+void CheckRoundTripIdentity(const TargetFactory& factory);         // P2
+void CheckReshardingEquivalence(const TargetFactory& factory);     // P3
+void CheckSaveShardingIntegrity(const TargetFactory& factory);     // P4
+void CheckSaveKeyInjectivity(const TargetFactory& factory);        // P5
+void CheckConstantStructure(const TargetFactory& factory);         // P6
 std::string PlanCacheNotApplicable(const TargetFactory& factory);  // P7
-void CheckPlanCacheSafety(const TargetFactory& factory);        // P7
-void CheckParamGroupIdentity(const TargetFactory& factory);     // P8
-void CheckCopyCoherence(const TargetFactory& factory);          // P9
-void CheckSchedulerIteration(const TargetFactory& factory);     // P10
-void CheckCommonStateInvariance(const TargetFactory& factory);  // P11
-void CheckPerRankState(const TargetFactory& factory);           // P12
-void CheckCrashConsistency(const TargetFactory& factory);       // P13
-void CheckAsyncIsolation(const TargetFactory& factory);         // P14
-void CheckStrictHandling(const TargetFactory& factory);         // P15
-void CheckCorruption(const TargetFactory& factory);             // P16
-void CheckDeterminism(const TargetFactory& factory);            // P17
-void CheckBackwardCompatibility(const TargetFactory& factory);  // P18
-void CheckRerunStateMachine(const TargetFactory& factory);      // P19
+void CheckPlanCacheSafety(const TargetFactory& factory);           // P7
+void CheckParamGroupIdentity(const TargetFactory& factory);        // P8
+void CheckCopyCoherence(const TargetFactory& factory);             // P9
+void CheckSchedulerIteration(const TargetFactory& factory);        // P10
+void CheckCommonStateInvariance(const TargetFactory& factory);     // P11
+void CheckPerRankState(const TargetFactory& factory);              // P12
+void CheckCrashConsistency(const TargetFactory& factory);          // P13
+void CheckAsyncIsolation(const TargetFactory& factory);            // P14
+void CheckStrictHandling(const TargetFactory& factory);            // P15
+void CheckCorruption(const TargetFactory& factory);                // P16
+void CheckDeterminism(const TargetFactory& factory);               // P17
+void CheckBackwardCompatibility(const TargetFactory& factory);     // P18
+void CheckRerunStateMachine(const TargetFactory& factory);         // P19
 
 }  // namespace ckptspec

@@ -13,29 +13,41 @@ using nlohmann::json;
 
 bool ParseDTypeName(const std::string& s, DType* d) { return ParseDType(s, d); }
 bool ParseStepCounter(const std::string& s, StepCounter* c) {
-  if (s == "per_parameter") *c = StepCounter::kPerParameter;
-  else if (s == "per_group") *c = StepCounter::kPerGroup;
-  else return false;
+  if (s == "per_parameter")
+    *c = StepCounter::kPerParameter;
+  else if (s == "per_group")
+    *c = StepCounter::kPerGroup;
+  else
+    return false;
   return true;
 }
 const char* StepCounterName(StepCounter c) {
   return c == StepCounter::kPerGroup ? "per_group" : "per_parameter";
 }
 bool ParseChaining(const std::string& s, Chaining* c) {
-  if (s == "single") *c = Chaining::kSingle;
-  else if (s == "dense_expert") *c = Chaining::kDenseExpert;
-  else return false;
+  if (s == "single")
+    *c = Chaining::kSingle;
+  else if (s == "dense_expert")
+    *c = Chaining::kDenseExpert;
+  else
+    return false;
   return true;
 }
-const char* ChainingName(Chaining c) { return c == Chaining::kDenseExpert ? "dense_expert" : "single"; }
+const char* ChainingName(Chaining c) {
+  return c == Chaining::kDenseExpert ? "dense_expert" : "single";
+}
 const WsdDecayStyle kWsdStyles[] = {WsdDecayStyle::kLinear, WsdDecayStyle::kCosine,
                                     WsdDecayStyle::kExponential, WsdDecayStyle::kMinusSqrt};
 const char* WsdName(WsdDecayStyle s) {
   switch (s) {
-    case WsdDecayStyle::kLinear: return "linear";
-    case WsdDecayStyle::kCosine: return "cosine";
-    case WsdDecayStyle::kExponential: return "exponential";
-    case WsdDecayStyle::kMinusSqrt: return "minus_sqrt";
+    case WsdDecayStyle::kLinear:
+      return "linear";
+    case WsdDecayStyle::kCosine:
+      return "cosine";
+    case WsdDecayStyle::kExponential:
+      return "exponential";
+    case WsdDecayStyle::kMinusSqrt:
+      return "minus_sqrt";
   }
   return "?";
 }
@@ -148,10 +160,10 @@ Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
 }
 
 Status SchedulerFromJson(const JsonField& f, SchedulerConfig* sc) {
-  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
-      {"init_lr", "max_lr", "min_lr", "lr_warmup_steps", "lr_decay_steps", "lr_decay_style",
-       "wsd_decay_steps", "lr_wsd_decay_style", "start_wd", "end_wd", "wd_incr_steps",
-       "wd_incr_style"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.ExpectOnlyMembers({"init_lr", "max_lr", "min_lr", "lr_warmup_steps", "lr_decay_steps",
+                           "lr_decay_style", "wsd_decay_steps", "lr_wsd_decay_style", "start_wd",
+                           "end_wd", "wd_incr_steps", "wd_incr_style"}));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("init_lr").GetDouble(&sc->init_lr));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("max_lr").GetDouble(&sc->max_lr));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("min_lr").GetDouble(&sc->min_lr));
@@ -204,41 +216,40 @@ json TrainingToJson(const TrainingConfig& c) {
   }
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   const SchedulerConfig& s = c.scheduler;
-  return json{
-      {"seed", c.seed},
-      {"optimizer",
-       {{"step_counter", StepCounterName(o.step_counter)},
-        {"chaining", ChainingName(o.chaining)},
-        {"cpu_offload_fraction", o.cpu_offload_fraction},
-        {"weight_decay", o.grouping.weight_decay},
-        {"beta1", o.grouping.beta1},
-        {"beta2", o.grouping.beta2},
-        {"eps", o.grouping.eps},
-        {"decoupled_lr", opt(o.grouping.decoupled_lr)},
-        {"decoupled_min_lr", opt(o.grouping.decoupled_min_lr)},
-        {"lr_mult_overrides", overrides}}},
-      {"scheduler",
-       {{"init_lr", s.init_lr},
-        {"max_lr", s.max_lr},
-        {"min_lr", s.min_lr},
-        {"lr_warmup_steps", s.lr_warmup_steps},
-        {"lr_decay_steps", s.lr_decay_steps},
-        {"lr_decay_style", LrDecayStyleName(s.lr_decay_style)},
-        {"wsd_decay_steps", s.wsd_decay_steps},
-        {"lr_wsd_decay_style", WsdName(s.lr_wsd_decay_style)},
-        {"start_wd", s.start_wd},
-        {"end_wd", s.end_wd},
-        {"wd_incr_steps", s.wd_incr_steps},
-        {"wd_incr_style", WdIncrStyleName(s.wd_incr_style)}}},
-      {"data",
-       {{"num_samples", c.data.num_samples},
-        {"seed", c.data.seed},
-        {"shuffle", c.data.shuffle},
-        {"global_batch_size", c.data.global_batch_size},
-        {"micro_batch_size", c.data.micro_batch_size}}},
-      {"frozen", c.frozen},
-      {"data_parallel_random_init", c.data_parallel_random_init},
-      {"rerun_mode", RerunModeName(c.rerun_mode)}};
+  return json{{"seed", c.seed},
+              {"optimizer",
+               {{"step_counter", StepCounterName(o.step_counter)},
+                {"chaining", ChainingName(o.chaining)},
+                {"cpu_offload_fraction", o.cpu_offload_fraction},
+                {"weight_decay", o.grouping.weight_decay},
+                {"beta1", o.grouping.beta1},
+                {"beta2", o.grouping.beta2},
+                {"eps", o.grouping.eps},
+                {"decoupled_lr", opt(o.grouping.decoupled_lr)},
+                {"decoupled_min_lr", opt(o.grouping.decoupled_min_lr)},
+                {"lr_mult_overrides", overrides}}},
+              {"scheduler",
+               {{"init_lr", s.init_lr},
+                {"max_lr", s.max_lr},
+                {"min_lr", s.min_lr},
+                {"lr_warmup_steps", s.lr_warmup_steps},
+                {"lr_decay_steps", s.lr_decay_steps},
+                {"lr_decay_style", LrDecayStyleName(s.lr_decay_style)},
+                {"wsd_decay_steps", s.wsd_decay_steps},
+                {"lr_wsd_decay_style", WsdName(s.lr_wsd_decay_style)},
+                {"start_wd", s.start_wd},
+                {"end_wd", s.end_wd},
+                {"wd_incr_steps", s.wd_incr_steps},
+                {"wd_incr_style", WdIncrStyleName(s.wd_incr_style)}}},
+              {"data",
+               {{"num_samples", c.data.num_samples},
+                {"seed", c.data.seed},
+                {"shuffle", c.data.shuffle},
+                {"global_batch_size", c.data.global_batch_size},
+                {"micro_batch_size", c.data.micro_batch_size}}},
+              {"frozen", c.frozen},
+              {"data_parallel_random_init", c.data_parallel_random_init},
+              {"rerun_mode", RerunModeName(c.rerun_mode)}};
 }
 
 // run.modules[i]: its layout, checked against its model, and its training config.
@@ -313,8 +324,8 @@ Status RunFromJson(const JsonField& f, RunSpec* run) {
 }
 
 Status ReadRegressionCase(const JsonField& f, RegressionCase* c) {
-  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
-      {"format", "name", "description", "property", "parameters", "run"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.ExpectOnlyMembers({"format", "name", "description", "property", "parameters", "run"}));
   const JsonField format = f.Member("format");
   std::string format_name;
   CKPTSPEC_RETURN_IF_ERROR(format.GetString(&format_name));
@@ -329,8 +340,8 @@ Status ReadRegressionCase(const JsonField& f, RegressionCase* c) {
     return property.Expected("\"P1\" or \"P2\"");  // the properties replay knows
   }
   const JsonField parameters = f.OptionalMember("parameters");
-  CKPTSPEC_RETURN_IF_ERROR(parameters.ExpectOnlyMembers(
-      {"train_before_save", "train_after_resume", "async"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      parameters.ExpectOnlyMembers({"train_before_save", "train_after_resume", "async"}));
   CKPTSPEC_RETURN_IF_ERROR(
       parameters.OptionalMember("train_before_save").GetNonNegativeInt64(&c->train_before_save));
   CKPTSPEC_RETURN_IF_ERROR(

@@ -51,8 +51,8 @@ TEST(Regressions, EveryKeptFailurePassesOnTheReference) {
     ASSERT_TRUE(parsed.ok()) << parsed.ToString();
     EXPECT_EQ(c.name + ".json", file.filename().string()) << "a file is named after its case";
     const Status replay = ReplayRegression(c, Reference());
-    EXPECT_TRUE(replay.ok()) << c.property << " on\n  " << DescribeRun(c.run) << "\nfailed: "
-                             << replay.ToString();
+    EXPECT_TRUE(replay.ok()) << c.property << " on\n  " << DescribeRun(c.run)
+                             << "\nfailed: " << replay.ToString();
   }
 }
 
@@ -128,9 +128,10 @@ TEST(Regressions, ErrorsNameTheField) {
             "regression: run.modules[0].model.num_layers: expected an integer in [-2147483648, "
             "2147483647], got 1099511627776");
 
-  EXPECT_EQ(ParseRegressionCase("{not json", &c).message(),
-            "regression: parse error at byte 3, line 1, column 3: syntax error while parsing object "
-            "key - invalid literal; last read: '{no'; expected string literal");
+  EXPECT_EQ(
+      ParseRegressionCase("{not json", &c).message(),
+      "regression: parse error at byte 3, line 1, column 3: syntax error while parsing object "
+      "key - invalid literal; last read: '{no'; expected string literal");
   EXPECT_EQ(ParseRegressionCase(R"({"property": "P1", "property": "P2"})", &c).message(),
             "regression: (root): duplicate key \"property\" at byte 20, line 1, column 20");
 }

@@ -68,7 +68,8 @@ class PairParser {
       status_ = Bad("the quote opened at offset " + std::to_string(opened) + " is not closed");
       return false;
     }
-    while (pos_ < text_.size() && !IsSpace(text_[pos_]) && !(stop_at_equals && text_[pos_] == '=')) {
+    while (pos_ < text_.size() && !IsSpace(text_[pos_]) &&
+           !(stop_at_equals && text_[pos_] == '=')) {
       *out += text_[pos_++];
     }
     return true;
@@ -85,14 +86,16 @@ Status ParseDecimal(const std::string& key, const std::string& value, T min, T m
   T parsed{};
   const char* end = value.data() + value.size();
   const auto [ptr, error] = std::from_chars(value.data(), end, parsed);
-  const std::string accepted = " (accepted: " + std::to_string(min) + " to " + std::to_string(max) + ")";
+  const std::string accepted =
+      " (accepted: " + std::to_string(min) + " to " + std::to_string(max) + ")";
   if (error == std::errc::result_out_of_range && ptr == end) {
     return Bad(key + " = '" + value + "' is out of range" + accepted);
   }
   if (value.empty() || error != std::errc() || ptr != end) {
     return Bad(key + " = '" + value + "' is not a whole number" + accepted);
   }
-  if (parsed < min || parsed > max) return Bad(key + " = '" + value + "' is out of range" + accepted);
+  if (parsed < min || parsed > max)
+    return Bad(key + " = '" + value + "' is out of range" + accepted);
   *out = parsed;
   return Status::OK();
 }
@@ -119,8 +122,8 @@ Status DecodeBase64(const std::string& text, std::vector<uint8_t>* out) {
   for (size_t i = 0; i < text.size(); ++i) {
     const size_t digit = kAlphabet.find(text[i]);
     if (digit == std::string::npos) {
-      return Bad("the reproduce value has '" + text.substr(i, 1) + "' at character " + std::to_string(i) +
-                 ", not a base64 digit (A-Z a-z 0-9 + _)");
+      return Bad("the reproduce value has '" + text.substr(i, 1) + "' at character " +
+                 std::to_string(i) + ", not a base64 digit (A-Z a-z 0-9 + _)");
     }
     bits |= static_cast<uint32_t>(digit) << nbits;
     nbits += 6;
@@ -130,7 +133,9 @@ Status DecodeBase64(const std::string& text, std::vector<uint8_t>* out) {
       nbits -= 8;
     }
     if (i % 4 == 3 || i + 1 == text.size()) {
-      if (bits != 0) return Bad("the reproduce value's base64 ends a group with stray bits at character " + std::to_string(i));
+      if (bits != 0)
+        return Bad("the reproduce value's base64 ends a group with stray bits at character " +
+                   std::to_string(i));
       bits = 0;
       nbits = 0;
     }
@@ -159,7 +164,8 @@ class ByteReader {
         return Status::OK();
       }
     }
-    return Bad(std::string(field) + " at byte " + std::to_string(at) + " is a number of more than 64 bits");
+    return Bad(std::string(field) + " at byte " + std::to_string(at) +
+               " is a number of more than 64 bits");
   }
 
   Status Fixed(const char* field, int width, uint64_t* out) {
@@ -180,8 +186,9 @@ class ByteReader {
 
  private:
   Status Truncated(const char* field, size_t at) const {
-    return Bad(std::string(field) + " at byte " + std::to_string(at) + " is cut short: the reproduce value ends after " +
-               std::to_string(bytes_.size()) + " bytes");
+    return Bad(std::string(field) + " at byte " + std::to_string(at) +
+               " is cut short: the reproduce value ends after " + std::to_string(bytes_.size()) +
+               " bytes");
   }
   const std::vector<uint8_t>& bytes_;
   size_t pos_ = 0;
@@ -215,7 +222,8 @@ Status DecodeEntry(const std::vector<uint8_t>& bytes, int max_size, DecodedRepro
   CKPTSPEC_RETURN_IF_ERROR(in.Varint("the test id's length", &length));
   CKPTSPEC_RETURN_IF_ERROR(in.Text("the test id", length, &id));
   const size_t slash = id.rfind('/');
-  if (slash == std::string::npos) return Bad("the entry '" + id + "' is not of the form target/property");
+  if (slash == std::string::npos)
+    return Bad("the entry '" + id + "' is not of the form target/property");
   out->target = id.substr(0, slash);
   out->property = id.substr(slash + 1);
   CKPTSPEC_RETURN_IF_ERROR(CheckName("target", out->target, /*slash_allowed=*/true));
@@ -231,15 +239,16 @@ Status DecodeEntry(const std::vector<uint8_t>& bytes, int max_size, DecodedRepro
     return Bad("the Random's counter is " + std::to_string(counter) +
                "; a recorded case's generator always starts at 0");
   }
-  if (bit_index > 64) return Bad("the Random's bit index is " + std::to_string(bit_index) + "; at most 64");
+  if (bit_index > 64)
+    return Bad("the Random's bit index is " + std::to_string(bit_index) + "; at most 64");
   if (bit_index < 64 && (bits >> bit_index) != 0) {
-    return Bad("the Random's bits " + std::to_string(bits) + " have a bit set at or above its bit index " +
-               std::to_string(bit_index));
+    return Bad("the Random's bits " + std::to_string(bits) +
+               " have a bit set at or above its bit index " + std::to_string(bit_index));
   }
   CKPTSPEC_RETURN_IF_ERROR(in.Fixed("the size", 4, &size));
   if (size > static_cast<uint64_t>(max_size)) {
-    return Bad("the case's size is " + std::to_string(static_cast<int32_t>(size)) + "; 0 to max_size = " +
-               std::to_string(max_size) + " are accepted");
+    return Bad("the case's size is " + std::to_string(static_cast<int32_t>(size)) +
+               "; 0 to max_size = " + std::to_string(max_size) + " are accepted");
   }
   CKPTSPEC_RETURN_IF_ERROR(in.Varint("the shrink path's length", &steps));
   if (steps > kMaxShrinkSteps) {
@@ -250,8 +259,8 @@ Status DecodeEntry(const std::vector<uint8_t>& bytes, int max_size, DecodedRepro
     uint64_t index = 0;
     CKPTSPEC_RETURN_IF_ERROR(in.Varint("a shrink step", &index));
     if (index > kMaxShrinkIndex) {
-      return Bad("shrink step " + std::to_string(i) + " is " + std::to_string(index) + "; at most " +
-                 std::to_string(kMaxShrinkIndex) + " is accepted");
+      return Bad("shrink step " + std::to_string(i) + " is " + std::to_string(index) +
+                 "; at most " + std::to_string(kMaxShrinkIndex) + " is accepted");
     }
   }
   if (in.left() != 0) {

@@ -38,7 +38,8 @@ std::string Written(const rc::detail::Reproduce& reproduce, const std::string& i
 }
 
 // The reproduce value's bytes (RapidCheck's serializer), for tests that damage them.
-std::vector<uint8_t> EntryBytes(const rc::detail::Reproduce& reproduce, const std::string& id = kId) {
+std::vector<uint8_t> EntryBytes(const rc::detail::Reproduce& reproduce,
+                                const std::string& id = kId) {
   std::unordered_map<std::string, rc::detail::Reproduce> map{{id, reproduce}};
   std::vector<uint8_t> bytes;
   rc::detail::serialize(map, std::back_inserter(bytes));
@@ -47,12 +48,14 @@ std::vector<uint8_t> EntryBytes(const rc::detail::Reproduce& reproduce, const st
 
 // RapidCheck's base64: six bits per character, least significant first.
 std::string Base64(const std::vector<uint8_t>& bytes) {
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+_";
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+_";
   std::string out;
   for (size_t i = 0; i < bytes.size(); i += 3) {
     uint32_t bits = 0;
     int nbits = 0;
-    for (size_t j = i; j < std::min(bytes.size(), i + 3); ++j, nbits += 8) bits |= uint32_t{bytes[j]} << nbits;
+    for (size_t j = i; j < std::min(bytes.size(), i + 3); ++j, nbits += 8)
+      bits |= uint32_t{bytes[j]} << nbits;
     for (; nbits > 0; nbits -= 6, bits >>= 6) out += kAlphabet[bits & 0x3f];
   }
   return out;
@@ -97,7 +100,8 @@ TEST(ReproduceString, WhatTheRunnerWritesDecodesToTheSameCase) {
   // A target name may hold '/' (the property is after the last one); a quoted value is read too.
   ASSERT_TRUE(DecodeReproduceString(Written(recorded, "plug/in/P4"), &decoded).ok());
   EXPECT_EQ(decoded.target, "plug/in");
-  ASSERT_TRUE(DecodeReproduceString("reproduce='" + Base64(EntryBytes(recorded)) + "'", &decoded).ok());
+  ASSERT_TRUE(
+      DecodeReproduceString("reproduce='" + Base64(EntryBytes(recorded)) + "'", &decoded).ok());
 }
 
 // Random::split asserts that the counter is 0: a Random a generator receives always is.
@@ -110,7 +114,8 @@ TEST(ReproduceString, ARandomThatHasDrawnNumbersIsRefused) {
   EXPECT_CONTAINS(DecodeError(bytes), "the Random's bit index is 65; at most 64");
   bytes = EntryBytes(RecordedCase());
   bytes[kBits] = 0x7f;  // bits 0-6 set with a bit index of 2
-  EXPECT_CONTAINS(DecodeError(bytes), "the Random's bits 127 have a bit set at or above its bit index 2");
+  EXPECT_CONTAINS(DecodeError(bytes),
+                  "the Random's bits 127 have a bit set at or above its bit index 2");
 }
 
 // A negative size made the layout generator index out of bounds; sizes beyond max_size are never
@@ -118,7 +123,8 @@ TEST(ReproduceString, ARandomThatHasDrawnNumbersIsRefused) {
 TEST(ReproduceString, SizesOutsideZeroToMaxSizeAreRefused) {
   rc::detail::Reproduce r = RecordedCase();
   r.size = -5;
-  EXPECT_CONTAINS(DecodeError(Written(r)), "the case's size is -5; 0 to max_size = 100 are accepted");
+  EXPECT_CONTAINS(DecodeError(Written(r)),
+                  "the case's size is -5; 0 to max_size = 100 are accepted");
   r.size = kMaxReproduceSize + 1;
   EXPECT_CONTAINS(DecodeError(Written(r)), "the case's size is 101");
   EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), kId, 10)), "0 to max_size = 10 are");
@@ -142,7 +148,8 @@ TEST(ReproduceString, DamagedBytesAreNamed) {
   std::vector<uint8_t> bytes(good.begin(), good.end() - 1);
   EXPECT_CONTAINS(DecodeError(bytes), "a shrink step at byte");
   EXPECT_CONTAINS(DecodeError(bytes), "is cut short");
-  bytes.assign(good.begin(), good.begin() + kBitIndex);  // RapidCheck read the bit index past the end
+  bytes.assign(good.begin(),
+               good.begin() + kBitIndex);  // RapidCheck read the bit index past the end
   EXPECT_CONTAINS(DecodeError(bytes), "the Random's bit index at byte 42 is cut short");
   bytes = good;
   bytes.push_back(0);
@@ -150,7 +157,8 @@ TEST(ReproduceString, DamagedBytesAreNamed) {
   bytes = good;
   bytes[kBits] = 0xff;
   bytes.insert(bytes.begin() + kBits, 9, 0xff);  // a varint of more than 64 bits
-  EXPECT_CONTAINS(DecodeError(bytes), "the Random's bits at byte 40 is a number of more than 64 bits");
+  EXPECT_CONTAINS(DecodeError(bytes),
+                  "the Random's bits at byte 40 is a number of more than 64 bits");
   bytes = good;
   bytes[0] = 2;
   EXPECT_CONTAINS(DecodeError(bytes), "holds 2 entries; exactly one");
@@ -162,11 +170,13 @@ TEST(ReproduceString, DamagedBytesAreNamed) {
 }
 
 TEST(ReproduceString, TestIdsAreTargetSlashPropertyInPrintableAscii) {
-  EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), "B08P4")), "the entry 'B08P4' is not of the form target/property");
+  EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), "B08P4")),
+                  "the entry 'B08P4' is not of the form target/property");
   EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), "/P4")), "the target name has 0 bytes");
   EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), "B08/")), "the property name has 0 bytes");
   EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), std::string("B0\x01/P4"))), "holds byte 1");
-  EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), std::string(300, 'x') + "/P4")), "the target name has 300 bytes");
+  EXPECT_CONTAINS(DecodeError(Written(RecordedCase(), std::string(300, 'x') + "/P4")),
+                  "the target name has 300 bytes");
 }
 
 TEST(ReproduceString, TheTextAroundTheValueIsChecked) {
@@ -174,16 +184,19 @@ TEST(ReproduceString, TheTextAroundTheValueIsChecked) {
   EXPECT_CONTAINS(DecodeError("seed=1"), "it has no reproduce=... entry");
   EXPECT_CONTAINS(DecodeError("colour=red " + WithValue(value)), "unknown key 'colour'");
   EXPECT_CONTAINS(DecodeError("seed=2 " + WithValue(value)), "'seed' is given twice");
-  EXPECT_CONTAINS(DecodeError("seed=99999999999999999999 reproduce=" + value),
-                  "seed = '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
+  EXPECT_CONTAINS(
+      DecodeError("seed=99999999999999999999 reproduce=" + value),
+      "seed = '99999999999999999999' is out of range (accepted: 0 to 18446744073709551615)");
   EXPECT_CONTAINS(DecodeError("noshrink=2 reproduce=" + value), "noshrink = '2'");
   EXPECT_CONTAINS(DecodeError("max_success=-1 reproduce=" + value),
                   "max_success = '-1' is out of range (accepted: 0 to 2147483647)");
   EXPECT_CONTAINS(DecodeError("max_success=1e3 reproduce=" + value),
                   "max_success = '1e3' is not a whole number (accepted: 0 to 2147483647)");
-  EXPECT_CONTAINS(DecodeError("seed=1 reproduce='" + value), "the quote opened at offset 17 is not closed");
+  EXPECT_CONTAINS(DecodeError("seed=1 reproduce='" + value),
+                  "the quote opened at offset 17 is not closed");
   EXPECT_CONTAINS(DecodeError("=1 " + WithValue(value)), "expected a key at offset 0, found '='");
-  EXPECT_CONTAINS(DecodeError(WithValue(value.substr(0, 5))), "has 5 characters, a length base64 never has");
+  EXPECT_CONTAINS(DecodeError(WithValue(value.substr(0, 5))),
+                  "has 5 characters, a length base64 never has");
   EXPECT_CONTAINS(DecodeError(WithValue("AB=C")), "has '=' at character 2, not a base64 digit");
   EXPECT_CONTAINS(DecodeError(WithValue("AQ")), "ends a group with stray bits at character 1");
   EXPECT_CONTAINS(DecodeError(WithValue(std::string(kMaxReproduceStringBytes, 'A'))),

@@ -38,7 +38,8 @@ Status RerunFaultStep(TrainingState* s) {
   if (!(exit == CheckpointAndExit{true, true, kExitCodeResumeToDisambiguate}) ||
       s->rerun.state != RerunState::kWillRerunFromCheckpoint) {
     return Status::FailedPrecondition(std::string("the fault ended in state ") +
-                                      RerunStateName(s->rerun.state) + ", not a checkpoint-and-exit");
+                                      RerunStateName(s->rerun.state) +
+                                      ", not a checkpoint-and-exit");
   }
   return Status::OK();
 }

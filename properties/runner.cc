@@ -73,13 +73,15 @@ Status ParseReproduceKey(const std::string& reproduce, std::string* target, std:
   rc::detail::Configuration config;
   CKPTSPEC_RETURN_IF_ERROR(ParseReproduceConfig(reproduce, &config));
   if (config.reproduce.size() != 1) {
-    return Status::InvalidArgument("reproduce string holds " + std::to_string(config.reproduce.size()) +
+    return Status::InvalidArgument("reproduce string holds " +
+                                   std::to_string(config.reproduce.size()) +
                                    " reproduce entries; expected exactly one (target/property)");
   }
   const std::string& id = config.reproduce.begin()->first;
   const size_t slash = id.rfind('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == id.size()) {
-    return Status::InvalidArgument("reproduce entry '" + id + "' is not of the form target/property");
+    return Status::InvalidArgument("reproduce entry '" + id +
+                                   "' is not of the form target/property");
   }
   *target = id.substr(0, slash);
   *property = id.substr(slash + 1);
@@ -88,11 +90,16 @@ Status ParseReproduceKey(const std::string& reproduce, std::string* target, std:
 
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kNotApplicable: return "n/a";
-    case Verdict::kGaveUp: return "gave up";
-    case Verdict::kError: return "error";
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kNotApplicable:
+      return "n/a";
+    case Verdict::kGaveUp:
+      return "gave up";
+    case Verdict::kError:
+      return "error";
   }
   return "?";
 }
@@ -123,7 +130,8 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     const Status s = ParseReproduceConfig(params.reproduce, &config);
     if (!s.ok() || config.reproduce.count(metadata.id) == 0) {
       outcome.verdict = Verdict::kError;
-      outcome.message = s.ok() ? "the reproduce string has no entry for " + metadata.id : s.message();
+      outcome.message =
+          s.ok() ? "the reproduce string has no entry for " + metadata.id : s.message();
       return outcome;
     }
     test_params = config.testParams;
@@ -142,7 +150,8 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     // A case that timed out failed with that timeout; shrinking proposes cases that would
     // each hang until the deadline again, so none of them runs: the timed-out case is the one
     // reported.
-    if (!events.timed_out.ok()) RC_DISCARD("an earlier case of this run timed out; not run while shrinking");
+    if (!events.timed_out.ok())
+      RC_DISCARD("an earlier case of this run timed out; not run while shrinking");
     events.release_fault = Status::OK();
     property.check(watched);
     if (!events.timed_out.ok()) RC_FAIL(events.timed_out.message());
@@ -165,7 +174,8 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
   } else if (result.match(failure)) {
     outcome.verdict = Verdict::kFail;
     outcome.cases = failure.numSuccess + 1;
-    outcome.time_to_failure_s = listener.first_failure_s() >= 0 ? listener.first_failure_s() : outcome.seconds;
+    outcome.time_to_failure_s =
+        listener.first_failure_s() >= 0 ? listener.first_failure_s() : outcome.seconds;
     outcome.message = failure.description;
     outcome.counterexample = failure.counterExample;
     if (!events.timed_out.ok() && listener.first_failure().example) {

@@ -41,14 +41,14 @@ struct PropertyOutcome {
   std::string property;  // "P7"
   std::string target;
   Verdict verdict = Verdict::kError;
-  int cases = 0;                   // cases run: successes (+1 for the failing one)
-  double seconds = 0;              // whole run, shrinking included
-  double time_to_failure_s = 0;    // kFail: until the first failing case
-  std::string message;             // kFail: the failure; kNotApplicable: the reason; else details
+  int cases = 0;                 // cases run: successes (+1 for the failing one)
+  double seconds = 0;            // whole run, shrinking included
+  double time_to_failure_s = 0;  // kFail: until the first failing case
+  std::string message;           // kFail: the failure; kNotApplicable: the reason; else details
   // kFail: the shrunk counterexample (name, value) pairs and their total printed size.
   std::vector<std::pair<std::string, std::string>> counterexample;
   size_t shrunk_size = 0;
-  std::string reproduce;           // kFail: RC_PARAMS to replay this failure in ctest or run
+  std::string reproduce;  // kFail: RC_PARAMS to replay this failure in ctest or run
 };
 
 PropertyOutcome RunProperty(const Property& property, const TargetFactory& factory,

@@ -27,7 +27,8 @@ Status ResumeEquivalenceScenario(const TargetFactory& factory, const RunSpec& ru
   CKPTSPEC_RETURN_IF_ERROR(target.engine().Finalize().WithContext("Finalize"));
 
   std::vector<TrainingState> resumed;
-  CKPTSPEC_RETURN_IF_ERROR(ResumeRun(target, run, ResumeOptions(), &resumed).WithContext("ResumeRun"));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ResumeRun(target, run, ResumeOptions(), &resumed).WithContext("ResumeRun"));
   CKPTSPEC_RETURN_IF_ERROR(TrainRun(&resumed, m).WithContext("train after the resume"));
 
   std::vector<TrainingState> uninterrupted;
@@ -47,7 +48,8 @@ Status RoundTripScenario(const TargetFactory& factory, const RunSpec& run, int64
   CKPTSPEC_RETURN_IF_ERROR(
       SaveRun(target, run, states, states.front().iteration, SaveOptions()).WithContext("SaveRun"));
   std::vector<TrainingState> loaded;
-  CKPTSPEC_RETURN_IF_ERROR(ResumeRun(target, run, ResumeOptions(), &loaded).WithContext("ResumeRun"));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ResumeRun(target, run, ResumeOptions(), &loaded).WithContext("ResumeRun"));
   std::vector<TrainingState> expected;
   for (const TrainingState& s : states) expected.push_back(Restarted(s));
   return Different("loaded state differs from the saved one", FirstRunDifference(loaded, expected));

@@ -139,10 +139,11 @@ void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
   // enough to shrink quickly. Train, Save and RerunFault appear more often (a listed type is
   // picked with equal weight; RerunFault discards itself where the spec allows no fault).
   const auto commands = *rc::gen::scale(
-      0.6, rc::state::gen::commands(
-               initial, rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize,
-                                                          RerunFault, RerunFault, Crash, Restart,
-                                                          Freeze>()));
+      0.6,
+      rc::state::gen::commands(
+          initial,
+          rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize, RerunFault,
+                                            RerunFault, Crash, Restart, Freeze>()));
   rc::state::runAll(commands, initial, sut);
   for (const std::string& event : sut.events) RC_TAG(event);
 }

@@ -139,7 +139,8 @@ void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   } else {
     std::vector<TrainingState> expected;
     m->expect_ok =
-        ExpectedResume(m->committed->run, m->committed->states, resume_run, op.flags, &expected).ok();
+        ExpectedResume(m->committed->run, m->committed->states, resume_run, op.flags, &expected)
+            .ok();
     m->alive = m->expect_ok;
     m->states = m->expect_ok ? std::move(expected) : std::vector<TrainingState>();
   }
@@ -150,13 +151,14 @@ void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
 }
 
 std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut* sut) {
-  Count(sut, std::string(op.async ? "Save async" : "Save sync") + (op.cached ? ", plan cache" : ""));
+  Count(sut,
+        std::string(op.async ? "Save async" : "Save sync") + (op.cached ? ", plan cache" : ""));
   if (op.async) sut->events.insert("async save");
   SaveOptions options;
   options.async = op.async;
   options.assume_constant_structure = op.cached;
-  const Status status = SaveRun(sut->under_test->target(), sut->run, sut->states,
-                                Iteration(sut->states), options);
+  const Status status =
+      SaveRun(sut->under_test->target(), sut->run, sut->states, Iteration(sut->states), options);
   return CheckAfter("Save", status, next, *sut);
 }
 
@@ -208,8 +210,10 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
   if (!next.committed && !status.ok()) sut->alive = InitialStates(resume_run, &sut->states).ok();
   if (sut->alive) sut->run = resume_run;
   if (!next.expect_ok && sut->stats) ++sut->stats->by_kind["  (restart refused by the spec)"];
-  for (size_t i = 0; op.restart == RestartKind::kOtherRun && i < resume_run.layout.modules().size(); ++i) {
-    if (resume_run.layout.modules()[i].layout.ToString() != m.run.layout.modules()[i].layout.ToString()) {
+  for (size_t i = 0; op.restart == RestartKind::kOtherRun && i < resume_run.layout.modules().size();
+       ++i) {
+    if (resume_run.layout.modules()[i].layout.ToString() !=
+        m.run.layout.modules()[i].layout.ToString()) {
       sut->events.insert("layout change");
     }
   }
@@ -249,8 +253,7 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
       }
       return true;
     case OpKind::kRestart:
-      return op.restart == RestartKind::kSameRun ||
-             op.run.configs.size() == m.run.configs.size();
+      return op.restart == RestartKind::kSameRun || op.run.configs.size() == m.run.configs.size();
     case OpKind::kFreeze: {
       if (!m.alive || m.must_exit || op.module >= m.states.size()) return false;
       const TrainingState& s = m.states[op.module];
@@ -356,8 +359,10 @@ std::string DescribeOp(const StatefulOp& op) {
       return "Crash(power loss right after a sync save returned)";
     case OpKind::kRestart:
       switch (op.restart) {
-        case RestartKind::kSameRun: return "Restart(the same run, no flags)";
-        case RestartKind::kAddParameter: return "Restart(the run with " + op.added + ", no flags)";
+        case RestartKind::kSameRun:
+          return "Restart(the same run, no flags)";
+        case RestartKind::kAddParameter:
+          return "Restart(the run with " + op.added + ", no flags)";
         case RestartKind::kOtherRun:
           return "Restart(" + DescribeLoadFlags(op.flags) + "; " + DescribeRun(op.run) + ")";
       }

@@ -32,7 +32,7 @@ namespace ckptspec {
 
 struct StatefulCheckpoint {
   RunSpec run;
-  int64_t run_version = 0;  // StatefulModel::run_version when it was saved
+  int64_t run_version = 0;      // StatefulModel::run_version when it was saved
   bool runtime_frozen = false;  // StatefulModel::runtime_frozen when it was saved
   std::vector<TrainingState> states;
   int64_t iteration = 0;
@@ -49,7 +49,7 @@ struct StatefulModel {
   // Groups attach by identity, so a resume is right either way, but states compare positionally:
   // P1's bit-for-bit comparison applies only to checkpoints of processes without a runtime freeze.
   bool runtime_frozen = false;
-  bool alive = true;      // a process holds training states
+  bool alive = true;       // a process holds training states
   bool must_exit = false;  // the rerun machine asked to checkpoint and exit, or a step failed
   std::vector<TrainingState> states;
   std::optional<StatefulCheckpoint> committed;
@@ -92,11 +92,11 @@ struct StatefulOp {
   // save returned. Only k < kMinSaveOps has a spec (the save never commits).
   int64_t at_op = -1;
   RestartKind restart = RestartKind::kSameRun;  // kRestart
-  RunSpec run;          // kRestart, kOtherRun / kAddParameter: the run the new process resumes
-  LoadFlags flags;      // kRestart, kOtherRun
-  std::string added;    // kRestart, kAddParameter: what was added, in words
-  size_t module = 0;    // kFreeze: the module
-  std::string key;      // kFreeze: every instance of this checkpoint key
+  RunSpec run;        // kRestart, kOtherRun / kAddParameter: the run the new process resumes
+  LoadFlags flags;    // kRestart, kOtherRun
+  std::string added;  // kRestart, kAddParameter: what was added, in words
+  size_t module = 0;  // kFreeze: the module
+  std::string key;    // kFreeze: every instance of this checkpoint key
 };
 
 // Whether `op` applies to the model's state (where it does not, it is not run).

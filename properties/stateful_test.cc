@@ -24,7 +24,8 @@ TEST(Stateful, ReferenceTarget) {
   rc::detail::checkGTest([&stats] { CheckStateful(Reference(), &stats); });
   std::cout << "stateful commands executed (all cases, shrinking included): " << stats.commands
             << "\n";
-  for (const auto& [kind, count] : stats.by_kind) std::cout << "  " << kind << ": " << count << "\n";
+  for (const auto& [kind, count] : stats.by_kind)
+    std::cout << "  " << kind << ": " << count << "\n";
   const int64_t commands = stats.commands;
   const rc::detail::TestParams& params = rc::detail::configuration().testParams;
   if (!HasFailure() && params.maxSuccess >= 100 && params.maxSize >= 100) {

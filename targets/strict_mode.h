@@ -29,11 +29,11 @@ bool ParseStrictMode(const std::string& name, StrictMode* out);
 
 // What a mode does with the unexpected keys.
 enum class UnexpectedKeys {
-  kLoadFails,     // no pre-check: loading fails at the first one, with an error naming it
-  kRaise,         // a pre-check error naming every one, before anything loads
-  kWarnAndDrop,   // a warning names each one (LoadResult::warnings); the rest loads
-  kReturnAndDrop, // reported per rank (LoadResult::unexpected); the rest loads
-  kDrop,          // dropped silently; the rest loads
+  kLoadFails,      // no pre-check: loading fails at the first one, with an error naming it
+  kRaise,          // a pre-check error naming every one, before anything loads
+  kWarnAndDrop,    // a warning names each one (LoadResult::warnings); the rest loads
+  kReturnAndDrop,  // reported per rank (LoadResult::unexpected); the rest loads
+  kDrop,           // dropped silently; the rest loads
 };
 // What a mode does with the missing keys.
 enum class MissingKeys {

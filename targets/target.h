@@ -70,13 +70,13 @@ struct LoadResult {
 };
 
 struct Capabilities {
-  bool resharding = false;        // load under another layout (P3)
-  bool objects = false;           // ShardedObjects
-  bool async = false;             // SaveOptions::async
-  bool checksums = false;         // corruption of data is detected (P16)
-  bool plan_cache = false;        // SaveOptions::assume_constant_structure
-  bool deterministic = false;     // same input, byte-identical files (P17)
-  bool strict_modes = false;      // every StrictMode
+  bool resharding = false;     // load under another layout (P3)
+  bool objects = false;        // ShardedObjects
+  bool async = false;          // SaveOptions::async
+  bool checksums = false;      // corruption of data is detected (P16)
+  bool plan_cache = false;     // SaveOptions::assume_constant_structure
+  bool deterministic = false;  // same input, byte-identical files (P17)
+  bool strict_modes = false;   // every StrictMode
 };
 
 // The engine layer.
@@ -129,8 +129,9 @@ class CanonicalFramework : public FrameworkLayer {
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override;
   Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* info) const override;
-  Status LoadTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
-                       const CheckpointInfo& saved, const LoadFlags& flags,
+  Status LoadTemplates(const HeterogeneousLayout& layout,
+                       const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
+                       const LoadFlags& flags,
                        std::vector<ShardedStateDict>* every_rank) const override;
   Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
                         const HeterogeneousLayout& layout,

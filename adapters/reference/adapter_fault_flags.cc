@@ -4,11 +4,11 @@ namespace ckptspec {
 namespace {
 
 constexpr InjectedFault kAll[] = {
-    InjectedFault::kNone,      InjectedFault::kCrashSave,    InjectedFault::kExitSave,
-    InjectedFault::kHangSave,  InjectedFault::kGarbage,      InjectedFault::kWrongRank,
-    InjectedFault::kWrongRequest, InjectedFault::kMalformed, InjectedFault::kWrongSize,
-    InjectedFault::kLinkOut,   InjectedFault::kMoveScratch,  InjectedFault::kFifoLoad,
-    InjectedFault::kLinkLoad,  InjectedFault::kDaemonSave,   InjectedFault::kFloodStderr,
+    InjectedFault::kNone,         InjectedFault::kCrashSave,   InjectedFault::kExitSave,
+    InjectedFault::kHangSave,     InjectedFault::kGarbage,     InjectedFault::kWrongRank,
+    InjectedFault::kWrongRequest, InjectedFault::kMalformed,   InjectedFault::kWrongSize,
+    InjectedFault::kLinkOut,      InjectedFault::kMoveScratch, InjectedFault::kFifoLoad,
+    InjectedFault::kLinkLoad,     InjectedFault::kDaemonSave,  InjectedFault::kFloodStderr,
     InjectedFault::kDeepReply,
 };
 
@@ -16,22 +16,38 @@ constexpr InjectedFault kAll[] = {
 
 const char* InjectedFaultName(InjectedFault fault) {
   switch (fault) {
-    case InjectedFault::kNone: return "none";
-    case InjectedFault::kCrashSave: return "crash-save";
-    case InjectedFault::kExitSave: return "exit-save";
-    case InjectedFault::kHangSave: return "hang-save";
-    case InjectedFault::kGarbage: return "garbage";
-    case InjectedFault::kWrongRank: return "wrong-rank";
-    case InjectedFault::kWrongRequest: return "wrong-request";
-    case InjectedFault::kMalformed: return "malformed";
-    case InjectedFault::kWrongSize: return "wrong-size";
-    case InjectedFault::kLinkOut: return "link-out";
-    case InjectedFault::kMoveScratch: return "move-scratch";
-    case InjectedFault::kFifoLoad: return "fifo-load";
-    case InjectedFault::kLinkLoad: return "link-load";
-    case InjectedFault::kDaemonSave: return "daemon-save";
-    case InjectedFault::kFloodStderr: return "flood-stderr";
-    case InjectedFault::kDeepReply: return "deep-reply";
+    case InjectedFault::kNone:
+      return "none";
+    case InjectedFault::kCrashSave:
+      return "crash-save";
+    case InjectedFault::kExitSave:
+      return "exit-save";
+    case InjectedFault::kHangSave:
+      return "hang-save";
+    case InjectedFault::kGarbage:
+      return "garbage";
+    case InjectedFault::kWrongRank:
+      return "wrong-rank";
+    case InjectedFault::kWrongRequest:
+      return "wrong-request";
+    case InjectedFault::kMalformed:
+      return "malformed";
+    case InjectedFault::kWrongSize:
+      return "wrong-size";
+    case InjectedFault::kLinkOut:
+      return "link-out";
+    case InjectedFault::kMoveScratch:
+      return "move-scratch";
+    case InjectedFault::kFifoLoad:
+      return "fifo-load";
+    case InjectedFault::kLinkLoad:
+      return "link-load";
+    case InjectedFault::kDaemonSave:
+      return "daemon-save";
+    case InjectedFault::kFloodStderr:
+      return "flood-stderr";
+    case InjectedFault::kDeepReply:
+      return "deep-reply";
   }
   return "?";
 }
@@ -48,7 +64,8 @@ bool ParseInjectedFault(const std::string& name, InjectedFault* out) {
 
 std::string InjectedFaultNames() {
   std::string names;
-  for (InjectedFault f : kAll) names += std::string(names.empty() ? "" : ", ") + InjectedFaultName(f);
+  for (InjectedFault f : kAll)
+    names += std::string(names.empty() ? "" : ", ") + InjectedFaultName(f);
   return names;
 }
 

@@ -18,15 +18,15 @@ enum class InjectedFault {
   kMalformed,     // rank R answers a save without "ok"
   kWrongSize,     // rank R's first loaded tensor file is one byte off
   // Hostile adapters: attacks on the harness itself, which must neither follow nor be hurt by them.
-  kLinkOut,       // at each save, rank R puts a symbolic link to --fault-path in the checkpoint
-                  // directory (the harness's cleanup must remove the link, not what it points to)
-  kMoveScratch,   // after its first save, rank R moves the harness's work directory aside and puts
-                  // a link to --fault-path in its place (the harness must not write through it)
-  kFifoLoad,      // rank R replaces its first loaded tensor file by a FIFO
-  kLinkLoad,      // rank R replaces its first loaded tensor file by a link to --fault-path
-  kDaemonSave,    // at a save, rank R starts a detached process (own session) that outlives it
-  kFloodStderr,   // at each save, rank R writes 64 MiB to its stderr
-  kDeepReply,     // rank R answers a load with a "common" nesting 200,000 objects deep
+  kLinkOut,      // at each save, rank R puts a symbolic link to --fault-path in the checkpoint
+                 // directory (the harness's cleanup must remove the link, not what it points to)
+  kMoveScratch,  // after its first save, rank R moves the harness's work directory aside and puts
+                 // a link to --fault-path in its place (the harness must not write through it)
+  kFifoLoad,     // rank R replaces its first loaded tensor file by a FIFO
+  kLinkLoad,     // rank R replaces its first loaded tensor file by a link to --fault-path
+  kDaemonSave,   // at a save, rank R starts a detached process (own session) that outlives it
+  kFloodStderr,  // at each save, rank R writes 64 MiB to its stderr
+  kDeepReply,    // rank R answers a load with a "common" nesting 200,000 objects deep
 };
 
 // "none", "crash-save", "exit-save", "hang-save", "garbage", "wrong-rank", "wrong-request",

@@ -17,12 +17,17 @@ class CrashingEnv : public Env {
   CrashingEnv(Env* base, int crash_at) : base_(base), crash_at_(crash_at) {}
 
   Status NewWritableFile(const std::string& path, std::unique_ptr<WritableFile>* out) override;
-  Status NewRandomAccessFile(const std::string& path, std::unique_ptr<RandomAccessFile>* out) override {
+  Status NewRandomAccessFile(const std::string& path,
+                             std::unique_ptr<RandomAccessFile>* out) override {
     return base_->NewRandomAccessFile(path, out);
   }
-  Status GetFileSize(const std::string& path, uint64_t* size) override { return base_->GetFileSize(path, size); }
+  Status GetFileSize(const std::string& path, uint64_t* size) override {
+    return base_->GetFileSize(path, size);
+  }
   Status FileExists(const std::string& path) override { return base_->FileExists(path); }
-  Status IsDirectory(const std::string& path, bool* is_dir) override { return base_->IsDirectory(path, is_dir); }
+  Status IsDirectory(const std::string& path, bool* is_dir) override {
+    return base_->IsDirectory(path, is_dir);
+  }
   Status GetChildren(const std::string& dir, std::vector<std::string>* names) override {
     return base_->GetChildren(dir, names);
   }

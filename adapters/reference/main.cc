@@ -28,8 +28,8 @@
 
 namespace {
 
-using nlohmann::json;
 using ckptspec::InjectedFault;
+using nlohmann::json;
 
 constexpr double kRendezvousTimeout_s = 30;
 
@@ -107,24 +107,28 @@ void Attack(const json& request, const std::string& op, int me, const Fault& fau
   }
   if (op == "save" && saves == 1 && fault.Here(me, InjectedFault::kMoveScratch)) {
     const std::string work = ckptspec::ParentDir(ckptspec::ParentDir(FirstTensorFile(request)));
-    if (rename(work.c_str(), (work + ".moved").c_str()) != 0 || symlink(fault.path.c_str(), work.c_str()) != 0) {
+    if (rename(work.c_str(), (work + ".moved").c_str()) != 0 ||
+        symlink(fault.path.c_str(), work.c_str()) != 0) {
       std::cerr << "fault move-scratch: " << strerror(errno) << "\n";
     }
   }
   if (op == "save" && fault.Here(me, InjectedFault::kDaemonSave)) StartDaemon();
   if (op == "save" && fault.Here(me, InjectedFault::kFloodStderr)) {
     const std::string block(1 << 20, 'x');
-    for (int i = 0; i < 64; ++i) std::cerr.write(block.data(), static_cast<std::streamsize>(block.size()));
+    for (int i = 0; i < 64; ++i)
+      std::cerr.write(block.data(), static_cast<std::streamsize>(block.size()));
     std::cerr << std::endl;
   }
   const std::string loaded = op == "load" ? FirstTensorFile(request) : "";
   if (!loaded.empty() && fault.Here(me, InjectedFault::kFifoLoad)) {
     unlink(loaded.c_str());
-    if (mkfifo(loaded.c_str(), 0600) != 0) std::cerr << "fault fifo-load: " << strerror(errno) << "\n";
+    if (mkfifo(loaded.c_str(), 0600) != 0)
+      std::cerr << "fault fifo-load: " << strerror(errno) << "\n";
   }
   if (!loaded.empty() && fault.Here(me, InjectedFault::kLinkLoad)) {
     unlink(loaded.c_str());
-    if (symlink(fault.path.c_str(), loaded.c_str()) != 0) std::cerr << "fault link-load: " << strerror(errno) << "\n";
+    if (symlink(fault.path.c_str(), loaded.c_str()) != 0)
+      std::cerr << "fault link-load: " << strerror(errno) << "\n";
   }
 }
 
@@ -135,11 +139,19 @@ std::string Output(json reply, const std::string& op, int me, int world, const F
       case InjectedFault::kHangSave:
         std::cerr << "fault hang-save: not replying\n";
         for (;;) pause();
-      case InjectedFault::kGarbage: return "this is not JSON";
-      case InjectedFault::kWrongRank: reply["rank"] = (me + 1) % world; break;
-      case InjectedFault::kWrongRequest: reply["id"] = reply.value("id", 0) + 1; break;
-      case InjectedFault::kMalformed: reply.erase("ok"); break;
-      default: break;
+      case InjectedFault::kGarbage:
+        return "this is not JSON";
+      case InjectedFault::kWrongRank:
+        reply["rank"] = (me + 1) % world;
+        break;
+      case InjectedFault::kWrongRequest:
+        reply["id"] = reply.value("id", 0) + 1;
+        break;
+      case InjectedFault::kMalformed:
+        reply.erase("ok");
+        break;
+      default:
+        break;
     }
   }
   if (op == "load" && fault.Here(me, InjectedFault::kDeepReply) && reply.value("ok", false)) {
@@ -151,7 +163,8 @@ std::string Output(json reply, const std::string& op, int me, int world, const F
     deep.reserve(depth * 6 + 1);
     for (size_t i = 0; i < depth; ++i) deep += "{\"a\":";
     deep += "1" + std::string(depth, '}');
-    return line.substr(0, at) + "\"common\":" + deep + line.substr(at + std::string("\"common\":null").size());
+    return line.substr(0, at) + "\"common\":" + deep +
+           line.substr(at + std::string("\"common\":null").size());
   }
   return ckptspec::DumpLine(reply);
 }
@@ -162,15 +175,18 @@ int main(int argc, char** argv) {
   CLI::App app{"The reference engine behind the ckptspec adapter protocol (one process per rank)"};
   std::string fault_name = "none";
   Fault fault;
-  app.add_option("--fault", fault_name, "misbehave: " + ckptspec::InjectedFaultNames())->capture_default_str();
+  app.add_option("--fault", fault_name, "misbehave: " + ckptspec::InjectedFaultNames())
+      ->capture_default_str();
   app.add_option("--fault-rank", fault.rank, "the rank that misbehaves")->capture_default_str();
   app.add_option("--fault-path", fault.path, "where the hostile faults' links point");
   bool no_reset = false;
-  app.add_flag("--no-reset", no_reset,
-               "do not declare the reset capability (the harness then starts processes per engine)");
+  app.add_flag(
+      "--no-reset", no_reset,
+      "do not declare the reset capability (the harness then starts processes per engine)");
   CLI11_PARSE(app, argc, argv);
   if (!ckptspec::ParseInjectedFault(fault_name, &fault.kind)) {
-    std::cerr << "--fault: unknown fault '" << fault_name << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
+    std::cerr << "--fault: unknown fault '" << fault_name
+              << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
     return 2;
   }
   int me = 0, world = 0, port = 0;
@@ -182,7 +198,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   ckptspec::Star star;
-  const ckptspec::Status opened = star.Open(me, world, address ? address : "", port, kRendezvousTimeout_s);
+  const ckptspec::Status opened =
+      star.Open(me, world, address ? address : "", port, kRendezvousTimeout_s);
   if (!opened.ok()) Abandon(opened);
 
   ckptspec::CrashingEnv crashing(ckptspec::Env::Posix(), 2);

@@ -53,7 +53,8 @@ std::set<std::string> Keys(const ShardedStateDict& dict) {
 
 }  // namespace
 
-ReferenceAdapter::ReferenceAdapter(ReferenceAdapterOptions options) : options_(std::move(options)) {}
+ReferenceAdapter::ReferenceAdapter(ReferenceAdapterOptions options)
+    : options_(std::move(options)) {}
 
 std::vector<json> ReferenceAdapter::Serve(const std::vector<json>& requests) {
   const int n = static_cast<int>(requests.size());
@@ -95,10 +96,12 @@ Status ReferenceAdapter::Hello(const std::vector<json>& requests, std::vector<js
                                   std::to_string(kProtocolVersion) + ", asked for " +
                                   q.value("protocol", json()).dump());
     }
-    if (q.value("world_size", json()) != json(options_.world_size) || q.value("rank", json()) != json(r)) {
+    if (q.value("world_size", json()) != json(options_.world_size) ||
+        q.value("rank", json()) != json(r)) {
       return Status::InvalidArgument("hello for rank " + q.value("rank", json()).dump() + " of " +
                                      q.value("world_size", json()).dump() + " reached rank " +
-                                     std::to_string(r) + " of " + std::to_string(options_.world_size));
+                                     std::to_string(r) + " of " +
+                                     std::to_string(options_.world_size));
     }
   }
   HelloReply hello;
@@ -128,7 +131,8 @@ Status ReferenceAdapter::Save(const std::vector<json>& requests) {
   SaveCall first;
   for (size_t r = 0; r < requests.size(); ++r) {
     SaveCall call;
-    CKPTSPEC_RETURN_IF_ERROR(SaveCallFromJson(requests[r], &call).WithContext("rank " + std::to_string(r)));
+    CKPTSPEC_RETURN_IF_ERROR(
+        SaveCallFromJson(requests[r], &call).WithContext("rank " + std::to_string(r)));
     ShardedStateDict& dict = dicts[r];
     for (const WireTensor& w : call.tensors) {
       std::string bytes;
@@ -161,7 +165,8 @@ Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<jso
   LoadRequest request;
   request.templates.resize(n);
   for (size_t r = 0; r < n; ++r) {
-    CKPTSPEC_RETURN_IF_ERROR(LoadCallFromJson(requests[r], &calls[r]).WithContext("rank " + std::to_string(r)));
+    CKPTSPEC_RETURN_IF_ERROR(
+        LoadCallFromJson(requests[r], &calls[r]).WithContext("rank " + std::to_string(r)));
     if (calls[r].directory != calls[0].directory || calls[r].iteration != calls[0].iteration ||
         calls[r].strict != calls[0].strict ||
         calls[r].allow_shape_mismatch != calls[0].allow_shape_mismatch) {
@@ -174,7 +179,8 @@ Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<jso
       t.data.assign(static_cast<size_t>(DTypeSize(w.spec.dtype) * Volume(w.spec.local_shape)), 0);
       request.templates[r].tensors.push_back(std::move(t));
     }
-    for (const WireObject& w : calls[r].objects) request.templates[r].objects.push_back({w.spec, {}});
+    for (const WireObject& w : calls[r].objects)
+      request.templates[r].objects.push_back({w.spec, {}});
   }
   request.iteration = calls[0].iteration;
   request.strict = calls[0].strict;
@@ -195,9 +201,10 @@ Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<jso
         const auto& data = state.tensors[t++].data;
         static const uint8_t kExtra = 0;
         // The fault: one byte short, or one byte where none belongs.
-        const Status written = !falsify         ? WriteScratchFile(w.file, data.data(), data.size())
-                               : data.empty() ? WriteScratchFile(w.file, &kExtra, 1)
-                                              : WriteScratchFile(w.file, data.data(), data.size() - 1);
+        const Status written = !falsify ? WriteScratchFile(w.file, data.data(), data.size())
+                               : data.empty()
+                                   ? WriteScratchFile(w.file, &kExtra, 1)
+                                   : WriteScratchFile(w.file, data.data(), data.size() - 1);
         falsify = false;
         CKPTSPEC_RETURN_IF_ERROR(written);
       }

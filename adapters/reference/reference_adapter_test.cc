@@ -74,7 +74,6 @@ class AdapterEngineTest : public ::testing::Test {
     return std::make_unique<ProcessEngine>(o);
   }
 
-
   static LoadRequest RequestFor(const std::vector<ShardedStateDict>& dicts) {
     LoadRequest request;
     for (const ShardedStateDict& d : dicts) request.templates.push_back(TemplateOf(d));
@@ -91,7 +90,8 @@ TEST_F(AdapterEngineTest, SavesLoadsReshardsAndReportsAdapterErrors) {
     LoadResult result;
     const Status none = engine->Load(RequestFor(Dicts(2, 1)), &result);
     EXPECT_EQ(none.code(), Status::Code::kNotFound) << none.ToString();
-    EXPECT_EQ(none.message().rfind("adapter ranks 0, 1: ", 0), 0u) << none.ToString();  // both said it
+    EXPECT_EQ(none.message().rfind("adapter ranks 0, 1: ", 0), 0u)
+        << none.ToString();  // both said it
     EXPECT_TRUE(engine->capabilities().resharding);
 
     const std::vector<ShardedStateDict> saved = Dicts(2, 10);
@@ -173,7 +173,8 @@ TEST_F(AdapterEngineTest, EnginesSharingAPoolReuseResetProcessesAcrossDirectorie
     auto engine = engine_over("case2");
     LoadResult result;
     const Status none = engine->Load(RequestFor(Dicts(2, 1)), &result);
-    EXPECT_EQ(none.code(), Status::Code::kNotFound) << "a new directory is empty: " << none.ToString();
+    EXPECT_EQ(none.code(), Status::Code::kNotFound)
+        << "a new directory is empty: " << none.ToString();
     EXPECT_TRUE(engine->started_pids().empty()) << "no process was started for the second engine";
     EXPECT_EQ(engine->group()->pids(), first);
     ASSERT_TRUE(engine->Save(5, Dicts(2, 5), SaveOptions()).ok());
@@ -222,7 +223,8 @@ TEST_F(AdapterEngineTest, TheErrorOfEveryFailingRankIsReported) {
       "\"capabilities\":{}}\\n' \"$id\" \"$RANK\";; "
       "*) if [ \"$RANK\" = 0 ]; then msg='duplicate main replica of w'; code=InvalidArgument; "
       "else msg='collective failed on the coordinator'; code=IOError; fi; "
-      "printf '{\"id\":%s,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\\n' "
+      "printf "
+      "'{\"id\":%s,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\\n' "
       "\"$id\" \"$RANK\" \"$code\" \"$msg\";; esac; done";
   ProcessEngineOptions o;
   o.command = replies;
@@ -232,7 +234,8 @@ TEST_F(AdapterEngineTest, TheErrorOfEveryFailingRankIsReported) {
   const Status s = engine.Save(1, Dicts(3, 1), SaveOptions());
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
   EXPECT_EQ(s.message(),
-            "adapter rank 0: duplicate main replica of w; ranks 1, 2: collective failed on the coordinator");
+            "adapter rank 0: duplicate main replica of w; ranks 1, 2: collective failed on the "
+            "coordinator");
 }
 
 struct InjectedCase {
@@ -242,7 +245,8 @@ struct InjectedCase {
   const char* detail;
 };
 
-class AdapterFaultTest : public AdapterEngineTest, public ::testing::WithParamInterface<InjectedCase> {};
+class AdapterFaultTest : public AdapterEngineTest,
+                         public ::testing::WithParamInterface<InjectedCase> {};
 
 TEST_P(AdapterFaultTest, EachInjectedFaultGetsItsVerdict) {
   const InjectedCase& c = GetParam();
@@ -268,14 +272,21 @@ TEST_P(AdapterFaultTest, EachInjectedFaultGetsItsVerdict) {
 INSTANTIATE_TEST_SUITE_P(
     Verdicts, AdapterFaultTest,
     ::testing::Values(
-        InjectedCase{"--fault crash-save --fault-rank 1", AdapterFault::kCrashed, 1, "killed by signal 9 (SIGKILL)"},
-        InjectedCase{"--fault crash-save --fault-rank 0", AdapterFault::kCrashed, 0, "killed by signal 9 (SIGKILL)"},
-        InjectedCase{"--fault exit-save --fault-rank 1", AdapterFault::kExited, 1, "exited with status 3 during save"},
-        InjectedCase{"--fault hang-save --fault-rank 1", AdapterFault::kTimedOut, 1, "no reply within 1"},
-        InjectedCase{"--fault garbage --fault-rank 1", AdapterFault::kGarbage, 1, "'this is not JSON'"},
+        InjectedCase{"--fault crash-save --fault-rank 1", AdapterFault::kCrashed, 1,
+                     "killed by signal 9 (SIGKILL)"},
+        InjectedCase{"--fault crash-save --fault-rank 0", AdapterFault::kCrashed, 0,
+                     "killed by signal 9 (SIGKILL)"},
+        InjectedCase{"--fault exit-save --fault-rank 1", AdapterFault::kExited, 1,
+                     "exited with status 3 during save"},
+        InjectedCase{"--fault hang-save --fault-rank 1", AdapterFault::kTimedOut, 1,
+                     "no reply within 1"},
+        InjectedCase{"--fault garbage --fault-rank 1", AdapterFault::kGarbage, 1,
+                     "'this is not JSON'"},
         InjectedCase{"--fault wrong-rank --fault-rank 1", AdapterFault::kWrongRank, 1, "as rank 0"},
-        InjectedCase{"--fault wrong-request --fault-rank 0", AdapterFault::kWrongRequest, 0, "while save (request"},
-        InjectedCase{"--fault malformed --fault-rank 1", AdapterFault::kMalformedReply, 1, "no boolean \"ok\""},
+        InjectedCase{"--fault wrong-request --fault-rank 0", AdapterFault::kWrongRequest, 0,
+                     "while save (request"},
+        InjectedCase{"--fault malformed --fault-rank 1", AdapterFault::kMalformedReply, 1,
+                     "no boolean \"ok\""},
         InjectedCase{"--fault wrong-size --fault-rank 1", AdapterFault::kWrongSize, 1,
                      "wrote 15 bytes for tensor 'w' (template entry 0), expected 16"}),
     [](const ::testing::TestParamInfo<InjectedCase>& info) {  // "crash_save_rank_1"
@@ -292,7 +303,8 @@ TEST_F(AdapterEngineTest, ACrashMidSaveLeavesThePreviousCheckpointLoadable) {
     const Status s = crashing->Save(2, Dicts(2, 2), SaveOptions());
     ASSERT_TRUE(crashing->group()->last_fault().has_value()) << s.ToString();
     EXPECT_EQ(*crashing->group()->last_fault(), AdapterFault::kCrashed);
-    EXPECT_NE(s.message().find("fault crash-save: killing myself before creating"), std::string::npos)
+    EXPECT_NE(s.message().find("fault crash-save: killing myself before creating"),
+              std::string::npos)
         << s.ToString();  // the stderr tail
   }
   LoadResult result;
@@ -364,13 +376,15 @@ struct HostileLoadCase {
   const char* detail;
 };
 
-class HostileLoadTest : public HostileAdapterTest, public ::testing::WithParamInterface<HostileLoadCase> {};
+class HostileLoadTest : public HostileAdapterTest,
+                        public ::testing::WithParamInterface<HostileLoadCase> {};
 
 // A loaded tensor file replaced by a FIFO or by a link to an outside file is the verdict "unsafe
 // file": never opened for reading through the link, never waited on.
 TEST_P(HostileLoadTest, ALoadedFileThatIsNotARegularFileIsAnUnsafeFile) {
-  auto engine = Engine(std::string("--fault ") + GetParam().fault + " --fault-rank 1 --fault-path " + Victim(),
-                       /*timeout_s=*/5);
+  auto engine = Engine(
+      std::string("--fault ") + GetParam().fault + " --fault-rank 1 --fault-path " + Victim(),
+      /*timeout_s=*/5);
   ASSERT_TRUE(engine->Save(1, Dicts(2, 1), SaveOptions()).ok());
   LoadResult result;
   const Status s = engine->Load(RequestFor(Dicts(2, 1)), &result);
@@ -383,10 +397,12 @@ TEST_P(HostileLoadTest, ALoadedFileThatIsNotARegularFileIsAnUnsafeFile) {
 
 INSTANTIATE_TEST_SUITE_P(Hostile, HostileLoadTest,
                          ::testing::Values(HostileLoadCase{"fifo-load", "left a FIFO at "},
-                                           HostileLoadCase{"link-load", "left a symbolic link at "}),
+                                           HostileLoadCase{"link-load",
+                                                           "left a symbolic link at "}),
                          [](const ::testing::TestParamInfo<HostileLoadCase>& info) {
                            std::string name = info.param.fault;
-                           for (char& ch : name) ch = isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           for (char& ch : name)
+                             ch = isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return name;
                          });
 
@@ -426,8 +442,10 @@ TEST(AdapterProperties, AProcessLeftBehindFailsTheCaseAndIsKilled) {
   params.max_size = 10;
   const PropertyOutcome o = RunProperty(*FindProperty("P2"), factory, params);
   EXPECT_EQ(o.verdict, Verdict::kFail) << DescribeOutcome(o);
-  EXPECT_NE(o.message.find("left processes behind: 1 process: "), std::string::npos) << DescribeOutcome(o);
-  EXPECT_NE(o.message.find("still ran after shutdown; killed"), std::string::npos) << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("left processes behind: 1 process: "), std::string::npos)
+      << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("still ran after shutdown; killed"), std::string::npos)
+      << DescribeOutcome(o);
   EXPECT_TRUE(FindLeftoverChildren().empty());
 }
 
@@ -449,7 +467,8 @@ TEST(AdapterProperties, AHangingCaseIsNotRunAgainWhileShrinking) {
   params.max_size = 20;
   const PropertyOutcome o = RunProperty(*FindProperty("P2"), factory, params);
   EXPECT_EQ(o.verdict, Verdict::kFail) << DescribeOutcome(o);
-  EXPECT_NE(o.message.find("timed out: no reply within 1 s"), std::string::npos) << DescribeOutcome(o);
+  EXPECT_NE(o.message.find("timed out: no reply within 1 s"), std::string::npos)
+      << DescribeOutcome(o);
   std::string requests;
   ASSERT_TRUE(ReadFileToString(Env::Posix(), counter, 64 << 20, &requests).ok());
   unlink(counter.c_str());
@@ -457,7 +476,8 @@ TEST(AdapterProperties, AHangingCaseIsNotRunAgainWhileShrinking) {
   // directory of its own), in the one case that ran. (The ranks' tee processes share the file, so
   // their lines may interleave: only whole names count.)
   std::set<std::string> save_calls;
-  for (size_t at = requests.find("/call-"); at != std::string::npos; at = requests.find("/call-", at + 1)) {
+  for (size_t at = requests.find("/call-"); at != std::string::npos;
+       at = requests.find("/call-", at + 1)) {
     const std::string name = requests.substr(at, 23);
     if (name.size() == 23 && name.back() == '/' &&
         name.find_first_not_of("0123456789abcdef", 6) == 22) {
@@ -472,7 +492,8 @@ TEST(AdapterProperties, AHangingCaseIsNotRunAgainWhileShrinking) {
 bool NotRunning(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
   std::string stat;
-  if (!ReadFileToString(Env::Posix(), "/proc/" + std::to_string(pid) + "/stat", 4096, &stat).ok()) return true;
+  if (!ReadFileToString(Env::Posix(), "/proc/" + std::to_string(pid) + "/stat", 4096, &stat).ok())
+    return true;
   const size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
@@ -490,7 +511,8 @@ TEST(AdapterProperties, ATerminationSignalEndsTheRanksAndRemovesTheTemporaryDire
     setenv("TMPDIR", base.c_str(), 1);
     setenv("CKPTSPEC_SCRATCH_DIR", base.c_str(), 1);
     AdapterOptions options;
-    options.command = "echo $$ >> " + pids_file + "; exec " + kAdapter + " --fault hang-save --fault-rank 0";
+    options.command =
+        "echo $$ >> " + pids_file + "; exec " + kAdapter + " --fault hang-save --fault-rank 0";
     options.timeout_s = 60;
     TargetFactory factory;
     if (!AdapterTargetFactory(options, &factory).ok()) _exit(90);
@@ -558,8 +580,10 @@ TEST(AdapterProperties, AnAdapterThatCannotStartIsAnError) {
   options.command = kAdapter + " --fault nonesuch";
   TargetFactory factory;
   const Status s = AdapterTargetFactory(options, &factory);
-  EXPECT_NE(s.message().find("exited with status 2 during hello"), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find("--fault: unknown fault 'nonesuch'"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("exited with status 2 during hello"), std::string::npos)
+      << s.ToString();
+  EXPECT_NE(s.message().find("--fault: unknown fault 'nonesuch'"), std::string::npos)
+      << s.ToString();
 }
 
 }  // namespace

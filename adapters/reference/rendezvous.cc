@@ -74,12 +74,14 @@ Status Star::Open(int rank, int world, const std::string& address, int port, dou
   fds_.assign(world, -1);
   buffers_.assign(world, std::string());
   if (world == 1) return Status::OK();
-  return rank == 0 ? Accept(world, address, port, timeout_s) : Connect(rank, address, port, timeout_s);
+  return rank == 0 ? Accept(world, address, port, timeout_s)
+                   : Connect(rank, address, port, timeout_s);
 }
 
 Status Star::Accept(int world, const std::string& address, int port, double timeout_s) {
   sockaddr_in addr;
-  if (!Address(address, port, &addr)) return Status::InvalidArgument("rendezvous: bad address " + address);
+  if (!Address(address, port, &addr))
+    return Status::InvalidArgument("rendezvous: bad address " + address);
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener < 0) return SocketError("socket");
   const int one = 1;
@@ -128,7 +130,8 @@ Status Star::Accept(int world, const std::string& address, int port, double time
 
 Status Star::Connect(int rank, const std::string& address, int port, double timeout_s) {
   sockaddr_in addr;
-  if (!Address(address, port, &addr)) return Status::InvalidArgument("rendezvous: bad address " + address);
+  if (!Address(address, port, &addr))
+    return Status::InvalidArgument("rendezvous: bad address " + address);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -156,7 +159,8 @@ Status Star::Receive(int peer, std::string* line) {
   if (peer < 0 || peer >= static_cast<int>(fds_.size()) || fds_[peer] < 0) {
     return Status::InvalidArgument("rendezvous: no connection to rank " + std::to_string(peer));
   }
-  return ReadLine(fds_[peer], &buffers_[peer], line).WithContext("from rank " + std::to_string(peer));
+  return ReadLine(fds_[peer], &buffers_[peer], line)
+      .WithContext("from rank " + std::to_string(peer));
 }
 
 }  // namespace ckptspec

@@ -34,8 +34,8 @@ class Star {
   Status Connect(int rank, const std::string& address, int port, double timeout_s);
 
   int rank_ = 0;
-  std::vector<int> fds_;               // by peer rank; -1 where there is no connection
-  std::vector<std::string> buffers_;   // bytes received from each peer past the last line
+  std::vector<int> fds_;              // by peer rank; -1 where there is no connection
+  std::vector<std::string> buffers_;  // bytes received from each peer past the last line
 };
 
 }  // namespace ckptspec

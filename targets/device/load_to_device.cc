@@ -59,7 +59,8 @@ Status LoadToMemory(ReferenceEngine& engine, LoadRequest request, MemoryKind kin
   if (kind == MemoryKind::kCuda) CKPTSPEC_RETURN_IF_ERROR(CudaAvailable());
   BufferProvider provider(kind);
   MemoryLoadResult loaded;
-  CKPTSPEC_RETURN_IF_ERROR(engine.LoadToDestinations(std::move(request), &provider, &loaded.result));
+  CKPTSPEC_RETURN_IF_ERROR(
+      engine.LoadToDestinations(std::move(request), &provider, &loaded.result));
   loaded.tensors = provider.Take();
   *out = std::move(loaded);
   return Status::OK();

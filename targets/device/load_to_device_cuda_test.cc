@@ -55,8 +55,7 @@ TEST(LoadToDeviceCuda, Tp2ToTp4RoundTripMatchesOnDevice) {
   EXPECT_TRUE(AllMatch(device_checks));
   ASSERT_EQ(device_checks.size(), host_checks.size());
   for (size_t i = 0; i < device_checks.size(); ++i) {
-    EXPECT_TRUE(SameReport(device_checks[i].report, host_checks[i].report))
-        << device_checks[i].key;
+    EXPECT_TRUE(SameReport(device_checks[i].report, host_checks[i].report)) << device_checks[i].key;
   }
 }
 

@@ -68,8 +68,11 @@ TEST(LoadToMemory, WrongSeedIsReportedAsValueMismatches) {
 // generator's content, under resharding along either axis and across pipeline stages (CopyBox
 // merges runs differently in each).
 TEST(LoadToMemory, HostDestinationsGiveTheBytesOfLoad) {
-  struct Shape { int64_t world, tp, pp; };
-  for (const Shape& to : {Shape{4, 4, 1}, Shape{2, 1, 2}, Shape{4, 2, 2}, Shape{8, 4, 2}, Shape{1, 1, 1}}) {
+  struct Shape {
+    int64_t world, tp, pp;
+  };
+  for (const Shape& to :
+       {Shape{4, 4, 1}, Shape{2, 1, 2}, Shape{4, 2, 2}, Shape{8, 4, 2}, Shape{1, 1, 1}}) {
     MemHarness h;
     SaveTp2(&h, 3, false, nullptr);
     LoadRequest request;

@@ -25,9 +25,7 @@ Status CudaError(const char* what, cudaError_t err) {
 
 }  // namespace
 
-const char* MemoryKindName(MemoryKind kind) {
-  return kind == MemoryKind::kHost ? "host" : "cuda";
-}
+const char* MemoryKindName(MemoryKind kind) { return kind == MemoryKind::kHost ? "host" : "cuda"; }
 
 Status CudaAvailable() {
 #if CKPTSPEC_DEVICE_HAVE_CUDA
@@ -47,7 +45,8 @@ Status TensorBuffer::Allocate(MemoryKind kind, uint64_t bytes, std::unique_ptr<T
     if (bytes > 0) {
       data = ::operator new(bytes, std::nothrow);
       if (data == nullptr) {
-        return Status::IOError("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+        return Status::IOError("cannot allocate " + std::to_string(bytes) +
+                               " bytes of host memory");
       }
     }
   } else {

@@ -45,7 +45,8 @@ class TensorBuffer {
   Status CopyToHost(std::vector<uint8_t>* out) const;
 
  private:
-  TensorBuffer(MemoryKind kind, uint64_t size, void* data) : kind_(kind), size_(size), data_(data) {}
+  TensorBuffer(MemoryKind kind, uint64_t size, void* data)
+      : kind_(kind), size_(size), data_(data) {}
   static void FreeMemory(MemoryKind kind, void* data);
   MemoryKind kind_;
   uint64_t size_;

@@ -62,8 +62,9 @@ Status CheckOne(const LoadedTensor& actual, const LoadedTensor* expected, uint64
   } else {
 #if CKPTSPEC_DEVICE_HAVE_CUDA
     CKPTSPEC_RETURN_IF_ERROR(CudaAvailable());
-    s = expected ? device::CompareDeviceBuffers(a, e, geometry, opts, &check->report)
-                 : device::CompareDeviceGenerated(a, seed, key_hash, geometry, opts, &check->report);
+    s = expected
+            ? device::CompareDeviceBuffers(a, e, geometry, opts, &check->report)
+            : device::CompareDeviceGenerated(a, seed, key_hash, geometry, opts, &check->report);
 #else
     s = CudaAvailable();
 #endif

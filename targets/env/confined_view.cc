@@ -92,8 +92,7 @@ const char* FileKindName(unsigned mode) {
 }
 
 Status LinkRefused(const std::string& path, bool leaves_root) {
-  return Status::Corruption(path + " is a symbolic link " +
-                            (leaves_root ? "leaving" : "inside") +
+  return Status::Corruption(path + " is a symbolic link " + (leaves_root ? "leaving" : "inside") +
                             " the checkpoint root; links are not followed");
 }
 

@@ -119,7 +119,8 @@ Status MemEnv::ResolveParent(const std::string& path, int64_t* dir_id, std::stri
     const auto& live = dirs_[dir].live;
     auto it = live.find(parts[i]);
     if (it == live.end()) return Status::NotFound(path + ": no such directory '" + parts[i] + "'");
-    if (!it->second.is_dir) return Status::IOError(path + ": '" + parts[i] + "' is not a directory");
+    if (!it->second.is_dir)
+      return Status::IOError(path + ": '" + parts[i] + "' is not a directory");
     dir = it->second.id;
   }
   *dir_id = dir;
@@ -202,7 +203,8 @@ Status MemEnv::ReadLocked(const std::shared_ptr<FileNode>& file, const std::stri
   CKPTSPEC_RETURN_IF_ERROR(BeginOp("Read", path));
   uint64_t visible = file->data.size();
   for (const ReadFault& f : read_faults_) {
-    if (f.path == path && f.kind == ReadFault::Kind::kTruncate) visible = std::min(visible, f.offset);
+    if (f.path == path && f.kind == ReadFault::Kind::kTruncate)
+      visible = std::min(visible, f.offset);
   }
   size_t n = 0;
   if (offset < visible) n = static_cast<size_t>(std::min<uint64_t>(size, visible - offset));

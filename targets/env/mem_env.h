@@ -101,8 +101,8 @@ class MemEnv : public Env {
   Status ResolveParent(const std::string& path, int64_t* dir_id, std::string* name);
   Status Resolve(const std::string& path, Entry* entry);
   void CollectGarbage();
-  Status ReadLocked(const std::shared_ptr<FileNode>& file, const std::string& path,
-                    uint64_t offset, size_t size, void* out, size_t* bytes_read);
+  Status ReadLocked(const std::shared_ptr<FileNode>& file, const std::string& path, uint64_t offset,
+                    size_t size, void* out, size_t* bytes_read);
 
   mutable std::mutex mu_;
   std::unordered_map<int64_t, std::shared_ptr<FileNode>> files_;

@@ -85,8 +85,8 @@ TEST(MemEnvTest, CrashAtOpFailsThatOpAndEveryLaterOne) {
   env.ResetOpCount();
   env.CrashAtOp(2);
   std::unique_ptr<WritableFile> f;
-  ASSERT_TRUE(env.NewWritableFile("/d/a", &f).ok());  // op 0
-  ASSERT_TRUE(f->Append("x", 1).ok());                // op 1
+  ASSERT_TRUE(env.NewWritableFile("/d/a", &f).ok());    // op 0
+  ASSERT_TRUE(f->Append("x", 1).ok());                  // op 1
   EXPECT_EQ(f->Sync().code(), Status::Code::kIOError);  // op 2
   EXPECT_TRUE(env.crashed());
   EXPECT_FALSE(env.SyncDir("/d").ok());

@@ -95,7 +95,8 @@ class PosixConfinedView : public ConfinedView {
     struct stat before;
     CKPTSPEC_RETURN_IF_ERROR(StatRegularFile(path, &walk, &dir, &before));
     const std::string& name = walk.components.back();
-    Fd file(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    Fd file(::openat(dir.get(), name.c_str(),
+                     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     if (file.get() < 0) return Refusal(dir.get(), walk, walk.components.size() - 1, errno);
     struct stat now;
     if (::fstat(file.get(), &now) != 0) return PosixError(path, errno);
@@ -212,7 +213,8 @@ class PosixConfinedView : public ConfinedView {
     const std::string& name = walk.components[i];
     const std::string named = walk.Named(i);
     struct stat st;
-    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return PosixError(named, errno);
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return PosixError(named, errno);
     if (!S_ISLNK(st.st_mode)) {
       if (err == ENOTDIR || (err == ELOOP && !S_ISDIR(st.st_mode))) {
         return Status::IOError(named + " is " + FileKindName(st.st_mode) + ", not a directory");
@@ -227,7 +229,8 @@ class PosixConfinedView : public ConfinedView {
       const std::string real_root = real != nullptr ? real : "";
       std::free(real);
       const std::vector<std::string> parent(walk.components.begin(), walk.components.begin() + i);
-      inside = TargetStaysInside(parent, std::string(target.data(), static_cast<size_t>(n)), real_root);
+      inside =
+          TargetStaysInside(parent, std::string(target.data(), static_cast<size_t>(n)), real_root);
     }
     return LinkRefused(named, !inside);
   }

@@ -22,7 +22,8 @@ class PosixConfinedViewTest : public testing::Test {
  protected:
   void SetUp() override {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/ckptspec_view_XXXXXX";
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/ckptspec_view_XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     top_ = pattern;
     root_ = JoinPath(top_, "root");
@@ -68,22 +69,23 @@ TEST_F(PosixConfinedViewTest, ReadsWhatLiesBelowTheRoot) {
 TEST_F(PosixConfinedViewTest, PathsOutsideTheRootAreRefused) {
   uint64_t size = 0;
   for (const std::string& path : {JoinPath(outside_, "secret"), root_ + "/../outside/secret",
-                                   root_ + "/a/../../outside/secret", root_ + "x/file"}) {
+                                  root_ + "/a/../../outside/secret", root_ + "x/file"}) {
     const Status s = view_->GetFileSize(path, &size);
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << path;
-    EXPECT_NE(s.message().find("is outside the checkpoint root"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("is outside the checkpoint root"), std::string::npos)
+        << s.ToString();
   }
 }
 
 TEST_F(PosixConfinedViewTest, LinksAreRefusedAtEveryLevelAndNamed) {
-  ASSERT_NO_FATAL_FAILURE(Link(outside_, "dir_out"));                   // absolute, leaves
-  ASSERT_NO_FATAL_FAILURE(Link("../../outside/secret", "a/rel_out"));   // relative, leaves
+  ASSERT_NO_FATAL_FAILURE(Link(outside_, "dir_out"));                  // absolute, leaves
+  ASSERT_NO_FATAL_FAILURE(Link("../../outside/secret", "a/rel_out"));  // relative, leaves
   ASSERT_NO_FATAL_FAILURE(Link(JoinPath(outside_, "secret"), "a/abs_out"));
-  ASSERT_NO_FATAL_FAILURE(Link("file.bin", "a/in"));                    // stays inside
-  ASSERT_NO_FATAL_FAILURE(Link("../a", "a/sub/up_in"));                 // stays inside
+  ASSERT_NO_FATAL_FAILURE(Link("file.bin", "a/in"));     // stays inside
+  ASSERT_NO_FATAL_FAILURE(Link("../a", "a/sub/up_in"));  // stays inside
   struct Case {
-    std::string path;       // below the root
-    std::string link;       // the component refused
+    std::string path;  // below the root
+    std::string link;  // the component refused
     bool leaves;
   };
   const std::vector<Case> cases = {{"dir_out/secret", "dir_out", true},
@@ -100,9 +102,9 @@ TEST_F(PosixConfinedViewTest, LinksAreRefusedAtEveryLevelAndNamed) {
     uint64_t size = 0;
     bool is_dir = false;
     std::vector<std::string> names;
-    for (const Status& s : {view_->NewRandomAccessFile(path, &file), view_->GetFileSize(path, &size),
-                            view_->GetFileStoredSize(path, &size), view_->IsDirectory(path, &is_dir),
-                            view_->GetChildren(path, &names)}) {
+    for (const Status& s : {view_->NewRandomAccessFile(path, &file),
+                            view_->GetFileSize(path, &size), view_->GetFileStoredSize(path, &size),
+                            view_->IsDirectory(path, &is_dir), view_->GetChildren(path, &names)}) {
       EXPECT_EQ(s.code(), Status::Code::kCorruption) << c.path << ": " << s.ToString();
       EXPECT_EQ(s.message(), expected) << c.path;
     }

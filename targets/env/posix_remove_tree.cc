@@ -47,8 +47,8 @@ Status PosixRemoveTreeAt(int parent_fd, const std::string& parent, const std::st
   const std::string path = JoinPath(parent, name);
   // A directory is opened without following a link; anything that is not one (a file, a link to
   // a directory, a FIFO) is unlinked where it stands.
-  const int fd = openat(parent_fd, name.c_str(),
-                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  const int fd =
+      openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno != ENOTDIR && errno != ELOOP) return Error(path, "open", errno);
     if (unlinkat(parent_fd, name.c_str(), 0) != 0) return Error(path, "unlink", errno);
@@ -75,7 +75,8 @@ Status PosixRemoveTree(const std::string& path) {
   const std::string parent = ParentDir(trimmed);
   const size_t slash = trimmed.rfind('/');
   const std::string name = slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
-  if (name == "." || name == "..") return Status::InvalidArgument("refusing to remove '" + path + "'");
+  if (name == "." || name == "..")
+    return Status::InvalidArgument("refusing to remove '" + path + "'");
   const int parent_fd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent_fd < 0) return Error(parent, "open", errno);
   const Status status = PosixRemoveTreeAt(parent_fd, parent, name);

@@ -47,8 +47,10 @@ TEST_F(PosixRemoveTreeTest, LinksInsideAreRemovedNotFollowed) {
   ASSERT_TRUE(CreateDirs(env_, JoinPath(tree_, "deep/er")).ok());
   ASSERT_TRUE(WriteFileSynced(env_, JoinPath(tree_, "deep/file"), "x").ok());
   ASSERT_EQ(symlink(outside_.c_str(), JoinPath(tree_, "to_dir").c_str()), 0);
-  ASSERT_EQ(symlink(JoinPath(outside_, "a.txt").c_str(), JoinPath(tree_, "deep/to_file").c_str()), 0);
-  ASSERT_EQ(symlink(JoinPath(outside_, "sub").c_str(), JoinPath(tree_, "deep/er/to_sub").c_str()), 0);
+  ASSERT_EQ(symlink(JoinPath(outside_, "a.txt").c_str(), JoinPath(tree_, "deep/to_file").c_str()),
+            0);
+  ASSERT_EQ(symlink(JoinPath(outside_, "sub").c_str(), JoinPath(tree_, "deep/er/to_sub").c_str()),
+            0);
   ASSERT_EQ(mkfifo(JoinPath(tree_, "fifo").c_str(), 0600), 0);
   ASSERT_TRUE(env_->RemoveTree(tree_).ok());
   EXPECT_EQ(env_->FileExists(tree_).code(), Status::Code::kNotFound);

@@ -28,7 +28,8 @@ class LrMultPoppingFramework : public CanonicalFramework {
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
     for (ShardedStateDict& d : *every_rank) {
       if (d.common.contains("optimizer")) PopLrMult(&d.common["optimizer"]);
       for (ShardedObject& o : d.objects) {  // named modules: the module's optimizer common object

@@ -19,12 +19,13 @@ class TpBlindReplicaFramework : public CanonicalFramework {
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
     for (ShardedStateDict& d : *every_rank) {
       for (ShardedObject& o : d.objects) {
         const std::string& k = o.spec.key;
-        const bool module_common = k.rfind("optimizer.mimo.", 0) == 0 &&
-                                   k.size() >= 12 && k.compare(k.size() - 12, 12, "common_state") == 0;
+        const bool module_common = k.rfind("optimizer.mimo.", 0) == 0 && k.size() >= 12 &&
+                                   k.compare(k.size() - 12, 12, "common_state") == 0;
         if (module_common && o.spec.replica_id.size() == 3) o.spec.replica_id[1] = 0;
       }
     }

@@ -16,10 +16,12 @@ namespace {
 
 class StaleOffloadFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                        const HeterogeneousLayout& layout,
                         const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
     if (!flags.finetune && !flags.no_load_optim) return Status::OK();  // L4 did not run
     for (TrainingState& s : *states) {
       TrainingState init;

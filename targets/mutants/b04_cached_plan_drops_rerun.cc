@@ -43,26 +43,31 @@ class PreV018RerunFramework : public CanonicalFramework {
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
     for (ShardedStateDict& d : *every_rank) {  // state_dict() returns None in steady state
       auto& objs = d.objects;
       for (size_t i = objs.size(); i-- > 0;) {
-        if (objs[i].spec.key == kRerunKey && SteadyPayload(objs[i].data)) objs.erase(objs.begin() + i);
+        if (objs[i].spec.key == kRerunKey && SteadyPayload(objs[i].data))
+          objs.erase(objs.begin() + i);
       }
     }
     return Status::OK();
   }
   Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* info) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    active_ = common.contains("rerun_state_machine") && common["rerun_state_machine"].contains("state") &&
+    active_ = common.contains("rerun_state_machine") &&
+              common["rerun_state_machine"].contains("state") &&
               common["rerun_state_machine"]["state"] != 0;
     head_ = common.value("rerun_state_machine", nlohmann::json::object());
     return CanonicalFramework::ReadCheckpointInfo(common, info);
   }
-  Status LoadTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
-                       const CheckpointInfo& saved, const LoadFlags& flags,
+  Status LoadTemplates(const HeterogeneousLayout& layout,
+                       const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
+                       const LoadFlags& flags,
                        std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::LoadTemplates(layout, configs, saved, flags, every_rank));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::LoadTemplates(layout, configs, saved, flags, every_rank));
     std::lock_guard<std::mutex> lock(mu_);
     unrequested_.assign(every_rank->size(), {});
     if (active_) return Status::OK();
@@ -76,7 +81,8 @@ class PreV018RerunFramework : public CanonicalFramework {
     }
     return Status::OK();
   }
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                        const HeterogeneousLayout& layout,
                         const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                         std::vector<TrainingState>* states) const override {
     std::vector<ShardedStateDict> with_sentinel = loaded;

@@ -18,10 +18,12 @@ namespace {
 
 class StaleGroupBoundsFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                        const HeterogeneousLayout& layout,
                         const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
     if (!flags.override_scheduler || flags.finetune || flags.no_load_optim || loaded.empty()) {
       return Status::OK();
     }
@@ -49,8 +51,9 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
         for (const SubOptimizer& old : saved) {
           if (old.name != sub.name) continue;
           std::vector<int> match;
-          if (!MatchParamGroups(Identities(old.groups), Identities(sub.groups), IdentityKeySet::kCore,
-                                &match).ok()) {
+          if (!MatchParamGroups(Identities(old.groups), Identities(sub.groups),
+                                IdentityKeySet::kCore, &match)
+                   .ok()) {
             continue;
           }
           for (size_t g = 0; g < sub.groups.size(); ++g) {

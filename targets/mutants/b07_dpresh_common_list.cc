@@ -19,11 +19,13 @@ class CommonSliceListFramework : public CanonicalFramework {
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
     for (ShardedStateDict& d : *every_rank) {
       nlohmann::json list = nlohmann::json::array();
       for (const ShardedObject& o : d.objects) {
-        if (o.spec.origin.find("optimizer.param_state") == std::string::npos || o.data.empty()) continue;
+        if (o.spec.origin.find("optimizer.param_state") == std::string::npos || o.data.empty())
+          continue;
         for (const auto& item : nlohmann::json::parse(o.data)) list.push_back(item);
       }
       if (!list.empty()) d.common["optimizer_param_state"] = list;

@@ -18,12 +18,14 @@ class ExpertAxisDroppingFramework : public CanonicalFramework {
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
     for (ShardedStateDict& d : *every_rank) {
       for (ShardedTensor& t : d.tensors) {
         TensorSpec& s = t.spec;
         const bool expert_step = s.key.find("state.step.") != std::string::npos &&
-                                 s.key.find("experts") != std::string::npos && s.prepend_axis_num > 0;
+                                 s.key.find("experts") != std::string::npos &&
+                                 s.prepend_axis_num > 0;
         if (!expert_step) continue;
         const size_t axis = static_cast<size_t>(s.prepend_axis_num - 1);  // the expert axis is last
         s.global_shape.erase(s.global_shape.begin() + axis);

@@ -14,13 +14,16 @@ namespace {
 
 class ReseedingFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                        const HeterogeneousLayout& layout,
                         const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
     for (TrainingState& s : *states) {
       for (size_t r = 0; r < s.rng.size() && r < s.config.ranks.size(); ++r) {
-        s.rng[r] = InitialRankRng(s.config.seed, s.config.ranks[r], s.config.data_parallel_random_init);
+        s.rng[r] =
+            InitialRankRng(s.config.seed, s.config.ranks[r], s.config.data_parallel_random_init);
       }
     }
     return Status::OK();

@@ -25,7 +25,8 @@ bool IsUneven(const TensorSpec& s) {
     return false;
   }
   for (size_t a = s.prepend_axis_num; a < s.global_shape.size(); ++a) {
-    if (s.local_shape[a - s.prepend_axis_num] * s.axis_fragmentations[a] != s.global_shape[a]) return true;
+    if (s.local_shape[a - s.prepend_axis_num] * s.axis_fragmentations[a] != s.global_shape[a])
+      return true;
   }
   return false;
 }
@@ -36,7 +37,8 @@ class NonAliasingLoadEngine : public ReferenceEngine {
   Status Load(LoadRequest request, LoadResult* result) override {
     // What the destinations hold before the load (by key and offset): loading into a copy
     // leaves exactly this in them.
-    std::vector<std::map<std::pair<std::string, Dims>, std::vector<uint8_t>>> before(request.templates.size());
+    std::vector<std::map<std::pair<std::string, Dims>, std::vector<uint8_t>>> before(
+        request.templates.size());
     for (size_t r = 0; r < request.templates.size(); ++r) {
       for (const ShardedTensor& t : request.templates[r].tensors) {
         if (IsUneven(t.spec)) before[r][{t.spec.key, t.spec.global_offset}] = t.data;

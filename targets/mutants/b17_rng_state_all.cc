@@ -14,10 +14,12 @@ namespace {
 
 class CurrentDeviceRngFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
+                        const HeterogeneousLayout& layout,
                         const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
     for (TrainingState& s : *states) {
       for (size_t r = 1; r < s.rng.size() && r < s.config.ranks.size(); ++r) {
         const RankRngState fresh =

@@ -73,8 +73,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "of the resume epoch",
        "P1 P12", B10Parts},
       {"B11", "rng-reseeded-after-load", "ms-swift PR #9935",
-       "after L7 restores the RNG, every rank is reseeded as a fresh run",
-       "P1 P2 P12", B11Parts},
+       "after L7 restores the RNG, every rank is reseeded as a fresh run", "P1 P2 P12", B11Parts},
       {"B12", "bf16-module-only-masters", "DeepSpeed PR #4141",
        "after a load without optimizer state, a bf16 run's main/offload copies go back to "
        "their initial values (the refresh runs for fp16 only)",
@@ -99,8 +98,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "trackers) restored",
        "P12 P1", B17Parts},
       {"B18", "gas-skip-count", "transformers #5605 / PR #8624",
-       "the resumed iterator sits at consumed_samples / grad_accum_steps",
-       "P1 P10 P12", B18Parts},
+       "the resumed iterator sits at consumed_samples / grad_accum_steps", "P1 P10 P12", B18Parts},
       {"B19", "async-error-swallowed", "orbax #605 (PR #606); keras #23609",
        "the engine finalizes a pending async save but drops its status (in Finalize, Save "
        "and Load)",
@@ -137,8 +135,8 @@ std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id) {
   return killed;
 }
 
-std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
-                                             AsyncExecution async) {
+std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env,
+                                             const std::string& root, AsyncExecution async) {
   ReferenceOptions engine;
   engine.env = env;
   engine.root = root;

@@ -25,8 +25,8 @@
 namespace ckptspec {
 
 struct MutantInfo {
-  const char* id;        // "B04"
-  const char* name;      // "cached-plan-drops-rerun"
+  const char* id;         // "B04"
+  const char* name;       // "cached-plan-drops-rerun"
   const char* upstream;   // the upstream thread
   const char* deviation;  // the deviation from the reference as implemented, one sentence
   const char* killers;    // killing properties, most direct first, e.g. "P6 P7 P19"
@@ -42,7 +42,8 @@ std::vector<std::string> KillerIds(const MutantInfo& info);
 std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id);
 
 // The mutant as a target on `env` under `root`: the reference target with the entry's parts.
-std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env, const std::string& root,
+std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env,
+                                             const std::string& root,
                                              AsyncExecution async = AsyncExecution::kDeferred);
 // A TargetFactory (fresh MemEnv per target) named by the id.
 TargetFactory MutantFactory(const MutantInfo& info);

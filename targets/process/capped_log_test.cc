@@ -29,8 +29,8 @@ TEST(CappedLogTest, KeepsTheHeadAndTheTailOfAFlood) {
   EXPECT_EQ(log.total_bytes(), all.size());
   EXPECT_EQ(log.kept_bytes(), 10u);
   const uint64_t dropped = all.size() - 10;
-  EXPECT_EQ(log.Text(), all.substr(0, 4) + "\n[... " + std::to_string(dropped) + " bytes dropped ...]\n" +
-                            all.substr(all.size() - 6));
+  EXPECT_EQ(log.Text(), all.substr(0, 4) + "\n[... " + std::to_string(dropped) +
+                            " bytes dropped ...]\n" + all.substr(all.size() - 6));
   EXPECT_EQ(log.TailLine(3), all.substr(all.size() - 3));
 }
 

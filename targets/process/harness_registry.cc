@@ -46,7 +46,8 @@ bool ReadStat(pid_t pid, std::string* name, char* state, pid_t* ppid, pid_t* pgr
   const std::string text(buffer, static_cast<size_t>(got));
   const size_t open_paren = text.find('(');
   const size_t close_paren = text.rfind(')');
-  if (open_paren == std::string::npos || close_paren == std::string::npos || close_paren < open_paren) {
+  if (open_paren == std::string::npos || close_paren == std::string::npos ||
+      close_paren < open_paren) {
     return false;
   }
   *name = text.substr(open_paren + 1, close_paren - open_paren - 1);
@@ -200,13 +201,15 @@ void KillLeftovers(const std::vector<LeftoverProcess>& leftovers) {
 }
 
 std::string DescribeLeftovers(const std::vector<LeftoverProcess>& leftovers) {
-  std::string text = std::to_string(leftovers.size()) + (leftovers.size() == 1 ? " process" : " processes");
+  std::string text =
+      std::to_string(leftovers.size()) + (leftovers.size() == 1 ? " process" : " processes");
   for (size_t i = 0; i < leftovers.size(); ++i) {
     if (i == 5) {
       text += ", ...";
       break;
     }
-    text += (i == 0 ? ": " : ", ") + std::to_string(leftovers[i].pid) + " (" + leftovers[i].name + ")";
+    text +=
+        (i == 0 ? ": " : ", ") + std::to_string(leftovers[i].pid) + " (" + leftovers[i].name + ")";
   }
   return text;
 }

@@ -43,7 +43,8 @@ Status RanksErrors(const std::vector<json>& replies) {
     message += (i == 0 ? "adapter " : "; ") + who + ": " + status.message();
   }
   Status combined;  // the first error's code with the whole message, through the wire form
-  (void)ErrorFromJson(json{{"code", StatusCodeName(distinct[0].second.code())}, {"message", message}}, &combined);
+  (void)ErrorFromJson(
+      json{{"code", StatusCodeName(distinct[0].second.code())}, {"message", message}}, &combined);
   return combined;
 }
 
@@ -71,7 +72,8 @@ Status ProcessEngine::ReleaseGroup() {
     std::optional<AdapterFault> fault;
     s = options_.pool->Release(std::move(group_), &fault);
     // A reset that hung is a timeout of the case like any other (runner.h: not run again).
-    if (fault == AdapterFault::kTimedOut && options_.events != nullptr && options_.events->timed_out.ok()) {
+    if (fault == AdapterFault::kTimedOut && options_.events != nullptr &&
+        options_.events->timed_out.ok()) {
       options_.events->timed_out = s;
     }
   } else {
@@ -113,14 +115,17 @@ Status ProcessEngine::EnsureGroup(int world_size) {
   if (pending.ok()) pending = released;
   if (!pending.ok()) return pending;
   if (!scratch_) {
-    CKPTSPEC_RETURN_IF_ERROR(CreateDirs(Env::Posix(), options_.work_dir).WithContext("adapter harness"));
-    CKPTSPEC_RETURN_IF_ERROR(ScratchSpace::Open(options_.work_dir, &scratch_).WithContext("adapter harness"));
+    CKPTSPEC_RETURN_IF_ERROR(
+        CreateDirs(Env::Posix(), options_.work_dir).WithContext("adapter harness"));
+    CKPTSPEC_RETURN_IF_ERROR(
+        ScratchSpace::Open(options_.work_dir, &scratch_).WithContext("adapter harness"));
   }
   Status started;
   if (options_.pool) {
     started = options_.pool->Acquire(world_size, &group_, &started_pids_);
   } else {
-    group_ = std::make_unique<RankGroup>(RankGroupOptions{options_.command, world_size, options_.timeout_s}, &ids_);
+    group_ = std::make_unique<RankGroup>(
+        RankGroupOptions{options_.command, world_size, options_.timeout_s}, &ids_);
     HelloReply hello;
     started = group_->Start(&hello);
     for (pid_t pid : group_->pids()) started_pids_.push_back(pid);
@@ -153,13 +158,15 @@ Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict
     for (size_t i = 0; i < dict.tensors.size(); ++i) {
       const std::string name = EntryName(r, 't', i);
       const auto& data = dict.tensors[i].data;
-      CKPTSPEC_RETURN_IF_ERROR(scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
+      CKPTSPEC_RETURN_IF_ERROR(
+          scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
       call.tensors.push_back(WireTensor{dict.tensors[i].spec, scratch->PathOf(name)});
     }
     for (size_t i = 0; i < dict.objects.size(); ++i) {
       const std::string name = EntryName(r, 'o', i);
       const auto& data = dict.objects[i].data;
-      CKPTSPEC_RETURN_IF_ERROR(scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
+      CKPTSPEC_RETURN_IF_ERROR(
+          scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
       call.objects.push_back(WireObject{dict.objects[i].spec, scratch->PathOf(name)});
     }
     SaveCallToJson(call, &requests[r]);
@@ -215,8 +222,8 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   }
   result->iteration = loaded[0].iteration;
   result->state = std::move(request.templates);
-  const bool returns = request.strict == StrictMode::kReturnUnexpected ||
-                       request.strict == StrictMode::kReturnAll;
+  const bool returns =
+      request.strict == StrictMode::kReturnUnexpected || request.strict == StrictMode::kReturnAll;
   bool any_unexpected = false;
   for (const LoadReply& l : loaded) any_unexpected = any_unexpected || !l.unexpected.empty();
   if (returns || any_unexpected) result->unexpected.resize(n);
@@ -241,15 +248,16 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const 
       case ScratchDir::ReadResult::kOk:
         return Status::OK();
       case ScratchDir::ReadResult::kMissing:
-        return group_->Fault(rank, AdapterFault::kWrongSize, "loaded " + what + " but wrote no file");
+        return group_->Fault(rank, AdapterFault::kWrongSize,
+                             "loaded " + what + " but wrote no file");
       case ScratchDir::ReadResult::kUnsafe:
         return group_->Fault(rank, AdapterFault::kUnsafeFile,
                              "left " + detail + " at " + dir.PathOf(name) + " for " + what +
                                  " instead of a regular file; not read");
       case ScratchDir::ReadResult::kTooLarge:
         return group_->Fault(rank, AdapterFault::kWrongSize,
-                             "wrote " + detail + " for " + what + ", at most " + std::to_string(max_size) +
-                                 " expected");
+                             "wrote " + detail + " for " + what + ", at most " +
+                                 std::to_string(max_size) + " expected");
       case ScratchDir::ReadResult::kError:
         break;
     }
@@ -259,15 +267,16 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const 
   for (size_t i = 0; i < state->tensors.size(); ++i) {
     ShardedTensor& t = state->tensors[i];
     if (dropped.count(t.spec.key)) continue;
-    const uint64_t expected =
-        static_cast<uint64_t>(DTypeSize(t.spec.dtype)) * static_cast<uint64_t>(Volume(t.spec.local_shape));
-    const std::string what = "tensor '" + t.spec.key + "' (template entry " + std::to_string(i) + ")";
+    const uint64_t expected = static_cast<uint64_t>(DTypeSize(t.spec.dtype)) *
+                              static_cast<uint64_t>(Volume(t.spec.local_shape));
+    const std::string what =
+        "tensor '" + t.spec.key + "' (template entry " + std::to_string(i) + ")";
     std::string bytes;
     CKPTSPEC_RETURN_IF_ERROR(read(EntryName(rank, 't', i), expected, what, &bytes));
     if (bytes.size() != expected) {
       return group_->Fault(rank, AdapterFault::kWrongSize,
-                           "wrote " + std::to_string(bytes.size()) + " bytes for " + what + ", expected " +
-                               std::to_string(expected));
+                           "wrote " + std::to_string(bytes.size()) + " bytes for " + what +
+                               ", expected " + std::to_string(expected));
     }
     t.data.assign(bytes.begin(), bytes.end());
     tensors.push_back(std::move(t));
@@ -276,8 +285,8 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const 
   for (size_t i = 0; i < state->objects.size(); ++i) {
     ShardedObject& o = state->objects[i];
     if (dropped.count(o.spec.key)) continue;
-    CKPTSPEC_RETURN_IF_ERROR(
-        read(EntryName(rank, 'o', i), kMaxObjectBytes, "object '" + o.spec.UniqueKey() + "'", &o.data));
+    CKPTSPEC_RETURN_IF_ERROR(read(EntryName(rank, 'o', i), kMaxObjectBytes,
+                                  "object '" + o.spec.UniqueKey() + "'", &o.data));
     objects.push_back(std::move(o));
   }
   state->tensors = std::move(tensors);

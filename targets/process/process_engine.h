@@ -41,12 +41,12 @@
 namespace ckptspec {
 
 struct ProcessEngineOptions {
-  std::string command;        // the adapter command, run by /bin/sh -c
-  std::string directory;      // the adapter's checkpoint directory (named in save and load)
-  std::string work_dir;       // the harness's own (made if missing): call directories are made in it
-  double timeout_s = 60;      // per request
-  Capabilities capabilities;  // what capabilities() answers until a group has said hello
-  CaseEvents* events = nullptr;  // not owned; outlives the engine when set
+  std::string command;    // the adapter command, run by /bin/sh -c
+  std::string directory;  // the adapter's checkpoint directory (named in save and load)
+  std::string work_dir;   // the harness's own (made if missing): call directories are made in it
+  double timeout_s = 60;  // per request
+  Capabilities capabilities;            // what capabilities() answers until a group has said hello
+  CaseEvents* events = nullptr;         // not owned; outlives the engine when set
   std::shared_ptr<RankGroupPool> pool;  // null: a group per engine, shut down at the end
 };
 

@@ -33,7 +33,9 @@ inline void ExpectNoProcessLeft(const std::vector<pid_t>& leaders) {
 // Where tests put adapter checkpoints: /dev/shm when it is a writable directory (tmpfs: the
 // reference engine's fsyncs cost nothing there, and durability is not what these tests check),
 // else /tmp. UseFastTempDir() also points TMPDIR there, for adapter targets' own directories.
-inline std::string FastTempRoot() { return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp"; }
+inline std::string FastTempRoot() {
+  return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+}
 inline void UseFastTempDir() { setenv("TMPDIR", FastTempRoot().c_str(), 1); }
 
 }  // namespace ckptspec

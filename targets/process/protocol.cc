@@ -108,9 +108,12 @@ struct CapabilityField {
   bool Capabilities::*member;
 };
 constexpr CapabilityField kCapabilityFields[] = {
-    {"resharding", &Capabilities::resharding}, {"objects", &Capabilities::objects},
-    {"async", &Capabilities::async},           {"checksums", &Capabilities::checksums},
-    {"plan_cache", &Capabilities::plan_cache}, {"deterministic", &Capabilities::deterministic},
+    {"resharding", &Capabilities::resharding},
+    {"objects", &Capabilities::objects},
+    {"async", &Capabilities::async},
+    {"checksums", &Capabilities::checksums},
+    {"plan_cache", &Capabilities::plan_cache},
+    {"deterministic", &Capabilities::deterministic},
     {"strict_modes", &Capabilities::strict_modes},
 };
 
@@ -131,9 +134,11 @@ Status CapabilitiesFromJson(const json& value, Capabilities* out) {
       if (it.key() == f.name) field = &f;
     }
     if (field == nullptr) {
-      return Status::InvalidArgument("capabilities: unknown capability " + JsonPreview(json(it.key())));
+      return Status::InvalidArgument("capabilities: unknown capability " +
+                                     JsonPreview(json(it.key())));
     }
-    if (!it.value().is_boolean()) return Bad("capabilities." + it.key(), "true or false", it.value());
+    if (!it.value().is_boolean())
+      return Bad("capabilities." + it.key(), "true or false", it.value());
     c.*field->member = it.value().get<bool>();
   }
   *out = c;
@@ -274,12 +279,24 @@ Status ErrorFromJson(const json& error, Status* out) {
                  Code::kNotSupported, Code::kFailedPrecondition}) {
     if (code != StatusCodeName(c)) continue;
     switch (c) {
-      case Code::kInvalidArgument: *out = Status::InvalidArgument(message); break;
-      case Code::kNotFound: *out = Status::NotFound(message); break;
-      case Code::kCorruption: *out = Status::Corruption(message); break;
-      case Code::kIOError: *out = Status::IOError(message); break;
-      case Code::kNotSupported: *out = Status::NotSupported(message); break;
-      default: *out = Status::FailedPrecondition(message); break;
+      case Code::kInvalidArgument:
+        *out = Status::InvalidArgument(message);
+        break;
+      case Code::kNotFound:
+        *out = Status::NotFound(message);
+        break;
+      case Code::kCorruption:
+        *out = Status::Corruption(message);
+        break;
+      case Code::kIOError:
+        *out = Status::IOError(message);
+        break;
+      case Code::kNotSupported:
+        *out = Status::NotSupported(message);
+        break;
+      default:
+        *out = Status::FailedPrecondition(message);
+        break;
     }
     return Status::OK();
   }

@@ -93,13 +93,16 @@ TEST(Protocol, BadMessagesNameTheMember) {
   EXPECT_EQ(LoadCallFromJson(j, &call).message().rfind("load.tensors[0]: global_shape[1]: ", 0), 0u)
       << LoadCallFromJson(j, &call).message();
   j = {{"directory", "/d"}, {"strict", "raise_sometimes"}};
-  EXPECT_EQ(LoadCallFromJson(j, &call).message(), "load.strict: unknown strict mode \"raise_sometimes\"");
+  EXPECT_EQ(LoadCallFromJson(j, &call).message(),
+            "load.strict: unknown strict mode \"raise_sometimes\"");
   SaveCall save;
   EXPECT_EQ(SaveCallFromJson({{"directory", "/d"}, {"iteration", "ten"}}, &save).message(),
             "save.iteration: expected an integer, got \"ten\"");
   LoadReply reply;
-  EXPECT_EQ(LoadReplyFromJson({{"iteration", 1}, {"common", json::object()}, {"dropped", {1}}}, &reply).message(),
-            "load reply.dropped[0]: expected a string, got 1");
+  EXPECT_EQ(
+      LoadReplyFromJson({{"iteration", 1}, {"common", json::object()}, {"dropped", {1}}}, &reply)
+          .message(),
+      "load reply.dropped[0]: expected a string, got 1");
 }
 
 TEST(Protocol, CapabilitiesAreStrictAndErrorsCarryStatusCodes) {
@@ -116,7 +119,8 @@ TEST(Protocol, CapabilitiesAreStrictAndErrorsCarryStatusCodes) {
   ASSERT_TRUE(ErrorFromJson(ErrorToJson(Status::FailedPrecondition("busy")), &s).ok());
   EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
   EXPECT_EQ(s.message(), "busy");
-  EXPECT_EQ(ErrorFromJson({{"code", "OK"}, {"message", ""}}, &s).message(), "error.code: unknown code \"OK\"");
+  EXPECT_EQ(ErrorFromJson({{"code", "OK"}, {"message", ""}}, &s).message(),
+            "error.code: unknown code \"OK\"");
   EXPECT_FALSE(ErrorFromJson({{"code", "NotFound"}}, &s).ok());
 }
 

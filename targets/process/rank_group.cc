@@ -58,8 +58,7 @@ std::string Preview(const std::string& text) {
 enum class Stream { kStdin, kStdout, kStderr };
 
 int MillisecondsUntil(Clock::time_point deadline) {
-  const double ms =
-      std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
+  const double ms = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
   return ms <= 0 ? 0 : static_cast<int>(std::ceil(std::min(ms, 1e9)));
 }
 
@@ -123,17 +122,22 @@ Status RankGroup::Start(HelloReply* hello) {
   buffers_.assign(n, std::string());
   for (int r = 0; r < n; ++r) {
     ranks_.push_back(std::make_unique<Subprocess>());
-    const std::vector<std::string> env = {
-        "RANK=" + std::to_string(r),          "WORLD_SIZE=" + std::to_string(n),
-        "LOCAL_RANK=" + std::to_string(r),    "MASTER_ADDR=127.0.0.1",
-        "MASTER_PORT=" + std::to_string(port_), "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
+    const std::vector<std::string> env = {"RANK=" + std::to_string(r),
+                                          "WORLD_SIZE=" + std::to_string(n),
+                                          "LOCAL_RANK=" + std::to_string(r),
+                                          "MASTER_ADDR=127.0.0.1",
+                                          "MASTER_PORT=" + std::to_string(port_),
+                                          "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
     const Status s = ranks_.back()->Start(options_.command, env);
     if (!s.ok()) return Fault(r, AdapterFault::kStartFailed, s.message());
   }
   alive_ = true;
   std::vector<json> requests(n);
   for (int r = 0; r < n; ++r) {
-    requests[r] = {{"protocol", kProtocolVersion}, {"revision", kProtocolRevision}, {"rank", r}, {"world_size", n}};
+    requests[r] = {{"protocol", kProtocolVersion},
+                   {"revision", kProtocolRevision},
+                   {"rank", r},
+                   {"world_size", n}};
   }
   std::vector<json> replies;
   CKPTSPEC_RETURN_IF_ERROR(Call("hello", std::move(requests), &replies, HelloTimeout(options_)));
@@ -154,8 +158,8 @@ Status RankGroup::Start(HelloReply* hello) {
     const json declared = DeclaredCapabilities(h), by_rank0 = DeclaredCapabilities(hello_);
     if (declared != by_rank0) {
       return Fault(r, AdapterFault::kMalformedReply,
-                   "reply to hello: declares capabilities " + DumpLine(declared) + ", rank 0 declares " +
-                       DumpLine(by_rank0));
+                   "reply to hello: declares capabilities " + DumpLine(declared) +
+                       ", rank 0 declares " + DumpLine(by_rank0));
     }
   }
   *hello = hello_;
@@ -163,7 +167,8 @@ Status RankGroup::Start(HelloReply* hello) {
 }
 
 Status RankGroup::Reset() {
-  if (!hello_.reset) return Status::FailedPrecondition("adapter group: its ranks did not declare reset");
+  if (!hello_.reset)
+    return Status::FailedPrecondition("adapter group: its ranks did not declare reset");
   std::vector<json> requests(ranks_.size(), json::object()), replies;
   CKPTSPEC_RETURN_IF_ERROR(Call("reset", std::move(requests), &replies));
   for (size_t r = 0; r < replies.size(); ++r) {
@@ -180,8 +185,8 @@ Status RankGroup::Reset() {
   return Fault(-1, AdapterFault::kLeftBehind, detail);
 }
 
-Status RankGroup::Call(const std::string& op, std::vector<json> requests, std::vector<json>* replies,
-                       double timeout_s) {
+Status RankGroup::Call(const std::string& op, std::vector<json> requests,
+                       std::vector<json>* replies, double timeout_s) {
   if (!alive_) {
     return Status::FailedPrecondition("adapter group is not running (started: " +
                                       std::string(ranks_.empty() ? "no" : "yes, then ended") + ")");
@@ -271,8 +276,10 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
         ranks_[r]->DrainStderr();
         continue;
       }
-      if (who[i].second == Stream::kStdin) {  // the rank's stdin can take more of the request (or is gone)
-        const ssize_t w = write(fds[i].fd, lines[r].data() + written[r], lines[r].size() - written[r]);
+      if (who[i].second ==
+          Stream::kStdin) {  // the rank's stdin can take more of the request (or is gone)
+        const ssize_t w =
+            write(fds[i].fd, lines[r].data() + written[r], lines[r].size() - written[r]);
         if (w > 0) {
           written[r] += static_cast<size_t>(w);
         } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
@@ -294,13 +301,14 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
         buffers_[r].erase(0, newline + 1);
         replied[r] = true;
         if (!buffers_[r].empty()) {
-          return Fault(rank, AdapterFault::kGarbage,
-                       "more than one line in reply to " + during + ": then " + Preview(buffers_[r]));
+          return Fault(
+              rank, AdapterFault::kGarbage,
+              "more than one line in reply to " + during + ": then " + Preview(buffers_[r]));
         }
       } else if (buffers_[r].size() > kMaxLineBytes) {
         return Fault(rank, AdapterFault::kGarbage,
-                     "a reply line longer than " + std::to_string(kMaxLineBytes) + " bytes during " +
-                         during + ": " + Preview(buffers_[r]));
+                     "a reply line longer than " + std::to_string(kMaxLineBytes) +
+                         " bytes during " + during + ": " + Preview(buffers_[r]));
       }
     }
   }
@@ -309,14 +317,15 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
 Status RankGroup::DeadRank(int rank, const std::string& during) {
   Subprocess& p = *ranks_[rank];
   if (!p.WaitFor(2.0)) {
-    return Fault(rank, AdapterFault::kExited, "closed its stdout or stdin while running, during " + during);
+    return Fault(rank, AdapterFault::kExited,
+                 "closed its stdout or stdin while running, during " + during);
   }
   return Fault(rank, p.died_of_signal() ? AdapterFault::kCrashed : AdapterFault::kExited,
                p.ExitDescription() + " during " + during);
 }
 
-Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during, const std::string& line,
-                             json* reply) {
+Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during,
+                             const std::string& line, json* reply) {
   // The project's reader refuses a reply deeper than kMaxReplyDepth while reading it, before any
   // tree that deep exists (copies recurse once per level), and a key twice in one object.
   json j;
@@ -340,8 +349,9 @@ Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during, co
                  "reply to " + during + " has no integer \"id\": " + Preview(line));
   }
   if (got_id != id) {
-    return Fault(rank, AdapterFault::kWrongRequest,
-                 "answered request " + std::to_string(got_id) + " while " + during + " was pending");
+    return Fault(
+        rank, AdapterFault::kWrongRequest,
+        "answered request " + std::to_string(got_id) + " while " + during + " was pending");
   }
   if (!integer("rank", &got_rank)) {
     return Fault(rank, AdapterFault::kMalformedReply,
@@ -374,7 +384,8 @@ Status RankGroup::Shutdown() {
   const bool was_alive = alive_;
   if (alive_) {
     std::vector<json> requests(ranks_.size(), json::object()), replies;
-    (void)Call("shutdown", std::move(requests), &replies, std::min(kShutdownGrace_s, options_.timeout_s));
+    (void)Call("shutdown", std::move(requests), &replies,
+               std::min(kShutdownGrace_s, options_.timeout_s));
   }
   const auto deadline = Clock::now() + std::chrono::seconds(static_cast<int>(kShutdownGrace_s));
   for (auto& r : ranks_) {

@@ -36,9 +36,9 @@
 namespace ckptspec {
 
 struct RankGroupOptions {
-  std::string command;     // run by /bin/sh -c
+  std::string command;  // run by /bin/sh -c
   int world_size = 1;
-  double timeout_s = 60;   // deadline of each request, hello included
+  double timeout_s = 60;  // deadline of each request, hello included
 };
 
 // Where the ids of requests come from: one counter shared by every group of a harness, so ids

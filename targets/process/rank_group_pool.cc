@@ -37,7 +37,8 @@ Status RankGroupPool::Acquire(int world_size, std::unique_ptr<RankGroup>* group,
   return s;
 }
 
-Status RankGroupPool::Release(std::unique_ptr<RankGroup> group, std::optional<AdapterFault>* fault) {
+Status RankGroupPool::Release(std::unique_ptr<RankGroup> group,
+                              std::optional<AdapterFault>* fault) {
   if (fault != nullptr) fault->reset();
   if (!group || !group->alive()) return Status::OK();
   const size_t size = static_cast<size_t>(group->world_size());

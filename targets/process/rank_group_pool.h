@@ -43,7 +43,8 @@ class RankGroupPool {
   // A started group of `world_size` ranks in *group (its hello() is rank 0's reply). When a new
   // group had to be started, its pids are appended to *started (when given). On a start failure
   // *group is the dead group (its last_fault() names the verdict) and the fault is returned.
-  Status Acquire(int world_size, std::unique_ptr<RankGroup>* group, std::vector<pid_t>* started = nullptr);
+  Status Acquire(int world_size, std::unique_ptr<RankGroup>* group,
+                 std::vector<pid_t>* started = nullptr);
 
   // Takes back a group Acquire handed out (null is a no-op), as the contract above says. When
   // given, *fault is set to the fault that ended the group while it was reset (a timeout, ...).

@@ -23,7 +23,8 @@ std::string ShellAdapter(const std::string& capabilities, const std::string& on_
   return "while read -r line; do "
          "id=$(printf '%s' \"$line\" | sed 's/.*\"id\":\\([0-9]*\\).*/\\1/'); "
          "case \"$line\" in *'\"op\":\"reset\"'*) " +
-         on_reset + (reset_reply.empty() ? reply : reset_reply) + ";; *) " + reply + ";; esac; done";
+         on_reset + (reset_reply.empty() ? reply : reset_reply) + ";; *) " + reply +
+         ";; esac; done";
 }
 
 const std::string kResets = "{\"objects\":true,\"reset\":true}";
@@ -114,9 +115,10 @@ TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondTheBoundInRanks) {
 TEST(RankGroupPool, ARefusedResetEndsTheGroupWithTheAdaptersError) {
   RankGroupPool pool(
       RankGroupOptions{
-          ShellAdapter(kResets, "",
-                       "printf '{\"id\":%s,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"IOError\","
-                       "\"message\":\"cannot forget\"}}\\n' \"$id\" \"$RANK\""),
+          ShellAdapter(
+              kResets, "",
+              "printf '{\"id\":%s,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"IOError\","
+              "\"message\":\"cannot forget\"}}\\n' \"$id\" \"$RANK\""),
           0, 5},
       3);
   std::unique_ptr<RankGroup> group;
@@ -147,7 +149,8 @@ TEST(RankGroupPool, AProcessLeftRunningAtResetIsAVerdictAndKilled) {
   // At reset, rank 0 starts a process outside its process group and returns at once (double
   // fork: it is reparented to this test process, a child subreaper).
   RankGroupPool pool(
-      RankGroupOptions{ShellAdapter(kResets, "if [ \"$RANK\" = 0 ]; then (setsid sleep 30 &); fi; "), 0, 5},
+      RankGroupOptions{
+          ShellAdapter(kResets, "if [ \"$RANK\" = 0 ]; then (setsid sleep 30 &); fi; "), 0, 5},
       3);
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(2, &group).ok());

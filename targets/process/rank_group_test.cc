@@ -44,7 +44,6 @@ class RankGroupTest : public ::testing::Test {
     return std::make_unique<RankGroup>(RankGroupOptions{command, world, timeout_s}, &ids_);
   }
 
-
   std::string dir_;
   RequestIds ids_;
 };
@@ -59,7 +58,9 @@ TEST_F(RankGroupTest, StartsRanksWithTheirEnvironmentAndExchangesLines) {
     EXPECT_FALSE(hello.capabilities.resharding);
     EXPECT_EQ(hello.adapter, "3 0 127.0.0.1 " + std::to_string(group->master_port()) + " 1");
     std::vector<nlohmann::json> replies;
-    ASSERT_TRUE(group->Call("finalize", std::vector<nlohmann::json>(3, nlohmann::json::object()), &replies).ok());
+    ASSERT_TRUE(
+        group->Call("finalize", std::vector<nlohmann::json>(3, nlohmann::json::object()), &replies)
+            .ok());
     for (int r = 0; r < 3; ++r) EXPECT_EQ(replies[r]["rank"], r);
     pids = group->pids();
     EXPECT_TRUE(group->Shutdown().ok());  // the shell loop ends at end of input
@@ -87,7 +88,8 @@ TEST_P(RankGroupFaultTest, GivesTheNamedVerdictAndLeavesNothing) {
   ASSERT_TRUE(group->last_fault().has_value()) << s.ToString();
   EXPECT_EQ(*group->last_fault(), c.fault) << s.ToString();
   EXPECT_EQ(group->last_fault_rank(), c.rank) << s.ToString();
-  const std::string prefix = "adapter rank " + std::to_string(c.rank) + ": " + AdapterFaultName(c.fault) + ": ";
+  const std::string prefix =
+      "adapter rank " + std::to_string(c.rank) + ": " + AdapterFaultName(c.fault) + ": ";
   EXPECT_EQ(s.message().rfind(prefix, 0), 0u) << s.ToString();
   EXPECT_NE(s.message().find(c.detail), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("hello"), std::string::npos) << s.ToString();
@@ -115,10 +117,12 @@ INSTANTIATE_TEST_SUITE_P(
                   OnRank1("read -r l; printf '{\"id\":1,\"rank\":1,\"ok\":true,\"protocol\":1,"
                           "\"capabilities\":{}}\\n{}\\n'; sleep 30"),
                   AdapterFault::kGarbage, 1, "more than one line"},
-        FaultCase{"answers for rank 0", "export RANK=0; " + ShellAdapter(), AdapterFault::kWrongRank, 1,
-                  "as rank 0"},
-        FaultCase{"answers another request", OnRank1("read -r l; echo '{\"id\":99,\"rank\":1,\"ok\":true}'; sleep 30"),
-                  AdapterFault::kWrongRequest, 1, "answered request 99 while hello (request 1) was pending"},
+        FaultCase{"answers for rank 0", "export RANK=0; " + ShellAdapter(),
+                  AdapterFault::kWrongRank, 1, "as rank 0"},
+        FaultCase{"answers another request",
+                  OnRank1("read -r l; echo '{\"id\":99,\"rank\":1,\"ok\":true}'; sleep 30"),
+                  AdapterFault::kWrongRequest, 1,
+                  "answered request 99 while hello (request 1) was pending"},
         FaultCase{"forgets ok", OnRank1("read -r l; echo '{\"id\":1,\"rank\":1}'; sleep 30"),
                   AdapterFault::kMalformedReply, 1, "no boolean \"ok\""},
         FaultCase{"declares an unknown capability",
@@ -130,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "\"capabilities\":{}}'; sleep 30"),
                   AdapterFault::kMalformedReply, 1, "speaks version 2"},
         FaultCase{"is no command",
-                  "if [ \"$RANK\" = 0 ]; then ckptspec-no-such-adapter-command; else " + ShellAdapter() + "; fi",
+                  "if [ \"$RANK\" = 0 ]; then ckptspec-no-such-adapter-command; else " +
+                      ShellAdapter() + "; fi",
                   AdapterFault::kExited, 0, "exited with status 127"}),
     [](const ::testing::TestParamInfo<FaultCase>& info) {
       std::string name = info.param.name;
@@ -141,9 +146,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(RankGroupTest, AnErrorReplyIsNoFault) {
   auto group = Group(
       "read -r l; "
-          "printf '{\"id\":1,\"rank\":%s,\"ok\":true,\"protocol\":1,\"capabilities\":{}}\\n' $RANK; "
-          "read -r l; printf '{\"id\":2,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"NotFound\","
-          "\"message\":\"nothing\"}}\\n' $RANK; read -r l",
+      "printf '{\"id\":1,\"rank\":%s,\"ok\":true,\"protocol\":1,\"capabilities\":{}}\\n' $RANK; "
+      "read -r l; printf '{\"id\":2,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"NotFound\","
+      "\"message\":\"nothing\"}}\\n' $RANK; read -r l",
       1);
   HelloReply hello;
   ASSERT_TRUE(group->Start(&hello).ok());

@@ -40,7 +40,10 @@ bool IsPlainName(const std::string& name) {
 }  // namespace
 
 ScratchDir::ScratchDir(int parent_fd, std::string parent_path, std::string name, int fd)
-    : parent_fd_(parent_fd), parent_path_(std::move(parent_path)), name_(std::move(name)), fd_(fd) {}
+    : parent_fd_(parent_fd),
+      parent_path_(std::move(parent_path)),
+      name_(std::move(name)),
+      fd_(fd) {}
 
 ScratchDir::~ScratchDir() {
   close(fd_);
@@ -52,8 +55,10 @@ std::string ScratchDir::PathOf(const std::string& name) const {
 }
 
 Status ScratchDir::Write(const std::string& name, const void* data, size_t size) {
-  if (!IsPlainName(name)) return Status::InvalidArgument("scratch entry name '" + name + "' is not a plain name");
-  const int fd = openat(fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (!IsPlainName(name))
+    return Status::InvalidArgument("scratch entry name '" + name + "' is not a plain name");
+  const int fd =
+      openat(fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::IOError(Errno(PathOf(name), "open"));
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
@@ -71,8 +76,8 @@ Status ScratchDir::Write(const std::string& name, const void* data, size_t size)
   return Status::OK();
 }
 
-ScratchDir::ReadResult ScratchDir::Read(const std::string& name, uint64_t max_size, std::string* out,
-                                        std::string* what) const {
+ScratchDir::ReadResult ScratchDir::Read(const std::string& name, uint64_t max_size,
+                                        std::string* out, std::string* what) const {
   out->clear();
   if (!IsPlainName(name)) {
     *what = "scratch entry name '" + name + "' is not a plain name";

@@ -47,7 +47,8 @@ class ScratchDir {
     kTooLarge,  // more than max_size bytes: *what gives the size
     kError,     // an I/O error: *what says which
   };
-  ReadResult Read(const std::string& name, uint64_t max_size, std::string* out, std::string* what) const;
+  ReadResult Read(const std::string& name, uint64_t max_size, std::string* out,
+                  std::string* what) const;
 
  private:
   friend class ScratchSpace;

@@ -92,7 +92,8 @@ TEST_F(ScratchDirTest, NeverReadsThroughALinkNorWaitsOnAFifo) {
   EXPECT_EQ(dir->Read("link", 100, &bytes, &what), ScratchDir::ReadResult::kUnsafe);
   EXPECT_EQ(what, "a symbolic link");
   EXPECT_TRUE(bytes.empty());
-  EXPECT_EQ(dir->Read("fifo", 100, &bytes, &what), ScratchDir::ReadResult::kUnsafe);  // no writer: would block
+  EXPECT_EQ(dir->Read("fifo", 100, &bytes, &what),
+            ScratchDir::ReadResult::kUnsafe);  // no writer: would block
   EXPECT_EQ(what, "a FIFO");
   EXPECT_EQ(dir->Read("dir", 100, &bytes, &what), ScratchDir::ReadResult::kUnsafe);
   EXPECT_EQ(what, "a directory");

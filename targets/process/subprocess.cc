@@ -29,7 +29,8 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
     const std::string entry = *e;
     const std::string name = entry.substr(0, entry.find('='));
     bool replaced = false;
-    for (const std::string& x : extra) replaced = replaced || x.compare(0, name.size() + 1, name + "=") == 0;
+    for (const std::string& x : extra)
+      replaced = replaced || x.compare(0, name.size() + 1, name + "=") == 0;
     if (!replaced) env.push_back(entry);
   }
   env.insert(env.end(), extra.begin(), extra.end());
@@ -85,7 +86,8 @@ Status Subprocess::Start(const std::string& command, const std::vector<std::stri
   stdin_fd_ = in[1];
   stdout_fd_ = out[0];
   stderr_fd_ = err[0];
-  for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_})
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return Status::OK();
 }
 
@@ -124,8 +126,7 @@ void Subprocess::DrainStderr() {
 
 bool Subprocess::WaitFor(double timeout_s) {
   if (pid_ == -1 || reaped_) return reaped_;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     const pid_t r = waitpid(pid_, &wait_status_, WNOHANG);
     if (r == pid_ || (r < 0 && errno == ECHILD)) {
@@ -184,11 +185,13 @@ std::string Subprocess::ExitDescription() const {
   if (!reaped_) return "still running";
   bool via_shell = false;
   if (const int sig = EndingSignal(wait_status_, &via_shell)) {
-    std::string text = "killed by signal " + std::to_string(sig) + " (SIG" + sigabbrev_np(sig) + ")";
+    std::string text =
+        "killed by signal " + std::to_string(sig) + " (SIG" + sigabbrev_np(sig) + ")";
     if (via_shell) text += ", as its shell reports (exit status " + std::to_string(128 + sig) + ")";
     return text;
   }
-  if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
+  if (WIFEXITED(wait_status_))
+    return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
   return "ended with wait status " + std::to_string(wait_status_);
 }
 

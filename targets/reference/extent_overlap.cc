@@ -31,7 +31,8 @@ Status CheckExtentsDisjoint(const CheckpointMetadata& m, const std::string& wher
     if (e.size > 0) placed.push_back(Placed{e.file, e.offset, e.offset + e.size, item, chunk});
   };
   for (size_t t = 0; t < m.tensors.size(); ++t) {
-    for (size_t c = 0; c < m.tensors[t].chunks.size(); ++c) add(m.tensors[t].chunks[c].extent, t, c);
+    for (size_t c = 0; c < m.tensors[t].chunks.size(); ++c)
+      add(m.tensors[t].chunks[c].extent, t, c);
   }
   for (size_t o = 0; o < m.objects.size(); ++o) add(m.objects[o].extent, o, kObject);
   std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {

@@ -343,8 +343,8 @@ class MetadataDecoder : public JsonStreamHandler {
   }
   static bool IsScalarMember(std::string_view name) {
     return name == "name"sv || name == "size"sv || name == "key"sv || name == "dtype"sv ||
-           name == "rank"sv || name == "file"sv || name == "byte_offset"sv || name == "byte_size"sv ||
-           name == "xxh3"sv;
+           name == "rank"sv || name == "file"sv || name == "byte_offset"sv ||
+           name == "byte_size"sv || name == "xxh3"sv;
   }
 
   // What is kept inside an entry whose members sit at `level`: the members the format defines,

@@ -106,9 +106,9 @@ struct Extent {
 };
 
 struct ChunkEntry {
-  Box box;         // in the tensor's global index space
+  Box box;           // in the tensor's global index space
   int64_t rank = 0;  // the rank that wrote it
-  Extent extent;   // row-major bytes of the box
+  Extent extent;     // row-major bytes of the box
 };
 
 struct TensorEntry {

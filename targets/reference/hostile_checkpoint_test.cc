@@ -39,7 +39,8 @@ class TempDir {
  public:
   TempDir() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/ckptspec_hostile_XXXXXX";
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/ckptspec_hostile_XXXXXX";
     path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
   }
   ~TempDir() {
@@ -84,7 +85,8 @@ void WriteIndex(Env* env, const std::string& root, const CheckpointMetadata& md)
   ASSERT_TRUE(WriteFileSynced(env, JoinPath(dir, kMetadataChecksumFileName),
                               ChecksumHex(Checksum(text.data(), text.size())) + "\n")
                   .ok());
-  ASSERT_TRUE(WriteFileSynced(env, JoinPath(root, kTrackerFileName), EncodeTracker(kIteration)).ok());
+  ASSERT_TRUE(
+      WriteFileSynced(env, JoinPath(root, kTrackerFileName), EncodeTracker(kIteration)).ok());
 }
 
 // A sparse file of `size` bytes: no data block is written.
@@ -147,8 +149,8 @@ TEST(HostileCheckpoint, SparseHugeChunkIsRefusedBeforeAnyRead) {
   const std::string root = tmp.path();
   const CheckpointMetadata md = OneChunk(kHugeElements, 2 * kHugeElements, 0x1234);
   ASSERT_NO_FATAL_FAILURE(WriteIndex(Env::Posix(), root, md));
-  ASSERT_NO_FATAL_FAILURE(
-      MakeSparseFile(JoinPath(JoinPath(root, IterationDirName(kIteration)), ShardFileName(0)), 2 * kHugeElements));
+  ASSERT_NO_FATAL_FAILURE(MakeSparseFile(
+      JoinPath(JoinPath(root, IterationDirName(kIteration)), ShardFileName(0)), 2 * kHugeElements));
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(Env::Posix(), root, false, &report).ok());
   ASSERT_EQ(report.findings.size(), 1u) << AllFindings(report);
@@ -176,10 +178,10 @@ TEST(HostileCheckpoint, LargeChunkIsStreamedUnderAMemoryLimit) {
   const std::string root = tmp.path();
   constexpr uint64_t kElements = uint64_t{1} << 30;  // 2 GiB of bf16 zeros, sparse on disk
   constexpr uint64_t kAddressSpace = uint64_t{768} << 20;
-  ASSERT_NO_FATAL_FAILURE(
-      WriteIndex(Env::Posix(), root, OneChunk(kElements, 2 * kElements, ZerosChecksum(2 * kElements))));
-  ASSERT_NO_FATAL_FAILURE(
-      MakeSparseFile(JoinPath(JoinPath(root, IterationDirName(kIteration)), ShardFileName(0)), 2 * kElements));
+  ASSERT_NO_FATAL_FAILURE(WriteIndex(
+      Env::Posix(), root, OneChunk(kElements, 2 * kElements, ZerosChecksum(2 * kElements))));
+  ASSERT_NO_FATAL_FAILURE(MakeSparseFile(
+      JoinPath(JoinPath(root, IterationDirName(kIteration)), ShardFileName(0)), 2 * kElements));
   ResourceLimits limits;
   limits.max_read_ratio = uint64_t{1} << 32;
   const pid_t child = ::fork();
@@ -195,7 +197,8 @@ TEST(HostileCheckpoint, LargeChunkIsStreamedUnderAMemoryLimit) {
     }
     LoadResult result;
     if (!LoadFrom(Env::Posix(), root, SmallPieceOfW(kElements), &result, limits).ok()) ::_exit(12);
-    if (result.state.size() != 1 || result.state[0].tensors[0].data != std::vector<uint8_t>(32, 0)) {
+    if (result.state.size() != 1 ||
+        result.state[0].tensors[0].data != std::vector<uint8_t>(32, 0)) {
       ::_exit(13);
     }
     ::_exit(0);
@@ -294,8 +297,9 @@ TEST(HostileCheckpoint, ItemsSharingBytesAreAFindingAndCorruption) {
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(&env, root, false, &report).ok());
   ASSERT_EQ(report.findings.size(), 1u) << AllFindings(report);
-  const std::string expected = "/ckpt/iter_0000001/metadata.json: tensor 'w' chunk [0:32] and "
-                               "tensor 'a' chunk [0:32] share bytes [0, 64) of shard_00000.bin";
+  const std::string expected =
+      "/ckpt/iter_0000001/metadata.json: tensor 'w' chunk [0:32] and "
+      "tensor 'a' chunk [0:32] share bytes [0, 64) of shard_00000.bin";
   EXPECT_NE(report.findings[0].find(expected), std::string::npos) << report.findings[0];
   EXPECT_EQ(report.bytes_checked, 0u);  // refused before any data is read
 
@@ -349,7 +353,8 @@ TEST(HostileCheckpoint, ShardLinkedOutsideIsRefusedUnread) {
       md.objects.push_back(o);
     }
     ASSERT_NO_FATAL_FAILURE(WriteIndex(Env::Posix(), root, md));
-    const std::string shard = JoinPath(JoinPath(root, IterationDirName(kIteration)), ShardFileName(0));
+    const std::string shard =
+        JoinPath(JoinPath(root, IterationDirName(kIteration)), ShardFileName(0));
     ASSERT_EQ(::symlink(secret_path.c_str(), shard.c_str()), 0);
     VerifyReport report;
     ASSERT_TRUE(VerifyCheckpoint(Env::Posix(), root, false, &report).ok());
@@ -372,11 +377,16 @@ TEST(HostileCheckpoint, IterationDirectoryLinkedOutsideIsRefused) {
   // A sound checkpoint outside; the root holds only a tracker and a link to its iteration.
   const std::string outside = JoinPath(tmp.path(), "outside");
   std::string bytes(32, 'y');
-  ASSERT_NO_FATAL_FAILURE(WriteIndex(Env::Posix(), outside, OneChunk(16, 32, Checksum(bytes.data(), 32))));
-  ASSERT_TRUE(WriteFileSynced(Env::Posix(), JoinPath(outside, "iter_0000001/" + ShardFileName(0)), bytes).ok());
+  ASSERT_NO_FATAL_FAILURE(
+      WriteIndex(Env::Posix(), outside, OneChunk(16, 32, Checksum(bytes.data(), 32))));
+  ASSERT_TRUE(
+      WriteFileSynced(Env::Posix(), JoinPath(outside, "iter_0000001/" + ShardFileName(0)), bytes)
+          .ok());
   const std::string root = JoinPath(tmp.path(), "ckpt");
   ASSERT_TRUE(Env::Posix()->CreateDir(root).ok());
-  ASSERT_TRUE(WriteFileSynced(Env::Posix(), JoinPath(root, kTrackerFileName), EncodeTracker(kIteration)).ok());
+  ASSERT_TRUE(
+      WriteFileSynced(Env::Posix(), JoinPath(root, kTrackerFileName), EncodeTracker(kIteration))
+          .ok());
   const std::string link = JoinPath(root, IterationDirName(kIteration));
   ASSERT_EQ(::symlink(JoinPath(outside, IterationDirName(kIteration)).c_str(), link.c_str()), 0);
 
@@ -391,7 +401,8 @@ TEST(HostileCheckpoint, IterationDirectoryLinkedOutsideIsRefused) {
   LoadResult result;
   const Status loaded = LoadFrom(Env::Posix(), root, SmallPieceOfW(16), &result);
   EXPECT_EQ(loaded.code(), Status::Code::kCorruption) << loaded.ToString();
-  EXPECT_NE(loaded.message().find("is a symbolic link leaving the checkpoint root"), std::string::npos);
+  EXPECT_NE(loaded.message().find("is a symbolic link leaving the checkpoint root"),
+            std::string::npos);
 }
 
 TEST(HostileCheckpoint, WriterDirectoryLinkedOutsideIsRefused) {
@@ -400,7 +411,9 @@ TEST(HostileCheckpoint, WriterDirectoryLinkedOutsideIsRefused) {
   const std::string root = JoinPath(tmp.path(), "ckpt");
   const std::string dir = JoinPath(root, IterationDirName(kIteration));
   ASSERT_TRUE(CreateDirs(Env::Posix(), dir).ok());
-  ASSERT_TRUE(WriteFileSynced(Env::Posix(), JoinPath(root, kTrackerFileName), EncodeTracker(kIteration)).ok());
+  ASSERT_TRUE(
+      WriteFileSynced(Env::Posix(), JoinPath(root, kTrackerFileName), EncodeTracker(kIteration))
+          .ok());
   const std::string outside = JoinPath(tmp.path(), "elsewhere");
   ASSERT_TRUE(Env::Posix()->CreateDir(outside).ok());
   const std::string link = JoinPath(dir, WriterDirName(0));
@@ -419,15 +432,17 @@ TEST(HostileCheckpoint, LinkInsideTheRootIsRefusedAndSaysSo) {
   ASSERT_FALSE(tmp.path().empty());
   const std::string root = tmp.path();
   std::string bytes(8, 'z');
-  ASSERT_NO_FATAL_FAILURE(WriteIndex(Env::Posix(), root, OneChunk(4, 8, Checksum(bytes.data(), 8))));
+  ASSERT_NO_FATAL_FAILURE(
+      WriteIndex(Env::Posix(), root, OneChunk(4, 8, Checksum(bytes.data(), 8))));
   const std::string dir = JoinPath(root, IterationDirName(kIteration));
   ASSERT_TRUE(WriteFileSynced(Env::Posix(), JoinPath(dir, "real.bin"), bytes).ok());
   ASSERT_EQ(::symlink("real.bin", JoinPath(dir, ShardFileName(0)).c_str()), 0);
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(Env::Posix(), root, false, &report).ok());
   ASSERT_EQ(report.findings.size(), 1u) << AllFindings(report);
-  EXPECT_NE(report.findings[0].find(ShardFileName(0) +
-                                    " is a symbolic link inside the checkpoint root; links are not followed"),
+  EXPECT_NE(report.findings[0].find(
+                ShardFileName(0) +
+                " is a symbolic link inside the checkpoint root; links are not followed"),
             std::string::npos)
       << report.findings[0];
 }
@@ -443,13 +458,15 @@ TEST(HostileCheckpoint, ChecksumMismatchPrintsOnlyTheExpectedValue) {
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(&env, "/ckpt", false, &report).ok());
   ASSERT_EQ(report.findings.size(), 1u) << AllFindings(report);
-  EXPECT_EQ(report.findings[0], "tensor 'w' chunk [0:16]: checksum mismatch in "
-                                "/ckpt/iter_0000001/shard_00000.bin at offset 0 (32 bytes): "
-                                "expected 0123456789abcdef");
+  EXPECT_EQ(report.findings[0],
+            "tensor 'w' chunk [0:16]: checksum mismatch in "
+            "/ckpt/iter_0000001/shard_00000.bin at offset 0 (32 bytes): "
+            "expected 0123456789abcdef");
   LoadResult result;
   const Status loaded = LoadFrom(&env, "/ckpt", SmallPieceOfW(16), &result);
   EXPECT_EQ(loaded.code(), Status::Code::kCorruption);
-  EXPECT_EQ(loaded.message().find(ChecksumHex(Checksum(bytes.data(), bytes.size()))), std::string::npos)
+  EXPECT_EQ(loaded.message().find(ChecksumHex(Checksum(bytes.data(), bytes.size()))),
+            std::string::npos)
       << loaded.ToString();
 }
 
@@ -490,8 +507,10 @@ TEST(HostileCheckpoint, EachLimitIsNamedWithItsFlag) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {&ResourceLimits::max_chunks, 0, "1 chunks and objects exceed max_chunks = 0 (--max-chunks raises it)"},
-      {&ResourceLimits::max_metadata_bytes, 100, "bytes exceed max_metadata_bytes = 100 (--max-metadata-bytes raises it)"},
+      {&ResourceLimits::max_chunks, 0,
+       "1 chunks and objects exceed max_chunks = 0 (--max-chunks raises it)"},
+      {&ResourceLimits::max_metadata_bytes, 100,
+       "bytes exceed max_metadata_bytes = 100 (--max-metadata-bytes raises it)"},
       {&ResourceLimits::max_json_depth, 2, "nests deeper than 2 levels"},
   };
   for (const Case& c : cases) {

@@ -24,10 +24,11 @@ std::string Pair(int indent, int64_t a, int64_t b) {
 
 }  // namespace
 
-Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root, const MetadataHeavyShape& shape,
-                                    uint64_t* metadata_bytes) {
+Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root,
+                                    const MetadataHeavyShape& shape, uint64_t* metadata_bytes) {
   if (shape.tensors < 1 || shape.chunks_per_tensor < 1 || shape.world_size < 1) {
-    return Status::InvalidArgument("a metadata-heavy checkpoint needs at least one tensor, chunk and rank");
+    return Status::InvalidArgument(
+        "a metadata-heavy checkpoint needs at least one tensor, chunk and rank");
   }
   const std::string dir = root + "/" + IterationDirName(1);
   CKPTSPEC_RETURN_IF_ERROR(CreateDirs(env, dir));
@@ -37,16 +38,18 @@ Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root, const Met
   for (int64_t r = 0; r < shape.world_size; ++r) {
     const uint64_t size =
         static_cast<uint64_t>(shape.tensors) *
-        static_cast<uint64_t>((shape.chunks_per_tensor - r + shape.world_size - 1) / shape.world_size) *
+        static_cast<uint64_t>((shape.chunks_per_tensor - r + shape.world_size - 1) /
+                              shape.world_size) *
         kChunkBytes;
     AppendLine(&text, 2, "{");
     AppendLine(&text, 3, "\"name\": \"" + ShardFileName(r) + "\",");
     AppendLine(&text, 3, "\"size\": " + std::to_string(size));
     AppendLine(&text, 2, r + 1 < shape.world_size ? "}," : "}");
   }
-  text += " ],\n \"format\": \"" + std::string(kReferenceFormatName) + "\",\n \"format_version\": " +
-          std::to_string(kSingleIndexFormatVersion) +
-          ",\n \"iteration\": 1,\n \"layout\": {\n  \"tp\": 1\n },\n \"objects\": [],\n \"tensors\": [\n";
+  text += " ],\n \"format\": \"" + std::string(kReferenceFormatName) +
+          "\",\n \"format_version\": " + std::to_string(kSingleIndexFormatVersion) +
+          ",\n \"iteration\": 1,\n \"layout\": {\n  \"tp\": 1\n },\n \"objects\": [],\n "
+          "\"tensors\": [\n";
   uint64_t counter = 0;
   for (int64_t t = 0; t < shape.tensors; ++t) {
     AppendLine(&text, 2, "{");
@@ -56,7 +59,8 @@ Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root, const Met
       std::string& shard = shards[static_cast<size_t>(rank)];
       const uint64_t offset = shard.size();
       ++counter;
-      for (uint64_t b = 0; b < kChunkBytes; ++b) shard += static_cast<char>((counter >> (8 * b)) & 0xff);
+      for (uint64_t b = 0; b < kChunkBytes; ++b)
+        shard += static_cast<char>((counter >> (8 * b)) & 0xff);
       AppendLine(&text, 4, "{");
       AppendLine(&text, 5, "\"byte_offset\": " + std::to_string(offset) + ",");
       AppendLine(&text, 5, "\"byte_size\": " + std::to_string(kChunkBytes) + ",");
@@ -64,7 +68,8 @@ Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root, const Met
       AppendLine(&text, 5, "\"offset\": " + Pair(5, c, 0) + ",");
       AppendLine(&text, 5, "\"rank\": " + std::to_string(rank) + ",");
       AppendLine(&text, 5, "\"shape\": " + Pair(5, 1, 2) + ",");
-      AppendLine(&text, 5, "\"xxh3\": \"" + ChecksumHex(Checksum(shard.data() + offset, kChunkBytes)) + "\"");
+      AppendLine(&text, 5,
+                 "\"xxh3\": \"" + ChecksumHex(Checksum(shard.data() + offset, kChunkBytes)) + "\"");
       AppendLine(&text, 4, c + 1 < shape.chunks_per_tensor ? "}," : "}");
     }
     AppendLine(&text, 3, "],");
@@ -76,7 +81,8 @@ Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root, const Met
   text += " ],\n \"world_size\": " + std::to_string(shape.world_size) + "\n}\n";
 
   for (int64_t r = 0; r < shape.world_size; ++r) {
-    CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, dir + "/" + ShardFileName(r), shards[static_cast<size_t>(r)]));
+    CKPTSPEC_RETURN_IF_ERROR(
+        WriteFileSynced(env, dir + "/" + ShardFileName(r), shards[static_cast<size_t>(r)]));
   }
   CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, dir + "/" + kMetadataFileName, text));
   CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, dir + "/" + kMetadataChecksumFileName,

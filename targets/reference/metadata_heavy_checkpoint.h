@@ -21,7 +21,7 @@ struct MetadataHeavyShape {
 // Writes iteration 1 of a checkpoint under `root` (tracker, metadata.json and its checksum, one
 // shard file per rank), every chunk with its own bytes and a valid checksum, so that `verify`
 // finds nothing. *metadata_bytes receives the size of metadata.json.
-Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root, const MetadataHeavyShape& shape,
-                                    uint64_t* metadata_bytes);
+Status WriteMetadataHeavyCheckpoint(Env* env, const std::string& root,
+                                    const MetadataHeavyShape& shape, uint64_t* metadata_bytes);
 
 }  // namespace ckptspec

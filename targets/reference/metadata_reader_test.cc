@@ -36,7 +36,8 @@ std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(
 // decoded index with `change` applied, encoded, then each placeholder string replaced by `splice`
 // (text no JSON tree could be dumped from: dumping recurses).
 void RewriteIndex(MemEnv* env, const std::string& dir, const char* name, const char* sum_name,
-                  const std::function<void(CheckpointMetadata*)>& change, const std::string& splice) {
+                  const std::function<void(CheckpointMetadata*)>& change,
+                  const std::string& splice) {
   std::string text;
   ASSERT_TRUE(ReadFileToString(env, dir + "/" + name, kMaxMetadataBytes, &text).ok());
   CheckpointMetadata md;
@@ -77,7 +78,8 @@ std::string DeepError(const std::string& file, const std::string& member) {
 void SaveOn(MemEnv* env, IndexLayout layout) {
   ASSERT_TRUE(env->CreateDir("/ckpt").ok());
   ASSERT_TRUE(env->SyncDir("/").ok());
-  ASSERT_TRUE(EngineOn(env, layout)->Save(5, DictsOf(MakeSharding(4, 2, 1), 7), SaveOptions()).ok());
+  ASSERT_TRUE(
+      EngineOn(env, layout)->Save(5, DictsOf(MakeSharding(4, 2, 1), 7), SaveOptions()).ok());
 }
 
 class MetadataReaderTest : public testing::Test {
@@ -88,7 +90,8 @@ class MetadataReaderTest : public testing::Test {
 
 TEST(MetadataReader, DeepCommonOrLayoutInMetadataJsonIsANamedError) {
   for (const auto& [member, change] :
-       {std::pair<const char*, void (*)(CheckpointMetadata*)>{"common", SetCommon}, {"layout", SetLayout}}) {
+       {std::pair<const char*, void (*)(CheckpointMetadata*)>{"common", SetCommon},
+        {"layout", SetLayout}}) {
     MemEnv env;
     ASSERT_NO_FATAL_FAILURE(SaveOn(&env, IndexLayout::kSingle));
     ASSERT_NO_FATAL_FAILURE(RewriteIndex(&env, "/ckpt/iter_0000005", kMetadataFileName,
@@ -102,8 +105,10 @@ TEST_F(MetadataReaderTest, DeepCommonInAPerWriterIndexIsANamedError) {
   Save(IndexLayout::kPerWriter);
   const std::string writer = "/ckpt/iter_0000005/" + WriterDirName(1);
   ASSERT_NO_FATAL_FAILURE(RewriteIndex(&env_, writer, kWriterIndexFileName,
-                                       kWriterIndexChecksumFileName, SetCommon, Nested(kHostileDepth)));
-  ExpectLoadAndVerifyName(&env_, IndexLayout::kPerWriter, DeepError(writer + "/index.json", "common"));
+                                       kWriterIndexChecksumFileName, SetCommon,
+                                       Nested(kHostileDepth)));
+  ExpectLoadAndVerifyName(&env_, IndexLayout::kPerWriter,
+                          DeepError(writer + "/index.json", "common"));
 }
 
 TEST_F(MetadataReaderTest, NestingWithinTheLimitStillLoads) {
@@ -124,22 +129,23 @@ TEST_F(MetadataReaderTest, NestingWithinTheLimitStillLoads) {
 TEST_F(MetadataReaderTest, AKeyTwiceInMetadataJsonIsANamedError) {
   // "tensors" again, empty: last-wins would read a checkpoint without tensors.
   Save(IndexLayout::kSingle);
-  ASSERT_NO_FATAL_FAILURE(RewriteIndex(
-      &env_, "/ckpt/iter_0000005", kMetadataFileName, kMetadataChecksumFileName, SetCommon,
-      "{\"iteration\": 5}, \"tensors\": []"));
-  ExpectLoadAndVerifyName(&env_, IndexLayout::kSingle,
-                          "/ckpt/iter_0000005/metadata.json: (root): duplicate key \"tensors\" at byte ");
+  ASSERT_NO_FATAL_FAILURE(RewriteIndex(&env_, "/ckpt/iter_0000005", kMetadataFileName,
+                                       kMetadataChecksumFileName, SetCommon,
+                                       "{\"iteration\": 5}, \"tensors\": []"));
+  ExpectLoadAndVerifyName(
+      &env_, IndexLayout::kSingle,
+      "/ckpt/iter_0000005/metadata.json: (root): duplicate key \"tensors\" at byte ");
 }
 
 TEST_F(MetadataReaderTest, AKeyTwiceInAChunkIsANamedError) {
   Save(IndexLayout::kSingle);
   ASSERT_NO_FATAL_FAILURE(RewriteIndex(
       &env_, "/ckpt/iter_0000005", kMetadataFileName, kMetadataChecksumFileName,
-      [](CheckpointMetadata* md) { md->tensors[0].chunks[0].extent.checksum = 0; },
-      std::string()));
+      [](CheckpointMetadata* md) { md->tensors[0].chunks[0].extent.checksum = 0; }, std::string()));
   // The first chunk's checksum member, written twice.
   std::string text;
-  ASSERT_TRUE(ReadFileToString(&env_, "/ckpt/iter_0000005/metadata.json", kMaxMetadataBytes, &text).ok());
+  ASSERT_TRUE(
+      ReadFileToString(&env_, "/ckpt/iter_0000005/metadata.json", kMaxMetadataBytes, &text).ok());
   const std::string member = "\"xxh3\": \"0000000000000000\"";
   const size_t at = text.find(member);
   ASSERT_NE(at, std::string::npos);
@@ -166,12 +172,14 @@ TEST(MetadataReader, ACommonTreeBeyondItsMemoryBoundIsANamedError) {
   const std::string many = empty_objects(1000000);
   std::string text = EncodeMetadata(md);
   text.replace(text.find(kPlaceholder), std::string(kPlaceholder).size(), many);
-  ASSERT_GT(96 * (many.size() / 3), kMaxMetadataTreeBytesPerByte * text.size() + kMetadataTreeAllowance);
+  ASSERT_GT(96 * (many.size() / 3),
+            kMaxMetadataTreeBytesPerByte * text.size() + kMetadataTreeAllowance);
   CheckpointMetadata out;
   const Status s = DecodeMetadata(text, "iter_0000001/metadata.json", &out);
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_EQ(s.message().rfind("iter_0000001/metadata.json: common[", 0), 0u) << s.message();
-  EXPECT_NE(s.message().find("]: the JSON tree kept in memory exceeds "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("]: the JSON tree kept in memory exceeds "), std::string::npos)
+      << s.message();
   // A tree a quarter of the size reads.
   text = EncodeMetadata(md);
   text.replace(text.find(kPlaceholder), std::string(kPlaceholder).size(), empty_objects(250000));
@@ -191,7 +199,8 @@ TEST(MetadataReader, ACommonTreeBeyondItsMemoryBoundIsANamedError) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CKPTSPEC_NO_ADDRESS_LIMIT 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
 #define CKPTSPEC_NO_ADDRESS_LIMIT 1
 #endif
 #endif
@@ -228,8 +237,8 @@ TEST(MetadataMemory, DecodingLargeMetadataFitsThreeTimesItsSize) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   Env::Posix()->RemoveTree(root);
   ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "reading " << metadata_bytes
-                                    << " bytes of metadata did not fit 3x its size plus 64 MiB";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "reading " << metadata_bytes << " bytes of metadata did not fit 3x its size plus 64 MiB";
 #endif
 }
 

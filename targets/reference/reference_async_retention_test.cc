@@ -106,7 +106,8 @@ TEST(ReferenceRetention, NewerDirectoriesNeverEvictTheTrackersCheckpoint) {
   // A run resumed from iteration 20 while directories 30 and 40 of an abandoned run remain.
   MemHarness h(1);
   const ParameterSharding sharding = MakeSharding(2, 2, 1);
-  for (int64_t it : {10, 20, 30, 40}) ASSERT_TRUE(h.engine->Save(it, DictsOf(sharding, it), SaveOptions()).ok());
+  for (int64_t it : {10, 20, 30, 40})
+    ASSERT_TRUE(h.engine->Save(it, DictsOf(sharding, it), SaveOptions()).ok());
   ASSERT_TRUE(ReplaceFileAtomically(&h.env, "/ckpt/latest_checkpointed_iteration.txt", "20").ok());
   ASSERT_TRUE(h.env.CreateDir("/ckpt/iter_0000050").ok());  // a stray newer directory
   ASSERT_TRUE(h.engine->Save(25, DictsOf(sharding, 25), SaveOptions()).ok());

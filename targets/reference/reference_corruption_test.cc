@@ -77,7 +77,8 @@ class ReferenceCorruption : public ::testing::Test {
     const Status s = Load();
     EXPECT_EQ(s.code(), code) << s.ToString();
     for (const std::string& needle : needles) {
-      EXPECT_NE(s.message().find(needle), std::string::npos) << "'" << needle << "' not in: " << s.ToString();
+      EXPECT_NE(s.message().find(needle), std::string::npos)
+          << "'" << needle << "' not in: " << s.ToString();
     }
     for (const std::string& op : h_.env.op_log()) {
       const bool inside = op.find(" /ckpt/iter_0000005/") != std::string::npos ||
@@ -104,8 +105,8 @@ TEST_F(ReferenceCorruption, BitFlippedOnReadOfAnObjectIsCaught) {
   CheckpointMetadata m;
   ASSERT_TRUE(h_.engine->ReadMetadata(5, &m).ok());
   const Extent& e = m.objects[1].extent;
-  h_.env.AddReadFault({std::string(kDir) + "/" + m.files[e.file].name, ReadFault::Kind::kFlipBit,
-                       e.offset + 1, 3});
+  h_.env.AddReadFault(
+      {std::string(kDir) + "/" + m.files[e.file].name, ReadFault::Kind::kFlipBit, e.offset + 1, 3});
   const Status s = Load();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_NE(s.message().find("object 'rng_state/shard_1_2'"), std::string::npos) << s.ToString();
@@ -115,7 +116,8 @@ TEST_F(ReferenceCorruption, TruncatedOrMissingShardFileIsNamed) {
   ASSERT_TRUE(h_.env.TruncateStored("/ckpt/iter_0000005/shard_00000.bin", 10).ok());
   Status s = Load();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
-  EXPECT_NE(s.message().find("shard_00000.bin: 10 bytes on disk"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("shard_00000.bin: 10 bytes on disk"), std::string::npos)
+      << s.ToString();
   ASSERT_TRUE(h_.env.RemoveFile("/ckpt/iter_0000005/shard_00000.bin").ok());
   s = Load();
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
@@ -126,15 +128,17 @@ TEST_F(ReferenceCorruption, EditedMetadataFailsItsChecksum) {
   ASSERT_TRUE(h_.env.CorruptStoredByte(kMetadata, 20, 0x01).ok());
   const Status s = Load();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
-  EXPECT_NE(s.message().find("metadata.json: fails its XXH3 checksum"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("metadata.json: fails its XXH3 checksum"), std::string::npos)
+      << s.ToString();
 }
 
 TEST_F(ReferenceCorruption, BadJson) {
   WriteMetadata("{\"format\": [1, 2,");
   const Status s = Load();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
-  EXPECT_NE(s.message().find("metadata.json: parse error at byte 18, line 1, column 18: syntax error"),
-            std::string::npos)
+  EXPECT_NE(
+      s.message().find("metadata.json: parse error at byte 18, line 1, column 18: syntax error"),
+      std::string::npos)
       << s.ToString();
   WriteMetadata(std::string(100000, '['));
   EXPECT_EQ(Load().code(), Status::Code::kCorruption);
@@ -152,14 +156,18 @@ TEST_F(ReferenceCorruption, WrongTypes) {
   ExpectError([](json& j) { j["files"] = json::object(); }, {"files", "expected an array"});
   ExpectError([](json& j) { j.erase("tensors"); },
               {"metadata.json: (root): missing required member \"tensors\""});
-  ExpectError([](json& j) { j = json::array(); }, {"metadata.json: (root): expected an object, got []"});
+  ExpectError([](json& j) { j = json::array(); },
+              {"metadata.json: (root): expected an object, got []"});
 }
 
 TEST_F(ReferenceCorruption, NegativeAndOverflowingShapes) {
   ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = -4; },
               {"tensors[0].global_shape[0]", "-4"});
-  ExpectError([](json& j) { j["tensors"][0]["global_shape"] = {int64_t{1} << 62, int64_t{1} << 62}; },
-              {"tensors[0].global_shape", "overflows"});
+  ExpectError(
+      [](json& j) {
+        j["tensors"][0]["global_shape"] = {int64_t{1} << 62, int64_t{1} << 62};
+      },
+      {"tensors[0].global_shape", "overflows"});
   ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = uint64_t{18446744073709551615u}; },
               {"tensors[0].global_shape[0]", "overflows int64"});
   ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = 1e30; },
@@ -167,7 +175,8 @@ TEST_F(ReferenceCorruption, NegativeAndOverflowingShapes) {
   ExpectError([](json& j) { j["tensors"][0]["global_shape"][0] = 2.5; },
               {"tensors[0].global_shape[0]: expected a non-negative integer, got 2.5"});
   ExpectError([](json& j) { j["world_size"] = 0; }, {"world_size"});
-  ExpectError([](json& j) { j["tensors"][0]["chunks"][0]["rank"] = 7; }, {"tensors[0].chunks[0].rank"});
+  ExpectError([](json& j) { j["tensors"][0]["chunks"][0]["rank"] = 7; },
+              {"tensors[0].chunks[0].rank"});
 }
 
 TEST_F(ReferenceCorruption, ChunkOutsideItsTensor) {
@@ -180,8 +189,8 @@ TEST_F(ReferenceCorruption, ChunkOutsideItsTensor) {
 }
 
 TEST_F(ReferenceCorruption, FileNamesThatLeaveTheDirectory) {
-  for (const char* name : {"../evil", "/etc/passwd", "a/b", "..", ".", "", "shard\\x",
-                           "metadata.json"}) {
+  for (const char* name :
+       {"../evil", "/etc/passwd", "a/b", "..", ".", "", "shard\\x", "metadata.json"}) {
     SCOPED_TRACE(name);
     ExpectError([&](json& j) { j["files"][0]["name"] = name; }, {"metadata.json", "files[0].name"});
   }
@@ -205,10 +214,12 @@ TEST_F(ReferenceCorruption, SizesAndOffsetsFarAboveTheFile) {
 }
 
 TEST_F(ReferenceCorruption, DuplicateKeys) {
-  ExpectError([](json& j) { j["tensors"][1]["key"] = "w"; }, {"tensors[1].key", "duplicate key 'w'"});
+  ExpectError([](json& j) { j["tensors"][1]["key"] = "w"; },
+              {"tensors[1].key", "duplicate key 'w'"});
   ExpectError([](json& j) { j["objects"][1]["global_offset"] = {0}; },
               {"objects[1].key", "duplicate object 'rng_state/shard_0_2'"});
-  ExpectError([](json& j) { j["objects"][0]["key"] = "w"; }, {"objects[0].key", "also a tensor key"});
+  ExpectError([](json& j) { j["objects"][0]["key"] = "w"; },
+              {"objects[0].key", "also a tensor key"});
 }
 
 TEST_F(ReferenceCorruption, NewerFormatVersionIsNotSupported) {
@@ -225,7 +236,9 @@ TEST_F(ReferenceCorruption, HostileTrackerFile) {
     EXPECT_EQ(s.code(), Status::Code::kCorruption) << text << ": " << s.ToString();
     EXPECT_NE(s.message().find("latest_checkpointed_iteration.txt"), std::string::npos);
   }
-  ASSERT_TRUE(WriteFileSynced(&h_.env, "/ckpt/latest_checkpointed_iteration.txt", std::string(1 << 20, '7')).ok());
+  ASSERT_TRUE(
+      WriteFileSynced(&h_.env, "/ckpt/latest_checkpointed_iteration.txt", std::string(1 << 20, '7'))
+          .ok());
   EXPECT_EQ(Load().code(), Status::Code::kCorruption);
   ASSERT_TRUE(WriteFileSynced(&h_.env, "/ckpt/latest_checkpointed_iteration.txt", "5\n").ok());
   EXPECT_TRUE(Load().ok());
@@ -236,7 +249,8 @@ TEST_F(ReferenceCorruption, TrackerNamingAMissingIterationIsNamed) {
   ASSERT_TRUE(WriteFileSynced(&h_.env, "/ckpt/latest_checkpointed_iteration.txt", "6").ok());
   const Status s = Load();
   EXPECT_EQ(s.code(), Status::Code::kNotFound) << s.ToString();
-  EXPECT_NE(s.message().find("latest_checkpointed_iteration.txt"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("latest_checkpointed_iteration.txt"), std::string::npos)
+      << s.ToString();
   EXPECT_NE(s.message().find("iter_0000006"), std::string::npos) << s.ToString();
 }
 

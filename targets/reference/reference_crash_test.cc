@@ -61,8 +61,8 @@ int64_t CrashOneSave(int keep_last, int64_t saved_before, int64_t k, bool async)
   if (saved_before == 0 && !saved.ok() && loaded.code() == Status::Code::kNotFound) {
     // No checkpoint ever completed: the tracker may name nothing, which is fine.
   } else {
-    EXPECT_TRUE(loaded.ok()) << where << loaded.ToString() << "\nlast op: "
-                             << (log.empty() ? "" : log.back());
+    EXPECT_TRUE(loaded.ok()) << where << loaded.ToString()
+                             << "\nlast op: " << (log.empty() ? "" : log.back());
     if (loaded.ok()) {
       EXPECT_TRUE(result.iteration == target || result.iteration == saved_before)
           << where << "tracker names " << result.iteration;
@@ -73,7 +73,8 @@ int64_t CrashOneSave(int keep_last, int64_t saved_before, int64_t k, bool async)
     }
   }
   // The run goes on: the next save cleans up and succeeds.
-  const Status next = engine->Save(target + 1, DictsOf(sharding, SeedOf(target + 1)), SaveOptions());
+  const Status next =
+      engine->Save(target + 1, DictsOf(sharding, SeedOf(target + 1)), SaveOptions());
   EXPECT_TRUE(next.ok()) << where << "the save after the crash: " << next.ToString();
   const Status again = LoadInto(*engine, TemplatesOf(sharding), &result);
   EXPECT_TRUE(again.ok() && result.iteration == target + 1 &&

@@ -17,7 +17,8 @@ struct ReferenceEngine::PendingSave {
 };
 
 ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(options)) {
-  plan_cache_ = options_.plan_cache ? std::move(options_.plan_cache) : std::make_unique<PlanCache>();
+  plan_cache_ =
+      options_.plan_cache ? std::move(options_.plan_cache) : std::make_unique<PlanCache>();
   // Everything below the root is reached without following links (env.h: NewConfinedView).
   if (options_.env != nullptr && !options_.root.empty() &&
       options_.env->NewConfinedView(options_.root, &confined_env_).ok()) {
@@ -132,7 +133,8 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
   {
     int64_t latest;
     if (LatestIteration(&latest).ok() && latest == iteration) {
-      return Status::FailedPrecondition(final_dir + " is the latest complete checkpoint (the tracker "
+      return Status::FailedPrecondition(final_dir +
+                                        " is the latest complete checkpoint (the tracker "
                                         "names it); refusing to overwrite it");
     }
   }
@@ -177,7 +179,8 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
       offset += size;
       if (item.is_object) {
         const ObjectSpec& spec = dict.objects[item.index].spec;
-        m.objects.push_back(ObjectEntry{spec.key, spec.global_shape, spec.global_offset, rank, extent});
+        m.objects.push_back(
+            ObjectEntry{spec.key, spec.global_shape, spec.global_offset, rank, extent});
         continue;
       }
       const TensorSpec& spec = dict.tensors[item.index].spec;
@@ -186,11 +189,11 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
         m.tensors.push_back(TensorEntry{spec.key, spec.dtype, spec.global_shape, {}});
       } else if (m.tensors[it->second].dtype != spec.dtype ||
                  m.tensors[it->second].global_shape != spec.global_shape) {
-        return Status::InvalidArgument(
-            "tensor '" + spec.key + "': rank " + std::to_string(rank) + " has dtype " +
-            DTypeName(spec.dtype) + " and global shape " + DimsToString(spec.global_shape) +
-            ", another rank " + DTypeName(m.tensors[it->second].dtype) + " and " +
-            DimsToString(m.tensors[it->second].global_shape));
+        return Status::InvalidArgument("tensor '" + spec.key + "': rank " + std::to_string(rank) +
+                                       " has dtype " + DTypeName(spec.dtype) +
+                                       " and global shape " + DimsToString(spec.global_shape) +
+                                       ", another rank " + DTypeName(m.tensors[it->second].dtype) +
+                                       " and " + DimsToString(m.tensors[it->second].global_shape));
       }
       m.tensors[it->second].chunks.push_back(ChunkEntry{item.box, rank, extent});
     }
@@ -219,8 +222,8 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
 
 namespace {
 
-Status WriteIndexFiles(Env* env, const std::string& dir, const char* name, const char* checksum_name,
-                       const CheckpointMetadata& m) {
+Status WriteIndexFiles(Env* env, const std::string& dir, const char* name,
+                       const char* checksum_name, const CheckpointMetadata& m) {
   const std::string text = EncodeMetadata(m);
   CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(dir, name), text));
   return WriteFileSynced(env, JoinPath(dir, checksum_name),

@@ -52,8 +52,8 @@ struct ReferenceOptions {
   // Not owned; must outlive the engine. The engine works through env->NewConfinedView(root):
   // nothing below the root is read through a link, and only regular files are read.
   Env* env = nullptr;
-  std::string root;    // the checkpoint directory (created on the first save)
-  int keep_last = 0;   // retention: 0 keeps every checkpoint
+  std::string root;   // the checkpoint directory (created on the first save)
+  int keep_last = 0;  // retention: 0 keeps every checkpoint
   AsyncExecution async_execution = AsyncExecution::kThread;
   // The plan cache used with assume_constant_structure; null: the reference PlanCache.
   std::unique_ptr<PlanCache> plan_cache;
@@ -81,8 +81,7 @@ class ReferenceEngine : public Engine {
   // (tensor_destination.h; host or device memory) instead of the template's buffer. Templates'
   // data buffers are not read or size-checked, and the result's tensors have empty data; the
   // rest of the result (iteration, objects, common, strict-mode fields) is as for Load.
-  Status LoadToDestinations(LoadRequest request, DestinationProvider* provider,
-                            LoadResult* result);
+  Status LoadToDestinations(LoadRequest request, DestinationProvider* provider, LoadResult* result);
 
   // The iteration the tracker names (NotFound without a tracker).
   Status LatestIteration(int64_t* iteration);
@@ -122,7 +121,8 @@ class ReferenceEngine : public Engine {
   Status ReadPerWriterIndex(const std::string& dir, CheckpointMetadata* merged,
                             uint64_t* index_bytes);
 
-  std::unique_ptr<Env> confined_env_;  // options_.env confined to the root; options_.env points here
+  std::unique_ptr<Env>
+      confined_env_;  // options_.env confined to the root; options_.env points here
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;
   std::unique_ptr<PendingSave> pending_;

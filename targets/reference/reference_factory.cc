@@ -35,7 +35,8 @@ class ReferenceUnderTest : public TargetUnderTest {
     engine.root = kRoot;
     engine.keep_last = options_.keep_last;
     engine.index_layout = layout_;
-    engine.async_execution = options_.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
+    engine.async_execution =
+        options_.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
     target_ = std::make_unique<ReferenceTarget>(name_, std::move(engine),
                                                 replaced_ ? replaced_() : ReplacedParts());
   }
@@ -53,7 +54,8 @@ TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout,
                                std::function<ReplacedParts()> replaced) {
   TargetFactory factory;
   factory.name = name;
-  factory.make = [name, layout, replaced](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
+  factory.make = [name, layout,
+                  replaced](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
     return std::make_unique<ReferenceUnderTest>(name, layout, replaced, options);
   };
   factory.capabilities = factory.make(TargetOptions())->target().engine().capabilities();
@@ -64,11 +66,12 @@ TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout,
 }  // namespace
 
 TargetFactory ReferenceTargetFactory(IndexLayout layout) {
-  return UnderTestFactory(layout == IndexLayout::kSingle ? "reference" : "reference-per-writer", layout,
-                          nullptr);
+  return UnderTestFactory(layout == IndexLayout::kSingle ? "reference" : "reference-per-writer",
+                          layout, nullptr);
 }
 
-TargetFactory ReplacedPartsTargetFactory(const std::string& name, std::function<ReplacedParts()> replaced) {
+TargetFactory ReplacedPartsTargetFactory(const std::string& name,
+                                         std::function<ReplacedParts()> replaced) {
   return UnderTestFactory(name, IndexLayout::kSingle, std::move(replaced));
 }
 

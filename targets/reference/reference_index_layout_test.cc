@@ -55,8 +55,9 @@ TEST_F(IndexLayoutTest, AnIterationWithNeitherIndexIsNotFoundNamingBoth) {
   CheckpointMetadata m;
   const Status s = engine->ReadMetadata(3, &m);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
-  EXPECT_EQ(s.message(), "/ckpt/iter_0000003: no metadata.json (single index) and no writer_* "
-                         "directory (per-writer index)");
+  EXPECT_EQ(s.message(),
+            "/ckpt/iter_0000003: no metadata.json (single index) and no writer_* "
+            "directory (per-writer index)");
 }
 
 TEST_F(IndexLayoutTest, AWritersIndexThatFailsItsChecksumIsNamed) {
@@ -70,7 +71,8 @@ TEST_F(IndexLayoutTest, AWritersIndexThatFailsItsChecksumIsNamed) {
   CheckpointMetadata m;
   const Status s = engine->ReadMetadata(1, &m);
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
-  EXPECT_NE(s.message().find(path + ": fails its XXH3 checksum"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(path + ": fails its XXH3 checksum"), std::string::npos)
+      << s.ToString();
 }
 
 TEST_F(IndexLayoutTest, WritersThatDisagreeOnTheIterationAreCorruption) {
@@ -81,7 +83,8 @@ TEST_F(IndexLayoutTest, WritersThatDisagreeOnTheIterationAreCorruption) {
   for (const char* name : {"index.json", "index.xxh3"}) {
     std::string text;
     ASSERT_TRUE(ReadFileToString(&env_, std::string("/ckpt/iter_0000002/writer_00001/") + name,
-                                 1 << 20, &text).ok());
+                                 1 << 20, &text)
+                    .ok());
     ASSERT_TRUE(
         WriteFileSynced(&env_, std::string("/ckpt/iter_0000001/writer_00001/") + name, text).ok());
   }

@@ -150,8 +150,9 @@ class CheckpointReader {
         while (more && from >= stream.block_begin() + stream.block_size()) {
           CKPTSPEC_RETURN_IF_ERROR(stream.Next(&more));
         }
-        if (!more) return Status::Corruption(Path(c.extent) + ": " + ChunkName(tensor, chunk) +
-                                             " ends before its box");  // precondition broken
+        if (!more)
+          return Status::Corruption(Path(c.extent) + ": " + ChunkName(tensor, chunk) +
+                                    " ends before its box");  // precondition broken
         const uint64_t end = stream.block_begin() + stream.block_size();
         const uint64_t take = std::min(bytes, end - from);
         const uint8_t* data = stream.block() + (from - stream.block_begin());
@@ -295,10 +296,10 @@ Status ValidateTemplate(size_t rank, const ShardedStateDict& dict, bool check_bu
     int64_t volume = 0;
     CheckedVolume(t.spec.local_shape, &volume);
     if (check_buffers && t.data.size() != static_cast<uint64_t>(volume) * DTypeSize(t.spec.dtype)) {
-      return Status::InvalidArgument("load template of rank " + std::to_string(rank) +
-                                     ": tensor '" + t.spec.key + "' buffer holds " +
-                                     std::to_string(t.data.size()) + " bytes, its local shape needs " +
-                                     std::to_string(volume * DTypeSize(t.spec.dtype)));
+      return Status::InvalidArgument(
+          "load template of rank " + std::to_string(rank) + ": tensor '" + t.spec.key +
+          "' buffer holds " + std::to_string(t.data.size()) + " bytes, its local shape needs " +
+          std::to_string(volume * DTypeSize(t.spec.dtype)));
     }
   }
   for (const ShardedObject& o : dict.objects) {
@@ -354,7 +355,8 @@ Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* la
       return Status::OK();
     }
   }
-  return Status::NotFound(dir + ": no " + kMetadataFileName + " (single index) and no writer_* "
+  return Status::NotFound(dir + ": no " + kMetadataFileName +
+                          " (single index) and no writer_* "
                           "directory (per-writer index)");
 }
 
@@ -372,9 +374,8 @@ Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMet
     const std::string writer_dir = JoinPath(dir, writer);
     const std::string path = JoinPath(writer_dir, kWriterIndexFileName);
     CheckpointMetadata part;
-    CKPTSPEC_RETURN_IF_ERROR(
-        ReadIndexFile(writer_dir, kWriterIndexFileName, kWriterIndexChecksumFileName, &part,
-                      index_bytes));
+    CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(writer_dir, kWriterIndexFileName,
+                                           kWriterIndexChecksumFileName, &part, index_bytes));
     if (part.format_version < kPerWriterIndexFormatVersion) {
       return Status::Corruption(path + ": format_version: " + std::to_string(part.format_version) +
                                 " has no per-writer index (version " +
@@ -389,11 +390,13 @@ Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMet
       first = false;
     } else if (part.iteration != merged->iteration || part.world_size != merged->world_size ||
                part.common != merged->common) {
-      return Status::Corruption(path + ": iteration, world_size or common differ from the first "
+      return Status::Corruption(path +
+                                ": iteration, world_size or common differ from the first "
                                 "writer's index");
     }
     const int64_t base = static_cast<int64_t>(merged->files.size());
-    for (const FileEntry& f : part.files) merged->files.push_back(FileEntry{writer + "/" + f.name, f.size});
+    for (const FileEntry& f : part.files)
+      merged->files.push_back(FileEntry{writer + "/" + f.name, f.size});
     for (TensorEntry& t : part.tensors) {
       for (ChunkEntry& c : t.chunks) c.extent.file += base;
       auto [it, inserted] = tensor_index.emplace(t.key, merged->tensors.size());
@@ -403,10 +406,10 @@ Status ReferenceEngine::ReadPerWriterIndex(const std::string& dir, CheckpointMet
       }
       TensorEntry& into = merged->tensors[it->second];
       if (into.dtype != t.dtype || into.global_shape != t.global_shape) {
-        return Status::Corruption(path + ": tensor '" + t.key + "' has dtype " + DTypeName(t.dtype) +
-                                  " and global shape " + DimsToString(t.global_shape) +
-                                  ", another writer's index says " + DTypeName(into.dtype) + " and " +
-                                  DimsToString(into.global_shape));
+        return Status::Corruption(
+            path + ": tensor '" + t.key + "' has dtype " + DTypeName(t.dtype) +
+            " and global shape " + DimsToString(t.global_shape) + ", another writer's index says " +
+            DTypeName(into.dtype) + " and " + DimsToString(into.global_shape));
       }
       into.chunks.insert(into.chunks.end(), t.chunks.begin(), t.chunks.end());
     }
@@ -453,7 +456,8 @@ Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* meta
     uint64_t items = m.objects.size();
     for (const TensorEntry& t : m.tensors) items += t.chunks.size();
     if (items > limits.max_chunks) {
-      return LimitExceeded(index_path, items, "chunks and objects", &ResourceLimits::max_chunks, limits);
+      return LimitExceeded(index_path, items, "chunks and objects", &ResourceLimits::max_chunks,
+                           limits);
     }
     // What the checkpoint occupies on disk (the index and its files' allocated blocks): the
     // measure of how much reading it may cost.
@@ -476,19 +480,20 @@ Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* meta
       for (const ChunkEntry& c : t.chunks) to_read += c.extent.size;
     }
     for (const ObjectEntry& o : m.objects) to_read += o.extent.size;
-    const unsigned __int128 budget =
-        static_cast<unsigned __int128>(stored) * static_cast<unsigned __int128>(limits.max_read_ratio);
+    const unsigned __int128 budget = static_cast<unsigned __int128>(stored) *
+                                     static_cast<unsigned __int128>(limits.max_read_ratio);
     if (to_read > budget) {
-      return LimitExceeded(index_path + ": its items hold " + std::to_string(to_read) +
-                               " bytes, the checkpoint occupies " + std::to_string(stored) +
-                               " bytes on disk",
-                           (to_read + stored - 1) / std::max<uint64_t>(stored, 1),
-                           "bytes to read per byte stored", &ResourceLimits::max_read_ratio, limits);
+      return LimitExceeded(
+          index_path + ": its items hold " + std::to_string(to_read) +
+              " bytes, the checkpoint occupies " + std::to_string(stored) + " bytes on disk",
+          (to_read + stored - 1) / std::max<uint64_t>(stored, 1), "bytes to read per byte stored",
+          &ResourceLimits::max_read_ratio, limits);
     }
     *metadata = std::move(m);
     return Status::OK();
   } catch (const std::bad_alloc&) {
-    return Status::IOError("reading the index of " + IterationDirName(iteration) + ": out of memory");
+    return Status::IOError("reading the index of " + IterationDirName(iteration) +
+                           ": out of memory");
   }
 }
 
@@ -587,14 +592,14 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
   }
   LoadResult out;
   out.iteration = iteration;
-  const bool any_unexpected = std::any_of(unexpected.begin(), unexpected.end(),
-                                          [](const auto& v) { return !v.empty(); });
+  const bool any_unexpected =
+      std::any_of(unexpected.begin(), unexpected.end(), [](const auto& v) { return !v.empty(); });
   if (rule.unexpected == UnexpectedKeys::kRaise || rule.missing == MissingKeys::kRaise) {
     std::string msg;
     for (size_t r = 0; r < world; ++r) {
       if (!unexpected[r].empty() && rule.unexpected == UnexpectedKeys::kRaise) {
-        msg += "; rank " + std::to_string(r) + " requests keys not in the checkpoint: " +
-               JoinNames(unexpected[r]);
+        msg += "; rank " + std::to_string(r) +
+               " requests keys not in the checkpoint: " + JoinNames(unexpected[r]);
       }
     }
     if (!missing.empty() && rule.missing == MissingKeys::kRaise) {
@@ -608,14 +613,15 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
   if (rule.unexpected == UnexpectedKeys::kWarnAndDrop) {
     for (size_t r = 0; r < world; ++r) {
       if (!unexpected[r].empty()) {
-        out.warnings.push_back("rank " + std::to_string(r) + ": unexpected keys (requested, not in " +
-                               dir + "): " + JoinNames(unexpected[r]));
+        out.warnings.push_back("rank " + std::to_string(r) +
+                               ": unexpected keys (requested, not in " + dir +
+                               "): " + JoinNames(unexpected[r]));
       }
     }
   }
   if (rule.missing == MissingKeys::kWarn && !missing.empty()) {
-    out.warnings.push_back("missing keys (in " + dir + ", requested by no rank): " +
-                           JoinNames(missing));
+    out.warnings.push_back("missing keys (in " + dir +
+                           ", requested by no rank): " + JoinNames(missing));
   }
   if (rule.unexpected == UnexpectedKeys::kReturnAndDrop) out.unexpected = unexpected;
   if (rule.missing == MissingKeys::kReturn) out.missing = missing;
@@ -632,7 +638,8 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
       if (drop_unexpected && drop.count(t.spec.key)) continue;
       auto it = tensor_by_key.find(t.spec.key);
       if (it == tensor_by_key.end()) {
-        return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " + dir);
+        return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " +
+                                dir);
       }
       dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
       ShardedTensor& loaded = dict.tensors.back();
@@ -649,7 +656,8 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
         if (dst == nullptr || dst->size() != bytes) {
           return Status::InvalidArgument(who + "tensor '" + loaded.spec.key +
                                          "': the destination provider returned no destination "
-                                         "of " + std::to_string(bytes) + " bytes");
+                                         "of " +
+                                         std::to_string(bytes) + " bytes");
         }
         CKPTSPEC_RETURN_IF_ERROR(
             reader.LoadTensor(it->second, who, request.allow_shape_mismatch, loaded.spec, dst));

@@ -90,11 +90,14 @@ TEST(ReferencePlanCache, AReusedPlanWritesTheCurrentDataNotTheFirstSaves) {
   const ParameterSharding sharding = MakeSharding(4, 2, 2);
   SaveOptions options;
   options.assume_constant_structure = true;
-  for (int64_t it = 1; it <= 3; ++it) ASSERT_TRUE(h.engine->Save(it, DictsOf(sharding, 50 + it), options).ok());
+  for (int64_t it = 1; it <= 3; ++it)
+    ASSERT_TRUE(h.engine->Save(it, DictsOf(sharding, 50 + it), options).ok());
   EXPECT_EQ(h.engine->plan_cache().hits(), 2);
   for (int64_t it = 1; it <= 3; ++it) {
     LoadResult result;
-    ASSERT_TRUE(LoadInto(*h.engine, TemplatesOf(sharding), &result, StrictMode::kAssumeOkUnexpected, it).ok());
+    ASSERT_TRUE(
+        LoadInto(*h.engine, TemplatesOf(sharding), &result, StrictMode::kAssumeOkUnexpected, it)
+            .ok());
     EXPECT_EQ(CheckContent(result.state, 50 + it), "") << "iteration " << it;
   }
 }

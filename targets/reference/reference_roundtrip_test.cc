@@ -49,7 +49,8 @@ std::vector<ShardedStateDict> HandBuilt() {
   for (int64_t r = 0; r < 2; ++r) {
     dicts[r].tensors.push_back(Tensor("w", {4, 6}, {2 * r, 0}, {2, 6}, {0, 0}, 0x10 + r));
     dicts[r].tensors.push_back(Tensor("b", {6}, {0}, {6}, {0, r}, 0x20 + r));
-    dicts[r].objects.push_back(Object("rng_state", {2}, {r}, {0}, "rng of rank " + std::to_string(r)));
+    dicts[r].objects.push_back(
+        Object("rng_state", {2}, {r}, {0}, "rng of rank " + std::to_string(r)));
     dicts[r].common = {{"iteration", 7}, {"args", {{"lr", 0.5}}}};
   }
   return dicts;
@@ -89,7 +90,8 @@ TEST(ReferenceRoundTrip, ReadsARowRangeAcrossTwoChunks) {
   MemHarness h;
   auto dicts = HandBuilt();
   for (auto& d : dicts) {
-    for (size_t i = 0; i < d.tensors[0].data.size(); ++i) d.tensors[0].data[i] = static_cast<uint8_t>(i * 7 + d.tensors[0].spec.global_offset[0]);
+    for (size_t i = 0; i < d.tensors[0].data.size(); ++i)
+      d.tensors[0].data[i] = static_cast<uint8_t>(i * 7 + d.tensors[0].spec.global_offset[0]);
   }
   ASSERT_TRUE(h.engine->Save(1, dicts, SaveOptions()).ok());
   // One rank asks for rows 1..3 of "w", which straddle both saved chunks.
@@ -172,9 +174,8 @@ TEST(ReferenceRoundTrip, SameInputGivesByteIdenticalFiles) {
 struct LayoutCase {
   int64_t world, tp, pp;
 };
-const std::vector<LayoutCase> kLayouts = {{1, 1, 1}, {2, 2, 1}, {4, 4, 1}, {4, 2, 2},
-                                          {8, 2, 2}, {4, 1, 4}, {8, 4, 1}, {8, 1, 2},
-                                          {16, 4, 4}, {6, 2, 1}};
+const std::vector<LayoutCase> kLayouts = {{1, 1, 1}, {2, 2, 1}, {4, 4, 1}, {4, 2, 2},  {8, 2, 2},
+                                          {4, 1, 4}, {8, 4, 1}, {8, 1, 2}, {16, 4, 4}, {6, 2, 1}};
 
 std::string Describe(const LayoutCase& c) {
   return "world " + std::to_string(c.world) + " tp " + std::to_string(c.tp) + " pp " +
@@ -182,9 +183,13 @@ std::string Describe(const LayoutCase& c) {
 }
 
 TEST(ReferenceResharding, Tp2ToTp4AndBack) {
-  for (const auto& [from, to] : std::vector<std::pair<LayoutCase, LayoutCase>>{
-           {{2, 2, 1}, {4, 4, 1}}, {{4, 4, 1}, {2, 2, 1}}, {{4, 2, 2}, {4, 4, 1}},
-           {{8, 2, 2}, {2, 1, 1}}, {{2, 1, 1}, {8, 2, 2}}, {{4, 2, 1}, {8, 2, 1}}}) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<LayoutCase, LayoutCase>>{{{2, 2, 1}, {4, 4, 1}},
+                                                      {{4, 4, 1}, {2, 2, 1}},
+                                                      {{4, 2, 2}, {4, 4, 1}},
+                                                      {{8, 2, 2}, {2, 1, 1}},
+                                                      {{2, 1, 1}, {8, 2, 2}},
+                                                      {{4, 2, 1}, {8, 2, 1}}}) {
     MemHarness h;
     const ParameterSharding save = MakeSharding(from.world, from.tp, from.pp);
     const ParameterSharding load = MakeSharding(to.world, to.tp, to.pp);

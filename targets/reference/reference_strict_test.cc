@@ -17,7 +17,8 @@ ShardedTensor Tensor(const std::string& key, int64_t rows, int64_t rank, int64_t
   t.spec.global_offset = {rows * rank};
   t.spec.local_shape = {rows};
   t.data.resize(rows * 4);
-  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<uint8_t>(i + 16 * rank + key.size());
+  for (size_t i = 0; i < t.data.size(); ++i)
+    t.data[i] = static_cast<uint8_t>(i + 16 * rank + key.size());
   return t;
 }
 
@@ -44,7 +45,8 @@ std::vector<ShardedStateDict> Saved() {
 // "extra_o". So unexpected = {0: [extra_t], 1: [extra_o]} and missing = [rng_state].
 std::vector<ShardedStateDict> WithUnexpected() {
   std::vector<ShardedStateDict> t(2);
-  for (int64_t r = 0; r < 2; ++r) t[r].tensors.push_back(TemplateOf({{Tensor("w", 3, r, 2)}, {}, {}}).tensors[0]);
+  for (int64_t r = 0; r < 2; ++r)
+    t[r].tensors.push_back(TemplateOf({{Tensor("w", 3, r, 2)}, {}, {}}).tensors[0]);
   t[0].tensors.push_back(TemplateOf({{Tensor("extra_t", 1, 0, 2)}, {}, {}}).tensors[0]);
   t[1].tensors.push_back(TemplateOf({{Tensor("b", 2, 1, 2)}, {}, {}}).tensors[0]);
   t[1].objects.push_back(ShardedObject{Object("extra_o", 1, 2).spec, ""});
@@ -68,14 +70,14 @@ struct Expectation {
 
 const Expectation kTable[] = {
     // mode                            ok(unexp) ok(miss) warnU  warnM  retU   retM
-    {StrictMode::kAssumeOkUnexpected,  false,    true,    false, false, false, false},
-    {StrictMode::kLogUnexpected,       true,     true,    true,  false, false, false},
-    {StrictMode::kLogAll,              true,     true,    true,  true,  false, false},
-    {StrictMode::kRaiseUnexpected,     false,    true,    false, false, false, false},
-    {StrictMode::kRaiseAll,            false,    false,   false, false, false, false},
-    {StrictMode::kReturnUnexpected,    true,     true,    false, false, true,  false},
-    {StrictMode::kReturnAll,           true,     true,    false, false, true,  true},
-    {StrictMode::kIgnoreAll,           true,     true,    false, false, false, false},
+    {StrictMode::kAssumeOkUnexpected, false, true, false, false, false, false},
+    {StrictMode::kLogUnexpected, true, true, true, false, false, false},
+    {StrictMode::kLogAll, true, true, true, true, false, false},
+    {StrictMode::kRaiseUnexpected, false, true, false, false, false, false},
+    {StrictMode::kRaiseAll, false, false, false, false, false, false},
+    {StrictMode::kReturnUnexpected, true, true, false, false, true, false},
+    {StrictMode::kReturnAll, true, true, false, false, true, true},
+    {StrictMode::kIgnoreAll, true, true, false, false, false, false},
 };
 
 bool AnyWarningHas(const LoadResult& r, const std::string& needle) {

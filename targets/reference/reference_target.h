@@ -30,7 +30,8 @@ struct ReplacedParts {
 
 class ReferenceTarget : public Target {
  public:
-  ReferenceTarget(std::string name, ReferenceOptions engine, ReplacedParts replaced = ReplacedParts());
+  ReferenceTarget(std::string name, ReferenceOptions engine,
+                  ReplacedParts replaced = ReplacedParts());
 
   std::string name() const override { return name_; }
   const FrameworkLayer& framework() const override { return *framework_; }

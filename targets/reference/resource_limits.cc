@@ -36,8 +36,8 @@ Status LimitExceeded(const std::string& what, uint64_t value, const char* noun,
                      uint64_t ResourceLimits::*field, const ResourceLimits& limits) {
   const ResourceLimitInfo& info = LimitInfo(field);
   return Status::NotSupported(what + ": " + std::to_string(value) + " " + noun + " exceed " +
-                              info.name + " = " + std::to_string(limits.*field) + " (" +
-                              info.flag + " raises it)");
+                              info.name + " = " + std::to_string(limits.*field) + " (" + info.flag +
+                              " raises it)");
 }
 
 }  // namespace ckptspec

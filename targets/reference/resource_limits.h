@@ -37,11 +37,11 @@ struct ResourceLimits {
 };
 
 struct ResourceLimitInfo {
-  const char* name;                  // "max_chunks": the field, and the name in errors
-  const char* flag;                  // "--max-chunks"
-  uint64_t ResourceLimits::*field;   // its value in a ResourceLimits
-  uint64_t min, max;                 // the values the flag accepts
-  const char* meaning;               // one sentence, as in --help and docs/SECURITY.md
+  const char* name;                 // "max_chunks": the field, and the name in errors
+  const char* flag;                 // "--max-chunks"
+  uint64_t ResourceLimits::*field;  // its value in a ResourceLimits
+  uint64_t min, max;                // the values the flag accepts
+  const char* meaning;              // one sentence, as in --help and docs/SECURITY.md
 };
 
 inline constexpr size_t kResourceLimitCount = 4;

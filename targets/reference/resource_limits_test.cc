@@ -46,7 +46,8 @@ TEST(ResourceLimits, DocsTableIsTheCodeTable) {
   for (const ResourceLimitInfo& info : kResourceLimitTable) expected.push_back(CodeRow(info));
   std::string table;
   for (const std::string& row : expected) table += row + "\n";
-  EXPECT_EQ(DocumentedRows(), expected) << "docs/SECURITY.md's limits table should read:\n" << table;
+  EXPECT_EQ(DocumentedRows(), expected) << "docs/SECURITY.md's limits table should read:\n"
+                                        << table;
 }
 
 TEST(ResourceLimits, EveryFieldHasOneRowAndItsDefaultIsAccepted) {
@@ -69,9 +70,11 @@ TEST(ResourceLimits, EveryFieldHasOneRowAndItsDefaultIsAccepted) {
 TEST(ResourceLimits, ExceedingALimitNamesItAndItsFlag) {
   ResourceLimits limits;
   limits.max_chunks = 7;
-  const Status s = LimitExceeded("x/metadata.json", 9, "chunks and objects", &ResourceLimits::max_chunks, limits);
+  const Status s = LimitExceeded("x/metadata.json", 9, "chunks and objects",
+                                 &ResourceLimits::max_chunks, limits);
   EXPECT_EQ(s.code(), Status::Code::kNotSupported);
-  EXPECT_EQ(s.message(), "x/metadata.json: 9 chunks and objects exceed max_chunks = 7 (--max-chunks raises it)");
+  EXPECT_EQ(s.message(),
+            "x/metadata.json: 9 chunks and objects exceed max_chunks = 7 (--max-chunks raises it)");
 }
 
 TEST(ResourceLimits, JsonLimitsFollowThePolicy) {

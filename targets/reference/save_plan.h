@@ -29,10 +29,10 @@ namespace ckptspec {
 
 struct WriteItem {
   bool is_object = false;
-  int64_t rank = 0;    // the writing rank, whose dict holds the item
-  size_t index = 0;    // into that dict's tensors or objects
-  std::string key;     // tensor key, or object unique key
-  Box box;             // tensors: the chunk's box
+  int64_t rank = 0;  // the writing rank, whose dict holds the item
+  size_t index = 0;  // into that dict's tensors or objects
+  std::string key;   // tensor key, or object unique key
+  Box box;           // tensors: the chunk's box
 };
 
 struct SavePlan {

@@ -35,7 +35,8 @@ Status ValidateSaveInput(const std::vector<ShardedStateDict>& every_rank, bool g
     signature.ranks.push_back(SignatureOf(static_cast<int64_t>(rank), every_rank[rank]));
   }
   std::vector<Violation> violations = CheckShardingIntegrity(signature);
-  for (std::vector<Violation> more : {CheckKeyInjectivity(signature), CheckCommonState(signature)}) {
+  for (std::vector<Violation> more :
+       {CheckKeyInjectivity(signature), CheckCommonState(signature)}) {
     violations.insert(violations.end(), more.begin(), more.end());
   }
   if (!violations.empty()) {

@@ -119,14 +119,15 @@ void VerifyIteration(ReferenceEngine& engine, int64_t iteration, VerifyReport* r
   ExtentChecker checker(engine.env(), dir, md);
   for (const TensorEntry& t : md.tensors) {
     for (const ChunkEntry& c : t.chunks) {
-      const std::string f = checker.Check(c.extent, "tensor '" + t.key + "' chunk " + BoxToString(c.box),
-                                          &report->bytes_checked);
+      const std::string f = checker.Check(
+          c.extent, "tensor '" + t.key + "' chunk " + BoxToString(c.box), &report->bytes_checked);
       if (!f.empty()) report->findings.push_back(f);
       ++report->chunks_checked;
     }
   }
   for (const ObjectEntry& o : md.objects) {
-    const std::string f = checker.Check(o.extent, "object '" + o.UniqueKey() + "'", &report->bytes_checked);
+    const std::string f =
+        checker.Check(o.extent, "object '" + o.UniqueKey() + "'", &report->bytes_checked);
     if (!f.empty()) report->findings.push_back(f);
     ++report->objects_checked;
   }
@@ -192,7 +193,8 @@ Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations,
   }
 }
 
-Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations, VerifyReport* report) {
+Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations,
+                        VerifyReport* report) {
   return VerifyCheckpoint(env, root, all_iterations, ResourceLimits(), report);
 }
 

@@ -31,11 +31,11 @@
 namespace ckptspec {
 
 struct VerifyReport {
-  std::vector<int64_t> iterations;      // the iterations checked
-  int64_t chunks_checked = 0;           // tensor chunks whose checksum was verified
+  std::vector<int64_t> iterations;  // the iterations checked
+  int64_t chunks_checked = 0;       // tensor chunks whose checksum was verified
   int64_t objects_checked = 0;
   uint64_t bytes_checked = 0;
-  std::vector<std::string> findings;    // empty: the checkpoint is sound
+  std::vector<std::string> findings;  // empty: the checkpoint is sound
   bool ok() const { return findings.empty(); }
 };
 
@@ -44,6 +44,7 @@ struct VerifyReport {
 Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations,
                         const ResourceLimits& limits, VerifyReport* report);
 // The same under the default limits.
-Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations, VerifyReport* report);
+Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations,
+                        VerifyReport* report);
 
 }  // namespace ckptspec

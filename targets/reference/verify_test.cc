@@ -17,7 +17,8 @@ using testing_util::MemHarness;
 // Replaces /ckpt's metadata of `iteration` with `change` applied (its checksum file to match, so
 // that only the change is wrong); *md receives the changed metadata.
 void RewriteMetadata(MemEnv* env, int64_t iteration,
-                     const std::function<void(CheckpointMetadata*)>& change, CheckpointMetadata* md) {
+                     const std::function<void(CheckpointMetadata*)>& change,
+                     CheckpointMetadata* md) {
   const std::string dir = "/ckpt/" + IterationDirName(iteration);
   std::string text;
   ASSERT_TRUE(ReadFileToString(env, dir + "/" + kMetadataFileName, kMaxMetadataBytes, &text).ok());
@@ -51,17 +52,21 @@ TEST(Verify, FlippedByteIsAFindingNamingTheFile) {
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
   ASSERT_EQ(report.findings.size(), 1u);
-  EXPECT_NE(report.findings[0].find("checksum mismatch in " + shard), std::string::npos) << report.findings[0];
+  EXPECT_NE(report.findings[0].find("checksum mismatch in " + shard), std::string::npos)
+      << report.findings[0];
 }
 
 TEST(Verify, TrackerNamingAMissingIterationIsAFinding) {
   MemHarness h;
   ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
-  ASSERT_TRUE(ReplaceFileAtomically(&h.env, "/ckpt/latest_checkpointed_iteration.txt", EncodeTracker(9)).ok());
+  ASSERT_TRUE(
+      ReplaceFileAtomically(&h.env, "/ckpt/latest_checkpointed_iteration.txt", EncodeTracker(9))
+          .ok());
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
   ASSERT_FALSE(report.ok());
-  EXPECT_NE(report.findings[0].find("tracker names iteration 9"), std::string::npos) << report.findings[0];
+  EXPECT_NE(report.findings[0].find("tracker names iteration 9"), std::string::npos)
+      << report.findings[0];
 }
 
 // Found by checkpoint_dir_fuzzer: a tensor whose metadata lists no chunk at all was missing from
@@ -70,14 +75,19 @@ TEST(Verify, TensorWithoutChunksIsACoverageFinding) {
   MemHarness h;
   ASSERT_TRUE(h.engine->Save(3, DictsOf(MakeSharding(2, 2, 1), 1), SaveOptions()).ok());
   CheckpointMetadata md;
-  ASSERT_NO_FATAL_FAILURE(RewriteMetadata(&h.env, 3, [](CheckpointMetadata* m) {
-    ASSERT_FALSE(m->tensors.empty());
-    m->tensors[0].chunks.clear();
-  }, &md));
+  ASSERT_NO_FATAL_FAILURE(RewriteMetadata(
+      &h.env, 3,
+      [](CheckpointMetadata* m) {
+        ASSERT_FALSE(m->tensors.empty());
+        m->tensors[0].chunks.clear();
+      },
+      &md));
   VerifyReport report;
   ASSERT_TRUE(VerifyCheckpoint(&h.env, "/ckpt", false, &report).ok());
-  ASSERT_EQ(report.findings.size(), 1u) << (report.findings.empty() ? "no finding" : report.findings[1]);
-  EXPECT_NE(report.findings[0].find("coverage: tensor '" + md.tensors[0].key + "'"), std::string::npos)
+  ASSERT_EQ(report.findings.size(), 1u)
+      << (report.findings.empty() ? "no finding" : report.findings[1]);
+  EXPECT_NE(report.findings[0].find("coverage: tensor '" + md.tensors[0].key + "'"),
+            std::string::npos)
       << report.findings[0];
 }
 
