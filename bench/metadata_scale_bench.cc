@@ -78,7 +78,8 @@ void BM_VerifyMetadataHeavy(benchmark::State& state) {
     if (!s.ok() || !report.ok()) state.SkipWithError("the checkpoint does not verify");
   }
   Report(state, metadata_bytes, peak_growth);
-  Env::Posix()->RemoveTree(root);
+  if (!Env::Posix()->RemoveTree(root).ok())
+    state.SkipWithError("cannot remove the benchmark's files");
 }
 BENCHMARK(BM_VerifyMetadataHeavy)
     ->Arg(25000)
@@ -105,7 +106,8 @@ void BM_ReadMetadataHeavy(benchmark::State& state) {
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
   Report(state, metadata_bytes, peak_growth);
-  Env::Posix()->RemoveTree(root);
+  if (!Env::Posix()->RemoveTree(root).ok())
+    state.SkipWithError("cannot remove the benchmark's files");
 }
 BENCHMARK(BM_ReadMetadataHeavy)
     ->Arg(25000)

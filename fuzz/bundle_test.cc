@@ -80,7 +80,8 @@ TEST(BundleMutator, KeepsInputsBundlesAndMostlySound) {
     MemEnv env;
     if (!MaterializeBundle(mutated, &env, "/m").ok()) continue;
     VerifyReport report;
-    VerifyCheckpoint(&env, "/m", true, &report);
+    // What verify found is in the report, read below; its Status says the same.
+    VerifyCheckpoint(&env, "/m", true, &report).IgnoreError();
     if (!report.ok()) {
       ++unsound;
       continue;

@@ -64,7 +64,8 @@ void LoadWithFramework(Target& target, const Bundle& bundle) {
   ResumeOptions options;
   options.strict = static_cast<StrictMode>(BundleStrictMode(bundle));
   std::vector<TrainingState> states;
-  ResumeRun(target, seed.run, options, &states);
+  // The fuzzer checks that reading ends without a crash or UB; any verdict is a valid outcome.
+  ResumeRun(target, seed.run, options, &states).IgnoreError();
 }
 
 void LoadFromMetadata(ReferenceEngine& engine, const Bundle& bundle, const VerifyReport& report) {
@@ -101,7 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MemEnv env;
   if (!MaterializeBundle(bundle, &env, kRoot).ok()) return 0;
   VerifyReport report;
-  VerifyCheckpoint(&env, kRoot, BundleVerifyAll(bundle), &report);
+  // The fuzzer checks that reading ends without a crash or UB; any verdict is a valid outcome.
+  VerifyCheckpoint(&env, kRoot, BundleVerifyAll(bundle), &report).IgnoreError();
 
   ReferenceOptions engine;
   engine.env = &env;

@@ -20,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       "re-encoded metadata does not parse");
   CKPTSPEC_FUZZ_CHECK(EncodeMetadata(again) == encoded, "metadata does not round-trip");
   int64_t iteration;
-  DecodeTracker(text, "latest_checkpointed_iteration.txt", &iteration);
+  // The fuzzer checks that reading ends without a crash or UB; any verdict is a valid outcome.
+  DecodeTracker(text, "latest_checkpointed_iteration.txt", &iteration).IgnoreError();
   return 0;
 }

@@ -60,6 +60,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             again.code() == error.code() && again.message() == error.message(),
                         "an error does not round-trip");
   }
-  if (message.is_object() && message.contains("error")) ErrorFromJson(message["error"], &error);
+  // The fuzzer checks that reading ends without a crash or UB; any verdict is a valid outcome.
+  if (message.is_object() && message.contains("error")) {
+    ErrorFromJson(message["error"], &error).IgnoreError();
+  }
   return 0;
 }

@@ -118,7 +118,8 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
     const RankOrder order = GenOrder();
     if (!Layout::Make(chosen.world, chosen.sizes, order, &out.layout).ok()) {
       // The order moved pp's stages apart for this expert split: keep the default order.
-      Layout::Make(chosen.world, chosen.sizes, RankOrder(), &out.layout);
+      // The sizes were chosen valid under the default order: this Make does not fail.
+      Layout::Make(chosen.world, chosen.sizes, RankOrder(), &out.layout).IgnoreError();
     }
     out.model = GenModelFor(chosen.sizes);
     return out;

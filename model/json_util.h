@@ -86,6 +86,9 @@ void AppendJsonPathIndex(uint64_t index, std::string* path);
 class JsonStreamHandler {
  public:
   enum class Action { kKeep, kStream, kSkip };
+  JsonStreamHandler() = default;
+  JsonStreamHandler(const JsonStreamHandler&) = delete;  // a polymorphic base: never copied
+  JsonStreamHandler& operator=(const JsonStreamHandler&) = delete;
   virtual ~JsonStreamHandler() = default;
   // Called when a value begins whose parent is kept or being streamed. Members and elements of a
   // streamed value are classified too, so a streamed value can stream its own parts.

@@ -110,7 +110,8 @@ std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& par
       id.min_lr = sched_min_lr;
     }
     ParamGroupKey key;
-    IdentityKey(id, IdentityKeySet::kWithLrBounds, "default group", &key);  // all present, finite
+    // Cannot fail: every field of a group built from the config is present and finite.
+    IdentityKey(id, IdentityKeySet::kWithLrBounds, "default group", &key).IgnoreError();
     auto it = index.find(key);
     if (it == index.end()) {
       ParamGroup g;

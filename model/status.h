@@ -1,7 +1,8 @@
 // Status: the result of an operation that can fail, in the style of LevelDB.
 //
 // Contract: functions that can fail on bad input return a Status (and write results through out
-// parameters); they never assert and never throw. A non-OK Status carries a code and a message
+// parameters); they never assert and never throw. Status is [[nodiscard]] (and the build makes an
+// ignored result an error): a caller checks it, returns it, or says IgnoreError(). A non-OK Status carries a code and a message
 // that names what is wrong (the field and the value, the file, the key, the ranks).
 #pragma once
 
@@ -10,7 +11,7 @@
 
 namespace ckptspec {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk = 0,
@@ -46,6 +47,10 @@ class Status {
 
   // Returns a copy whose message is prefixed with `context` and ": ".
   Status WithContext(const std::string& context) const;
+
+  // Drops the Status on purpose: for best-effort steps whose failure has nowhere to go (cleanup
+  // after an error already being returned). Every use says why in a comment beside it.
+  void IgnoreError() const {}
 
  private:
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}

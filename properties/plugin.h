@@ -27,6 +27,9 @@ namespace ckptspec {
 
 class TargetRegistrar {
  public:
+  TargetRegistrar() = default;
+  TargetRegistrar(const TargetRegistrar&) = delete;  // a polymorphic base: never copied
+  TargetRegistrar& operator=(const TargetRegistrar&) = delete;
   virtual ~TargetRegistrar() = default;
   // Registers one target; its name is what --target selects (it must not clash with a built-in
   // target's name).

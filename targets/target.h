@@ -82,6 +82,9 @@ struct Capabilities {
 // The engine layer.
 class Engine {
  public:
+  Engine() = default;
+  Engine(const Engine&) = delete;  // a polymorphic base: never copied
+  Engine& operator=(const Engine&) = delete;
   virtual ~Engine() = default;
   virtual Capabilities capabilities() const = 0;
   virtual Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
@@ -106,6 +109,9 @@ class Engine {
 //    rules applied (flags, copy refresh, scheduler, RNG, data iterator); named errors otherwise.
 class FrameworkLayer {
  public:
+  FrameworkLayer() = default;
+  FrameworkLayer(const FrameworkLayer&) = delete;  // a polymorphic base: never copied
+  FrameworkLayer& operator=(const FrameworkLayer&) = delete;
   virtual ~FrameworkLayer() = default;
   virtual Status ToStateDicts(const HeterogeneousLayout& layout,
                               const std::vector<TrainingState>& states,
@@ -142,6 +148,9 @@ class CanonicalFramework : public FrameworkLayer {
 // A target: a name, a framework layer and an engine layer.
 class Target {
  public:
+  Target() = default;
+  Target(const Target&) = delete;  // a polymorphic base: never copied
+  Target& operator=(const Target&) = delete;
   virtual ~Target() = default;
   virtual std::string name() const = 0;
   virtual const FrameworkLayer& framework() const = 0;

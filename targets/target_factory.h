@@ -21,6 +21,9 @@ namespace ckptspec {
 
 class TargetUnderTest {
  public:
+  TargetUnderTest() = default;
+  TargetUnderTest(const TargetUnderTest&) = delete;  // a polymorphic base: never copied
+  TargetUnderTest& operator=(const TargetUnderTest&) = delete;
   virtual ~TargetUnderTest() = default;
   virtual Target& target() = 0;
   // The in-memory Env holding the target's storage, or null.

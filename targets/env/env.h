@@ -26,6 +26,9 @@ namespace ckptspec {
 
 class WritableFile {
  public:
+  WritableFile() = default;
+  WritableFile(const WritableFile&) = delete;  // a polymorphic base: never copied
+  WritableFile& operator=(const WritableFile&) = delete;
   virtual ~WritableFile() = default;
   virtual Status Append(const void* data, size_t size) = 0;
   // Makes everything appended so far durable.
@@ -36,6 +39,9 @@ class WritableFile {
 
 class RandomAccessFile {
  public:
+  RandomAccessFile() = default;
+  RandomAccessFile(const RandomAccessFile&) = delete;  // a polymorphic base: never copied
+  RandomAccessFile& operator=(const RandomAccessFile&) = delete;
   virtual ~RandomAccessFile() = default;
   // Reads up to `size` bytes at `offset` into `out`; *bytes_read < size only at the end of file.
   virtual Status Read(uint64_t offset, size_t size, void* out, size_t* bytes_read) const = 0;
@@ -43,6 +49,9 @@ class RandomAccessFile {
 
 class Env {
  public:
+  Env() = default;
+  Env(const Env&) = delete;  // a polymorphic base: never copied
+  Env& operator=(const Env&) = delete;
   virtual ~Env() = default;
 
   // The process-wide POSIX environment (never deleted).

@@ -334,8 +334,8 @@ Status MemEnv::RenameFile(const std::string& src, const std::string& dst) {
   if (moving.is_dir) {
     // A directory may not move under itself.
     std::vector<std::string> s, d;
-    SplitPath(src, &s);
-    SplitPath(dst, &d);
+    CKPTSPEC_RETURN_IF_ERROR(SplitPath(src, &s));
+    CKPTSPEC_RETURN_IF_ERROR(SplitPath(dst, &d));
     if (d.size() > s.size() && std::equal(s.begin(), s.end(), d.begin())) {
       return Status::InvalidArgument(src + " -> " + dst + ": moves a directory under itself");
     }

@@ -35,7 +35,7 @@ class PosixConfinedViewTest : public testing::Test {
     ASSERT_TRUE(WriteFileSynced(env, JoinPath(outside_, "secret"), "outside bytes").ok());
     ASSERT_TRUE(env->NewConfinedView(root_, &view_).ok());
   }
-  void TearDown() override { Env::Posix()->RemoveTree(top_); }
+  void TearDown() override { EXPECT_TRUE(Env::Posix()->RemoveTree(top_).ok()); }
 
   void Link(const std::string& target, const std::string& at) {
     ASSERT_EQ(::symlink(target.c_str(), JoinPath(root_, at).c_str()), 0) << at;

@@ -35,7 +35,8 @@ namespace {
 class PosixWritableFile : public WritableFile {
  public:
   PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
-  ~PosixWritableFile() override { Close(); }
+  // A destructor has nowhere to report: a caller that needs the result calls Close() first.
+  ~PosixWritableFile() override { Close().IgnoreError(); }
 
   Status Append(const void* data, size_t size) override {
     if (fd_ < 0) return Status::FailedPrecondition(path_ + ": append after close");

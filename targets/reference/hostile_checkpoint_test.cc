@@ -44,7 +44,7 @@ class TempDir {
     path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
   }
   ~TempDir() {
-    if (!path_.empty()) Env::Posix()->RemoveTree(path_);
+    if (!path_.empty()) EXPECT_TRUE(Env::Posix()->RemoveTree(path_).ok());
   }
   const std::string& path() const { return path_; }
 

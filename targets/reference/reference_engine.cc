@@ -26,7 +26,9 @@ ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(
   }
 }
 
-ReferenceEngine::~ReferenceEngine() { Finalize(); }
+// A destructor has nowhere to report: a pending save's error is for an explicit Finalize (the
+// engine contract); this one only lets the save finish.
+ReferenceEngine::~ReferenceEngine() { Finalize().IgnoreError(); }
 
 Capabilities ReferenceEngine::capabilities() const {
   Capabilities c;

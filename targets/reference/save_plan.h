@@ -47,6 +47,9 @@ Status ResolvePlan(const SavePlan& plan, const std::vector<ShardedStateDict>& ev
 
 class PlanCache {
  public:
+  PlanCache() = default;
+  PlanCache(const PlanCache&) = delete;  // a polymorphic base: never copied
+  PlanCache& operator=(const PlanCache&) = delete;
   virtual ~PlanCache() = default;
   // The cached plan if it was made for a structure with this fingerprint; otherwise nullptr.
   virtual const SavePlan* Lookup(uint64_t fingerprint) const;

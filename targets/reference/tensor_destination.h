@@ -26,6 +26,9 @@ namespace ckptspec {
 
 class TensorDestination {
  public:
+  TensorDestination() = default;
+  TensorDestination(const TensorDestination&) = delete;  // a polymorphic base: never copied
+  TensorDestination& operator=(const TensorDestination&) = delete;
   virtual ~TensorDestination() = default;
   virtual uint64_t size() const = 0;
   virtual Status Write(uint64_t offset, const void* src, uint64_t n) = 0;
@@ -49,6 +52,9 @@ class HostTensorDestination : public TensorDestination {
 
 class DestinationProvider {
  public:
+  DestinationProvider() = default;
+  DestinationProvider(const DestinationProvider&) = delete;  // a polymorphic base: never copied
+  DestinationProvider& operator=(const DestinationProvider&) = delete;
   virtual ~DestinationProvider() = default;
   // The destination for tensor `spec` of rank `rank`, of exactly `bytes` bytes (the volume of
   // spec.box() times the element size). The provider owns it.
