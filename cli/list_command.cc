@@ -1,6 +1,7 @@
 #include "cli/list_command.h"
 
 #include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,7 @@
 namespace ckptspec {
 namespace {
 
-// "B06 B10" -> "B06, B10"; "" -> the dash.
+// {"B06", "B10"} -> "B06, B10"; none -> the dash.
 std::string CommaList(const std::vector<std::string>& ids) {
   if (ids.empty()) return "—";
   std::string out;
@@ -19,17 +20,11 @@ std::string CommaList(const std::vector<std::string>& ids) {
   return out;
 }
 
+// "B06 B10" -> {"B06", "B10"}.
 std::vector<std::string> Words(const std::string& text) {
   std::vector<std::string> words;
-  std::string word;
-  for (char c : text + " ") {
-    if (c != ' ') {
-      word += c;
-    } else if (!word.empty()) {
-      words.push_back(word);
-      word.clear();
-    }
-  }
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
   return words;
 }
 
