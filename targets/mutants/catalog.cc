@@ -135,15 +135,6 @@ std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id) {
   return killed;
 }
 
-std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env,
-                                             const std::string& root, AsyncExecution async) {
-  ReferenceOptions engine;
-  engine.env = env;
-  engine.root = root;
-  engine.async_execution = async;
-  return std::make_unique<ReferenceTarget>(info.id, std::move(engine), info.parts());
-}
-
 TargetFactory MutantFactory(const MutantInfo& info) {
   return MutantTargetFactory(info.id, info.parts);
 }

@@ -13,11 +13,9 @@
 //  - parts() builds fresh, independent parts each call.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "targets/env/env.h"
 #include "targets/mutants/mutant_target.h"
 #include "targets/reference/reference_target.h"
 #include "targets/target_factory.h"
@@ -41,10 +39,6 @@ std::vector<std::string> KillerIds(const MutantInfo& info);
 // The catalog entries that name `property_id` ("P6") among their killers, in catalog order.
 std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id);
 
-// The mutant as a target on `env` under `root`: the reference target with the entry's parts.
-std::unique_ptr<ReferenceTarget> BuildMutant(const MutantInfo& info, Env* env,
-                                             const std::string& root,
-                                             AsyncExecution async = AsyncExecution::kDeferred);
 // A TargetFactory (fresh MemEnv per target) named by the id.
 TargetFactory MutantFactory(const MutantInfo& info);
 
