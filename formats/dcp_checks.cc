@@ -1,0 +1,304 @@
+#include "formats/dcp_checks.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "model/box.h"
+#include "model/sharded.h"
+#include "model/validate.h"
+
+namespace ckptspec {
+namespace {
+
+using Kind = PyValue::Kind;
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+
+uint64_t KeyHash(const PickleDocument& doc, std::string_view fqn, PyValue offset) {
+  uint64_t h = std::hash<std::string_view>()(fqn);
+  if (offset.is(Kind::kNone)) return Mix(h, 0x5A5A);
+  for (const PyValue& d : doc.Items(offset)) h = Mix(h, static_cast<uint64_t>(doc.Int(d)));
+  return Mix(h, doc.Len(offset));
+}
+
+bool SameOffset(const PickleDocument& doc, PyValue a, PyValue b) {
+  if (a.is(Kind::kNone) || b.is(Kind::kNone)) return a.is(Kind::kNone) && b.is(Kind::kNone);
+  const PySpan x = doc.Items(a), y = doc.Items(b);
+  if (x.size != y.size) return false;
+  for (size_t i = 0; i < x.size; ++i) {
+    if (doc.Int(x[i]) != doc.Int(y[i])) return false;
+  }
+  return true;
+}
+
+std::string OffsetText(const DcpMetadata& md, PyValue offset) {
+  return offset.is(Kind::kNone) ? std::string("None") : DimsToString(md.Shape(offset));
+}
+
+// The findings of one check, at most kMaxFindingsPerCheck of them listed.
+class Findings {
+ public:
+  Findings(std::string check, DcpIndexReport* report) : check_(std::move(check)), report_(report) {}
+  ~Findings() {
+    if (count_ > kMaxFindingsPerCheck) {
+      report_->findings.push_back(check_ + ": " + std::to_string(count_ - kMaxFindingsPerCheck) +
+                                  " more finding(s) of this check not listed");
+    }
+  }
+  void Add(const std::string& message) {
+    if (++count_ <= kMaxFindingsPerCheck) report_->findings.push_back(check_ + ": " + message);
+  }
+
+ private:
+  std::string check_;
+  DcpIndexReport* report_;
+  size_t count_ = 0;
+};
+
+void CheckTiling(const DcpMetadata& md, const DcpStorageIndex& index, DcpIndexReport* report) {
+  Findings findings("tiling", report);
+  const PickleDocument& doc = md.doc();
+  for (size_t t = 0; t < md.tensors().size(); ++t) {
+    const DcpTensor& tensor = md.tensors()[t];
+    const Dims shape = md.Shape(tensor.size);
+    const PySpan chunks = doc.Items(tensor.chunks);
+    report->chunks += static_cast<int64_t>(chunks.size);
+    bool consistent = true;
+    std::map<int64_t, RankSignature> ranks;
+    for (size_t c = 0; c < chunks.size; ++c) {
+      const Box box = md.ChunkBox(chunks[c]);
+      if (box.offset.size() != shape.size() || box.shape.size() != shape.size()) {
+        findings.Add("tensor " + QuotedName(tensor.fqn) + " of shape " + DimsToString(shape) +
+                     ": chunk " + std::to_string(c) + " has offsets " + DimsToString(box.offset) +
+                     " and sizes " + DimsToString(box.shape) + ", not one per axis");
+        consistent = false;
+        continue;
+      }
+      const int64_t entry = index.chunk_entries[t][c];
+      const int64_t rank =
+          entry < 0 ? 0 : std::max<int64_t>(0, WriterRankOfFile(md.storage(entry).relative_path));
+      TensorSpec spec;
+      spec.key = std::string(tensor.fqn);
+      spec.global_shape = shape;
+      spec.global_offset = box.offset;
+      spec.local_shape = box.shape;
+      ranks[rank].tensors.push_back(std::move(spec));
+    }
+    if (!consistent) continue;
+    int64_t volume = 0;
+    if (chunks.size == 0) {
+      if (CheckedVolume(shape, &volume) && volume == 0) continue;
+      findings.Add("tensor " + QuotedName(tensor.fqn) + " of shape " + DimsToString(shape) +
+                   " has no chunks: none of its elements is saved");
+      continue;
+    }
+    GlobalSignature sig;
+    for (auto& [rank, rs] : ranks) {
+      rs.rank = rank;
+      sig.ranks.push_back(std::move(rs));
+    }
+    for (const Violation& v : CheckShardingIntegrity(sig)) findings.Add(v.ToString());
+  }
+}
+
+void CheckStorageEntries(const DcpMetadata& md, const DcpStorageIndex& index,
+                         DcpIndexReport* report) {
+  Findings findings("storage", report);
+  const PickleDocument& doc = md.doc();
+  for (size_t t = 0; t < md.tensors().size(); ++t) {
+    const DcpTensor& tensor = md.tensors()[t];
+    const PySpan chunks = doc.Items(tensor.chunks);
+    for (size_t c = 0; c < chunks.size; ++c) {
+      if (index.chunk_entries[t][c] >= 0) continue;
+      const Box box = md.ChunkBox(chunks[c]);
+      findings.Add("tensor " + QuotedName(tensor.fqn) + ": chunk " + BoxToString(box) +
+                   " has no storage_data entry: its bytes are nowhere");
+    }
+  }
+  for (size_t b = 0; b < md.bytes_items().size(); ++b) {
+    if (index.bytes_entries[b] >= 0) continue;
+    findings.Add("bytes item " + QuotedName(md.bytes_items()[b]) +
+                 " has no storage_data entry: its bytes are nowhere");
+  }
+  for (size_t e = 0; e < md.storage_count(); ++e) {
+    if (index.entry_used[e]) continue;
+    const DcpStorageEntry entry = md.storage(e);
+    findings.Add("storage_data entry for " + QuotedName(entry.fqn) + " at offset " +
+                 OffsetText(md, entry.offset) + " (" + QuotedName(entry.relative_path) +
+                 ") belongs to no chunk or bytes item of state_dict_metadata");
+  }
+  for (size_t e : index.duplicate_entries) {
+    const DcpStorageEntry entry = md.storage(e);
+    findings.Add("two storage_data entries for " + QuotedName(entry.fqn) + " at offset " +
+                 OffsetText(md, entry.offset));
+  }
+}
+
+bool IsPlainFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  for (char c : name) {
+    if (c == '/' || c == '\\' || c == '\0') return false;
+  }
+  return true;
+}
+
+void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report) {
+  Findings findings("files", report);
+  struct FileInfo {
+    bool usable = false;
+    uint64_t size = 0;
+    int64_t entries = 0;
+  };
+  std::unordered_map<std::string_view, size_t> file_ids;
+  std::vector<std::string_view> names;
+  std::vector<FileInfo> files;
+  struct Extent {
+    size_t file;
+    int64_t begin, end;
+    size_t entry;
+  };
+  std::vector<Extent> extents;
+  extents.reserve(md.storage_count());
+  for (size_t e = 0; e < md.storage_count(); ++e) {
+    const DcpStorageEntry entry = md.storage(e);
+    if (entry.transformed) ++report->transformed_entries;
+    auto [it, inserted] = file_ids.emplace(entry.relative_path, files.size());
+    if (inserted) {
+      names.push_back(entry.relative_path);
+      FileInfo info;
+      if (!IsPlainFileName(entry.relative_path)) {
+        findings.Add("storage_data names " + QuotedName(entry.relative_path) +
+                     ", not a file of the checkpoint directory");
+      } else if (file_size(entry.relative_path, &info.size)) {
+        info.usable = true;
+      }
+      files.push_back(info);
+    }
+    FileInfo& file = files[it->second];
+    ++file.entries;
+    if (!file.usable) continue;
+    const std::string what = QuotedName(entry.fqn) + " at offset " + OffsetText(md, entry.offset);
+    if (entry.offset_in_file < 0 || entry.length < 0 ||
+        static_cast<uint64_t>(entry.offset_in_file) > file.size ||
+        static_cast<uint64_t>(entry.length) >
+            file.size - static_cast<uint64_t>(entry.offset_in_file)) {
+      findings.Add(what + ": bytes [" + std::to_string(entry.offset_in_file) + ", " +
+                   std::to_string(entry.offset_in_file) + " + " + std::to_string(entry.length) +
+                   ") lie outside " + QuotedName(entry.relative_path) + " (" +
+                   std::to_string(file.size) + " bytes)");
+      continue;
+    }
+    if (entry.length > 0) {
+      extents.push_back({it->second, entry.offset_in_file, entry.offset_in_file + entry.length, e});
+    }
+  }
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (files[f].usable || !IsPlainFileName(names[f])) continue;
+    findings.Add(QuotedName(names[f]) +
+                 " is missing (or not a regular file): " + std::to_string(files[f].entries) +
+                 " storage_data entr" + (files[f].entries == 1 ? "y names" : "ies name") + " it");
+  }
+  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
+    return a.file != b.file ? a.file < b.file : a.begin < b.begin;
+  });
+  // Sorted by start: an extent overlaps an earlier one of its file iff it starts before the
+  // furthest end reached so far; it is reported with the extent that reaches furthest.
+  size_t reach = 0;
+  for (size_t i = 1; i < extents.size(); ++i) {
+    const Extent& a = extents[reach];
+    const Extent& b = extents[i];
+    if (a.file != b.file || b.begin >= a.end) {
+      if (a.file != b.file || b.end > a.end) reach = i;
+      continue;
+    }
+    const DcpStorageEntry x = md.storage(a.entry), y = md.storage(b.entry);
+    findings.Add(QuotedName(names[a.file]) + ": bytes [" + std::to_string(b.begin) + ", " +
+                 std::to_string(std::min(a.end, b.end)) + ") belong to both " + QuotedName(x.fqn) +
+                 " at offset " + OffsetText(md, x.offset) + " and " + QuotedName(y.fqn) +
+                 " at offset " + OffsetText(md, y.offset));
+    if (b.end > a.end) reach = i;
+  }
+}
+
+}  // namespace
+
+int64_t WriterRankOfFile(std::string_view name) {
+  if (name.size() < 3 || name.substr(0, 2) != "__") return -1;
+  int64_t rank = 0;
+  size_t i = 2;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i < 12; ++i) {
+    rank = rank * 10 + (name[i] - '0');
+  }
+  if (i == 2 || i >= name.size() || name[i] != '_') return -1;
+  return rank;
+}
+
+DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
+  const PickleDocument& doc = md.doc();
+  DcpStorageIndex index;
+  const size_t n = md.storage_count();
+  index.entry_used.assign(n, 0);
+  std::vector<std::pair<uint64_t, size_t>> by_hash(n);
+  std::vector<DcpStorageEntry> keys;
+  for (size_t e = 0; e < n; ++e) {
+    const DcpStorageEntry entry = md.storage(e);
+    by_hash[e] = {KeyHash(doc, entry.fqn, entry.offset), e};
+  }
+  std::sort(by_hash.begin(), by_hash.end());
+  auto same_key = [&](size_t e, std::string_view fqn, PyValue offset) {
+    const DcpStorageEntry entry = md.storage(e);
+    return entry.fqn == fqn && SameOffset(doc, entry.offset, offset);
+  };
+  for (size_t i = 1; i < n; ++i) {
+    if (by_hash[i].first != by_hash[i - 1].first) continue;
+    const DcpStorageEntry entry = md.storage(by_hash[i].second);
+    for (size_t j = i; j-- > 0 && by_hash[j].first == by_hash[i].first;) {
+      if (same_key(by_hash[j].second, entry.fqn, entry.offset)) {
+        index.duplicate_entries.push_back(std::max(by_hash[i].second, by_hash[j].second));
+        break;
+      }
+    }
+  }
+  auto find = [&](std::string_view fqn, PyValue offset) -> int64_t {
+    const uint64_t h = KeyHash(doc, fqn, offset);
+    auto it = std::lower_bound(by_hash.begin(), by_hash.end(), std::make_pair(h, size_t{0}));
+    for (; it != by_hash.end() && it->first == h; ++it) {
+      if (same_key(it->second, fqn, offset)) {
+        index.entry_used[it->second] = 1;
+        return static_cast<int64_t>(it->second);
+      }
+    }
+    return -1;
+  };
+  index.chunk_entries.resize(md.tensors().size());
+  for (size_t t = 0; t < md.tensors().size(); ++t) {
+    const DcpTensor& tensor = md.tensors()[t];
+    const PySpan chunks = doc.Items(tensor.chunks);
+    index.chunk_entries[t].resize(chunks.size);
+    for (size_t c = 0; c < chunks.size; ++c) {
+      index.chunk_entries[t][c] = find(tensor.fqn, doc.Field(chunks[c], "offsets"));
+    }
+  }
+  for (std::string_view fqn : md.bytes_items()) index.bytes_entries.push_back(find(fqn, PyValue()));
+  for (size_t e : index.duplicate_entries) index.entry_used[e] = 1;  // reported as duplicates
+  return index;
+}
+
+void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report) {
+  *report = DcpIndexReport();
+  report->tensors = static_cast<int64_t>(md.tensors().size());
+  report->bytes_items = static_cast<int64_t>(md.bytes_items().size());
+  report->storage_entries = static_cast<int64_t>(md.storage_count());
+  const DcpStorageIndex index = IndexDcpStorage(md);
+  CheckTiling(md, index, report);
+  CheckStorageEntries(md, index, report);
+  CheckFiles(md, file_size, report);
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,970 @@
+#include "formats/pickle_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "formats/pickle_globals.h"
+#include "formats/quoted_name.h"
+
+namespace ckptspec {
+namespace {
+
+using Kind = PyValue::Kind;
+
+// Opcodes (CPython's Lib/pickle.py names).
+enum Opcode : uint8_t {
+  kMark = '(',
+  kStop = '.',
+  kPop = '0',
+  kPopMark = '1',
+  kDup = '2',
+  kFloatText = 'F',
+  kIntText = 'I',
+  kBinInt = 'J',
+  kBinInt1 = 'K',
+  kLongText = 'L',
+  kBinInt2 = 'M',
+  kNone = 'N',
+  kPersId = 'P',
+  kBinPersId = 'Q',
+  kReduce = 'R',
+  kStringText = 'S',
+  kBinString = 'T',
+  kShortBinString = 'U',
+  kUnicodeText = 'V',
+  kBinUnicode = 'X',
+  kAppend = 'a',
+  kBuild = 'b',
+  kGlobal = 'c',
+  kDict = 'd',
+  kEmptyDict = '}',
+  kAppends = 'e',
+  kGet = 'g',
+  kBinGet = 'h',
+  kInst = 'i',
+  kLongBinGet = 'j',
+  kList = 'l',
+  kEmptyList = ']',
+  kObj = 'o',
+  kPut = 'p',
+  kBinPut = 'q',
+  kLongBinPut = 'r',
+  kSetItem = 's',
+  kTuple = 't',
+  kEmptyTuple = ')',
+  kSetItems = 'u',
+  kBinFloat = 'G',
+  kProto = 0x80,
+  kNewObj = 0x81,
+  kExt1 = 0x82,
+  kExt2 = 0x83,
+  kExt4 = 0x84,
+  kTuple1 = 0x85,
+  kTuple2 = 0x86,
+  kTuple3 = 0x87,
+  kNewTrue = 0x88,
+  kNewFalse = 0x89,
+  kLong1 = 0x8a,
+  kLong4 = 0x8b,
+  kBinBytes = 'B',
+  kShortBinBytes = 'C',
+  kShortBinUnicode = 0x8c,
+  kBinUnicode8 = 0x8d,
+  kBinBytes8 = 0x8e,
+  kEmptySet = 0x8f,
+  kAddItems = 0x90,
+  kFrozenSet = 0x91,
+  kNewObjEx = 0x92,
+  kStackGlobal = 0x93,
+  kMemoize = 0x94,
+  kFrame = 0x95,
+  kByteArray8 = 0x96,
+  kNextBuffer = 0x97,
+  kReadonlyBuffer = 0x98,
+};
+
+// One decoded opcode: its argument is an integer (`number`), bytes (`text`), or both lines of
+// GLOBAL (`text` and `text2`).
+struct Op {
+  uint8_t code = 0;
+  size_t pos = 0;  // of the opcode byte
+  uint64_t number = 0;
+  std::string_view text, text2;
+};
+
+std::string At(size_t pos) { return "pickle byte " + std::to_string(pos) + ": "; }
+
+uint64_t LittleEndian(const char* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  return v;
+}
+
+// Decodes the opcode at `pos` into `op`, setting `*next` past it. Only checks that the argument
+// lies inside the input (and parses text-protocol numbers); meaning is the machine's.
+class Decoder {
+ public:
+  explicit Decoder(std::string_view in) : in_(in) {}
+
+  // False when the opcode's argument runs past the end of the input (Truncated says so).
+  inline bool Next(size_t pos, Op* op, size_t* next) const {
+    op->pos = pos;
+    op->code = static_cast<uint8_t>(in_[pos]);
+    size_t p = pos + 1;
+    switch (op->code) {
+      case kProto:
+      case kBinInt1:
+      case kBinGet:
+      case kBinPut:
+      case kExt1:
+        return Fixed(op, p, 1, next);
+      case kBinInt2:
+      case kExt2:
+        return Fixed(op, p, 2, next);
+      case kBinInt:
+      case kLongBinGet:
+      case kLongBinPut:
+      case kExt4:
+        return Fixed(op, p, 4, next);
+      case kFrame:
+      case kBinFloat:
+        return Fixed(op, p, 8, next);
+      case kShortBinUnicode:
+      case kShortBinBytes:
+      case kShortBinString:
+      case kLong1:
+        return Counted(op, p, 1, next);
+      case kBinUnicode:
+      case kBinBytes:
+      case kBinString:
+      case kLong4:
+        return Counted(op, p, 4, next);
+      case kBinUnicode8:
+      case kBinBytes8:
+      case kByteArray8:
+        return Counted(op, p, 8, next);
+      case kIntText:
+      case kLongText:
+      case kFloatText:
+      case kStringText:
+      case kUnicodeText:
+      case kGet:
+      case kPut:
+      case kPersId:
+        return Line(p, &op->text, next);
+      case kGlobal:
+      case kInst: {
+        return Line(p, &op->text, &p) && Line(p, &op->text2, next);
+      }
+      default:
+        *next = p;
+        return true;
+    }
+  }
+
+  Status Truncated(const Op* op) const {
+    return Status::Corruption(At(op->pos) + "opcode 0x" + Hex(op->code) +
+                              " runs past the end of the input (" + std::to_string(in_.size()) +
+                              " bytes)");
+  }
+
+ private:
+  static std::string Hex(uint8_t c) {
+    const char* digits = "0123456789abcdef";
+    return std::string{digits[c >> 4], digits[c & 15]};
+  }
+  bool Fixed(Op* op, size_t p, size_t n, size_t* next) const {
+    if (in_.size() - p < n) return false;
+    op->number = LittleEndian(in_.data() + p, n);
+    op->text = in_.substr(p, n);
+    *next = p + n;
+    return true;
+  }
+  bool Counted(Op* op, size_t p, size_t n, size_t* next) const {
+    if (in_.size() - p < n) return false;
+    const uint64_t len = LittleEndian(in_.data() + p, n);
+    p += n;
+    if (len > in_.size() - p) return false;
+    op->number = len;
+    op->text = in_.substr(p, len);
+    *next = p + len;
+    return true;
+  }
+  bool Line(size_t p, std::string_view* out, size_t* next) const {
+    const size_t end = in_.find('\n', p);
+    if (end == std::string_view::npos) return false;
+    *out = in_.substr(p, end - p);
+    *next = end + 1;
+    return true;
+  }
+
+  std::string_view in_;
+};
+
+bool ParseDecimal(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+// The pickle virtual machine: builds a PickleDocument (it is the document's friend).
+class PickleMachine {
+ public:
+  // The document takes `bytes` and refers to them.
+  PickleMachine(std::string bytes, const PickleOptions& options, PickleDocument* doc)
+      : in_(Adopt(std::move(bytes), doc)), options_(options), doc_(doc), decoder_(in_) {}
+
+  static std::string_view Adopt(std::string bytes, PickleDocument* doc) {
+    *doc = PickleDocument();
+    doc->bytes_ = std::make_unique<const std::string>(std::move(bytes));
+    return *doc->bytes_;
+  }
+
+  Status Run() {
+    doc_->input_ = in_;
+    // Upper bounds of the arenas' sizes for DCP-like input, reserved up front so that they never
+    // move: pages not yet written are not resident, so the reservation costs address space only.
+    doc_->tuples_.reserve(in_.size() / 8);
+    doc_->objects_.reserve(in_.size() / 8);
+    CKPTSPEC_RETURN_IF_ERROR(FindMemoReads());
+    size_t pos = 0;
+    Op op;
+    while (pos < in_.size()) {
+      size_t next = 0;
+      if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
+      if (op.code == kStop) {
+        PyValue root;
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &root));
+        doc_->root_ = root;
+        return Status::OK();
+      }
+      CKPTSPEC_RETURN_IF_ERROR(Execute(op));
+      pos = next;
+    }
+    return Status::Corruption(At(in_.size()) + "the input ends without STOP");
+  }
+
+ private:
+  // Pass 1: which memo slots are ever read back (GET), so that the others need not be kept and
+  // the values only they refer to can be released when consumed.
+  Status FindMemoReads() {
+    std::vector<uint64_t> reads;
+    uint64_t stores = 0;
+    size_t pos = 0;
+    Op op;
+    while (pos < in_.size()) {
+      size_t next = 0;
+      if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
+      if (op.code == kStop) break;
+      switch (op.code) {
+        case kBinGet:
+        case kLongBinGet:
+          reads.push_back(op.number);
+          break;
+        case kGet: {
+          uint64_t id = 0;
+          if (!ParseDecimal(op.text, &id)) return BadNumber(op);
+          reads.push_back(id);
+          break;
+        }
+        case kMemoize:
+        case kPut:
+        case kBinPut:
+        case kLongBinPut:
+          ++stores;
+          break;
+        default:
+          break;
+      }
+      pos = next;
+    }
+    // A slot read back but never stored fails when the GET runs; a slot number beyond any store
+    // is refused here so that the bitmap stays within the input's size.
+    uint64_t max_id = 0;
+    for (uint64_t id : reads) max_id = std::max(max_id, id);
+    if (!reads.empty() && max_id >= std::max<uint64_t>(stores, in_.size())) {
+      return Status::Corruption(At(0) + "memo slot " + std::to_string(max_id) +
+                                " is read but the pickle stores only " + std::to_string(stores) +
+                                " slots");
+    }
+    const size_t words = reads.empty() ? 0 : max_id / 64 + 1;
+    read_back_.assign(words, 0);
+    for (uint64_t id : reads) read_back_[id / 64] |= uint64_t{1} << (id % 64);
+    rank_before_.assign(words, 0);
+    uint64_t rank = 0;
+    for (size_t w = 0; w < words; ++w) {
+      rank_before_[w] = rank;
+      rank += static_cast<uint64_t>(__builtin_popcountll(read_back_[w]));
+    }
+    memo_.assign(rank, PyValue());
+    memo_set_.assign(rank, false);
+    return Status::OK();
+  }
+
+  Status BadNumber(const Op& op) const {
+    return Status::Corruption(At(op.pos) + "malformed number '" +
+                              std::string(op.text.substr(0, 32)) + "'");
+  }
+
+  Status Execute(const Op& op) {
+    switch (op.code) {
+      case kProto:
+        if (op.number > 5) {
+          return Status::NotSupported(At(op.pos) + "pickle protocol " + std::to_string(op.number) +
+                                      " (0 to 5 are read)");
+        }
+        return Status::OK();
+      case kFrame:
+        if (op.number > in_.size() - op.pos - 9) {
+          return Status::Corruption(At(op.pos) + "frame of " + std::to_string(op.number) +
+                                    " bytes runs past the end of the input");
+        }
+        return Status::OK();
+      case kMark:
+        marks_.push_back(stack_.size());
+        return Status::OK();
+      case kPop: {
+        PyValue v;
+        return Pop(op, &v);
+      }
+      case kPopMark: {
+        size_t mark = 0;
+        CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &mark));
+        stack_.resize(mark);
+        return Status::OK();
+      }
+      case kDup: {
+        if (stack_.empty()) return Underflow(op);
+        Pin(stack_.back());
+        stack_.push_back(stack_.back());
+        return Status::OK();
+      }
+      case kNone:
+        return Push(PyValue());
+      case kNewTrue:
+      case kNewFalse:
+        return Push(PyValue::Make(Kind::kBool, op.code == kNewTrue ? 1 : 0));
+      case kBinInt1:
+      case kBinInt2:
+        return Push(MakeInt(static_cast<int64_t>(op.number)));
+      case kBinInt:
+        return Push(MakeInt(static_cast<int32_t>(static_cast<uint32_t>(op.number))));
+      case kLong1:
+      case kLong4:
+        return PushLong(op);
+      case kIntText:
+        return PushIntText(op);
+      case kBinFloat: {
+        uint64_t bits = 0;
+        for (size_t i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(op.text[i]);
+        double d;
+        std::memcpy(&d, &bits, 8);
+        doc_->floats_.push_back(d);
+        return Push(PyValue::Make(Kind::kFloat, doc_->floats_.size() - 1));
+      }
+      case kShortBinUnicode:
+      case kBinUnicode:
+      case kBinUnicode8:
+      case kShortBinString:
+      case kBinString:
+        return Push(MakeString(Kind::kStr, op.text));
+      case kShortBinBytes:
+      case kBinBytes:
+      case kBinBytes8:
+      case kByteArray8:
+        return Push(MakeString(Kind::kBytes, op.text));
+      case kEmptyTuple:
+        return Push(MakeTuple(nullptr, 0));
+      case kTuple1:
+      case kTuple2:
+      case kTuple3: {
+        const size_t n = op.code - kTuple1 + 1;
+        if (stack_.size() < n + Floor()) return Underflow(op);
+        const PyValue t = MakeTuple(stack_.data() + stack_.size() - n, n);
+        stack_.resize(stack_.size() - n);
+        return Push(t);
+      }
+      case kTuple:
+      case kFrozenSet:
+      case kList:
+      case kDict: {
+        size_t mark = 0;
+        CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &mark));
+        const size_t n = stack_.size() - mark;
+        PyValue v;
+        if (op.code == kTuple) {
+          v = MakeTuple(stack_.data() + mark, n);
+        } else {
+          if (op.code == kDict && n % 2 != 0) return OddItems(op);
+          v = NewContainer(op.code == kList   ? Kind::kList
+                           : op.code == kDict ? Kind::kDict
+                                              : Kind::kSet);
+          std::vector<PyValue>& c = doc_->containers_[v.payload()];
+          c.assign(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
+        }
+        stack_.resize(mark);
+        return Push(v);
+      }
+      case kEmptyList:
+        return Push(NewContainer(Kind::kList));
+      case kEmptyDict:
+        return Push(NewContainer(Kind::kDict));
+      case kEmptySet:
+        return Push(NewContainer(Kind::kSet));
+      case kAppend:
+      case kSetItem:
+        return AddItems(op, op.code == kAppend ? 1 : 2, false);
+      case kAppends:
+      case kSetItems:
+      case kAddItems:
+        return AddItems(op, op.code == kSetItems ? 2 : 1, true);
+      case kMemoize:
+        if (stack_.empty()) return Underflow(op);
+        return Store(op, memo_count_, stack_.back());
+      case kBinPut:
+      case kLongBinPut:
+        if (stack_.empty()) return Underflow(op);
+        return Store(op, op.number, stack_.back());
+      case kPut: {
+        uint64_t id = 0;
+        if (!ParseDecimal(op.text, &id)) return BadNumber(op);
+        if (stack_.empty()) return Underflow(op);
+        return Store(op, id, stack_.back());
+      }
+      case kBinGet:
+      case kLongBinGet:
+        return Get(op, op.number);
+      case kGet: {
+        uint64_t id = 0;
+        if (!ParseDecimal(op.text, &id)) return BadNumber(op);
+        return Get(op, id);
+      }
+      case kGlobal:
+        return PushGlobal(op, op.text, op.text2);
+      case kStackGlobal: {
+        PyValue module, name;
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &name));
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &module));
+        if (!module.is(Kind::kStr) || !name.is(Kind::kStr)) {
+          return WrongKind(op, "STACK_GLOBAL's module and name", "str", name);
+        }
+        return PushGlobal(op, doc_->Str(module), doc_->Str(name));
+      }
+      case kReduce: {
+        PyValue callable, args;
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &callable));
+        return Call(op, callable, args, PyValue());
+      }
+      case kNewObj: {
+        PyValue cls, args;
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
+        return Call(op, cls, args, PyValue());
+      }
+      case kNewObjEx: {
+        PyValue cls, args, kwargs;
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &kwargs));
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
+        return Call(op, cls, args, kwargs);
+      }
+      case kBuild:
+        return Build(op);
+      case kBinPersId: {
+        PyValue pid;
+        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &pid));
+        Pin(pid);
+        doc_->persistent_ids_.push_back(pid);
+        return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
+      }
+      case kPersId:
+        doc_->persistent_ids_.push_back(MakeString(Kind::kStr, op.text));
+        return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
+      default:
+        return Status::NotSupported(At(op.pos) + "opcode " + OpName(op.code) + " is not read" +
+                                    " (the reader takes the data subset of pickle)");
+    }
+  }
+
+  static std::string OpName(uint8_t code) {
+    switch (code) {
+      case kInst:
+        return "INST";
+      case kObj:
+        return "OBJ";
+      case kExt1:
+      case kExt2:
+      case kExt4:
+        return "EXT (the extension registry)";
+      case kNextBuffer:
+        return "NEXT_BUFFER (out-of-band buffers)";
+      case kReadonlyBuffer:
+        return "READONLY_BUFFER (out-of-band buffers)";
+      case kLongText:
+        return "LONG (text)";
+      case kFloatText:
+        return "FLOAT (text)";
+      case kStringText:
+        return "STRING (text)";
+      case kUnicodeText:
+        return "UNICODE (text)";
+      default: {
+        const char* digits = "0123456789abcdef";
+        return std::string("0x") + digits[code >> 4] + digits[code & 15];
+      }
+    }
+  }
+
+  // ---- the stack
+
+  size_t Floor() const { return marks_.empty() ? 0 : marks_.back(); }
+  Status Push(PyValue v) {
+    stack_.push_back(v);
+    return Status::OK();
+  }
+  Status Underflow(const Op& op) const {
+    return Status::Corruption(At(op.pos) + "opcode " + OpName(op.code) +
+                              " needs more values than the stack holds");
+  }
+  Status Pop(const Op& op, PyValue* out) {
+    if (stack_.size() <= Floor()) return Underflow(op);
+    *out = stack_.back();
+    stack_.pop_back();
+    return Status::OK();
+  }
+  Status PopMark(const Op& op, size_t* mark) {
+    if (marks_.empty()) {
+      return Status::Corruption(At(op.pos) + "opcode " + OpName(op.code) + " without a MARK");
+    }
+    *mark = marks_.back();
+    marks_.pop_back();
+    return Status::OK();
+  }
+  Status OddItems(const Op& op) const {
+    return Status::Corruption(At(op.pos) + "a dict built from an odd number of values");
+  }
+  Status WrongKind(const Op& op, const std::string& what, const char* expected, PyValue got) const {
+    return Status::Corruption(At(op.pos) + what + " must be " + expected + ", not " +
+                              PyKindName(got.kind()));
+  }
+
+  // ---- values
+
+  PyValue MakeInt(int64_t v) {
+    if (v >= 0 && v < (int64_t{1} << 59))
+      return PyValue::Make(Kind::kInt, static_cast<uint64_t>(v));
+    doc_->big_ints_.push_back(v);
+    return PyValue::Make(Kind::kInt, (uint64_t{1} << 59) | (doc_->big_ints_.size() - 1));
+  }
+
+  Status PushLong(const Op& op) {
+    const std::string_view b = op.text;
+    if (b.size() > 8) {
+      // Python writes the shortest two's complement: more than 8 bytes is beyond int64.
+      return Status::NotSupported(At(op.pos) + "an int of " + std::to_string(b.size()) +
+                                  " bytes (beyond 64 bits)");
+    }
+    uint64_t v = LittleEndian(b.data(), b.size());
+    if (!b.empty() && b.size() < 8 && (static_cast<uint8_t>(b.back()) & 0x80)) {
+      v |= ~uint64_t{0} << (8 * b.size());  // sign-extend
+    }
+    return Push(MakeInt(static_cast<int64_t>(v)));
+  }
+
+  Status PushIntText(const Op& op) {
+    std::string_view s = op.text;
+    if (s == "00" || s == "01") return Push(PyValue::Make(Kind::kBool, s == "01" ? 1 : 0));
+    const bool negative = !s.empty() && s[0] == '-';
+    if (negative) s.remove_prefix(1);
+    uint64_t v = 0;
+    if (!ParseDecimal(s, &v) || v > (uint64_t{1} << 63) - (negative ? 0 : 1)) return BadNumber(op);
+    return Push(MakeInt(negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v)));
+  }
+
+  PyValue MakeString(Kind kind, std::string_view text) {
+    doc_->strings_.push_back({static_cast<uint64_t>(text.data() - in_.data()), text.size()});
+    return PyValue::Make(kind, doc_->strings_.size() - 1);
+  }
+
+  PyValue MakeOwnedString(const std::string& text) {
+    doc_->strings_.push_back({(uint64_t{1} << 63) | doc_->owned_.size(), text.size()});
+    doc_->owned_ += text;
+    return PyValue::Make(Kind::kStr, doc_->strings_.size() - 1);
+  }
+
+  PyValue MakeTuple(const PyValue* items, size_t n) {
+    if (n == 0 && empty_tuple_.is(Kind::kTuple)) return empty_tuple_;
+    const size_t start = doc_->tuples_.size();
+    doc_->tuples_.push_back(PyValue::Make(Kind::kInt, (uint64_t{n} << 1) | (n == 0 ? 1 : 0)));
+    doc_->tuples_.insert(doc_->tuples_.end(), items, items + n);
+    const PyValue t = PyValue::Make(Kind::kTuple, start);
+    if (n == 0) empty_tuple_ = t;
+    return t;
+  }
+
+  PyValue NewContainer(Kind kind) {
+    size_t index;
+    if (!free_containers_.empty()) {
+      index = free_containers_.back();
+      free_containers_.pop_back();
+      container_pinned_[index] = false;
+    } else {
+      index = doc_->containers_.size();
+      doc_->containers_.emplace_back();
+      container_pinned_.push_back(false);
+    }
+    return PyValue::Make(kind, index);
+  }
+
+  // A value that something besides its one consumer refers to (the memo, a DUP) is never released.
+  void Pin(PyValue v) {
+    if (v.is(Kind::kTuple)) {
+      PyValue& slot = doc_->tuples_[v.payload()];
+      slot = PyValue::Make(Kind::kInt, slot.payload() | 1);
+    }
+    if (v.is(Kind::kList) || v.is(Kind::kDict) || v.is(Kind::kSet)) {
+      container_pinned_[v.payload()] = true;
+    }
+  }
+
+  // Releases a value its consumer used up (a reduce's arguments, an object's state), unless
+  // pinned. Tuples are released only from the end of the tuple arena.
+  void Release(PyValue v) {
+    if (v.is(Kind::kTuple)) {
+      const size_t start = v.payload();
+      const PyValue slot = doc_->tuples_[start];
+      const size_t n = PickleDocument::TupleLength(slot);
+      if ((slot.payload() & 1) || start + 1 + n != doc_->tuples_.size()) return;
+      doc_->tuples_.resize(start);
+    } else if (v.is(Kind::kList) || v.is(Kind::kDict) || v.is(Kind::kSet)) {
+      const size_t i = v.payload();
+      if (container_pinned_[i]) return;
+      std::vector<PyValue>().swap(doc_->containers_[i]);
+      container_pinned_[i] = true;  // never released twice
+      free_containers_.push_back(i);
+    }
+  }
+
+  Status AddItems(const Op& op, size_t arity, bool batch) {
+    size_t start = 0;
+    if (batch) {
+      CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &start));
+    } else {
+      if (stack_.size() < arity + 1 + Floor()) return Underflow(op);
+      start = stack_.size() - arity;
+    }
+    if (start <= Floor()) return Underflow(op);
+    const PyValue target = stack_[start - 1];
+    const size_t n = stack_.size() - start;
+    const Kind want = arity == 2 ? Kind::kDict : op.code == kAddItems ? Kind::kSet : Kind::kList;
+    if (!target.is(want)) {
+      return WrongKind(op,
+                       std::string("the target of ") + OpName(op.code) +
+                           (op.code == kAppend || op.code == kAppends ? " (APPEND)" : ""),
+                       PyKindName(want), target);
+    }
+    if (n % arity != 0) return OddItems(op);
+    std::vector<PyValue>& c = doc_->containers_[target.payload()];
+    c.insert(c.end(), stack_.begin() + static_cast<std::ptrdiff_t>(start), stack_.end());
+    stack_.resize(start);
+    return Status::OK();
+  }
+
+  // ---- the memo
+
+  // The index in memo_ of slot `id`, or -1 when the slot is never read back.
+  int64_t MemoIndex(uint64_t id) const {
+    const uint64_t word = id / 64;
+    if (word >= read_back_.size()) return -1;
+    const uint64_t bit = uint64_t{1} << (id % 64);
+    if (!(read_back_[word] & bit)) return -1;
+    return static_cast<int64_t>(rank_before_[word] + static_cast<uint64_t>(__builtin_popcountll(
+                                                         read_back_[word] & (bit - 1))));
+  }
+
+  Status Store(const Op& op, uint64_t id, PyValue v) {
+    if (op.code == kMemoize) ++memo_count_;
+    const int64_t i = MemoIndex(id);
+    if (i < 0) return Status::OK();
+    Pin(v);
+    memo_[i] = v;
+    memo_set_[i] = true;
+    return Status::OK();
+  }
+
+  Status Get(const Op& op, uint64_t id) {
+    const int64_t i = MemoIndex(id);
+    if (i < 0 || !memo_set_[i]) {
+      return Status::Corruption(At(op.pos) + "memo slot " + std::to_string(id) +
+                                " is read before it is stored");
+    }
+    return Push(memo_[i]);
+  }
+
+  // ---- globals and objects
+
+  Status PushGlobal(const Op& op, std::string_view module, std::string_view name) {
+    const PickleClass* c = FindPickleGlobal(module, name);
+    if (c == nullptr) {
+      if (!options_.permissive) {
+        return Status::NotSupported(
+            At(op.pos) + "global " + QuotedName(std::string(module) + "." + std::string(name)) +
+            " is not allowed (not a class of the " + "checkpoint formats this reader knows)");
+      }
+      c = OpaqueClass(module, name);
+    }
+    return Push(PyValue::Make(Kind::kGlobal, ClassId(c)));
+  }
+
+  const PickleClass* OpaqueClass(std::string_view module, std::string_view name) {
+    const std::string full = std::string(module) + "\n" + std::string(name);
+    const auto it = opaque_by_name_.find(full);
+    if (it != opaque_by_name_.end()) return it->second;
+    auto module_name = std::make_unique<std::string>(module);
+    auto class_name = std::make_unique<std::string>(name);
+    auto c = std::make_unique<PickleClass>(PickleClass{module_name->c_str(),
+                                                       class_name->c_str(),
+                                                       GlobalRole::kOpaque,
+                                                       2,
+                                                       {"__args__", "__state__"},
+                                                       true,
+                                                       nullptr});
+    const PickleClass* raw = c.get();
+    doc_->opaque_names_.push_back(std::move(module_name));
+    doc_->opaque_names_.push_back(std::move(class_name));
+    doc_->opaque_classes_.push_back(std::move(c));
+    opaque_by_name_[full] = raw;
+    return raw;
+  }
+
+  uint64_t ClassId(const PickleClass* c) {
+    const auto it = class_ids_.find(c);
+    if (it != class_ids_.end()) return it->second;
+    doc_->classes_.push_back(c);
+    class_ids_[c] = doc_->classes_.size() - 1;
+    return doc_->classes_.size() - 1;
+  }
+
+  PyValue NewObject(const PickleClass* c) {
+    const size_t start = doc_->objects_.size();
+    doc_->objects_.push_back(PyValue::Make(Kind::kInt, ClassId(c)));
+    doc_->objects_.resize(start + 1 + c->field_count);
+    return PyValue::Make(Kind::kObject, start);
+  }
+
+  PyValue& FieldSlot(PyValue object, size_t index) {
+    return doc_->objects_[object.payload() + 1 + index];
+  }
+
+  // Sets attribute `name` of `object` (a field, or an extra attribute where the class takes them).
+  Status SetAttribute(const Op& op, PyValue object, PyValue name, PyValue value) {
+    const PickleClass* c = doc_->ClassOf(object);
+    if (!name.is(Kind::kStr)) return WrongKind(op, "an attribute name", "str", name);
+    const std::string_view key = doc_->Str(name);
+    for (size_t i = 0; i < c->field_count; ++i) {
+      if (key == c->fields[i]) {
+        FieldSlot(object, i) = value;
+        return Status::OK();
+      }
+    }
+    if (!c->accepts_extra_attributes) {
+      return Status::Corruption(At(op.pos) + std::string(c->module) + "." + c->name +
+                                " has no attribute " + QuotedName(key));
+    }
+    PyValue& extras = doc_->extras_[object.payload()];
+    if (!extras.is(Kind::kDict)) {
+      const PyValue d = NewContainer(Kind::kDict);
+      container_pinned_[d.payload()] = true;
+      doc_->extras_[object.payload()] = d;
+    }
+    std::vector<PyValue>& items = doc_->containers_[doc_->extras_[object.payload()].payload()];
+    items.push_back(name);
+    items.push_back(value);
+    return Status::OK();
+  }
+
+  Status SetPositional(const Op& op, PyValue object, PySpan args) {
+    const PickleClass* c = doc_->ClassOf(object);
+    if (args.size > c->field_count) {
+      return Status::Corruption(At(op.pos) + std::string(c->module) + "." + c->name + " takes " +
+                                std::to_string(c->field_count) + " fields, given " +
+                                std::to_string(args.size));
+    }
+    for (size_t i = 0; i < args.size; ++i) FieldSlot(object, i) = args[i];
+    return Status::OK();
+  }
+
+  Status SetFromDict(const Op& op, PyValue object, PyValue dict) {
+    const PySpan items = doc_->Items(dict);
+    for (size_t i = 0; i + 1 < items.size; i += 2) {
+      CKPTSPEC_RETURN_IF_ERROR(SetAttribute(op, object, items[i], items[i + 1]));
+    }
+    return Status::OK();
+  }
+
+  // REDUCE, NEWOBJ and NEWOBJ_EX: `callable` applied to `args` (and `kwargs`, NEWOBJ_EX's).
+  Status Call(const Op& op, PyValue callable, PyValue args, PyValue kwargs) {
+    if (!callable.is(Kind::kGlobal))
+      return WrongKind(op, "what REDUCE calls", "a global", callable);
+    if (!args.is(Kind::kTuple)) return WrongKind(op, "REDUCE's arguments", "tuple", args);
+    const PickleClass* c = doc_->ClassOf(callable);
+    const PySpan a = doc_->Items(args);
+    const std::string name = std::string(c->module) + "." + c->name;
+    PyValue result;
+    switch (c->role) {
+      case GlobalRole::kDataclass:
+      case GlobalRole::kStateTuple:
+        result = NewObject(c);
+        CKPTSPEC_RETURN_IF_ERROR(SetPositional(op, result, a));
+        if (kwargs.is(Kind::kDict)) CKPTSPEC_RETURN_IF_ERROR(SetFromDict(op, result, kwargs));
+        break;
+      case GlobalRole::kOpaque:
+        result = NewObject(c);
+        Pin(args);
+        FieldSlot(result, 0) = args;
+        Push(result).IgnoreError();  // Push cannot fail
+        return Status::OK();
+      case GlobalRole::kEnum:
+        if (a.size != 1) return Arity(op, name, "1", a.size);
+        result = NewObject(c);
+        FieldSlot(result, 0) = a[0];
+        break;
+      case GlobalRole::kGetattr: {
+        if (a.size != 2) return Arity(op, name, "2", a.size);
+        const PickleClass* owner = doc_->ClassOf(a[0]);
+        if (!a[0].is(Kind::kGlobal) || owner->role != GlobalRole::kEnum || !a[1].is(Kind::kStr)) {
+          return Status::NotSupported(At(op.pos) +
+                                      "builtins.getattr is allowed only for an enum member "
+                                      "of a whitelisted enum");
+        }
+        result = NewObject(owner);
+        FieldSlot(result, 0) = a[1];
+        break;
+      }
+      case GlobalRole::kTorchSize:
+        if (a.size != 1 || !(a[0].is(Kind::kTuple) || a[0].is(Kind::kList))) {
+          return Status::Corruption(At(op.pos) + "torch.Size takes one tuple of ints");
+        }
+        for (const PyValue& d : doc_->Items(a[0])) {
+          if (!d.is(Kind::kInt)) return WrongKind(op, "a torch.Size dimension", "int", d);
+        }
+        result = a[0].is(Kind::kTuple) ? a[0] : MakeTuple(doc_->Items(a[0]).data, doc_->Len(a[0]));
+        break;
+      case GlobalRole::kLayout:
+        if (a.size != 1 || !a[0].is(Kind::kStr)) {
+          return Status::Corruption(At(op.pos) + name + " takes one str");
+        }
+        result = a[0];
+        break;
+      case GlobalRole::kOrderedDict:
+        if (a.size != 0) return Arity(op, name, "0", a.size);
+        result = NewContainer(Kind::kDict);
+        break;
+      case GlobalRole::kPath: {
+        std::string joined;
+        for (const PyValue& part : a) {
+          if (!part.is(Kind::kStr)) return WrongKind(op, "a path part", "str", part);
+          if (!joined.empty() && joined.back() != '/') joined += '/';
+          joined += doc_->Str(part);
+        }
+        result = MakeOwnedString(joined);
+        break;
+      }
+      case GlobalRole::kRebuildTensor: {
+        if (a.size < 6 || a.size > 7) return Arity(op, name, "6 or 7", a.size);
+        result = NewObject(&TensorClass());
+        const bool v3 = std::string_view(c->name) == "_rebuild_tensor_v3";
+        for (size_t i = 0; i < a.size; ++i) {
+          if (i == 6 && !v3) break;  // v2's 7th argument is metadata, not a dtype
+          FieldSlot(result, i) = a[i];
+        }
+        break;
+      }
+      case GlobalRole::kRebuildParameter:
+        if (a.size < 1) return Arity(op, name, "at least 1", a.size);
+        result = a[0];
+        break;
+      case GlobalRole::kDType:
+      case GlobalRole::kStorageClass:
+        return Status::NotSupported(At(op.pos) + name + " is not callable here");
+    }
+    Release(args);
+    return Push(result);
+  }
+
+  Status Arity(const Op& op, const std::string& name, const char* want, size_t got) const {
+    return Status::Corruption(At(op.pos) + name + " takes " + want + " arguments, given " +
+                              std::to_string(got));
+  }
+
+  Status Build(const Op& op) {
+    PyValue state;
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &state));
+    if (stack_.size() <= Floor()) return Underflow(op);
+    const PyValue object = stack_.back();
+    if (!object.is(Kind::kObject)) return WrongKind(op, "BUILD's target", "object", object);
+    const PickleClass* c = doc_->ClassOf(object);
+    if (c->role == GlobalRole::kOpaque) {
+      Pin(state);
+      FieldSlot(object, 1) = state;
+      return Status::OK();
+    }
+    if (state.is(Kind::kDict)) {
+      CKPTSPEC_RETURN_IF_ERROR(SetFromDict(op, object, state));
+    } else if (state.is(Kind::kTuple) && c->role == GlobalRole::kStateTuple) {
+      CKPTSPEC_RETURN_IF_ERROR(SetPositional(op, object, doc_->Items(state)));
+    } else if (state.is(Kind::kTuple) && doc_->Len(state) == 2) {
+      // (instance dict or None, slot dict): an object with __slots__.
+      for (const PyValue& part : doc_->Items(state)) {
+        if (part.is(Kind::kDict)) {
+          CKPTSPEC_RETURN_IF_ERROR(SetFromDict(op, object, part));
+        } else if (!part.is(Kind::kNone)) {
+          return WrongKind(op, "a part of BUILD's state", "dict or None", part);
+        }
+      }
+    } else if (!state.is(Kind::kNone)) {
+      return WrongKind(op, "BUILD's state of " + std::string(c->module) + "." + c->name, "dict",
+                       state);
+    }
+    Release(state);
+    return Status::OK();
+  }
+
+  std::string_view in_;
+  PickleOptions options_;
+  PickleDocument* doc_;
+  Decoder decoder_;
+
+  std::vector<PyValue> stack_;
+  std::vector<size_t> marks_;
+  // The memo keeps only the slots that are read back (GET): read_back_ is their bitmap by slot,
+  // rank_before_ the number of such slots before each word, and memo_ holds them in slot order.
+  std::vector<uint64_t> read_back_;
+  std::vector<uint64_t> rank_before_;
+  std::vector<PyValue> memo_;
+  std::vector<bool> memo_set_;
+  uint64_t memo_count_ = 0;  // MEMOIZE's next slot
+  std::vector<bool> container_pinned_;
+  std::vector<size_t> free_containers_;
+  PyValue empty_tuple_;
+  std::unordered_map<const PickleClass*, uint64_t> class_ids_;
+  std::unordered_map<std::string, const PickleClass*> opaque_by_name_;
+};
+
+Status ReadPickle(std::string bytes, const PickleOptions& options, PickleDocument* doc) {
+  return PickleMachine(std::move(bytes), options, doc).Run();
+}
+
+}  // namespace ckptspec

@@ -1,0 +1,36 @@
+// ReadPickle: a reader of the pickle subset that PyTorch checkpoints use, which never runs code.
+//
+// Accepted: protocols 0 to 5 as Python writes them for data: frames, the memo (PUT/GET and
+// MEMOIZE), MARK, None/bool/int/float, str and bytes (bytearray read as bytes), tuples, lists,
+// dicts, sets and frozensets, GLOBAL and STACK_GLOBAL of the whitelisted globals
+// (pickle_globals.h), REDUCE/NEWOBJ/NEWOBJ_EX/BUILD on them with the meaning the whitelist gives,
+// and BINPERSID/PERSID (torch.save's storage references), kept as data.
+// Refused, each a Status that names the opcode or global and its byte offset: any other global
+// ("pickle byte 120: global 'os.system' is not allowed"), out-of-band buffers, the extension
+// registry, INST/OBJ, ints beyond 64 bits, a GET of a memo slot never set, a stack underflow, an
+// operation on a value of the wrong kind, a truncated opcode, input without STOP.
+//
+// Cost: time linear in the input (two passes: one finds the memo slots that are read back, one
+// builds); memory a small multiple of the input (pickle_value.h), whatever the input: no opcode
+// copies a container, and nothing is expanded.
+#pragma once
+
+#include <string>
+
+#include "formats/pickle_value.h"
+#include "model/status.h"
+
+namespace ckptspec {
+
+struct PickleOptions {
+  // When set, an unknown global becomes an opaque class (GlobalRole::kOpaque) whose instances
+  // record their arguments and state as data, instead of an error: for listing what a file holds.
+  bool permissive = false;
+};
+
+// Reads `bytes` into `*doc`, which keeps them (its strings are views into them). Errors:
+// Corruption for malformed input, NotSupported for valid pickles outside the subset (a global not
+// whitelisted, an opcode not handled); each message starts "pickle byte N: ".
+Status ReadPickle(std::string bytes, const PickleOptions& options, PickleDocument* doc);
+
+}  // namespace ckptspec

@@ -1,0 +1,290 @@
+#include "formats/pickle_reader.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ckptspec {
+namespace {
+
+using Kind = PyValue::Kind;
+
+// Pickle bytes written opcode by opcode (CPython's encodings).
+class PickleBytes {
+ public:
+  PickleBytes& Proto(int v) { return Byte(0x80).Byte(v); }
+  PickleBytes& Op(char c) { return Byte(static_cast<uint8_t>(c)); }
+  PickleBytes& Byte(int b) {
+    s_ += static_cast<char>(b);
+    return *this;
+  }
+  PickleBytes& Int(int64_t v) {
+    if (v >= 0 && v < 256) return Op('K').Byte(static_cast<int>(v));
+    if (v >= INT32_MIN && v <= INT32_MAX) return Op('J').Le(static_cast<uint32_t>(v), 4);
+    return Byte(0x8a).Byte(8).Le(static_cast<uint64_t>(v), 8);
+  }
+  PickleBytes& Str(const std::string& text) {
+    Byte(0x8c).Byte(static_cast<int>(text.size()));
+    s_ += text;
+    return *this;
+  }
+  PickleBytes& Global(const std::string& module, const std::string& name) {
+    return Str(module).Str(name).Byte(0x93);
+  }
+  PickleBytes& Le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) Byte(static_cast<int>((v >> (8 * i)) & 0xFF));
+    return *this;
+  }
+  std::string Stop() { return s_ + '.'; }
+  const std::string& bytes() const { return s_; }
+
+ private:
+  std::string s_;
+};
+
+Status Read(const std::string& bytes, PickleDocument* doc, bool permissive = false) {
+  PickleOptions options;
+  options.permissive = permissive;
+  return ReadPickle(bytes, options, doc);
+}
+
+TEST(PickleReader, ReadsScalarsAndContainers) {
+  // {"a": (1, -2, 2**40), "b": [None, True, "x"], "c": {1, 2}}
+  PickleBytes p;
+  p.Proto(4).Op('}').Op('(');
+  p.Str("a").Int(1).Int(-2).Int(int64_t{1} << 40).Byte(0x87);
+  p.Str("b").Op(']').Op('(').Op('N').Byte(0x88).Str("x").Op('e');
+  p.Str("c").Byte(0x8f).Op('(').Int(1).Int(2).Byte(0x90);
+  p.Op('u');
+  PickleDocument doc;
+  ASSERT_TRUE(Read(p.Stop(), &doc).ok());
+  const PyValue root = doc.root();
+  ASSERT_TRUE(root.is(Kind::kDict));
+  EXPECT_EQ(doc.Len(root), 3u);
+  const PySpan a = doc.Items(doc.DictGet(root, "a"));
+  ASSERT_EQ(a.size, 3u);
+  EXPECT_EQ(doc.Int(a[0]), 1);
+  EXPECT_EQ(doc.Int(a[1]), -2);
+  EXPECT_EQ(doc.Int(a[2]), int64_t{1} << 40);
+  const PySpan b = doc.Items(doc.DictGet(root, "b"));
+  ASSERT_EQ(b.size, 3u);
+  EXPECT_TRUE(b[0].is(Kind::kNone));
+  EXPECT_TRUE(doc.Bool(b[1]));
+  EXPECT_EQ(doc.Str(b[2]), "x");
+  EXPECT_EQ(doc.Len(doc.DictGet(root, "c")), 2u);
+}
+
+TEST(PickleReader, MemoAndFramesAndDup) {
+  // x = "shared"; (x, x, [x]) with MEMOIZE/BINGET, inside a frame.
+  PickleBytes body;
+  body.Str("shared").Byte(0x94).Op('h').Byte(0).Op(']').Op('h').Byte(0).Op('a').Op('2').Op('0');
+  body.Byte(0x87);
+  const std::string inner = body.Stop();
+  PickleBytes p;
+  p.Proto(4).Byte(0x95).Le(inner.size(), 8);
+  PickleDocument doc;
+  ASSERT_TRUE(Read(p.bytes() + inner, &doc).ok());
+  const PySpan t = doc.Items(doc.root());
+  ASSERT_EQ(t.size, 3u);
+  EXPECT_EQ(doc.Str(t[0]), "shared");
+  EXPECT_EQ(doc.Str(t[1]), "shared");
+  EXPECT_EQ(doc.Str(doc.Items(t[2])[0]), "shared");
+}
+
+TEST(PickleReader, BuildsWhitelistedDataclasses) {
+  // ChunkStorageMetadata(offsets=torch.Size((0, 4)), sizes=torch.Size((2, 4))), as pickle writes it.
+  PickleBytes p;
+  p.Proto(4).Global("torch.distributed.checkpoint.metadata", "ChunkStorageMetadata");
+  p.Op(')').Byte(0x81).Op('}').Op('(');
+  p.Str("offsets").Global("torch", "Size").Int(0).Int(4).Byte(0x86).Byte(0x85).Op('R');
+  p.Str("sizes").Global("torch", "Size").Int(2).Int(4).Byte(0x86).Byte(0x85).Op('R');
+  p.Op('u').Op('b');
+  PickleDocument doc;
+  ASSERT_TRUE(Read(p.Stop(), &doc).ok());
+  EXPECT_EQ(doc.GlobalName(doc.root()),
+            "torch.distributed.checkpoint.metadata.ChunkStorageMetadata");
+  const PySpan sizes = doc.Items(doc.Field(doc.root(), "sizes"));
+  ASSERT_EQ(sizes.size, 2u);
+  EXPECT_EQ(doc.Int(sizes[0]), 2);
+  EXPECT_EQ(doc.Int(doc.Items(doc.Field(doc.root(), "offsets"))[1]), 4);
+}
+
+TEST(PickleReader, EnumMembersThroughGetattrOnly) {
+  PickleBytes p;
+  p.Proto(4).Global("builtins", "getattr");
+  p.Global("torch.distributed.checkpoint.metadata", "_MEM_FORMAT_ENCODING");
+  p.Str("TORCH_CONTIGUOUS_FORMAT").Byte(0x86).Op('R');
+  PickleDocument doc;
+  ASSERT_TRUE(Read(p.Stop(), &doc).ok());
+  EXPECT_EQ(doc.Str(doc.FieldAt(doc.root(), 0)), "TORCH_CONTIGUOUS_FORMAT");
+
+  PickleBytes q;  // getattr(torch.Size, "__call__") is not an enum member
+  q.Proto(4).Global("builtins", "getattr").Global("torch", "Size").Str("__call__");
+  q.Byte(0x86).Op('R');
+  const Status s = Read(q.Stop(), &doc);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("builtins.getattr is allowed only for an enum member"),
+            std::string::npos)
+      << s.ToString();
+}
+
+TEST(PickleReader, RefusesAnUnknownGlobalNamingItAndItsOffset) {
+  PickleBytes p;
+  p.Proto(2).Op('c');
+  PickleBytes args;
+  args.Str("id").Byte(0x85).Op('R');
+  const std::string bytes = p.bytes() + "os\nsystem\n" + args.Stop();
+  PickleDocument doc;
+  const Status s = Read(bytes, &doc);
+  EXPECT_EQ(s.code(), Status::Code::kNotSupported);
+  EXPECT_NE(s.message().find("pickle byte 2: global 'os.system' is not allowed"), std::string::npos)
+      << s.ToString();
+}
+
+TEST(PickleReader, PermissiveModeKeepsUnknownObjectsAsData) {
+  // argparse.Namespace(lr=0.1) as REDUCE + BUILD.
+  PickleBytes p;
+  p.Proto(4).Global("argparse", "Namespace").Op(')').Op('R').Op('}').Str("lr").Int(7);
+  p.Op('s').Op('b');
+  PickleDocument doc;
+  EXPECT_EQ(Read(p.Stop(), &doc).code(), Status::Code::kNotSupported);
+  ASSERT_TRUE(Read(p.Stop(), &doc, /*permissive=*/true).ok());
+  EXPECT_EQ(doc.GlobalName(doc.root()), "argparse.Namespace");
+  EXPECT_EQ(doc.Int(doc.DictGet(doc.Field(doc.root(), "__state__"), "lr")), 7);
+}
+
+TEST(PickleReader, RefusesWhatItDoesNotRead) {
+  struct Case {
+    std::string bytes;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {std::string("\x80\x06N."), "pickle protocol 6"},
+      {std::string("\x80\x04(i__main__\nX\n."), "opcode INST is not read"},
+      {std::string("\x80\x04\x97."), "NEXT_BUFFER"},
+      {std::string("\x80\x04\x8a\x09") + std::string(9, '\x01') + ".", "beyond 64 bits"},
+      {std::string("\x80\x04h\x00.", 5), "memo slot 0 is read before it is stored"},
+      {std::string("\x80\x04j\xff\xff\xff\x7f."), "memo slot 2147483647 is read"},
+      {std::string("\x80\x04."), "needs more values than the stack holds"},
+      {std::string("\x80\x04N"), "without STOP"},
+      {std::string("\x80\x04X\xff\x00\x00\x00ab."), "runs past the end of the input"},
+      {std::string("\x80\x04NNa."), "the target of"},
+      {std::string("\x80\x04(Nt0u."), "without a MARK"},
+      {std::string("\x80\x04}(Nu."), "odd number"},
+      {std::string("\x80\x04N)R."), "what REDUCE calls must be a global"},
+  };
+  for (const Case& c : cases) {
+    PickleDocument doc;
+    const Status s = Read(c.bytes, &doc);
+    EXPECT_FALSE(s.ok()) << c.message;
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.ToString();
+    EXPECT_EQ(s.message().rfind("pickle byte ", 0), 0u) << s.ToString();
+  }
+}
+
+// A random value tree, written with the opcodes Python's pickler uses (protocol 4, MEMOIZE after
+// every container and string), read back and compared.
+struct Tree {
+  enum { kInt, kStr, kTuple, kList, kDict } kind = kInt;
+  int64_t number = 0;
+  std::string text;
+  std::vector<Tree> children;  // dict: key (a str tree), value, key, value...
+};
+
+Tree RandomTree(int depth) {
+  Tree t;
+  const int kind = *rc::gen::inRange(0, depth > 0 ? 5 : 2);
+  t.kind = static_cast<decltype(t.kind)>(kind);
+  if (kind == Tree::kInt) t.number = *rc::gen::arbitrary<int64_t>();
+  if (kind == Tree::kStr)
+    t.text = *rc::gen::container<std::string>(*rc::gen::inRange(0, 8), rc::gen::inRange('a', 'z'));
+  if (kind >= Tree::kTuple) {
+    const int n = *rc::gen::inRange(0, 4);
+    for (int i = 0; i < n; ++i) {
+      if (kind == Tree::kDict) {
+        Tree key;
+        key.kind = Tree::kStr;
+        key.text = "k" + std::to_string(i);
+        t.children.push_back(key);
+      }
+      t.children.push_back(RandomTree(depth - 1));
+    }
+  }
+  return t;
+}
+
+void Write(const Tree& t, PickleBytes* p) {
+  switch (t.kind) {
+    case Tree::kInt:
+      p->Int(t.number);
+      return;
+    case Tree::kStr:
+      p->Str(t.text).Byte(0x94);
+      return;
+    case Tree::kTuple:
+      p->Op('(');
+      for (const Tree& c : t.children) Write(c, p);
+      p->Op('t').Byte(0x94);
+      return;
+    case Tree::kList:
+    case Tree::kDict:
+      p->Op(t.kind == Tree::kList ? ']' : '}').Byte(0x94).Op('(');
+      for (const Tree& c : t.children) Write(c, p);
+      p->Op(t.kind == Tree::kList ? 'e' : 'u');
+      return;
+  }
+}
+
+bool Same(const PickleDocument& doc, PyValue v, const Tree& t) {
+  switch (t.kind) {
+    case Tree::kInt:
+      return v.is(Kind::kInt) && doc.Int(v) == t.number;
+    case Tree::kStr:
+      return v.is(Kind::kStr) && doc.Str(v) == t.text;
+    default: {
+      const Kind want = t.kind == Tree::kTuple  ? Kind::kTuple
+                        : t.kind == Tree::kList ? Kind::kList
+                                                : Kind::kDict;
+      const PySpan items = doc.Items(v);
+      if (!v.is(want) || items.size != t.children.size()) return false;
+      for (size_t i = 0; i < items.size; ++i) {
+        if (!Same(doc, items[i], t.children[i])) return false;
+      }
+      return true;
+    }
+  }
+}
+
+RC_GTEST_PROP(PickleReader, ReadsBackWhatPicklesWrite, ()) {
+  const Tree tree = RandomTree(3);
+  PickleBytes p;
+  p.Proto(4);
+  Write(tree, &p);
+  const std::string bytes = p.Stop();
+  PickleDocument doc;
+  const Status s = ReadPickle(bytes, PickleOptions(), &doc);
+  RC_ASSERT(s.ok());
+  RC_ASSERT(Same(doc, doc.root(), tree));
+}
+
+RC_GTEST_PROP(PickleReader, EveryTruncationOrFlippedByteFailsCleanlyOrReads, ()) {
+  const Tree tree = RandomTree(3);
+  PickleBytes p;
+  p.Proto(4);
+  Write(tree, &p);
+  std::string bytes = p.Stop();
+  const size_t cut = *rc::gen::inRange<size_t>(0, bytes.size());
+  PickleDocument doc;
+  const Status truncated = ReadPickle(bytes.substr(0, cut), PickleOptions(), &doc);
+  RC_ASSERT(!truncated.ok());  // STOP is the last byte: nothing shorter is complete
+  const size_t at = *rc::gen::inRange<size_t>(0, bytes.size());
+  bytes[at] = static_cast<char>(*rc::gen::arbitrary<uint8_t>());
+  const Status flipped = ReadPickle(bytes, PickleOptions(), &doc);
+  RC_ASSERT(flipped.ok() || flipped.message().rfind("pickle byte ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace ckptspec

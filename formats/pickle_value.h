@@ -1,0 +1,144 @@
+// The result of reading a pickle (pickle_reader.h): a PickleDocument holding every value the
+// pickle built, each referred to by an 8-byte PyValue. Nothing here runs Python code: objects of
+// the whitelisted classes (pickle_globals.h) are records of named fields, and everything else is
+// data.
+//
+// Memory: the document keeps the pickle's bytes, and its strings and bytes are views into them;
+// integers up to 2^59 and every
+// container item are 8 bytes, an object is one 8-byte slot per declared field. Values that only
+// served to build others (an object's state dict, a reduce's argument tuple) are released when
+// consumed unless the pickle refers to them again.
+//
+// A pickle may build cycles (a list that holds itself); a walker of a document must bound its
+// depth (no accessor here recurses).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "formats/pickle_globals.h"
+
+namespace ckptspec {
+
+class PyValue {
+ public:
+  enum class Kind : uint8_t {
+    kNone = 0,
+    kBool,
+    kInt,  // a Python int that fits in int64
+    kFloat,
+    kStr,    // str (and Python 2 str)
+    kBytes,  // bytes, bytearray
+    kTuple,
+    kList,
+    kDict,
+    kSet,           // set, frozenset
+    kObject,        // an instance of a whitelisted (or, in permissive mode, opaque) class
+    kGlobal,        // a class, function or constant named by GLOBAL / STACK_GLOBAL
+    kPersistentId,  // BINPERSID's argument: torch.save's storage reference
+  };
+
+  PyValue() = default;
+  Kind kind() const { return static_cast<Kind>(bits_ & 0xF); }
+  bool is(Kind k) const { return kind() == k; }
+  uint64_t payload() const { return bits_ >> 4; }
+  static PyValue Make(Kind kind, uint64_t payload) {
+    PyValue v;
+    v.bits_ = (payload << 4) | static_cast<uint64_t>(kind);
+    return v;
+  }
+  bool operator==(const PyValue& o) const { return bits_ == o.bits_; }
+
+ private:
+  uint64_t bits_ = 0;  // kNone
+};
+
+// "str", "dict", "object"...: for messages.
+const char* PyKindName(PyValue::Kind kind);
+
+// A contiguous run of values (tuple, list and set items; a dict's keys and values interleaved).
+struct PySpan {
+  const PyValue* data = nullptr;
+  size_t size = 0;
+  const PyValue* begin() const { return data; }
+  const PyValue* end() const { return data + size; }
+  const PyValue& operator[](size_t i) const { return data[i]; }
+};
+
+class PickleDocument {
+ public:
+  PickleDocument() = default;
+  PickleDocument(const PickleDocument&) = delete;
+  PickleDocument& operator=(const PickleDocument&) = delete;
+  PickleDocument(PickleDocument&&) = default;
+  PickleDocument& operator=(PickleDocument&&) = default;
+
+  // What STOP returned.
+  PyValue root() const { return root_; }
+
+  // Accessors. Each expects the kind it names (a caller checks kind() first); given another kind
+  // it returns the empty value (0, "", an empty span, nullptr), never undefined behaviour.
+  bool Bool(PyValue v) const { return v.is(PyValue::Kind::kBool) && v.payload() != 0; }
+  int64_t Int(PyValue v) const;
+  double Float(PyValue v) const;
+  std::string_view Str(PyValue v) const;  // kStr and kBytes
+  PySpan Items(PyValue v) const;          // kTuple, kList, kSet; kDict: key, value, key, value...
+  size_t Len(PyValue v) const;            // items; a dict's number of keys
+  // The value under string key `key` of a dict, or None (kNone) when absent.
+  PyValue DictGet(PyValue dict, std::string_view key) const;
+
+  // Objects and globals.
+  const PickleClass* ClassOf(PyValue object_or_global) const;
+  // "module.name" of a global or of an object's class.
+  std::string GlobalName(PyValue object_or_global) const;
+  // The field `name` of an object (None when the class has no such field or it was never set).
+  PyValue Field(PyValue object, std::string_view name) const;
+  PyValue FieldAt(PyValue object, size_t index) const;
+  // The extra attributes of an object whose class accepts them (a dict), or None.
+  PyValue Extras(PyValue object) const;
+  // The tuple BINPERSID received.
+  PyValue PersistentIdTuple(PyValue v) const;
+
+  // Bytes of the values the document holds (not counting the pickle's bytes it refers to, nor
+  // the spare capacity of its arenas).
+  size_t MemoryBytes() const;
+
+  // A tuple's length slot: the length, shifted past the pinned flag the reader keeps in bit 0.
+  static size_t TupleLength(PyValue slot) { return slot.payload() >> 1; }
+
+ private:
+  friend class PickleMachine;
+
+  struct Span64 {
+    uint64_t start;
+    uint64_t size;
+  };
+
+  std::unique_ptr<const std::string> bytes_;  // the pickle (a stable address: views point in)
+  std::string_view input_;
+  PyValue root_;
+  std::vector<Span64> strings_;  // into input_
+  std::vector<int64_t> big_ints_;
+  std::vector<double> floats_;
+  // A tuple of n items is n + 1 slots here: its length (an int), then the items; a kTuple
+  // value's payload is the index of the length.
+  std::vector<PyValue> tuples_;
+  std::vector<std::vector<PyValue>> containers_;  // lists, dicts (flattened pairs), sets
+  // An object of a class with n fields is n + 1 slots here: its class id (an int), then the
+  // fields; a kObject value's payload is the index of the class id.
+  std::vector<PyValue> objects_;
+  std::unordered_map<uint64_t, PyValue> extras_;  // by object: its extra attributes (a dict)
+  std::vector<PyValue> persistent_ids_;
+  std::string owned_;  // strings built by the reader (a joined path); a Span64 marks them
+  std::vector<const PickleClass*> classes_;  // the globals met, by id
+  // Permissive mode: the classes made for unknown globals, with their names.
+  std::vector<std::unique_ptr<PickleClass>> opaque_classes_;
+  std::vector<std::unique_ptr<std::string>> opaque_names_;
+};
+
+}  // namespace ckptspec
