@@ -3,12 +3,18 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/input_file.h"
 #include "cli/numeric_flag.h"
 #include "model/signature_json.h"
 #include "model/validate.h"
+#include "ondisk/checkpoint_kind.h"
+#include "ondisk/dcp_verify.h"
 #include "targets/env/confined_view.h"
 #include "targets/reference/verify.h"
 
@@ -115,28 +121,117 @@ int RunVerifyPlanCommand(const VerifyPlanOptions& o, std::ostream& out, std::ost
 CLI::App* AddVerifyCommand(CLI::App& app, VerifyOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "verify",
-      "Check a reference-format checkpoint directory: tracker, metadata, checksums, coverage");
-  cmd->add_option("DIR", o->dir, "the checkpoint root (holding latest_checkpointed_iteration.txt)")
+      "Check a checkpoint directory (format recognised by content: ckptspec's reference format, "
+      "PyTorch DCP, Megatron torch_dist): its index, and its data where asked");
+  cmd->add_option("DIR", o->dir,
+                  "the checkpoint: a reference root, a DCP directory (.metadata), a torch_dist "
+                  "directory or a Megatron root (latest_checkpointed_iteration.txt)")
       ->required();
   cmd->add_flag("--all", o->all_iterations,
-                "check every complete iteration, not only the tracker's");
+                "reference format: check every complete iteration, not only the tracker's");
+  cmd->add_flag("--data", o->data,
+                "DCP, torch_dist: read every item: its archive, dtype, shape and CRCs");
+  cmd->add_flag("--checksums", o->checksums,
+                "DCP, torch_dist: print each tensor's layout-independent checksum (reads the "
+                "data)");
+  cmd->add_flag("--json", o->json, "print the report as JSON");
   AddLimitFlags(cmd, &o->limits);
   return cmd;
 }
 
-int RunVerifyCommand(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
+namespace {
+
+int RunReferenceVerify(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
   VerifyReport report;
-  Status s = CheckCheckpointDirectory(o.dir);
-  if (s.ok()) s = VerifyCheckpoint(Env::Posix(), o.dir, o.all_iterations, o.limits, &report);
+  const Status s = VerifyCheckpoint(Env::Posix(), o.dir, o.all_iterations, o.limits, &report);
   if (!s.ok()) {
     err << "ckptspec verify: " << s.message() << "\n";
     return 2;
   }
-  out << o.dir << ": " << report.iterations.size() << " iteration(s), " << report.chunks_checked
-      << " chunks and " << report.objects_checked << " objects, " << report.bytes_checked
-      << " bytes checked\n";
+  if (o.json) {
+    nlohmann::json j = {{"format", "reference"},
+                        {"dir", o.dir},
+                        {"iterations", report.iterations},
+                        {"chunks", report.chunks_checked},
+                        {"objects", report.objects_checked},
+                        {"bytes_read", report.bytes_checked},
+                        {"findings", report.findings},
+                        {"ok", report.ok()}};
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return report.ok() ? 0 : 1;
+  }
+  out << o.dir << ": reference format, " << report.iterations.size() << " iteration(s), "
+      << report.chunks_checked << " chunks and " << report.objects_checked << " objects, "
+      << report.bytes_checked << " bytes checked\n";
   for (const std::string& f : report.findings) out << "  " << f << "\n";
   out << (report.ok() ? "OK\n" : std::to_string(report.findings.size()) + " finding(s)\n");
+  return report.ok() ? 0 : 1;
+}
+
+void PrintDcpReport(const VerifyOptions& o, const DcpVerifyReport& r, std::ostream& out) {
+  out << r.dir << ": " << CheckpointKindName(r.kind);
+  if (!r.dcp_version.empty()) out << " (DCP metadata version " << r.dcp_version << ")";
+  out << ", " << r.index.tensors << " tensors in " << r.index.chunks << " chunks, "
+      << r.index.bytes_items << " bytes items, " << r.index.storage_entries << " storage entries\n";
+  if (!r.metadata_extras.empty()) {
+    out << "  .metadata attributes beyond DCP's:";
+    for (const std::string& e : r.metadata_extras) out << " " << e;
+    out << "\n";
+  }
+  if (r.kind == CheckpointKind::kTorchDist) {
+    out << "  torch_dist: sharded backend " << r.sharded_backend << " version "
+        << r.sharded_backend_version << ", common backend " << r.common_backend << " version "
+        << r.common_backend_version << "; common.pt keys:";
+    for (const std::string& k : r.common_keys) out << " " << QuotedName(k);
+    out << "\n";
+  }
+  if (r.index.transformed_entries > 0) {
+    out << "  " << r.index.transformed_entries
+        << " storage entries carry transform descriptors: their bytes are not interpreted\n";
+  }
+  if (o.data || o.checksums) {
+    out << "  data: " << r.items_read << " items, " << r.bytes_read << " bytes read\n";
+  }
+  for (const std::string& f : r.index.findings) out << "  " << f << "\n";
+  for (const std::string& f : r.data_findings) out << "  " << f << "\n";
+  for (const TensorChecksum& c : r.checksums) {
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(c.checksum));
+    out << "  checksum " << hex << " " << QuotedName(c.fqn) << " " << c.dtype << " "
+        << DimsToString(c.shape) << "\n";
+  }
+  const size_t findings = r.index.findings.size() + r.data_findings.size();
+  out << (r.ok() ? "OK\n" : std::to_string(findings) + " finding(s)\n");
+}
+
+}  // namespace
+
+int RunVerifyCommand(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Env> view;
+  DetectedCheckpoint detected;
+  Status s = CheckCheckpointDirectory(o.dir);
+  if (s.ok()) s = Env::Posix()->NewConfinedView(o.dir, &view);
+  if (s.ok()) s = DetectCheckpoint(view.get(), o.dir, &detected);
+  if (!s.ok()) {
+    err << "ckptspec verify: " << s.message() << "\n";
+    return 2;
+  }
+  if (detected.kind == CheckpointKind::kReference) return RunReferenceVerify(o, out, err);
+  DcpVerifyOptions options;
+  options.data = o.data;
+  options.checksums = o.checksums;
+  options.limits = o.limits;
+  DcpVerifyReport report;
+  s = VerifyDcpCheckpoint(view.get(), detected, options, &report);
+  if (!s.ok()) {
+    err << "ckptspec verify: " << s.message() << "\n";
+    return 2;
+  }
+  if (o.json) {
+    out << DcpVerifyReportJson(report);
+  } else {
+    PrintDcpReport(o, report, out);
+  }
   return report.ok() ? 0 : 1;
 }
 

@@ -1,7 +1,9 @@
 // `ckptspec verify-plan FILE [--against FILE]`: P4, P5 and P11 on a structure signature (the plan
 // dump of docs/SIGNATURE.md) that any framework can write, and P6 against a second dump.
-// `ckptspec verify DIR`: static checks of a reference-format checkpoint directory (metadata
-// integrity, checksums, coverage, tracker; targets/reference/verify.h).
+// `ckptspec verify DIR`: static checks of a checkpoint directory, whose format is recognised by
+// its content (ondisk/checkpoint_kind.h): the reference format (metadata integrity, checksums,
+// coverage, tracker; targets/reference/verify.h), PyTorch DCP and Megatron torch_dist (the index,
+// and with --data every item's bytes; ondisk/dcp_verify.h). --json prints the report as JSON.
 //
 // Both read input nobody vouches for (docs/SECURITY.md): each takes a flag per row of the limits
 // table (targets/reference/resource_limits.h: --max-json-depth, --max-metadata-bytes,
@@ -32,7 +34,10 @@ int RunVerifyPlanCommand(const VerifyPlanOptions& options, std::ostream& out, st
 
 struct VerifyOptions {
   std::string dir;
-  bool all_iterations = false;
+  bool all_iterations = false;  // reference format
+  bool data = false;            // DCP, torch_dist: read every item
+  bool checksums = false;       // DCP, torch_dist: print each tensor's checksum (implies data)
+  bool json = false;
   ResourceLimits limits;
 };
 CLI::App* AddVerifyCommand(CLI::App& app, VerifyOptions* options);

@@ -1,0 +1,310 @@
+#include "ondisk/dcp_verify.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/crc32.h"
+#include "formats/pickle_reader.h"
+#include "formats/torch_save_archive.h"
+#include "formats/torch_tensor_item.h"
+#include "model/json_util.h"
+#include "ondisk/file_byte_source.h"
+#include "ondisk/global_checksum.h"
+
+namespace ckptspec {
+namespace {
+
+using Kind = PyValue::Kind;
+
+// Data is streamed in blocks of this many bytes: memory is one block, whatever the items' sizes.
+constexpr size_t kDataBlockBytes = size_t{4} << 20;
+
+void ReadTorchDistFiles(Env* env, const std::string& dir, const ResourceLimits& limits,
+                        DcpVerifyReport* report) {
+  std::string text;
+  nlohmann::json json;
+  Status s = ReadIndexFile(env, JoinPath(dir, "metadata.json"), limits, &text);
+  if (s.ok()) s = ParseJson(text, limits.json(), &json);
+  if (s.ok() && !json.is_object()) s = Status::Corruption("not a JSON object");
+  if (!s.ok()) {
+    report->index.findings.push_back("torch_dist: metadata.json: " + s.message());
+  } else {
+    auto text_field = [&](const char* name, std::string* out) {
+      if (json.contains(name) && json[name].is_string()) *out = json[name].get<std::string>();
+    };
+    auto int_field = [&](const char* name, int64_t* out) {
+      if (json.contains(name) && json[name].is_number_integer()) *out = json[name].get<int64_t>();
+    };
+    text_field("sharded_backend", &report->sharded_backend);
+    text_field("common_backend", &report->common_backend);
+    int_field("sharded_backend_version", &report->sharded_backend_version);
+    int_field("common_backend_version", &report->common_backend_version);
+  }
+  // common.pt: a torch.save of the common state; its keys, read without running anything.
+  std::unique_ptr<FileByteSource> file;
+  TorchSaveArchive archive;
+  std::string pickle;
+  PickleDocument doc;
+  s = FileByteSource::Open(env, JoinPath(dir, "common.pt"), &file);
+  if (s.ok()) s = OpenTorchSaveArchive(*file, ZipLimits(), &archive);
+  if (s.ok()) {
+    s = ReadSmallEntry(*file, *archive.Find("data.pkl"), limits.max_metadata_bytes, &pickle);
+  }
+  if (s.ok()) {
+    PickleOptions permissive;
+    permissive.permissive = true;
+    s = ReadPickle(std::move(pickle), permissive, &doc);
+  }
+  if (s.ok() && !doc.root().is(Kind::kDict)) {
+    s = Status::Corruption(std::string("holds a ") + PyKindName(doc.root().kind()) +
+                           ", not a dict");
+  }
+  if (!s.ok()) {
+    report->index.findings.push_back("torch_dist: common.pt: " + s.message());
+    return;
+  }
+  const PySpan items = doc.Items(doc.root());
+  for (size_t i = 0; i + 1 < items.size; i += 2) {
+    report->common_keys.push_back(items[i].is(Kind::kStr)
+                                      ? std::string(doc.Str(items[i]))
+                                      : std::string("<") + PyKindName(items[i].kind()) + ">");
+  }
+}
+
+// One item to read: a storage entry and what it should hold.
+struct DataItem {
+  std::string_view file;
+  int64_t offset = 0;
+  size_t entry = 0;
+  int64_t tensor = -1;  // -1: a bytes item
+  size_t chunk = 0;
+};
+
+class DataReader {
+ public:
+  DataReader(Env* env, const std::string& dir, const DcpMetadata& md, const DcpVerifyOptions& o,
+             DcpVerifyReport* report)
+      : env_(env), dir_(dir), md_(md), options_(o), report_(report), block_(kDataBlockBytes) {}
+
+  void Run(const DcpStorageIndex& index) {
+    std::vector<DataItem> items;
+    for (size_t t = 0; t < md_.tensors().size(); ++t) {
+      for (size_t c = 0; c < index.chunk_entries[t].size(); ++c) {
+        const int64_t e = index.chunk_entries[t][c];
+        if (e >= 0) items.push_back(Item(static_cast<size_t>(e), static_cast<int64_t>(t), c));
+      }
+    }
+    for (size_t b = 0; b < index.bytes_entries.size(); ++b) {
+      if (index.bytes_entries[b] >= 0) items.push_back(Item(index.bytes_entries[b], -1, b));
+    }
+    // In file order, so that each file is read front to back.
+    std::sort(items.begin(), items.end(), [](const DataItem& a, const DataItem& b) {
+      return a.file != b.file ? a.file < b.file : a.offset < b.offset;
+    });
+    sums_.assign(md_.tensors().size(), 0);
+    for (const DataItem& item : items) Check(item);
+    if (!options_.checksums || !report_->index.ok()) return;
+    for (size_t t = 0; t < md_.tensors().size(); ++t) {
+      const DcpTensor& tensor = md_.tensors()[t];
+      report_->checksums.push_back(
+          {std::string(tensor.fqn), tensor.dtype->name, md_.Shape(tensor.size), sums_[t]});
+    }
+  }
+
+ private:
+  DataItem Item(size_t entry, int64_t tensor, size_t chunk) const {
+    const DcpStorageEntry e = md_.storage(entry);
+    return {e.relative_path, e.offset_in_file, entry, tensor, chunk};
+  }
+
+  void Finding(const std::string& message) {
+    if (report_->data_findings.size() < kMaxFindingsPerCheck) {
+      report_->data_findings.push_back("data: " + message);
+    } else if (report_->data_findings.size() == kMaxFindingsPerCheck) {
+      report_->data_findings.push_back("data: further findings not listed");
+    }
+  }
+
+  // The open file of `name`, or null (a finding says why) when it cannot be opened.
+  const FileByteSource* Open(std::string_view name) {
+    if (open_name_ == name && open_) return open_.get();
+    open_.reset();
+    open_name_ = std::string(name);
+    const Status s = FileByteSource::Open(env_, JoinPath(dir_, open_name_), &open_);
+    if (!s.ok()) open_.reset();  // the index check already reported a missing file
+    return open_.get();
+  }
+
+  void Check(const DataItem& item) {
+    const DcpStorageEntry entry = md_.storage(item.entry);
+    if (entry.transformed) return;  // an encoding this reader does not undo (counted)
+    const FileByteSource* file = Open(item.file);
+    if (file == nullptr) return;
+    WindowByteSource window;
+    if (!WindowByteSource::Make(*file, static_cast<uint64_t>(entry.offset_in_file),
+                                static_cast<uint64_t>(entry.length), &window)
+             .ok()) {
+      return;  // outside the file: the index check reported it
+    }
+    ++report_->items_read;
+    if (item.tensor < 0) {
+      CheckBytesItem(window, md_.bytes_items()[item.chunk]);
+    } else {
+      CheckTensorItem(window, static_cast<size_t>(item.tensor), item.chunk);
+    }
+  }
+
+  void CheckBytesItem(const WindowByteSource& window, std::string_view fqn) {
+    TorchSaveArchive archive;
+    Status s = OpenTorchSaveArchive(window, ZipLimits(), &archive);
+    for (size_t i = 0; s.ok() && i < archive.entries.size(); ++i) {
+      s = CheckZipEntryCrc(window, archive.entries[i]);
+      report_->bytes_read += archive.entries[i].size;
+    }
+    if (!s.ok()) Finding("bytes item " + QuotedName(fqn) + ": " + s.message());
+  }
+
+  void CheckTensorItem(const WindowByteSource& window, size_t t, size_t c) {
+    const DcpTensor& tensor = md_.tensors()[t];
+    const PyValue chunk = md_.doc().Items(tensor.chunks)[c];
+    const Box box = md_.ChunkBox(chunk);
+    const std::string what = "tensor " + QuotedName(tensor.fqn) + " chunk " + BoxToString(box);
+    TorchTensorItem item;
+    const Status s = ReadTorchTensorItem(window, ZipLimits(), &item);
+    if (!s.ok()) {
+      Finding(what + ": " + s.message());
+      return;
+    }
+    if (item.dtype != tensor.dtype) {
+      Finding(what + ": the item holds " + item.dtype->name + ", the index declares " +
+              tensor.dtype->name);
+      return;
+    }
+    if (item.shape != box.shape) {
+      Finding(what + ": the item's shape is " + DimsToString(item.shape) + ", the chunk's " +
+              DimsToString(box.shape));
+      return;
+    }
+    // One pass over the storage entry: its CRC over every byte, the checksum over the elements.
+    ChunkChecksum checksum(md_.Shape(tensor.size), box, tensor.dtype->element_bytes);
+    uint32_t crc = 0;
+    const uint64_t begin = item.storage.data_offset, end = begin + item.storage.size;
+    for (uint64_t at = begin; at < end;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(block_.size(), end - at));
+      const Status r = window.Read(at, n, block_.data());
+      if (!r.ok()) {
+        Finding(what + ": " + r.message());
+        return;
+      }
+      crc = Crc32(crc, block_.data(), n);
+      const uint64_t lo = std::max(at, item.data_offset);
+      const uint64_t hi = std::min(at + n, item.data_offset + item.data_bytes);
+      if (options_.checksums && lo < hi) {
+        checksum.Update(block_.data() + (lo - at), static_cast<size_t>(hi - lo));
+      }
+      at += n;
+    }
+    report_->bytes_read += item.storage.size;
+    if (crc != item.storage.crc32) {
+      Finding(what + ": " + QuotedName(item.storage.name) + " has CRC-32 " + Hex(crc) +
+              ", its archive records " + Hex(item.storage.crc32));
+      return;
+    }
+    sums_[t] += checksum.value();
+  }
+
+  static std::string Hex(uint32_t v) {
+    char text[16];
+    std::snprintf(text, sizeof(text), "0x%08x", v);
+    return text;
+  }
+
+  Env* env_;
+  std::string dir_;
+  const DcpMetadata& md_;
+  const DcpVerifyOptions& options_;
+  DcpVerifyReport* report_;
+  std::vector<char> block_;
+  std::string open_name_;
+  std::unique_ptr<FileByteSource> open_;
+  std::vector<uint64_t> sums_;
+};
+
+}  // namespace
+
+Status VerifyDcpCheckpoint(Env* env, const DetectedCheckpoint& detected,
+                           const DcpVerifyOptions& options, DcpVerifyReport* report) {
+  *report = DcpVerifyReport();
+  report->kind = detected.kind;
+  report->dir = detected.index_dir;
+  const std::string& dir = detected.index_dir;
+  std::string bytes;
+  const std::string metadata_path = JoinPath(dir, ".metadata");
+  CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(env, metadata_path, options.limits, &bytes));
+  DcpMetadata md;
+  const Status read = md.Read(std::move(bytes));
+  if (!read.ok()) return read.WithContext(metadata_path);
+  uint64_t entries = md.storage_count();
+  for (const DcpTensor& t : md.tensors()) entries += md.doc().Len(t.chunks);
+  if (entries > options.limits.max_chunks) {
+    return LimitExceeded(metadata_path, entries, "chunks and storage entries",
+                         &ResourceLimits::max_chunks, options.limits);
+  }
+  report->dcp_version = std::string(md.version());
+  report->metadata_extras = md.extra_attributes();
+  CheckDcpIndex(
+      md,
+      [&](std::string_view name, uint64_t* size) {
+        return env->GetFileSize(JoinPath(dir, std::string(name)), size).ok();
+      },
+      &report->index);
+  if (detected.kind == CheckpointKind::kTorchDist) {
+    ReadTorchDistFiles(env, dir, options.limits, report);
+  }
+  if (options.data || options.checksums) {
+    DataReader(env, dir, md, options, report).Run(IndexDcpStorage(md));
+  }
+  return Status::OK();
+}
+
+std::string DcpVerifyReportJson(const DcpVerifyReport& r) {
+  nlohmann::json j;
+  j["format"] = CheckpointKindName(r.kind);
+  j["dir"] = r.dir;
+  j["dcp_version"] = r.dcp_version;
+  j["metadata_extras"] = r.metadata_extras;
+  j["tensors"] = r.index.tensors;
+  j["chunks"] = r.index.chunks;
+  j["bytes_items"] = r.index.bytes_items;
+  j["storage_entries"] = r.index.storage_entries;
+  j["transformed_entries"] = r.index.transformed_entries;
+  if (r.kind == CheckpointKind::kTorchDist) {
+    j["torch_dist"] = {{"sharded_backend", r.sharded_backend},
+                       {"sharded_backend_version", r.sharded_backend_version},
+                       {"common_backend", r.common_backend},
+                       {"common_backend_version", r.common_backend_version},
+                       {"common_keys", r.common_keys}};
+  }
+  j["items_read"] = r.items_read;
+  j["bytes_read"] = r.bytes_read;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const std::string& f : r.index.findings) findings.push_back(f);
+  for (const std::string& f : r.data_findings) findings.push_back(f);
+  j["findings"] = findings;
+  nlohmann::json sums = nlohmann::json::array();
+  for (const TensorChecksum& c : r.checksums) {
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(c.checksum));
+    sums.push_back({{"key", c.fqn}, {"dtype", c.dtype}, {"shape", c.shape}, {"checksum", hex}});
+  }
+  j["checksums"] = sums;
+  j["ok"] = r.ok();
+  // Keys and names come from the file: replace invalid UTF-8 rather than fail.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace ckptspec
