@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/diff_command.h"
 #include "cli/layout_command.h"
 #include "cli/list_command.h"
 #include "cli/replay_command.h"
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
   CLI::App* verify_plan = ckptspec::AddVerifyPlanCommand(app, &verify_plan_options);
   ckptspec::VerifyOptions verify_options;
   CLI::App* verify = ckptspec::AddVerifyCommand(app, &verify_options);
+  ckptspec::DiffCommandOptions diff_options;
+  CLI::App* diff = ckptspec::AddDiffCommand(app, &diff_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
       return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
     }
     if (verify->parsed()) return ckptspec::RunVerifyCommand(verify_options, std::cout, std::cerr);
+    if (diff->parsed()) return ckptspec::RunDiffCommand(diff_options, std::cout, std::cerr);
     return 2;
   };
   const int code = run_verb();

@@ -19,15 +19,27 @@
 #include "targets/reference/verify.h"
 
 namespace ckptspec {
-namespace {
 
-// One flag per row of the limits table, bound to *limits.
 void AddLimitFlags(CLI::App* cmd, ResourceLimits* limits) {
   for (const ResourceLimitInfo& info : kResourceLimitTable) {
     AddNumberFlag(cmd, info.flag, &(limits->*info.field), NumberRange<uint64_t>{info.min, info.max},
                   info.meaning);
   }
 }
+
+Status CheckCheckpointDirectory(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return Status::InvalidArgument("'" + dir + "': " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("'" + dir + "': " + FileKindName(st.st_mode) +
+                                   ", not a checkpoint directory");
+  }
+  return Status::OK();
+}
+
+namespace {
 
 // Reads a plan dump under the limits: a regular file (refused before it is opened otherwise) of
 // at most max_metadata_bytes, nested at most max_json_depth, of at most max_chunks entries (the
@@ -50,19 +62,6 @@ Status ReadPlan(const std::string& flag, const std::string& path, const Resource
   for (const RankSignature& r : sig->ranks) entries += r.tensors.size() + r.objects.size();
   if (entries > limits.max_chunks) {
     return LimitExceeded(path, entries, "entries", &ResourceLimits::max_chunks, limits);
-  }
-  return Status::OK();
-}
-
-// DIR must be a directory: anything else is named, and never opened.
-Status CheckCheckpointDirectory(const std::string& dir) {
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) {
-    return Status::InvalidArgument("'" + dir + "': " + std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("'" + dir + "': " + FileKindName(st.st_mode) +
-                                   ", not a checkpoint directory");
   }
   return Status::OK();
 }

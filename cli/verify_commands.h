@@ -24,6 +24,12 @@
 
 namespace ckptspec {
 
+// One flag per row of the limits table (--max-json-depth, ...), bound to *limits.
+void AddLimitFlags(CLI::App* cmd, ResourceLimits* limits);
+
+// InvalidArgument naming `dir` unless it is a directory: anything else is never opened.
+Status CheckCheckpointDirectory(const std::string& dir);
+
 struct VerifyPlanOptions {
   std::string file;
   std::string against;  // optional: a second dump to diff structure against (P6)

@@ -1,0 +1,171 @@
+#include "ondisk/checkpoint_contents.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "formats/dcp_checks.h"
+#include "formats/dcp_metadata.h"
+#include "formats/torch_save_archive.h"
+#include "formats/torch_tensor_item.h"
+#include "ondisk/file_byte_source.h"
+#include "targets/reference/reference_engine.h"
+
+namespace ckptspec {
+namespace {
+
+const TorchDType* TorchDTypeOf(DType dtype) {
+  int count = 0;
+  const TorchDType* all = TorchDTypes(&count);
+  for (int i = 0; i < count; ++i) {
+    if (all[i].ckptspec_dtype == dtype) return &all[i];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status CheckpointContents::Open(Env* env, const std::string& root, const ResourceLimits& limits,
+                                std::unique_ptr<CheckpointContents>* out) {
+  std::unique_ptr<CheckpointContents> c(new CheckpointContents());
+  c->env_ = env;
+  DetectedCheckpoint detected;
+  CKPTSPEC_RETURN_IF_ERROR(DetectCheckpoint(env, root, &detected));
+  c->kind_ = detected.kind;
+  if (detected.kind == CheckpointKind::kReference) {
+    CKPTSPEC_RETURN_IF_ERROR(c->OpenReference(root, limits));
+  } else {
+    c->dir_ = detected.index_dir;
+    CKPTSPEC_RETURN_IF_ERROR(c->OpenDcp(limits));
+  }
+  *out = std::move(c);
+  return Status::OK();
+}
+
+Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
+  const std::string path = JoinPath(dir_, ".metadata");
+  std::string bytes;
+  CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(env_, path, limits, &bytes));
+  DcpMetadata md;
+  const Status read = md.Read(std::move(bytes));
+  if (!read.ok()) return read.WithContext(path);
+  const DcpStorageIndex index = IndexDcpStorage(md);
+  std::unordered_map<std::string_view, size_t> file_ids;
+  auto bytes_of = [&](size_t e) {
+    const DcpStorageEntry entry = md.storage(e);
+    auto [it, inserted] = file_ids.emplace(entry.relative_path, files_.size());
+    if (inserted) files_.emplace_back(entry.relative_path);
+    return StoredBytes{it->second,
+                       static_cast<uint64_t>(std::max<int64_t>(0, entry.offset_in_file)),
+                       static_cast<uint64_t>(std::max<int64_t>(0, entry.length)), true};
+  };
+  for (size_t t = 0; t < md.tensors().size(); ++t) {
+    const DcpTensor& dcp = md.tensors()[t];
+    StoredTensor tensor;
+    tensor.key = std::string(dcp.fqn);
+    tensor.dtype = dcp.dtype;
+    tensor.shape = md.Shape(dcp.size);
+    const PySpan chunks = md.doc().Items(dcp.chunks);
+    for (size_t c = 0; c < chunks.size; ++c) {
+      const int64_t e = index.chunk_entries[t][c];
+      if (e < 0) {
+        return Status::Corruption(
+            path + ": tensor " + QuotedName(dcp.fqn) + " chunk " +
+            BoxToString(md.ChunkBox(chunks[c])) +
+            " has no storage_data entry (ckptspec verify lists every finding)");
+      }
+      tensor.chunks.push_back({md.ChunkBox(chunks[c]), bytes_of(static_cast<size_t>(e))});
+    }
+    tensors_.push_back(std::move(tensor));
+  }
+  for (size_t b = 0; b < md.bytes_items().size(); ++b) {
+    if (index.bytes_entries[b] < 0) continue;
+    blobs_.push_back(
+        {std::string(md.bytes_items()[b]), bytes_of(static_cast<size_t>(index.bytes_entries[b]))});
+  }
+  return Status::OK();
+}
+
+Status CheckpointContents::OpenReference(const std::string& root, const ResourceLimits& limits) {
+  ReferenceOptions options;
+  options.env = env_;
+  options.root = root;
+  options.limits = limits;
+  ReferenceEngine engine(std::move(options));
+  int64_t iteration = 0;
+  CKPTSPEC_RETURN_IF_ERROR(engine.LatestIteration(&iteration));
+  CheckpointMetadata md;
+  CKPTSPEC_RETURN_IF_ERROR(engine.ReadMetadata(iteration, &md));
+  dir_ = JoinPath(root, IterationDirName(iteration));
+  for (const FileEntry& f : md.files) files_.push_back(f.name);
+  auto bytes_of = [](const Extent& e) {
+    return StoredBytes{static_cast<size_t>(e.file), e.offset, e.size, false};
+  };
+  for (const TensorEntry& t : md.tensors) {
+    StoredTensor tensor;
+    tensor.key = t.key;
+    tensor.dtype = TorchDTypeOf(t.dtype);
+    tensor.shape = t.global_shape;
+    for (const ChunkEntry& c : t.chunks) tensor.chunks.push_back({c.box, bytes_of(c.extent)});
+    tensors_.push_back(std::move(tensor));
+  }
+  for (const ObjectEntry& o : md.objects) blobs_.push_back({o.UniqueKey(), bytes_of(o.extent)});
+  return Status::OK();
+}
+
+std::string CheckpointContents::FilePath(size_t file) const { return JoinPath(dir_, files_[file]); }
+
+Status CheckpointContents::ReadChunk(const StoredTensor& tensor, const StoredChunk& chunk,
+                                     std::string* out) const {
+  std::unique_ptr<FileByteSource> file;
+  CKPTSPEC_RETURN_IF_ERROR(FileByteSource::Open(env_, FilePath(chunk.bytes.file), &file));
+  WindowByteSource window;
+  CKPTSPEC_RETURN_IF_ERROR(
+      WindowByteSource::Make(*file, chunk.bytes.offset, chunk.bytes.length, &window));
+  int64_t elements = 0;
+  if (!CheckedVolume(chunk.box.shape, &elements)) {
+    return Status::Corruption(tensor.key + ": chunk " + BoxToString(chunk.box) + " overflows");
+  }
+  const uint64_t expected = static_cast<uint64_t>(elements) * tensor.dtype->element_bytes;
+  uint64_t offset = 0;
+  if (chunk.bytes.torch_save) {
+    TorchTensorItem item;
+    CKPTSPEC_RETURN_IF_ERROR(ReadTorchTensorItem(window, ZipLimits(), &item));
+    if (item.dtype != tensor.dtype || item.shape != chunk.box.shape) {
+      return Status::Corruption(window.name() + ": holds " + item.dtype->name + " " +
+                                DimsToString(item.shape) + ", the index declares " +
+                                tensor.dtype->name + " " + DimsToString(chunk.box.shape));
+    }
+    offset = item.data_offset;
+  } else if (chunk.bytes.length != expected) {
+    return Status::Corruption(window.name() + ": " + std::to_string(chunk.bytes.length) +
+                              " bytes for " + std::to_string(expected) + " bytes of elements");
+  }
+  out->resize(expected);
+  return window.Read(offset, expected, out->data());
+}
+
+Status CheckpointContents::ReadBlob(const StoredBlob& blob, std::string* out) const {
+  std::unique_ptr<FileByteSource> file;
+  CKPTSPEC_RETURN_IF_ERROR(FileByteSource::Open(env_, FilePath(blob.bytes.file), &file));
+  WindowByteSource window;
+  CKPTSPEC_RETURN_IF_ERROR(
+      WindowByteSource::Make(*file, blob.bytes.offset, blob.bytes.length, &window));
+  out->clear();
+  if (!blob.bytes.torch_save) {
+    out->resize(blob.bytes.length);
+    return window.Read(0, blob.bytes.length, out->data());
+  }
+  TorchSaveArchive archive;
+  CKPTSPEC_RETURN_IF_ERROR(OpenTorchSaveArchive(window, ZipLimits(), &archive));
+  for (const ZipEntry& entry : archive.entries) {  // sorted by name
+    const std::string relative = entry.name.substr(archive.prefix.size() + 1);
+    if (relative == ".data/serialization_id") continue;  // random per save
+    std::string content;
+    CKPTSPEC_RETURN_IF_ERROR(ReadSmallEntry(window, entry, blob.bytes.length, &content));
+    *out += relative + '\0' + std::to_string(content.size()) + '\0' + content;
+  }
+  return Status::OK();
+}
+
+}  // namespace ckptspec

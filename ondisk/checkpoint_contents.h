@@ -1,0 +1,80 @@
+// A checkpoint's tensors in global coordinates, whatever its format (ckptspec's reference format,
+// PyTorch DCP, Megatron torch_dist): for `ckptspec diff`, which compares two checkpoints saved
+// under different layouts or in different formats.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/torch_dtype.h"
+#include "model/box.h"
+#include "ondisk/checkpoint_kind.h"
+#include "targets/env/env.h"
+#include "targets/reference/resource_limits.h"
+
+namespace ckptspec {
+
+// Where a chunk's (or a blob's) bytes are: a range of a file below the index directory, holding
+// either the raw row-major elements (reference) or a torch.save archive of them (DCP).
+struct StoredBytes {
+  size_t file = 0;  // index into CheckpointContents::files
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool torch_save = false;
+};
+
+struct StoredChunk {
+  Box box;
+  StoredBytes bytes;
+};
+
+struct StoredTensor {
+  std::string key;
+  const TorchDType* dtype = nullptr;
+  Dims shape;
+  std::vector<StoredChunk> chunks;
+};
+
+// A non-tensor item: a DCP bytes item, a reference object shard.
+struct StoredBlob {
+  std::string key;
+  StoredBytes bytes;
+};
+
+class CheckpointContents {
+ public:
+  // Opens the checkpoint at `root` (format recognised by DetectCheckpoint): its index only.
+  // `env` must be a confined view of `root`, and outlive this object.
+  static Status Open(Env* env, const std::string& root, const ResourceLimits& limits,
+                     std::unique_ptr<CheckpointContents>* out);
+
+  CheckpointKind kind() const { return kind_; }
+  const std::string& dir() const { return dir_; }  // the index directory
+  const std::vector<StoredTensor>& tensors() const { return tensors_; }
+  const std::vector<StoredBlob>& blobs() const { return blobs_; }
+
+  // The chunk's elements, row-major, into `out` (replaced): a torch.save item is unpacked
+  // (formats/torch_tensor_item.h) and must hold the tensor's dtype and the chunk's shape.
+  Status ReadChunk(const StoredTensor& tensor, const StoredChunk& chunk, std::string* out) const;
+  // A blob's content: the raw bytes (reference), or for a torch.save archive its entries' bytes
+  // in name order, each after its name, without the entries that differ between two saves of the
+  // same object (.data/serialization_id).
+  Status ReadBlob(const StoredBlob& blob, std::string* out) const;
+
+ private:
+  CheckpointContents() = default;
+  Status OpenDcp(const ResourceLimits& limits);
+  Status OpenReference(const std::string& root, const ResourceLimits& limits);
+  std::string FilePath(size_t file) const;
+
+  Env* env_ = nullptr;
+  CheckpointKind kind_ = CheckpointKind::kDcp;
+  std::string dir_;
+  std::vector<std::string> files_;  // relative to dir_
+  std::vector<StoredTensor> tensors_;
+  std::vector<StoredBlob> blobs_;
+};
+
+}  // namespace ckptspec
