@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "model/box.h"
+#include "model/box_overlap.h"
 #include "model/sharded.h"
 #include "model/validate.h"
 
@@ -61,14 +62,62 @@ class Findings {
   size_t count_ = 0;
 };
 
+// True when the chunks of `tensor` tile its shape exactly: every chunk has its rank and lies
+// inside it, no two overlap, and their volumes add up to its volume. Reads the index in place (no
+// allocation per chunk); the general P4 check below runs only when this fails, for its messages.
+bool TilesExactly(const DcpMetadata& md, const DcpTensor& tensor, BoxBounds* bounds) {
+  const PickleDocument& doc = md.doc();
+  const PySpan shape = doc.Items(tensor.size);
+  const size_t rank = shape.size;
+  const PySpan chunks = doc.Items(tensor.chunks);
+  int64_t total = 1;
+  for (const PyValue& d : shape) {
+    const int64_t n = doc.Int(d);
+    if (n < 0 || __builtin_mul_overflow(total, n, &total)) return false;
+  }
+  bounds->rank = rank;
+  bounds->lo.clear();
+  bounds->hi.clear();
+  int64_t sum = 0;
+  for (const PyValue& chunk : chunks) {
+    const PySpan offsets = doc.Items(md.ChunkOffsets(chunk));
+    const PySpan sizes = doc.Items(md.ChunkSizes(chunk));
+    if (offsets.size != rank || sizes.size != rank) return false;
+    int64_t volume = 1;
+    const size_t first = bounds->lo.size();
+    for (size_t a = 0; a < rank; ++a) {
+      const int64_t extent = doc.Int(shape[a]), lo = doc.Int(offsets[a]), n = doc.Int(sizes[a]);
+      if (lo < 0 || n < 0 || lo > extent || n > extent - lo) return false;
+      volume *= n;  // no overflow: each factor is at most the shape's, whose product fits
+      bounds->lo.push_back(lo);
+      bounds->hi.push_back(lo + n);
+    }
+    if (volume == 0) {  // an empty chunk holds nothing and meets nothing
+      bounds->lo.resize(first);
+      bounds->hi.resize(first);
+    }
+    if (__builtin_add_overflow(sum, volume, &sum)) return false;
+  }
+  if (sum != total) return false;
+  if (rank == 0 || bounds->size() < 2) return true;
+  bool overlap = false;
+  ForEachOverlap(*bounds, ChooseSweepAxes(*bounds), [&](size_t, size_t) {
+    overlap = true;
+    return false;
+  });
+  return !overlap;
+}
+
 void CheckTiling(const DcpMetadata& md, const DcpStorageIndex& index, DcpIndexReport* report) {
   Findings findings("tiling", report);
   const PickleDocument& doc = md.doc();
+  BoxBounds bounds;
   for (size_t t = 0; t < md.tensors().size(); ++t) {
     const DcpTensor& tensor = md.tensors()[t];
-    const Dims shape = md.Shape(tensor.size);
     const PySpan chunks = doc.Items(tensor.chunks);
     report->chunks += static_cast<int64_t>(chunks.size);
+    if (TilesExactly(md, tensor, &bounds)) continue;
+    const Dims shape = md.Shape(tensor.size);
     bool consistent = true;
     std::map<int64_t, RankSignature> ranks;
     for (size_t c = 0; c < chunks.size; ++c) {
@@ -183,12 +232,12 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
     FileInfo& file = files[it->second];
     ++file.entries;
     if (!file.usable) continue;
-    const std::string what = QuotedName(entry.fqn) + " at offset " + OffsetText(md, entry.offset);
     if (entry.offset_in_file < 0 || entry.length < 0 ||
         static_cast<uint64_t>(entry.offset_in_file) > file.size ||
         static_cast<uint64_t>(entry.length) >
             file.size - static_cast<uint64_t>(entry.offset_in_file)) {
-      findings.Add(what + ": bytes [" + std::to_string(entry.offset_in_file) + ", " +
+      findings.Add(QuotedName(entry.fqn) + " at offset " + OffsetText(md, entry.offset) +
+                   ": bytes [" + std::to_string(entry.offset_in_file) + ", " +
                    std::to_string(entry.offset_in_file) + " + " + std::to_string(entry.length) +
                    ") lie outside " + QuotedName(entry.relative_path) + " (" +
                    std::to_string(file.size) + " bytes)");
@@ -282,7 +331,7 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
     const PySpan chunks = doc.Items(tensor.chunks);
     index.chunk_entries[t].resize(chunks.size);
     for (size_t c = 0; c < chunks.size; ++c) {
-      index.chunk_entries[t][c] = find(tensor.fqn, doc.Field(chunks[c], "offsets"));
+      index.chunk_entries[t][c] = find(tensor.fqn, md.ChunkOffsets(chunks[c]));
     }
   }
   for (std::string_view fqn : md.bytes_items()) index.bytes_entries.push_back(find(fqn, PyValue()));

@@ -12,9 +12,10 @@ using Kind = PyValue::Kind;
 
 constexpr std::string_view kMetadataModule = "torch.distributed.checkpoint.metadata";
 
-bool IsClass(const PickleDocument& doc, PyValue v, std::string_view module, std::string_view name) {
-  const PickleClass* c = doc.ClassOf(v);
-  return v.is(Kind::kObject) && c != nullptr && module == c->module && name == c->name;
+// Whether `v` is an object of class `c` (classes are compared by identity: the whitelist holds
+// each once).
+bool IsClass(const PickleDocument& doc, PyValue v, const PickleClass* c) {
+  return v.is(Kind::kObject) && doc.ClassOf(v) == c;
 }
 
 bool IsIntTuple(const PickleDocument& doc, PyValue v) {
@@ -30,6 +31,38 @@ std::string TypeName(const PickleDocument& doc, PyValue v) {
   return PyKindName(v.kind());
 }
 
+// DCP's classes in the whitelist, and where the fields read on every entry sit in their objects
+// (the whitelist's order), found once.
+struct DcpClasses {
+  const PickleClass *metadata, *tensor, *bytes, *properties, *chunk, *index, *info;
+  size_t chunk_offsets, chunk_sizes;
+  size_t index_fqn, index_offset;
+  size_t info_path, info_offset, info_length, info_transforms;
+};
+
+const DcpClasses& Dcp() {
+  static const DcpClasses kDcp = [] {
+    DcpClasses d{};
+    d.metadata = FindPickleGlobal(kMetadataModule, "Metadata");
+    d.tensor = FindPickleGlobal(kMetadataModule, "TensorStorageMetadata");
+    d.bytes = FindPickleGlobal(kMetadataModule, "BytesStorageMetadata");
+    d.properties = FindPickleGlobal(kMetadataModule, "TensorProperties");
+    d.chunk = FindPickleGlobal(kMetadataModule, "ChunkStorageMetadata");
+    d.index = FindPickleGlobal(kMetadataModule, "MetadataIndex");
+    d.info = FindPickleGlobal("torch.distributed.checkpoint.filesystem", "_StorageInfo");
+    d.chunk_offsets = FieldIndex(*d.chunk, "offsets");
+    d.chunk_sizes = FieldIndex(*d.chunk, "sizes");
+    d.index_fqn = FieldIndex(*d.index, "fqn");
+    d.index_offset = FieldIndex(*d.index, "offset");
+    d.info_path = FieldIndex(*d.info, "relative_path");
+    d.info_offset = FieldIndex(*d.info, "offset");
+    d.info_length = FieldIndex(*d.info, "length");
+    d.info_transforms = FieldIndex(*d.info, "transform_descriptors");
+    return d;
+  }();
+  return kDcp;
+}
+
 Status BadShape(const std::string& where, const std::string& what) {
   return Status::Corruption(where + ": " + what);
 }
@@ -41,7 +74,7 @@ Status DcpMetadata::Read(std::string bytes) {
   bytes_items_.clear();
   CKPTSPEC_RETURN_IF_ERROR(ReadPickle(std::move(bytes), PickleOptions(), &doc_));
   root_ = doc_.root();
-  if (!IsClass(doc_, root_, kMetadataModule, "Metadata")) {
+  if (!IsClass(doc_, root_, Dcp().metadata)) {
     return BadShape(".metadata", "the pickle holds a " + TypeName(doc_, root_) +
                                      ", not a torch.distributed.checkpoint.metadata.Metadata");
   }
@@ -64,18 +97,18 @@ Status DcpMetadata::Read(std::string bytes) {
 
 Status DcpMetadata::ReadTensor(std::string_view fqn, PyValue value) {
   const std::string where = "state_dict_metadata[" + QuotedName(fqn) + "]";
-  if (IsClass(doc_, value, kMetadataModule, "BytesStorageMetadata")) {
+  if (IsClass(doc_, value, Dcp().bytes)) {
     bytes_items_.push_back(fqn);
     return Status::OK();
   }
-  if (!IsClass(doc_, value, kMetadataModule, "TensorStorageMetadata")) {
+  if (!IsClass(doc_, value, Dcp().tensor)) {
     return BadShape(where, "a " + TypeName(doc_, value) +
                                ", not a TensorStorageMetadata or BytesStorageMetadata");
   }
   DcpTensor t;
   t.fqn = fqn;
   const PyValue props = doc_.Field(value, "properties");
-  if (!IsClass(doc_, props, kMetadataModule, "TensorProperties")) {
+  if (!IsClass(doc_, props, Dcp().properties)) {
     return BadShape(where + ".properties", "a " + TypeName(doc_, props) + ", not TensorProperties");
   }
   const PyValue dtype = doc_.Field(props, "dtype");
@@ -95,12 +128,12 @@ Status DcpMetadata::ReadTensor(std::string_view fqn, PyValue value) {
   }
   const PySpan chunks = doc_.Items(t.chunks);
   for (size_t c = 0; c < chunks.size; ++c) {
-    if (!IsClass(doc_, chunks[c], kMetadataModule, "ChunkStorageMetadata")) {
+    if (!IsClass(doc_, chunks[c], Dcp().chunk)) {
       return BadShape(where + ".chunks[" + std::to_string(c) + "]",
                       "a " + TypeName(doc_, chunks[c]) + ", not a ChunkStorageMetadata");
     }
     for (const char* field : {"offsets", "sizes"}) {
-      const PyValue dims = doc_.Field(chunks[c], field);
+      const PyValue dims = doc_.FieldAt(chunks[c], FieldIndex(*Dcp().chunk, field));
       if (!IsIntTuple(doc_, dims)) {
         return BadShape(where + ".chunks[" + std::to_string(c) + "]." + field,
                         "a " + TypeName(doc_, dims) + ", not a torch.Size");
@@ -122,23 +155,23 @@ Status DcpMetadata::CheckStorage() {
   for (size_t i = 0; i + 1 < storage_.size; i += 2) {
     const std::string where = "storage_data entry " + std::to_string(i / 2);
     const PyValue key = storage_[i], info = storage_[i + 1];
-    if (!IsClass(doc_, key, kMetadataModule, "MetadataIndex")) {
+    if (!IsClass(doc_, key, Dcp().index)) {
       return BadShape(where, "its key is a " + TypeName(doc_, key) + ", not a MetadataIndex");
     }
-    const PyValue fqn = doc_.Field(key, "fqn");
-    const PyValue offset = doc_.Field(key, "offset");
+    const PyValue fqn = doc_.FieldAt(key, Dcp().index_fqn);
+    const PyValue offset = doc_.FieldAt(key, Dcp().index_offset);
     if (!fqn.is(Kind::kStr)) return BadShape(where + ".fqn", "a " + TypeName(doc_, fqn));
     if (!offset.is(Kind::kNone) && !IsIntTuple(doc_, offset)) {
       return BadShape(where + " (" + QuotedName(doc_.Str(fqn)) + ").offset",
                       "a " + TypeName(doc_, offset) + ", not a torch.Size or None");
     }
-    if (!IsClass(doc_, info, "torch.distributed.checkpoint.filesystem", "_StorageInfo")) {
+    if (!IsClass(doc_, info, Dcp().info)) {
       return BadShape(where + " (" + QuotedName(doc_.Str(fqn)) + ")",
                       "its value is a " + TypeName(doc_, info) + ", not a _StorageInfo");
     }
-    const PyValue path = doc_.Field(info, "relative_path");
-    const PyValue file_offset = doc_.Field(info, "offset");
-    const PyValue length = doc_.Field(info, "length");
+    const PyValue path = doc_.FieldAt(info, Dcp().info_path);
+    const PyValue file_offset = doc_.FieldAt(info, Dcp().info_offset);
+    const PyValue length = doc_.FieldAt(info, Dcp().info_length);
     if (!path.is(Kind::kStr) || !file_offset.is(Kind::kInt) || !length.is(Kind::kInt)) {
       return BadShape(where + " (" + QuotedName(doc_.Str(fqn)) + ")",
                       "relative_path, offset and length must be str, int and int; they are " +
@@ -152,12 +185,13 @@ Status DcpMetadata::CheckStorage() {
 DcpStorageEntry DcpMetadata::storage(size_t i) const {
   DcpStorageEntry e;
   const PyValue key = storage_[2 * i], info = storage_[2 * i + 1];
-  e.fqn = doc_.Str(doc_.Field(key, "fqn"));
-  e.offset = doc_.Field(key, "offset");
-  e.relative_path = doc_.Str(doc_.Field(info, "relative_path"));
-  e.offset_in_file = doc_.Int(doc_.Field(info, "offset"));
-  e.length = doc_.Int(doc_.Field(info, "length"));
-  const PyValue transforms = doc_.Field(info, "transform_descriptors");
+  const DcpClasses& f = Dcp();
+  e.fqn = doc_.Str(doc_.FieldAt(key, f.index_fqn));
+  e.offset = doc_.FieldAt(key, f.index_offset);
+  e.relative_path = doc_.Str(doc_.FieldAt(info, f.info_path));
+  e.offset_in_file = doc_.Int(doc_.FieldAt(info, f.info_offset));
+  e.length = doc_.Int(doc_.FieldAt(info, f.info_length));
+  const PyValue transforms = doc_.FieldAt(info, f.info_transforms);
   e.transformed = !transforms.is(Kind::kNone) && doc_.Len(transforms) > 0;
   return e;
 }
@@ -175,8 +209,16 @@ Dims DcpMetadata::Shape(PyValue tuple) const {
   return dims;
 }
 
+PyValue DcpMetadata::ChunkOffsets(PyValue chunk) const {
+  return doc_.FieldAt(chunk, Dcp().chunk_offsets);
+}
+
+PyValue DcpMetadata::ChunkSizes(PyValue chunk) const {
+  return doc_.FieldAt(chunk, Dcp().chunk_sizes);
+}
+
 Box DcpMetadata::ChunkBox(PyValue chunk) const {
-  return Box{Shape(doc_.Field(chunk, "offsets")), Shape(doc_.Field(chunk, "sizes"))};
+  return Box{Shape(ChunkOffsets(chunk)), Shape(ChunkSizes(chunk))};
 }
 
 }  // namespace ckptspec

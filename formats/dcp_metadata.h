@@ -53,8 +53,10 @@ class DcpMetadata {
   std::string_view version() const { return version_; }
   std::vector<std::string> extra_attributes() const;
 
-  // A chunk's box: offsets and sizes as Dims.
+  // A chunk's box: offsets and sizes as Dims; and the tuples themselves.
   Box ChunkBox(PyValue chunk) const;
+  PyValue ChunkOffsets(PyValue chunk) const;
+  PyValue ChunkSizes(PyValue chunk) const;
   Dims Shape(PyValue tuple) const;
 
  private:

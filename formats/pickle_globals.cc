@@ -127,6 +127,13 @@ const std::vector<PickleClass>& AllGlobals() {
 
 }  // namespace
 
+size_t FieldIndex(const PickleClass& c, std::string_view field) {
+  for (size_t i = 0; i < c.field_count; ++i) {
+    if (c.fields[i] == field) return i;
+  }
+  return c.field_count;
+}
+
 const PickleClass* FindPickleGlobal(std::string_view module, std::string_view name) {
   for (const PickleClass& c : AllGlobals()) {
     if (name == c.name && module == c.module) return &c;

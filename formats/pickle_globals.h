@@ -41,6 +41,9 @@ struct PickleClass {
   const TorchDType* dtype;        // kDType; kStorageClass (nullptr: UntypedStorage)
 };
 
+// The index of field `field` in `c`'s fields; c.field_count when it has none.
+size_t FieldIndex(const PickleClass& c, std::string_view field);
+
 // The whitelisted global `module`.`name`, or nullptr.
 const PickleClass* FindPickleGlobal(std::string_view module, std::string_view name);
 

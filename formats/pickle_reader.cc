@@ -104,6 +104,40 @@ uint64_t LittleEndian(const char* p, size_t n) {
   return v;
 }
 
+// What follows each opcode: nothing, a little-endian number of 1, 2, 4 or 8 bytes (the low
+// nibble), bytes counted by such a number (kCounted), or one or two newline-terminated lines.
+enum ArgumentForm : uint8_t {
+  kNoArgument = 0,
+  kCounted = 0x10,
+  kLine = 0x20,
+  kTwoLines = 0x21,
+};
+
+struct ArgumentForms {
+  uint8_t form[256];
+};
+
+constexpr ArgumentForms MakeArgumentForms() {
+  ArgumentForms t{};
+  for (uint8_t c : {kProto, kBinInt1, kBinGet, kBinPut, kExt1}) t.form[c] = 1;
+  for (uint8_t c : {kBinInt2, kExt2}) t.form[c] = 2;
+  for (uint8_t c : {kBinInt, kLongBinGet, kLongBinPut, kExt4}) t.form[c] = 4;
+  for (uint8_t c : {kFrame, kBinFloat}) t.form[c] = 8;
+  for (uint8_t c : {kShortBinUnicode, kShortBinBytes, kShortBinString, kLong1}) {
+    t.form[c] = kCounted | 1;
+  }
+  for (uint8_t c : {kBinUnicode, kBinBytes, kBinString, kLong4}) t.form[c] = kCounted | 4;
+  for (uint8_t c : {kBinUnicode8, kBinBytes8, kByteArray8}) t.form[c] = kCounted | 8;
+  for (uint8_t c :
+       {kIntText, kLongText, kFloatText, kStringText, kUnicodeText, kGet, kPut, kPersId}) {
+    t.form[c] = kLine;
+  }
+  for (uint8_t c : {kGlobal, kInst}) t.form[c] = kTwoLines;
+  return t;
+}
+
+constexpr ArgumentForms kArgumentForms = MakeArgumentForms();
+
 // Decodes the opcode at `pos` into `op`, setting `*next` past it. Only checks that the argument
 // lies inside the input (and parses text-protocol numbers); meaning is the machine's.
 class Decoder {
@@ -114,55 +148,34 @@ class Decoder {
   inline bool Next(size_t pos, Op* op, size_t* next) const {
     op->pos = pos;
     op->code = static_cast<uint8_t>(in_[pos]);
-    size_t p = pos + 1;
-    switch (op->code) {
-      case kProto:
-      case kBinInt1:
-      case kBinGet:
-      case kBinPut:
-      case kExt1:
-        return Fixed(op, p, 1, next);
-      case kBinInt2:
-      case kExt2:
-        return Fixed(op, p, 2, next);
-      case kBinInt:
-      case kLongBinGet:
-      case kLongBinPut:
-      case kExt4:
-        return Fixed(op, p, 4, next);
-      case kFrame:
-      case kBinFloat:
-        return Fixed(op, p, 8, next);
-      case kShortBinUnicode:
-      case kShortBinBytes:
-      case kShortBinString:
-      case kLong1:
-        return Counted(op, p, 1, next);
-      case kBinUnicode:
-      case kBinBytes:
-      case kBinString:
-      case kLong4:
-        return Counted(op, p, 4, next);
-      case kBinUnicode8:
-      case kBinBytes8:
-      case kByteArray8:
-        return Counted(op, p, 8, next);
-      case kIntText:
-      case kLongText:
-      case kFloatText:
-      case kStringText:
-      case kUnicodeText:
-      case kGet:
-      case kPut:
-      case kPersId:
-        return Line(p, &op->text, next);
-      case kGlobal:
-      case kInst: {
-        return Line(p, &op->text, &p) && Line(p, &op->text2, next);
-      }
-      default:
+    const size_t p = pos + 1;
+    const uint8_t form = kArgumentForms.form[op->code];
+    switch (form) {
+      case kNoArgument:
         *next = p;
         return true;
+      case kLine:
+        return Line(p, &op->text, next);
+      case kTwoLines: {
+        size_t second = 0;
+        return Line(p, &op->text, &second) && Line(second, &op->text2, next);
+      }
+      default: {
+        const size_t n = form & 0xF;  // width of the number
+        if (in_.size() - p < n) return false;
+        const uint64_t number = LittleEndian(in_.data() + p, n);
+        if (form & kCounted) {
+          if (number > in_.size() - p - n) return false;
+          op->number = number;
+          op->text = std::string_view(in_.data() + p + n, number);
+          *next = p + n + number;
+        } else {
+          op->number = number;
+          op->text = std::string_view(in_.data() + p, n);
+          *next = p + n;
+        }
+        return true;
+      }
     }
   }
 
@@ -177,27 +190,10 @@ class Decoder {
     const char* digits = "0123456789abcdef";
     return std::string{digits[c >> 4], digits[c & 15]};
   }
-  bool Fixed(Op* op, size_t p, size_t n, size_t* next) const {
-    if (in_.size() - p < n) return false;
-    op->number = LittleEndian(in_.data() + p, n);
-    op->text = in_.substr(p, n);
-    *next = p + n;
-    return true;
-  }
-  bool Counted(Op* op, size_t p, size_t n, size_t* next) const {
-    if (in_.size() - p < n) return false;
-    const uint64_t len = LittleEndian(in_.data() + p, n);
-    p += n;
-    if (len > in_.size() - p) return false;
-    op->number = len;
-    op->text = in_.substr(p, len);
-    *next = p + len;
-    return true;
-  }
   bool Line(size_t p, std::string_view* out, size_t* next) const {
     const size_t end = in_.find('\n', p);
     if (end == std::string_view::npos) return false;
-    *out = in_.substr(p, end - p);
+    *out = std::string_view(in_.data() + p, end - p);
     *next = end + 1;
     return true;
   }
