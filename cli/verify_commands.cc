@@ -179,10 +179,16 @@ void PrintDcpReport(const VerifyOptions& o, const DcpVerifyReport& r, std::ostre
   }
   if (r.kind == CheckpointKind::kTorchDist) {
     out << "  torch_dist: sharded backend " << r.sharded_backend << " version "
-        << r.sharded_backend_version << ", common backend " << r.common_backend << " version "
-        << r.common_backend_version << "; common.pt keys:";
-    for (const std::string& k : r.common_keys) out << " " << QuotedName(k);
+        << r.sharded_backend_version;
+    if (!r.common_backend.empty()) {
+      out << ", common backend " << r.common_backend << " version " << r.common_backend_version;
+    }
     out << "\n";
+    if (!r.common_source.empty()) {
+      out << "  common state (" << r.common_source << ") keys:";
+      for (const std::string& k : r.common_keys) out << " " << QuotedName(k);
+      out << "\n";
+    }
   }
   if (r.index.transformed_entries > 0) {
     out << "  " << r.index.transformed_entries

@@ -23,8 +23,36 @@ using Kind = PyValue::Kind;
 // Data is streamed in blocks of this many bytes: memory is one block, whatever the items' sizes.
 constexpr size_t kDataBlockBytes = size_t{4} << 20;
 
-void ReadTorchDistFiles(Env* env, const std::string& dir, const ResourceLimits& limits,
-                        DcpVerifyReport* report) {
+// The top-level keys of the common state that `source` holds (a torch.save of a dict, or of a
+// one-item list holding it, as megatron-core saves objects), read without running anything.
+Status ReadCommonKeys(const ByteSource& source, const ResourceLimits& limits,
+                      std::vector<std::string>* keys) {
+  TorchSaveArchive archive;
+  CKPTSPEC_RETURN_IF_ERROR(OpenTorchSaveArchive(source, ZipLimits(), &archive));
+  std::string pickle;
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadSmallEntry(source, *archive.Find("data.pkl"), limits.max_metadata_bytes, &pickle));
+  PickleOptions permissive;
+  permissive.permissive = true;
+  PickleDocument doc;
+  CKPTSPEC_RETURN_IF_ERROR(ReadPickle(std::move(pickle), permissive, &doc));
+  PyValue root = doc.root();
+  if (root.is(Kind::kList) && doc.Len(root) == 1) root = doc.Items(root)[0];
+  if (!root.is(Kind::kDict)) {
+    return Status::Corruption(std::string("holds a ") + PyKindName(root.kind()) + ", not a dict");
+  }
+  const PySpan items = doc.Items(root);
+  for (size_t i = 0; i + 1 < items.size; i += 2) {
+    keys->push_back(items[i].is(Kind::kStr) ? std::string(doc.Str(items[i]))
+                                            : std::string("<") + PyKindName(items[i].kind()) + ">");
+  }
+  return Status::OK();
+}
+
+// metadata.json's backends, and where the common state is: common.pt (megatron-core up to 0.16)
+// or a bytes item "common_state/..." of the DCP index (later versions).
+void ReadTorchDistFiles(Env* env, const std::string& dir, const DcpMetadata& md,
+                        const ResourceLimits& limits, DcpVerifyReport* report) {
   std::string text;
   nlohmann::json json;
   Status s = ReadIndexFile(env, JoinPath(dir, "metadata.json"), limits, &text);
@@ -44,35 +72,35 @@ void ReadTorchDistFiles(Env* env, const std::string& dir, const ResourceLimits& 
     int_field("sharded_backend_version", &report->sharded_backend_version);
     int_field("common_backend_version", &report->common_backend_version);
   }
-  // common.pt: a torch.save of the common state; its keys, read without running anything.
   std::unique_ptr<FileByteSource> file;
-  TorchSaveArchive archive;
-  std::string pickle;
-  PickleDocument doc;
-  s = FileByteSource::Open(env, JoinPath(dir, "common.pt"), &file);
-  if (s.ok()) s = OpenTorchSaveArchive(*file, ZipLimits(), &archive);
-  if (s.ok()) {
-    s = ReadSmallEntry(*file, *archive.Find("data.pkl"), limits.max_metadata_bytes, &pickle);
+  if (env->FileExists(JoinPath(dir, "common.pt")).ok()) {
+    report->common_source = "common.pt";
+    s = FileByteSource::Open(env, JoinPath(dir, "common.pt"), &file);
+    if (s.ok()) s = ReadCommonKeys(*file, limits, &report->common_keys);
+  } else {
+    const DcpStorageIndex index = IndexDcpStorage(md);
+    int64_t entry = -1;
+    for (size_t b = 0; b < md.bytes_items().size() && entry < 0; ++b) {
+      if (md.bytes_items()[b].rfind("common_state/", 0) != 0) continue;
+      report->common_source = "bytes item " + QuotedName(md.bytes_items()[b]);
+      entry = index.bytes_entries[b];
+    }
+    if (report->common_source.empty()) {
+      s = Status::NotFound(
+          "no common.pt and no bytes item common_state/...: the common state "
+          "is nowhere");
+    } else if (entry >= 0) {  // else the index check reported the missing entry
+      const DcpStorageEntry e = md.storage(static_cast<size_t>(entry));
+      WindowByteSource window;
+      s = FileByteSource::Open(env, JoinPath(dir, std::string(e.relative_path)), &file);
+      if (s.ok()) {
+        s = WindowByteSource::Make(*file, static_cast<uint64_t>(e.offset_in_file),
+                                   static_cast<uint64_t>(e.length), &window);
+      }
+      if (s.ok()) s = ReadCommonKeys(window, limits, &report->common_keys);
+    }
   }
-  if (s.ok()) {
-    PickleOptions permissive;
-    permissive.permissive = true;
-    s = ReadPickle(std::move(pickle), permissive, &doc);
-  }
-  if (s.ok() && !doc.root().is(Kind::kDict)) {
-    s = Status::Corruption(std::string("holds a ") + PyKindName(doc.root().kind()) +
-                           ", not a dict");
-  }
-  if (!s.ok()) {
-    report->index.findings.push_back("torch_dist: common.pt: " + s.message());
-    return;
-  }
-  const PySpan items = doc.Items(doc.root());
-  for (size_t i = 0; i + 1 < items.size; i += 2) {
-    report->common_keys.push_back(items[i].is(Kind::kStr)
-                                      ? std::string(doc.Str(items[i]))
-                                      : std::string("<") + PyKindName(items[i].kind()) + ">");
-  }
+  if (!s.ok()) report->index.findings.push_back("torch_dist: common state: " + s.message());
 }
 
 // One item to read: a storage entry and what it should hold.
@@ -263,7 +291,7 @@ Status VerifyDcpCheckpoint(Env* env, const DetectedCheckpoint& detected,
       },
       &report->index);
   if (detected.kind == CheckpointKind::kTorchDist) {
-    ReadTorchDistFiles(env, dir, options.limits, report);
+    ReadTorchDistFiles(env, dir, md, options.limits, report);
   }
   if (options.data || options.checksums) {
     DataReader(env, dir, md, options, report).Run(IndexDcpStorage(md));
@@ -287,6 +315,7 @@ std::string DcpVerifyReportJson(const DcpVerifyReport& r) {
                        {"sharded_backend_version", r.sharded_backend_version},
                        {"common_backend", r.common_backend},
                        {"common_backend_version", r.common_backend_version},
+                       {"common_source", r.common_source},
                        {"common_keys", r.common_keys}};
   }
   j["items_read"] = r.items_read;

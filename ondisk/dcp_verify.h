@@ -3,7 +3,9 @@
 // Always: .metadata is read with the safe pickle reader (formats/pickle_reader.h) and checked
 // (formats/dcp_checks.h: tiling, storage entries, file extents); for torch_dist, metadata.json is
 // read (backend and version named) and common.pt's top-level keys are listed (its pickle read in
-// permissive mode: unknown classes are kept as data, nothing runs).
+// permissive mode: unknown classes are kept as data, nothing runs); megatron-core from 0.17 on
+// writes no common.pt but keeps the common state as a bytes item "common_state/...", whose keys
+// are listed instead.
 // With `data`: every tensor item's bytes are read: the torch.save archive at its extent parses
 // (formats/torch_tensor_item.h), holds the chunk's dtype and shape, and every CRC-32 matches; every
 // bytes item's archive opens and its CRCs match. With `checksums` (implies data): the
@@ -45,6 +47,7 @@ struct DcpVerifyReport {
   // torch_dist only.
   std::string sharded_backend, common_backend;
   int64_t sharded_backend_version = -1, common_backend_version = -1;
+  std::string common_source;  // "common.pt", or "bytes item 'common_state/shard_0_1'"
   std::vector<std::string> common_keys;
   DcpIndexReport index;  // counts, and the index's findings
   // With data.
