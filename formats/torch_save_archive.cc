@@ -32,7 +32,7 @@ Status TopLevelDirectory(const std::string& source_name, const std::vector<ZipEn
   const std::string directory = *prefix + "/";
   for (const ZipEntry& entry : entries) {
     if (entry.name.size() <= directory.size() ||
-        entry.name.compare(0, directory.size(), directory)) {
+        entry.name.compare(0, directory.size(), directory) != 0) {
       return Status::Corruption(source_name + ": " + entry.name +
                                 " lies outside the archive's top-level directory " + directory);
     }
