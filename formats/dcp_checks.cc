@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -108,15 +110,24 @@ bool TilesExactly(const DcpMetadata& md, const DcpTensor& tensor, BoxBounds* bou
   return !overlap;
 }
 
-void CheckTiling(const DcpMetadata& md, const DcpStorageIndex& index, DcpIndexReport* report) {
-  Findings findings("tiling", report);
-  const PickleDocument& doc = md.doc();
+// The tensors whose chunks do not tile them exactly (TilesExactly), by index.
+std::vector<size_t> TensorsNotTiled(const DcpMetadata& md) {
+  std::vector<size_t> not_tiled;
   BoxBounds bounds;
   for (size_t t = 0; t < md.tensors().size(); ++t) {
+    if (!TilesExactly(md, md.tensors()[t], &bounds)) not_tiled.push_back(t);
+  }
+  return not_tiled;
+}
+
+// The findings of the tensors that do not tile: the general P4 check, for its messages.
+void ReportTiling(const DcpMetadata& md, const DcpStorageIndex& index,
+                  const std::vector<size_t>& not_tiled, DcpIndexReport* report) {
+  Findings findings("tiling", report);
+  const PickleDocument& doc = md.doc();
+  for (size_t t : not_tiled) {
     const DcpTensor& tensor = md.tensors()[t];
     const PySpan chunks = doc.Items(tensor.chunks);
-    report->chunks += static_cast<int64_t>(chunks.size);
-    if (TilesExactly(md, tensor, &bounds)) continue;
     const Dims shape = md.Shape(tensor.size);
     bool consistent = true;
     std::map<int64_t, RankSignature> ranks;
@@ -187,14 +198,6 @@ void CheckStorageEntries(const DcpMetadata& md, const DcpStorageIndex& index,
     findings.Add("two storage_data entries for " + QuotedName(entry.fqn) + " at offset " +
                  OffsetText(md, entry.offset));
   }
-}
-
-bool IsPlainFileName(std::string_view name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  for (char c : name) {
-    if (c == '/' || c == '\\' || c == '\0') return false;
-  }
-  return true;
 }
 
 void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report) {
@@ -277,6 +280,14 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
 
 }  // namespace
 
+bool IsPlainFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  for (char c : name) {
+    if (c == '/' || c == '\\' || c == '\0') return false;
+  }
+  return true;
+}
+
 int64_t WriterRankOfFile(std::string_view name) {
   if (name.size() < 3 || name.substr(0, 2) != "__") return -1;
   int64_t rank = 0;
@@ -293,34 +304,45 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
   DcpStorageIndex index;
   const size_t n = md.storage_count();
   index.entry_used.assign(n, 0);
-  std::vector<std::pair<uint64_t, size_t>> by_hash(n);
-  std::vector<DcpStorageEntry> keys;
-  for (size_t e = 0; e < n; ++e) {
-    const DcpStorageEntry entry = md.storage(e);
-    by_hash[e] = {KeyHash(doc, entry.fqn, entry.offset), e};
-  }
-  std::sort(by_hash.begin(), by_hash.end());
+  // An open-addressing table of the entries by key hash: a slot holds the hash and entry + 1 (0
+  // when free), so that a probe touches one cache line and decodes an entry only on a hash match.
+  struct Slot {
+    uint64_t hash;
+    uint64_t entry_plus_one;
+  };
+  size_t capacity = 16;
+  while (capacity < 2 * n) capacity *= 2;
+  const size_t mask = capacity - 1;
+  std::vector<Slot> slots(capacity, Slot{0, 0});
   auto same_key = [&](size_t e, std::string_view fqn, PyValue offset) {
     const DcpStorageEntry entry = md.storage(e);
     return entry.fqn == fqn && SameOffset(doc, entry.offset, offset);
   };
-  for (size_t i = 1; i < n; ++i) {
-    if (by_hash[i].first != by_hash[i - 1].first) continue;
-    const DcpStorageEntry entry = md.storage(by_hash[i].second);
-    for (size_t j = i; j-- > 0 && by_hash[j].first == by_hash[i].first;) {
-      if (same_key(by_hash[j].second, entry.fqn, entry.offset)) {
-        index.duplicate_entries.push_back(std::max(by_hash[i].second, by_hash[j].second));
+  for (size_t e = 0; e < n; ++e) {
+    const DcpStorageEntry entry = md.storage(e);
+    const uint64_t h = KeyHash(doc, entry.fqn, entry.offset);
+    size_t slot = h & mask;
+    bool duplicate = false;
+    for (; slots[slot].entry_plus_one != 0; slot = (slot + 1) & mask) {
+      const size_t other = slots[slot].entry_plus_one - 1;
+      if (slots[slot].hash == h && same_key(other, entry.fqn, entry.offset)) {
+        duplicate = true;
         break;
       }
+    }
+    if (duplicate) {
+      index.duplicate_entries.push_back(e);
+    } else {
+      slots[slot] = Slot{h, e + 1};
     }
   }
   auto find = [&](std::string_view fqn, PyValue offset) -> int64_t {
     const uint64_t h = KeyHash(doc, fqn, offset);
-    auto it = std::lower_bound(by_hash.begin(), by_hash.end(), std::make_pair(h, size_t{0}));
-    for (; it != by_hash.end() && it->first == h; ++it) {
-      if (same_key(it->second, fqn, offset)) {
-        index.entry_used[it->second] = 1;
-        return static_cast<int64_t>(it->second);
+    for (size_t slot = h & mask; slots[slot].entry_plus_one != 0; slot = (slot + 1) & mask) {
+      const size_t e = slots[slot].entry_plus_one - 1;
+      if (slots[slot].hash == h && same_key(e, fqn, offset)) {
+        index.entry_used[e] = 1;
+        return static_cast<int64_t>(e);
       }
     }
     return -1;
@@ -344,10 +366,32 @@ void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIn
   report->tensors = static_cast<int64_t>(md.tensors().size());
   report->bytes_items = static_cast<int64_t>(md.bytes_items().size());
   report->storage_entries = static_cast<int64_t>(md.storage_count());
+  for (const DcpTensor& t : md.tensors()) {
+    report->chunks += static_cast<int64_t>(md.doc().Len(t.chunks));
+  }
+  // Two independent halves on two threads (the document is only read): tiling's fast check and
+  // the file extents on one, the storage index and its check on the other. Findings are merged
+  // in a fixed order, so the report does not depend on the threads.
+  DcpIndexReport tiling, storage, files;
+  std::vector<size_t> not_tiled;
+  auto first_half = [&] {
+    not_tiled = TensorsNotTiled(md);
+    CheckFiles(md, file_size, &files);
+  };
+  std::thread worker;
+  try {
+    worker = std::thread(first_half);
+  } catch (const std::system_error&) {
+    first_half();  // no thread to be had: the same work, serially
+  }
   const DcpStorageIndex index = IndexDcpStorage(md);
-  CheckTiling(md, index, report);
-  CheckStorageEntries(md, index, report);
-  CheckFiles(md, file_size, report);
+  CheckStorageEntries(md, index, &storage);
+  if (worker.joinable()) worker.join();
+  ReportTiling(md, index, not_tiled, &tiling);
+  report->transformed_entries = files.transformed_entries;
+  for (const DcpIndexReport* part : {&tiling, &storage, &files}) {
+    report->findings.insert(report->findings.end(), part->findings.begin(), part->findings.end());
+  }
 }
 
 }  // namespace ckptspec

@@ -53,6 +53,10 @@ struct DcpStorageIndex {
 };
 DcpStorageIndex IndexDcpStorage(const DcpMetadata& md);
 
+// A name DCP's FileSystemWriter could have written: not empty, ".", or "..", and without a path
+// separator or NUL. Only such names are ever opened.
+bool IsPlainFileName(std::string_view name);
+
 // The writer rank DCP's file name encodes ("__3_0.distcp" -> 3), or -1.
 int64_t WriterRankOfFile(std::string_view relative_path);
 

@@ -145,7 +145,7 @@ class Decoder {
   explicit Decoder(std::string_view in) : in_(in) {}
 
   // False when the opcode's argument runs past the end of the input (Truncated says so).
-  inline bool Next(size_t pos, Op* op, size_t* next) const {
+  __attribute__((always_inline)) inline bool Next(size_t pos, Op* op, size_t* next) const {
     op->pos = pos;
     op->code = static_cast<uint8_t>(in_[pos]);
     const size_t p = pos + 1;
@@ -246,6 +246,7 @@ class PickleMachine {
         return Status::OK();
       }
       CKPTSPEC_RETURN_IF_ERROR(Execute(op));
+      if (!Charge(0)) return OverBudget(op);
       pos = next;
     }
     return Status::Corruption(At(in_.size()) + "the input ends without STOP");
@@ -343,6 +344,7 @@ class PickleMachine {
       case kDup: {
         if (stack_.empty()) return Underflow(op);
         Pin(stack_.back());
+        Charge(8);
         stack_.push_back(stack_.back());
         return Status::OK();
       }
@@ -407,6 +409,7 @@ class PickleMachine {
                            : op.code == kDict ? Kind::kDict
                                               : Kind::kSet);
           std::vector<PyValue>& c = doc_->containers_[v.payload()];
+          Charge(8 * n);
           c.assign(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
         }
         stack_.resize(mark);
@@ -523,6 +526,24 @@ class PickleMachine {
     }
   }
 
+  // ---- the memory budget: what the values built may occupy, a fixed multiple of the input (a
+  // real DCP .metadata needs about 1.5 times its size), so that no input, however it reuses the
+  // memo, makes the reader allocate more (a path joined from one large string many times over,
+  // objects of many fields built from a few bytes each).
+  static constexpr uint64_t kBudgetPerInputByte = 8;
+  static constexpr uint64_t kBudgetFloor = uint64_t{1} << 20;
+
+  bool Charge(uint64_t bytes) {
+    charged_ += bytes;
+    return charged_ <= kBudgetPerInputByte * in_.size() + kBudgetFloor;
+  }
+  Status OverBudget(const Op& op) const {
+    return Status::NotSupported(At(op.pos) + "the values built exceed " +
+                                std::to_string(kBudgetPerInputByte) + " times the pickle's " +
+                                std::to_string(in_.size()) + " bytes (a pickle that expands " +
+                                "like this is refused)");
+  }
+
   // ---- the stack
 
   size_t Floor() const { return marks_.empty() ? 0 : marks_.back(); }
@@ -590,11 +611,13 @@ class PickleMachine {
   }
 
   PyValue MakeString(Kind kind, std::string_view text) {
+    Charge(sizeof(PickleDocument::Span64));
     doc_->strings_.push_back({static_cast<uint64_t>(text.data() - in_.data()), text.size()});
     return PyValue::Make(kind, doc_->strings_.size() - 1);
   }
 
   PyValue MakeOwnedString(const std::string& text) {
+    Charge(sizeof(PickleDocument::Span64) + text.size());
     doc_->strings_.push_back({(uint64_t{1} << 63) | doc_->owned_.size(), text.size()});
     doc_->owned_ += text;
     return PyValue::Make(Kind::kStr, doc_->strings_.size() - 1);
@@ -603,6 +626,7 @@ class PickleMachine {
   PyValue MakeTuple(const PyValue* items, size_t n) {
     if (n == 0 && empty_tuple_.is(Kind::kTuple)) return empty_tuple_;
     const size_t start = doc_->tuples_.size();
+    Charge(8 * (n + 1));
     doc_->tuples_.push_back(PyValue::Make(Kind::kInt, (uint64_t{n} << 1) | (n == 0 ? 1 : 0)));
     doc_->tuples_.insert(doc_->tuples_.end(), items, items + n);
     const PyValue t = PyValue::Make(Kind::kTuple, start);
@@ -647,7 +671,14 @@ class PickleMachine {
     } else if (v.is(Kind::kList) || v.is(Kind::kDict) || v.is(Kind::kSet)) {
       const size_t i = v.payload();
       if (container_pinned_[i]) return;
-      std::vector<PyValue>().swap(doc_->containers_[i]);
+      // A small container keeps its buffer for the next one (an object's state dict is built and
+      // consumed once per object); a large one gives its memory back.
+      std::vector<PyValue>& items = doc_->containers_[i];
+      if (items.capacity() > 16) {
+        std::vector<PyValue>().swap(items);
+      } else {
+        items.clear();
+      }
       container_pinned_[i] = true;  // never released twice
       free_containers_.push_back(i);
     }
@@ -673,6 +704,7 @@ class PickleMachine {
     }
     if (n % arity != 0) return OddItems(op);
     std::vector<PyValue>& c = doc_->containers_[target.payload()];
+    Charge(8 * n);
     c.insert(c.end(), stack_.begin() + static_cast<std::ptrdiff_t>(start), stack_.end());
     stack_.resize(start);
     return Status::OK();
@@ -756,6 +788,7 @@ class PickleMachine {
   PyValue NewObject(const PickleClass* c) {
     const size_t start = doc_->objects_.size();
     doc_->objects_.push_back(PyValue::Make(Kind::kInt, ClassId(c)));
+    Charge(8 * (1 + c->field_count));
     doc_->objects_.resize(start + 1 + c->field_count);
     return PyValue::Make(Kind::kObject, start);
   }
@@ -786,6 +819,7 @@ class PickleMachine {
       doc_->extras_[object.payload()] = d;
     }
     std::vector<PyValue>& items = doc_->containers_[doc_->extras_[object.payload()].payload()];
+    Charge(16);
     items.push_back(name);
     items.push_back(value);
     return Status::OK();
@@ -872,6 +906,7 @@ class PickleMachine {
         std::string joined;
         for (const PyValue& part : a) {
           if (!part.is(Kind::kStr)) return WrongKind(op, "a path part", "str", part);
+          if (!Charge(doc_->Str(part).size() + 1)) return OverBudget(op);
           if (!joined.empty() && joined.back() != '/') joined += '/';
           joined += doc_->Str(part);
         }
@@ -939,6 +974,7 @@ class PickleMachine {
   }
 
   std::string_view in_;
+  uint64_t charged_ = 0;  // bytes of values built so far (Charge)
   PickleOptions options_;
   PickleDocument* doc_;
   Decoder decoder_;

@@ -185,6 +185,24 @@ TEST(PickleReader, RefusesWhatItDoesNotRead) {
   }
 }
 
+TEST(PickleReader, RefusesAPickleThatExpandsBeyondItsBudget) {
+  // A 1 KiB string joined into a path 2000 times through the memo: 2 MB from 5 KB.
+  PickleBytes p;
+  p.Proto(4).Global("pathlib", "PosixPath").Op('(');
+  p.Byte('X').Le(1024, 4);
+  std::string bytes = p.bytes() + std::string(1024, 'a');
+  PickleBytes rest;
+  rest.Byte(0x94);
+  for (int i = 0; i < 2000; ++i) rest.Op('h').Byte(0);
+  rest.Op('t').Op('R');
+  bytes += rest.Stop();
+  PickleDocument doc;
+  const Status s = ReadPickle(bytes, PickleOptions(), &doc);
+  EXPECT_EQ(s.code(), Status::Code::kNotSupported);
+  EXPECT_NE(s.message().find("the values built exceed 8 times the pickle's"), std::string::npos)
+      << s.ToString();
+}
+
 // A random value tree, written with the opcodes Python's pickler uses (protocol 4, MEMOIZE after
 // every container and string), read back and compared.
 struct Tree {

@@ -51,6 +51,13 @@ Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
   if (!read.ok()) return read.WithContext(path);
   const DcpStorageIndex index = IndexDcpStorage(md);
   std::unordered_map<std::string_view, size_t> file_ids;
+  for (size_t e = 0; e < md.storage_count(); ++e) {
+    if (!IsPlainFileName(md.storage(e).relative_path)) {
+      return Status::Corruption(path + ": storage_data names " +
+                                QuotedName(md.storage(e).relative_path) +
+                                ", not a file of the checkpoint directory");
+    }
+  }
   auto bytes_of = [&](size_t e) {
     const DcpStorageEntry entry = md.storage(e);
     auto [it, inserted] = file_ids.emplace(entry.relative_path, files_.size());

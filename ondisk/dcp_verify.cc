@@ -129,6 +129,26 @@ class DataReader {
     for (size_t b = 0; b < index.bytes_entries.size(); ++b) {
       if (index.bytes_entries[b] >= 0) items.push_back(Item(index.bytes_entries[b], -1, b));
     }
+    // What the items declare is read at most max_read_ratio times what their files occupy on
+    // disk: overlapping entries (or a sparse file) cannot make the reads unbounded.
+    uint64_t to_read = 0, stored = 0;
+    std::map<std::string_view, bool> seen;
+    for (const DataItem& item : items) {
+      const DcpStorageEntry e = md_.storage(item.entry);
+      to_read += static_cast<uint64_t>(std::max<int64_t>(0, e.length));
+      if (!seen.emplace(item.file, true).second) continue;
+      uint64_t size = 0;
+      if (env_->GetFileStoredSize(JoinPath(dir_, std::string(item.file)), &size).ok()) {
+        stored += size;
+      }
+    }
+    if (to_read > options_.limits.max_read_ratio * std::max<uint64_t>(stored, 1)) {
+      Finding(LimitExceeded(dir_, to_read, "bytes to read", &ResourceLimits::max_read_ratio,
+                            options_.limits)
+                  .message() +
+              " (the data files occupy " + std::to_string(stored) + " bytes)");
+      return;
+    }
     // In file order, so that each file is read front to back.
     std::sort(items.begin(), items.end(), [](const DataItem& a, const DataItem& b) {
       return a.file != b.file ? a.file < b.file : a.offset < b.offset;
@@ -169,7 +189,8 @@ class DataReader {
 
   void Check(const DataItem& item) {
     const DcpStorageEntry entry = md_.storage(item.entry);
-    if (entry.transformed) return;  // an encoding this reader does not undo (counted)
+    if (entry.transformed) return;            // an encoding this reader does not undo (counted)
+    if (!IsPlainFileName(item.file)) return;  // a finding of the index check; never opened
     const FileByteSource* file = Open(item.file);
     if (file == nullptr) return;
     WindowByteSource window;

@@ -1,0 +1,229 @@
+// `ckptspec verify` on PyTorch DCP checkpoints, measured against what a user has without it:
+//  - the .metadata of a large MoE run (tools/write_dcp_metadata_bench_input.py: 200 MiB, about
+//    1.5 million chunks) read and fully checked (formats/dcp_metadata.h, formats/dcp_checks.h)
+//    against pickle.load with torch imported plus the same checks in Python
+//    (tools/dcp_metadata_python_check.py), in one run: ratio python_over_ckptspec;
+//  - `verify --data` on a DCP checkpoint of real tensors (tools/write_dcp_data_bench_input.py)
+//    against a plain sequential read of the same files, in 4 MiB blocks: ratio
+//    data_over_plain_read (files in the page cache for both: the second pass of each).
+// Inputs come from the environment; bench/run_dcp_verify_bench.sh writes them with the torch
+// environment and runs this:
+//   CKPTSPEC_DCP_METADATA=FILE CKPTSPEC_DCP_DATA=DIR CKPTSPEC_PYTHON=python build/bench/dcp_verify_bench
+// A benchmark whose input is not given is skipped with a message.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/dcp_checks.h"
+#include "formats/dcp_metadata.h"
+#include "ondisk/checkpoint_kind.h"
+#include "ondisk/dcp_verify.h"
+#include "targets/env/env.h"
+
+namespace ckptspec {
+namespace {
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+uint64_t ProcStatusBytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(field) + ":";
+  while (std::getline(status, line)) {
+    if (line.compare(0, prefix.size(), prefix) == 0) {
+      return std::strtoull(line.c_str() + prefix.size(), nullptr, 10) * 1024;
+    }
+  }
+  return 0;
+}
+
+// Frees what earlier runs left in the allocator and resets the peak (Linux: clear_refs 5).
+void ResetPeak() {
+  malloc_trim(0);
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+}
+
+// Seconds per iteration of each benchmark, for the ratios printed at the end.
+std::map<std::string, double>& Seconds() {
+  static std::map<std::string, double> seconds;
+  return seconds;
+}
+
+void BM_CkptspecReadAndCheckMetadata(benchmark::State& state) {
+  const std::string path = EnvOr("CKPTSPEC_DCP_METADATA");
+  if (path.empty()) {
+    state.SkipWithError("CKPTSPEC_DCP_METADATA is not set (bench/run_dcp_verify_bench.sh)");
+    return;
+  }
+  double total = 0;
+  uint64_t bytes = 0, peak_growth = 0;
+  for (auto _ : state) {
+    ResetPeak();
+    const uint64_t before = ProcStatusBytes("VmRSS");
+    const auto start = std::chrono::steady_clock::now();
+    std::string text;
+    Status s = ReadFileToString(Env::Posix(), path, uint64_t{1} << 34, &text);
+    bytes = text.size();
+    DcpMetadata md;
+    if (s.ok()) s = md.Read(std::move(text));
+    DcpIndexReport report;
+    if (s.ok()) {
+      CheckDcpIndex(
+          md,
+          [](std::string_view, uint64_t* size) {
+            *size = uint64_t{1} << 40;  // the data files are not written: every extent fits
+            return true;
+          },
+          &report);
+    }
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    peak_growth = ProcStatusBytes("VmHWM") - before;
+    if (!s.ok() || !report.ok()) {
+      state.SkipWithError(s.ok() ? report.findings.front().c_str() : s.ToString().c_str());
+      return;
+    }
+    state.counters["chunks"] = static_cast<double>(report.chunks);
+  }
+  state.counters["metadata_MiB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["peak_rss_over_metadata"] =
+      static_cast<double>(peak_growth) / static_cast<double>(bytes);
+  Seconds()["ckptspec_metadata"] = total / static_cast<double>(state.iterations());
+}
+
+void BM_PythonPickleLoadAndCheck(benchmark::State& state) {
+  const std::string path = EnvOr("CKPTSPEC_DCP_METADATA");
+  const std::string python = EnvOr("CKPTSPEC_PYTHON");
+  if (path.empty() || python.empty()) {
+    state.SkipWithError("CKPTSPEC_DCP_METADATA or CKPTSPEC_PYTHON is not set");
+    return;
+  }
+  const std::string command = python + " " + CKPTSPEC_SOURCE_DIR +
+                              "/tools/dcp_metadata_python_check.py " + path + " 2>/dev/null";
+  double total = 0;
+  for (auto _ : state) {
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+    std::string out;
+    char buffer[4096];
+    size_t n = 0;
+    while (pipe && (n = std::fread(buffer, 1, sizeof(buffer), pipe.get())) > 0)
+      out.append(buffer, n);
+    const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+    if (!j.is_object() || !j.contains("load_s")) {
+      state.SkipWithError(("the Python check printed: " + out.substr(0, 200)).c_str());
+      return;
+    }
+    // pickle.load plus the checks, as timed by the script (its imports of torch excluded).
+    const double seconds = j["load_s"].get<double>() + j["check_s"].get<double>();
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  Seconds()["python_metadata"] = total / static_cast<double>(state.iterations());
+}
+
+void BM_CkptspecVerifyData(benchmark::State& state) {
+  const std::string dir = EnvOr("CKPTSPEC_DCP_DATA");
+  if (dir.empty()) {
+    state.SkipWithError("CKPTSPEC_DCP_DATA is not set (bench/run_dcp_verify_bench.sh)");
+    return;
+  }
+  std::unique_ptr<Env> view;
+  DetectedCheckpoint detected;
+  Status s = Env::Posix()->NewConfinedView(dir, &view);
+  if (s.ok()) s = DetectCheckpoint(view.get(), dir, &detected);
+  double total = 0;
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    DcpVerifyOptions options;
+    options.data = true;
+    DcpVerifyReport report;
+    const auto start = std::chrono::steady_clock::now();
+    if (s.ok()) s = VerifyDcpCheckpoint(view.get(), detected, options, &report);
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!s.ok() || !report.ok()) {
+      state.SkipWithError(s.ok() ? "findings in the bench's checkpoint" : s.ToString().c_str());
+      return;
+    }
+    bytes = report.bytes_read;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  Seconds()["verify_data"] = total / static_cast<double>(state.iterations());
+}
+
+void BM_PlainSequentialRead(benchmark::State& state) {
+  const std::string dir = EnvOr("CKPTSPEC_DCP_DATA");
+  if (dir.empty()) {
+    state.SkipWithError("CKPTSPEC_DCP_DATA is not set");
+    return;
+  }
+  std::vector<std::string> names;
+  Status s = Env::Posix()->GetChildren(dir, &names);
+  std::vector<char> block(size_t{4} << 20);
+  double total = 0;
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    bytes = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (const std::string& name : names) {
+      const std::string path = JoinPath(dir, name);
+      uint64_t size = 0;
+      std::unique_ptr<RandomAccessFile> file;
+      if (!Env::Posix()->GetFileSize(path, &size).ok() ||
+          !Env::Posix()->NewRandomAccessFile(path, &file).ok()) {
+        continue;
+      }
+      for (uint64_t at = 0; at < size;) {
+        size_t got = 0;
+        s = file->Read(at, block.size(), block.data(), &got);
+        if (!s.ok() || got == 0) break;
+        benchmark::DoNotOptimize(block.data());
+        at += got;
+        bytes += got;
+      }
+    }
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  Seconds()["plain_read"] = total / static_cast<double>(state.iterations());
+}
+
+BENCHMARK(BM_CkptspecReadAndCheckMetadata)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_PythonPickleLoadAndCheck)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseManualTime();
+// Three iterations each: the first brings the files into the page cache for both.
+BENCHMARK(BM_PlainSequentialRead)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_CkptspecVerifyData)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+}  // namespace ckptspec
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  auto& s = ckptspec::Seconds();
+  if (s.count("python_metadata") && s.count("ckptspec_metadata")) {
+    std::printf("ratio python_over_ckptspec (metadata read and checked): %.2f (%.2f s / %.2f s)\n",
+                s["python_metadata"] / s["ckptspec_metadata"], s["python_metadata"],
+                s["ckptspec_metadata"]);
+  }
+  if (s.count("plain_read") && s.count("verify_data")) {
+    std::printf("ratio data_over_plain_read (verify --data speed / plain read speed): %.2f\n",
+                s["plain_read"] / s["verify_data"]);
+  }
+  return 0;
+}
