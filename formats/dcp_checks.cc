@@ -211,9 +211,9 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
   std::vector<std::string_view> names;
   std::vector<FileInfo> files;
   struct Extent {
-    size_t file;
+    uint32_t file;
+    uint32_t entry;  // fewer than 2^32 entries (IndexDcpStorage)
     int64_t begin, end;
-    size_t entry;
   };
   std::vector<Extent> extents;
   extents.reserve(md.storage_count());
@@ -247,7 +247,8 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
       continue;
     }
     if (entry.length > 0) {
-      extents.push_back({it->second, entry.offset_in_file, entry.offset_in_file + entry.length, e});
+      extents.push_back({static_cast<uint32_t>(it->second), static_cast<uint32_t>(e),
+                         entry.offset_in_file, entry.offset_in_file + entry.length});
     }
   }
   for (size_t f = 0; f < files.size(); ++f) {
@@ -304,11 +305,14 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
   DcpStorageIndex index;
   const size_t n = md.storage_count();
   index.entry_used.assign(n, 0);
-  // An open-addressing table of the entries by key hash: a slot holds the hash and entry + 1 (0
-  // when free), so that a probe touches one cache line and decodes an entry only on a hash match.
+  // An open-addressing table of the entries by key hash: a slot holds the hash's high half and
+  // entry + 1 (0 when free), so that a probe touches one cache line and decodes an entry only
+  // when the tags match.
   struct Slot {
-    uint64_t hash;
-    uint64_t entry_plus_one;
+    uint32_t tag;  // the hash's high half
+    // storage_data holds fewer than 2^32 entries: each takes more than 16 bytes of a pickle of
+    // at most 64 GiB (the largest max_metadata_bytes).
+    uint32_t entry_plus_one;
   };
   size_t capacity = 16;
   while (capacity < 2 * n) capacity *= 2;
@@ -325,7 +329,8 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
     bool duplicate = false;
     for (; slots[slot].entry_plus_one != 0; slot = (slot + 1) & mask) {
       const size_t other = slots[slot].entry_plus_one - 1;
-      if (slots[slot].hash == h && same_key(other, entry.fqn, entry.offset)) {
+      if (slots[slot].tag == static_cast<uint32_t>(h >> 32) &&
+          same_key(other, entry.fqn, entry.offset)) {
         duplicate = true;
         break;
       }
@@ -333,14 +338,14 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
     if (duplicate) {
       index.duplicate_entries.push_back(e);
     } else {
-      slots[slot] = Slot{h, e + 1};
+      slots[slot] = Slot{static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(e + 1)};
     }
   }
   auto find = [&](std::string_view fqn, PyValue offset) -> int64_t {
     const uint64_t h = KeyHash(doc, fqn, offset);
     for (size_t slot = h & mask; slots[slot].entry_plus_one != 0; slot = (slot + 1) & mask) {
       const size_t e = slots[slot].entry_plus_one - 1;
-      if (slots[slot].hash == h && same_key(e, fqn, offset)) {
+      if (slots[slot].tag == static_cast<uint32_t>(h >> 32) && same_key(e, fqn, offset)) {
         index.entry_used[e] = 1;
         return static_cast<int64_t>(e);
       }

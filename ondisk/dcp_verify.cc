@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -116,7 +118,7 @@ class DataReader {
  public:
   DataReader(Env* env, const std::string& dir, const DcpMetadata& md, const DcpVerifyOptions& o,
              DcpVerifyReport* report)
-      : env_(env), dir_(dir), md_(md), options_(o), report_(report), block_(kDataBlockBytes) {}
+      : env_(env), dir_(dir), md_(md), options_(o), report_(report) {}
 
   void Run(const DcpStorageIndex& index) {
     std::vector<DataItem> items;
@@ -143,33 +145,74 @@ class DataReader {
       }
     }
     if (to_read > options_.limits.max_read_ratio * std::max<uint64_t>(stored, 1)) {
-      Finding(LimitExceeded(dir_, to_read, "bytes to read", &ResourceLimits::max_read_ratio,
-                            options_.limits)
-                  .message() +
-              " (the data files occupy " + std::to_string(stored) + " bytes)");
+      AddFinding(LimitExceeded(dir_, to_read, "bytes to read", &ResourceLimits::max_read_ratio,
+                               options_.limits)
+                     .message() +
+                 " (the data files occupy " + std::to_string(stored) + " bytes)");
       return;
     }
     // In file order, so that each file is read front to back.
     std::sort(items.begin(), items.end(), [](const DataItem& a, const DataItem& b) {
       return a.file != b.file ? a.file < b.file : a.offset < b.offset;
     });
-    sums_.assign(md_.tensors().size(), 0);
-    for (const DataItem& item : items) Check(item);
+    // Two workers, each a contiguous half of the items by bytes (so each still reads its files
+    // front to back), on two threads; their findings are merged in item order.
+    uint64_t half = 0, seen_bytes = 0;
+    for (const DataItem& item : items)
+      half += static_cast<uint64_t>(std::max<int64_t>(0, md_.storage(item.entry).length));
+    half /= 2;
+    size_t split = 0;
+    for (; split < items.size() && seen_bytes < half; ++split) {
+      seen_bytes +=
+          static_cast<uint64_t>(std::max<int64_t>(0, md_.storage(items[split].entry).length));
+    }
+    Worker workers[2];
+    auto run = [&](Worker* w, size_t begin, size_t end) {
+      w->block.resize(kDataBlockBytes);
+      w->sums.assign(md_.tensors().size(), 0);
+      for (size_t i = begin; i < end; ++i) Check(items[i], w);
+    };
+    std::thread second;
+    try {
+      second = std::thread(run, &workers[1], split, items.size());
+    } catch (const std::system_error&) {
+      run(&workers[1], split, items.size());  // no thread to be had: the same work, serially
+    }
+    run(&workers[0], 0, split);
+    if (second.joinable()) second.join();
+    std::vector<uint64_t> sums(md_.tensors().size(), 0);
+    for (const Worker& w : workers) {
+      report_->items_read += w.items_read;
+      report_->bytes_read += w.bytes_read;
+      for (const std::string& f : w.findings) AddFinding(f);
+      for (size_t t = 0; t < sums.size() && t < w.sums.size(); ++t) sums[t] += w.sums[t];
+    }
     if (!options_.checksums || !report_->index.ok()) return;
     for (size_t t = 0; t < md_.tensors().size(); ++t) {
       const DcpTensor& tensor = md_.tensors()[t];
       report_->checksums.push_back(
-          {std::string(tensor.fqn), tensor.dtype->name, md_.Shape(tensor.size), sums_[t]});
+          {std::string(tensor.fqn), tensor.dtype->name, md_.Shape(tensor.size), sums[t]});
     }
   }
 
  private:
+  // One thread's share: its read buffer, the file it has open, what it found.
+  struct Worker {
+    std::vector<char> block;
+    std::string open_name;
+    std::unique_ptr<FileByteSource> open;
+    std::vector<std::string> findings;
+    std::vector<uint64_t> sums;  // per tensor
+    int64_t items_read = 0;
+    uint64_t bytes_read = 0;
+  };
+
   DataItem Item(size_t entry, int64_t tensor, size_t chunk) const {
     const DcpStorageEntry e = md_.storage(entry);
     return {e.relative_path, e.offset_in_file, entry, tensor, chunk};
   }
 
-  void Finding(const std::string& message) {
+  void AddFinding(const std::string& message) {
     if (report_->data_findings.size() < kMaxFindingsPerCheck) {
       report_->data_findings.push_back("data: " + message);
     } else if (report_->data_findings.size() == kMaxFindingsPerCheck) {
@@ -177,21 +220,21 @@ class DataReader {
     }
   }
 
-  // The open file of `name`, or null (a finding says why) when it cannot be opened.
-  const FileByteSource* Open(std::string_view name) {
-    if (open_name_ == name && open_) return open_.get();
-    open_.reset();
-    open_name_ = std::string(name);
-    const Status s = FileByteSource::Open(env_, JoinPath(dir_, open_name_), &open_);
-    if (!s.ok()) open_.reset();  // the index check already reported a missing file
-    return open_.get();
+  // The worker's open file of `name`, or null when it cannot be opened (the index check
+  // already reported a missing file).
+  const FileByteSource* Open(std::string_view name, Worker* w) {
+    if (w->open_name == name && w->open) return w->open.get();
+    w->open.reset();
+    w->open_name = std::string(name);
+    if (!FileByteSource::Open(env_, JoinPath(dir_, w->open_name), &w->open).ok()) w->open.reset();
+    return w->open.get();
   }
 
-  void Check(const DataItem& item) {
+  void Check(const DataItem& item, Worker* w) {
     const DcpStorageEntry entry = md_.storage(item.entry);
     if (entry.transformed) return;            // an encoding this reader does not undo (counted)
     if (!IsPlainFileName(item.file)) return;  // a finding of the index check; never opened
-    const FileByteSource* file = Open(item.file);
+    const FileByteSource* file = Open(item.file, w);
     if (file == nullptr) return;
     WindowByteSource window;
     if (!WindowByteSource::Make(*file, static_cast<uint64_t>(entry.offset_in_file),
@@ -199,25 +242,25 @@ class DataReader {
              .ok()) {
       return;  // outside the file: the index check reported it
     }
-    ++report_->items_read;
+    ++w->items_read;
     if (item.tensor < 0) {
-      CheckBytesItem(window, md_.bytes_items()[item.chunk]);
+      CheckBytesItem(window, md_.bytes_items()[item.chunk], w);
     } else {
-      CheckTensorItem(window, static_cast<size_t>(item.tensor), item.chunk);
+      CheckTensorItem(window, static_cast<size_t>(item.tensor), item.chunk, w);
     }
   }
 
-  void CheckBytesItem(const WindowByteSource& window, std::string_view fqn) {
+  void CheckBytesItem(const WindowByteSource& window, std::string_view fqn, Worker* w) {
     TorchSaveArchive archive;
     Status s = OpenTorchSaveArchive(window, ZipLimits(), &archive);
     for (size_t i = 0; s.ok() && i < archive.entries.size(); ++i) {
       s = CheckZipEntryCrc(window, archive.entries[i]);
-      report_->bytes_read += archive.entries[i].size;
+      w->bytes_read += archive.entries[i].size;
     }
-    if (!s.ok()) Finding("bytes item " + QuotedName(fqn) + ": " + s.message());
+    if (!s.ok()) w->findings.push_back("bytes item " + QuotedName(fqn) + ": " + s.message());
   }
 
-  void CheckTensorItem(const WindowByteSource& window, size_t t, size_t c) {
+  void CheckTensorItem(const WindowByteSource& window, size_t t, size_t c, Worker* w) {
     const DcpTensor& tensor = md_.tensors()[t];
     const PyValue chunk = md_.doc().Items(tensor.chunks)[c];
     const Box box = md_.ChunkBox(chunk);
@@ -225,17 +268,17 @@ class DataReader {
     TorchTensorItem item;
     const Status s = ReadTorchTensorItem(window, ZipLimits(), &item);
     if (!s.ok()) {
-      Finding(what + ": " + s.message());
+      w->findings.push_back(what + ": " + s.message());
       return;
     }
     if (item.dtype != tensor.dtype) {
-      Finding(what + ": the item holds " + item.dtype->name + ", the index declares " +
-              tensor.dtype->name);
+      w->findings.push_back(what + ": the item holds " + item.dtype->name +
+                            ", the index declares " + tensor.dtype->name);
       return;
     }
     if (item.shape != box.shape) {
-      Finding(what + ": the item's shape is " + DimsToString(item.shape) + ", the chunk's " +
-              DimsToString(box.shape));
+      w->findings.push_back(what + ": the item's shape is " + DimsToString(item.shape) +
+                            ", the chunk's " + DimsToString(box.shape));
       return;
     }
     // One pass over the storage entry: its CRC over every byte, the checksum over the elements.
@@ -243,27 +286,27 @@ class DataReader {
     uint32_t crc = 0;
     const uint64_t begin = item.storage.data_offset, end = begin + item.storage.size;
     for (uint64_t at = begin; at < end;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(block_.size(), end - at));
-      const Status r = window.Read(at, n, block_.data());
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(w->block.size(), end - at));
+      const Status r = window.Read(at, n, w->block.data());
       if (!r.ok()) {
-        Finding(what + ": " + r.message());
+        w->findings.push_back(what + ": " + r.message());
         return;
       }
-      crc = Crc32(crc, block_.data(), n);
+      crc = Crc32(crc, w->block.data(), n);
       const uint64_t lo = std::max(at, item.data_offset);
       const uint64_t hi = std::min(at + n, item.data_offset + item.data_bytes);
       if (options_.checksums && lo < hi) {
-        checksum.Update(block_.data() + (lo - at), static_cast<size_t>(hi - lo));
+        checksum.Update(w->block.data() + (lo - at), static_cast<size_t>(hi - lo));
       }
       at += n;
     }
-    report_->bytes_read += item.storage.size;
+    w->bytes_read += item.storage.size;
     if (crc != item.storage.crc32) {
-      Finding(what + ": " + QuotedName(item.storage.name) + " has CRC-32 " + Hex(crc) +
-              ", its archive records " + Hex(item.storage.crc32));
+      w->findings.push_back(what + ": " + QuotedName(item.storage.name) + " has CRC-32 " +
+                            Hex(crc) + ", its archive records " + Hex(item.storage.crc32));
       return;
     }
-    sums_[t] += checksum.value();
+    w->sums[t] += checksum.value();
   }
 
   static std::string Hex(uint32_t v) {
@@ -277,10 +320,6 @@ class DataReader {
   const DcpMetadata& md_;
   const DcpVerifyOptions& options_;
   DcpVerifyReport* report_;
-  std::vector<char> block_;
-  std::string open_name_;
-  std::unique_ptr<FileByteSource> open_;
-  std::vector<uint64_t> sums_;
 };
 
 }  // namespace
