@@ -177,6 +177,30 @@ TEST(DcpVerify, ALinkInPlaceOfADataFileIsNotFollowed) {
   EXPECT_EQ(report.items_read, 2);  // the items of __0_0.distcp only
 }
 
+TEST(DcpVerify, AnEntryNamingAPathOutsideTheDirectoryIsAFindingAndNeverOpened) {
+  ScratchCopy copy("dcp_two_ranks");
+  // Rename __1_0.distcp in .metadata (one memoized string of the same length) to a path that
+  // leaves the directory, and put the file there.
+  const std::string metadata = copy.dir() + "/.metadata";
+  std::string bytes;
+  {
+    std::ifstream in(metadata, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t at = bytes.find("__1_0.distcp");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 12, "../escape.cp");
+  std::ofstream(metadata, std::ios::binary | std::ios::trunc) << bytes;
+  std::filesystem::rename(copy.dir() + "/__1_0.distcp", copy.base() + "/escape.cp");
+  DcpVerifyReport report;
+  ASSERT_TRUE(Verify(copy.dir(), &report).ok());
+  EXPECT_NE(AllFindings(report).find(
+                "files: storage_data names '../escape.cp', not a file of the checkpoint directory"),
+            std::string::npos)
+      << AllFindings(report);
+  EXPECT_EQ(report.items_read, 2);  // the items of __0_0.distcp only
+}
+
 TEST(DcpVerify, AMetadataBeyondTheLimitIsRefusedBeforeItIsRead) {
   std::unique_ptr<Env> view = ViewOf(Fixture("dcp_two_ranks"));
   DetectedCheckpoint detected;
