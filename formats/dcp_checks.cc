@@ -23,8 +23,10 @@ uint64_t Mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 31);
 }
 
-uint64_t KeyHash(const PickleDocument& doc, std::string_view fqn, PyValue offset) {
-  uint64_t h = std::hash<std::string_view>()(fqn);
+// The hash of a storage key: its fqn's hash (computed once per fqn by the callers) mixed with
+// its offsets.
+uint64_t KeyHash(const PickleDocument& doc, uint64_t fqn_hash, PyValue offset) {
+  uint64_t h = fqn_hash;
   if (offset.is(Kind::kNone)) return Mix(h, 0x5A5A);
   for (const PyValue& d : doc.Items(offset)) h = Mix(h, static_cast<uint64_t>(doc.Int(d)));
   return Mix(h, doc.Len(offset));
@@ -319,18 +321,31 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
   const size_t mask = capacity - 1;
   std::vector<Slot> slots(capacity, Slot{0, 0});
   auto same_key = [&](size_t e, std::string_view fqn, PyValue offset) {
-    const DcpStorageEntry entry = md.storage(e);
-    return entry.fqn == fqn && SameOffset(doc, entry.offset, offset);
+    std::string_view entry_fqn;
+    PyValue entry_offset;
+    md.StorageKey(e, &entry_fqn, &entry_offset);
+    return entry_fqn == fqn && SameOffset(doc, entry_offset, offset);
+  };
+  // Entries of one tensor name one memoized fqn in a row: its hash is computed once per run.
+  std::string_view last_fqn;
+  uint64_t last_fqn_hash = 0;
+  auto fqn_hash = [&](std::string_view fqn) {
+    if (fqn.data() != last_fqn.data() || fqn.size() != last_fqn.size()) {
+      last_fqn = fqn;
+      last_fqn_hash = std::hash<std::string_view>()(fqn);
+    }
+    return last_fqn_hash;
   };
   for (size_t e = 0; e < n; ++e) {
-    const DcpStorageEntry entry = md.storage(e);
-    const uint64_t h = KeyHash(doc, entry.fqn, entry.offset);
+    std::string_view fqn;
+    PyValue offset;
+    md.StorageKey(e, &fqn, &offset);
+    const uint64_t h = KeyHash(doc, fqn_hash(fqn), offset);
     size_t slot = h & mask;
     bool duplicate = false;
     for (; slots[slot].entry_plus_one != 0; slot = (slot + 1) & mask) {
       const size_t other = slots[slot].entry_plus_one - 1;
-      if (slots[slot].tag == static_cast<uint32_t>(h >> 32) &&
-          same_key(other, entry.fqn, entry.offset)) {
+      if (slots[slot].tag == static_cast<uint32_t>(h >> 32) && same_key(other, fqn, offset)) {
         duplicate = true;
         break;
       }
@@ -341,8 +356,8 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
       slots[slot] = Slot{static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(e + 1)};
     }
   }
-  auto find = [&](std::string_view fqn, PyValue offset) -> int64_t {
-    const uint64_t h = KeyHash(doc, fqn, offset);
+  auto find = [&](std::string_view fqn, uint64_t hash_of_fqn, PyValue offset) -> int64_t {
+    const uint64_t h = KeyHash(doc, hash_of_fqn, offset);
     for (size_t slot = h & mask; slots[slot].entry_plus_one != 0; slot = (slot + 1) & mask) {
       const size_t e = slots[slot].entry_plus_one - 1;
       if (slots[slot].tag == static_cast<uint32_t>(h >> 32) && same_key(e, fqn, offset)) {
@@ -356,12 +371,15 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
   for (size_t t = 0; t < md.tensors().size(); ++t) {
     const DcpTensor& tensor = md.tensors()[t];
     const PySpan chunks = doc.Items(tensor.chunks);
+    const uint64_t hash_of_fqn = std::hash<std::string_view>()(tensor.fqn);
     index.chunk_entries[t].resize(chunks.size);
     for (size_t c = 0; c < chunks.size; ++c) {
-      index.chunk_entries[t][c] = find(tensor.fqn, md.ChunkOffsets(chunks[c]));
+      index.chunk_entries[t][c] = find(tensor.fqn, hash_of_fqn, md.ChunkOffsets(chunks[c]));
     }
   }
-  for (std::string_view fqn : md.bytes_items()) index.bytes_entries.push_back(find(fqn, PyValue()));
+  for (std::string_view fqn : md.bytes_items()) {
+    index.bytes_entries.push_back(find(fqn, std::hash<std::string_view>()(fqn), PyValue()));
+  }
   for (size_t e : index.duplicate_entries) index.entry_used[e] = 1;  // reported as duplicates
   return index;
 }

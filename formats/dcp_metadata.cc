@@ -196,6 +196,12 @@ DcpStorageEntry DcpMetadata::storage(size_t i) const {
   return e;
 }
 
+void DcpMetadata::StorageKey(size_t i, std::string_view* fqn, PyValue* offset) const {
+  const PyValue key = storage_[2 * i];
+  *fqn = doc_.Str(doc_.FieldAt(key, Dcp().index_fqn));
+  *offset = doc_.FieldAt(key, Dcp().index_offset);
+}
+
 std::vector<std::string> DcpMetadata::extra_attributes() const {
   std::vector<std::string> names;
   const PySpan extras = doc_.Items(doc_.Extras(root_));

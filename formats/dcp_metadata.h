@@ -47,8 +47,9 @@ class DcpMetadata {
   const std::vector<DcpTensor>& tensors() const { return tensors_; }
   const std::vector<std::string_view>& bytes_items() const { return bytes_items_; }
   size_t storage_count() const { return storage_.size / 2; }
-  // The i-th entry of storage_data (shape-checked by Read).
+  // The i-th entry of storage_data (shape-checked by Read); and its key alone.
   DcpStorageEntry storage(size_t i) const;
+  void StorageKey(size_t i, std::string_view* fqn, PyValue* offset) const;
   // Metadata.version ("" when absent) and the attributes beyond DCP's own (Megatron's), by name.
   std::string_view version() const { return version_; }
   std::vector<std::string> extra_attributes() const;

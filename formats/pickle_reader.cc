@@ -4,6 +4,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -255,57 +257,95 @@ class PickleMachine {
  private:
   // Pass 1: which memo slots are ever read back (GET), so that the others need not be kept and
   // the values only they refer to can be released when consumed.
+  // Pass 1: which memo slots are ever read back (GET), so that the others need not be kept and
+  // the values only they refer to can be released when consumed. A pickle in frames (protocol
+  // 4 and later) is scanned in two halves on two threads, split at a frame boundary; a frame
+  // that lies about its length can only make the bitmap wrong, and a wrong bitmap only makes
+  // pass 2 refuse a GET or keep a value longer: never release what is read back.
   Status FindMemoReads() {
-    std::vector<uint64_t> reads;
-    uint64_t stores = 0;
-    size_t pos = 0;
-    Op op;
-    while (pos < in_.size()) {
-      size_t next = 0;
-      if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
-      if (op.code == kStop) break;
-      switch (op.code) {
-        case kBinGet:
-        case kLongBinGet:
-          reads.push_back(op.number);
-          break;
-        case kGet: {
-          uint64_t id = 0;
-          if (!ParseDecimal(op.text, &id)) return BadNumber(op);
-          reads.push_back(id);
-          break;
-        }
-        case kMemoize:
-        case kPut:
-        case kBinPut:
-        case kLongBinPut:
-          ++stores;
-          break;
-        default:
-          break;
+    const size_t split = HalfwayFrameBoundary();
+    std::vector<uint64_t> second_bits;
+    Status second_status;
+    std::thread second;
+    if (split > 0) {
+      try {
+        second = std::thread([&] { second_status = ScanReads(split, in_.size(), &second_bits); });
+      } catch (const std::system_error&) {
+        second_status = ScanReads(split, in_.size(), &second_bits);  // no thread: serially
       }
-      pos = next;
     }
-    // A slot read back but never stored fails when the GET runs; a slot number beyond any store
-    // is refused here so that the bitmap stays within the input's size.
-    uint64_t max_id = 0;
-    for (uint64_t id : reads) max_id = std::max(max_id, id);
-    if (!reads.empty() && max_id >= std::max<uint64_t>(stores, in_.size())) {
-      return Status::Corruption(At(0) + "memo slot " + std::to_string(max_id) +
-                                " is read but the pickle stores only " + std::to_string(stores) +
-                                " slots");
-    }
-    const size_t words = reads.empty() ? 0 : max_id / 64 + 1;
-    read_back_.assign(words, 0);
-    for (uint64_t id : reads) read_back_[id / 64] |= uint64_t{1} << (id % 64);
-    rank_before_.assign(words, 0);
+    std::vector<uint64_t> bits;
+    Status first_status = ScanReads(0, split > 0 ? split : in_.size(), &bits);
+    if (second.joinable()) second.join();
+    CKPTSPEC_RETURN_IF_ERROR(first_status);
+    CKPTSPEC_RETURN_IF_ERROR(second_status);
+    if (second_bits.size() > bits.size()) bits.resize(second_bits.size(), 0);
+    for (size_t w = 0; w < second_bits.size(); ++w) bits[w] |= second_bits[w];
+    read_back_ = std::move(bits);
+    rank_before_.assign(read_back_.size(), 0);
     uint64_t rank = 0;
-    for (size_t w = 0; w < words; ++w) {
+    for (size_t w = 0; w < read_back_.size(); ++w) {
       rank_before_[w] = rank;
       rank += static_cast<uint64_t>(__builtin_popcountll(read_back_[w]));
     }
     memo_.assign(rank, PyValue());
     memo_set_.assign(rank, false);
+    return Status::OK();
+  }
+
+  // The position of a frame (or unframed opcode) boundary near the middle of the input, found by
+  // walking the frames from the start; 0 when the pickle has no frames or is too small to split.
+  size_t HalfwayFrameBoundary() const {
+    constexpr size_t kMinimumToSplit = size_t{1} << 20;
+    if (in_.size() < kMinimumToSplit) return 0;
+    Op op;
+    size_t pos = 0, next = 0;
+    if (!decoder_.Next(pos, &op, &next) || op.code != kProto) return 0;
+    pos = next;
+    bool framed = false;
+    while (pos < in_.size() / 2) {
+      if (!decoder_.Next(pos, &op, &next)) return 0;
+      if (op.code == kFrame) {
+        framed = true;
+        if (op.number > in_.size() - next) return 0;
+        next += op.number;  // the frame's opcodes
+      } else if (!framed) {
+        return 0;  // not a framed pickle: scan it in one piece
+      }
+      pos = next;
+    }
+    return pos < in_.size() ? pos : 0;
+  }
+
+  // Sets, in `bits`, the memo slots that the opcodes in [begin, end) read back.
+  Status ScanReads(size_t begin, size_t end, std::vector<uint64_t>* bits) const {
+    size_t pos = begin;
+    Op op;
+    while (pos < end) {
+      size_t next = 0;
+      if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
+      if (op.code == kStop) break;
+      uint64_t id = 0;
+      if (op.code == kBinGet || op.code == kLongBinGet) {
+        id = op.number;
+      } else if (op.code == kGet) {
+        if (!ParseDecimal(op.text, &id)) return BadNumber(op);
+      } else {
+        pos = next;
+        continue;
+      }
+      // Every store takes at least one byte: a slot number beyond the input's size was never
+      // stored, and the bitmap stays within the input's size.
+      if (id >= in_.size()) {
+        return Status::Corruption(At(op.pos) + "memo slot " + std::to_string(id) +
+                                  " is read but a pickle of " + std::to_string(in_.size()) +
+                                  " bytes stores fewer slots");
+      }
+      const size_t word = id / 64;
+      if (word >= bits->size()) bits->resize(std::max(word + 1, 2 * bits->size()), 0);
+      (*bits)[word] |= uint64_t{1} << (id % 64);
+      pos = next;
+    }
     return Status::OK();
   }
 
