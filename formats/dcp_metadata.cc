@@ -153,27 +153,27 @@ Status DcpMetadata::CheckStorage() {
   }
   storage_ = doc_.Items(sd);
   for (size_t i = 0; i + 1 < storage_.size; i += 2) {
-    const std::string where = "storage_data entry " + std::to_string(i / 2);
+    const auto where = [i] { return "storage_data entry " + std::to_string(i / 2); };  // errors
     const PyValue key = storage_[i], info = storage_[i + 1];
     if (!IsClass(doc_, key, Dcp().index)) {
-      return BadShape(where, "its key is a " + TypeName(doc_, key) + ", not a MetadataIndex");
+      return BadShape(where(), "its key is a " + TypeName(doc_, key) + ", not a MetadataIndex");
     }
     const PyValue fqn = doc_.FieldAt(key, Dcp().index_fqn);
     const PyValue offset = doc_.FieldAt(key, Dcp().index_offset);
-    if (!fqn.is(Kind::kStr)) return BadShape(where + ".fqn", "a " + TypeName(doc_, fqn));
+    if (!fqn.is(Kind::kStr)) return BadShape(where() + ".fqn", "a " + TypeName(doc_, fqn));
     if (!offset.is(Kind::kNone) && !IsIntTuple(doc_, offset)) {
-      return BadShape(where + " (" + QuotedName(doc_.Str(fqn)) + ").offset",
+      return BadShape(where() + " (" + QuotedName(doc_.Str(fqn)) + ").offset",
                       "a " + TypeName(doc_, offset) + ", not a torch.Size or None");
     }
     if (!IsClass(doc_, info, Dcp().info)) {
-      return BadShape(where + " (" + QuotedName(doc_.Str(fqn)) + ")",
+      return BadShape(where() + " (" + QuotedName(doc_.Str(fqn)) + ")",
                       "its value is a " + TypeName(doc_, info) + ", not a _StorageInfo");
     }
     const PyValue path = doc_.FieldAt(info, Dcp().info_path);
     const PyValue file_offset = doc_.FieldAt(info, Dcp().info_offset);
     const PyValue length = doc_.FieldAt(info, Dcp().info_length);
     if (!path.is(Kind::kStr) || !file_offset.is(Kind::kInt) || !length.is(Kind::kInt)) {
-      return BadShape(where + " (" + QuotedName(doc_.Str(fqn)) + ")",
+      return BadShape(where() + " (" + QuotedName(doc_.Str(fqn)) + ")",
                       "relative_path, offset and length must be str, int and int; they are " +
                           TypeName(doc_, path) + ", " + TypeName(doc_, file_offset) + " and " +
                           TypeName(doc_, length));

@@ -891,7 +891,7 @@ class PickleMachine {
     if (!args.is(Kind::kTuple)) return WrongKind(op, "REDUCE's arguments", "tuple", args);
     const PickleClass* c = doc_->ClassOf(callable);
     const PySpan a = doc_->Items(args);
-    const std::string name = std::string(c->module) + "." + c->name;
+    const auto name = [c] { return std::string(c->module) + "." + c->name; };  // for errors
     PyValue result;
     switch (c->role) {
       case GlobalRole::kDataclass:
@@ -907,12 +907,12 @@ class PickleMachine {
         Push(result).IgnoreError();  // Push cannot fail
         return Status::OK();
       case GlobalRole::kEnum:
-        if (a.size != 1) return Arity(op, name, "1", a.size);
+        if (a.size != 1) return Arity(op, name(), "1", a.size);
         result = NewObject(c);
         FieldSlot(result, 0) = a[0];
         break;
       case GlobalRole::kGetattr: {
-        if (a.size != 2) return Arity(op, name, "2", a.size);
+        if (a.size != 2) return Arity(op, name(), "2", a.size);
         const PickleClass* owner = doc_->ClassOf(a[0]);
         if (!a[0].is(Kind::kGlobal) || owner->role != GlobalRole::kEnum || !a[1].is(Kind::kStr)) {
           return Status::NotSupported(At(op.pos) +
@@ -934,12 +934,12 @@ class PickleMachine {
         break;
       case GlobalRole::kLayout:
         if (a.size != 1 || !a[0].is(Kind::kStr)) {
-          return Status::Corruption(At(op.pos) + name + " takes one str");
+          return Status::Corruption(At(op.pos) + name() + " takes one str");
         }
         result = a[0];
         break;
       case GlobalRole::kOrderedDict:
-        if (a.size != 0) return Arity(op, name, "0", a.size);
+        if (a.size != 0) return Arity(op, name(), "0", a.size);
         result = NewContainer(Kind::kDict);
         break;
       case GlobalRole::kPath: {
@@ -954,7 +954,7 @@ class PickleMachine {
         break;
       }
       case GlobalRole::kRebuildTensor: {
-        if (a.size < 6 || a.size > 7) return Arity(op, name, "6 or 7", a.size);
+        if (a.size < 6 || a.size > 7) return Arity(op, name(), "6 or 7", a.size);
         result = NewObject(&TensorClass());
         const bool v3 = std::string_view(c->name) == "_rebuild_tensor_v3";
         for (size_t i = 0; i < a.size; ++i) {
@@ -964,12 +964,12 @@ class PickleMachine {
         break;
       }
       case GlobalRole::kRebuildParameter:
-        if (a.size < 1) return Arity(op, name, "at least 1", a.size);
+        if (a.size < 1) return Arity(op, name(), "at least 1", a.size);
         result = a[0];
         break;
       case GlobalRole::kDType:
       case GlobalRole::kStorageClass:
-        return Status::NotSupported(At(op.pos) + name + " is not callable here");
+        return Status::NotSupported(At(op.pos) + name() + " is not callable here");
     }
     Release(args);
     return Push(result);
