@@ -10,9 +10,12 @@ const ResourceLimitInfo kResourceLimitTable[kResourceLimitCount] = {
     {"max_json_depth", "--max-json-depth", &ResourceLimits::max_json_depth, 1, 4096,
      "deepest nesting of arrays and objects in metadata.json, index.json or a plan dump"},
     {"max_metadata_bytes", "--max-metadata-bytes", &ResourceLimits::max_metadata_bytes, 1,
-     uint64_t{1} << 36, "largest metadata.json, index.json or plan dump read, in bytes"},
+     uint64_t{1} << 36,
+     "largest metadata.json, index.json, plan dump, DCP .metadata, or pickle of a torch.save "
+     "archive read, in bytes"},
     {"max_chunks", "--max-chunks", &ResourceLimits::max_chunks, 1, uint64_t{1} << 32,
-     "most tensor chunks plus objects in one iteration's index, or entries in a plan dump"},
+     "most tensor chunks plus objects in one iteration's index, entries in a plan dump, or "
+     "chunks plus storage entries in a DCP .metadata"},
     {"max_read_ratio", "--max-read-ratio", &ResourceLimits::max_read_ratio, 1, uint64_t{1} << 40,
      "most bytes of data read per byte the checkpoint occupies on disk"},
 };
