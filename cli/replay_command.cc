@@ -19,11 +19,13 @@ CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
 int RunReplayCommand(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
   std::string target_name, property_id;
   Status s = ParseReproduceKey(o.reproduce, &target_name, &property_id);
-  std::vector<TargetFactory> plugged, targets;
+  std::vector<PluginTarget> plugins;
   for (const std::string& path : o.plugins) {
     if (s.ok()) s = CheckRegularFile("--plugin", path);
-    if (s.ok()) s = LoadTargetPlugin(path, &plugged);
+    if (s.ok()) s = LoadTargetPlugin(path, &plugins);
   }
+  std::vector<TargetFactory> plugged, targets;
+  for (const PluginTarget& p : plugins) plugged.push_back(p.factory);
   if (s.ok()) s = ResolveTargets(target_name, &targets, plugged);
   const Property* property = FindProperty(property_id);
   if (s.ok() && !property) s = Status::InvalidArgument("unknown property '" + property_id + "'");

@@ -1,5 +1,6 @@
 #include "cli/run_command.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "cli/expectations_file.h"
@@ -37,7 +38,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
       "code is 0 only when every outcome is as expected");
   cmd->add_option(
       "--plugin", o->plugins,
-      "shared library exporting ckptspec_register_targets (repeatable; properties/plugin.h)");
+      "a plugin: a shared library defined with CKPTSPEC_PLUGIN (repeatable; docs/PLUGINS.md)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
   AddNumberFlag(cmd, "--seed", &o->seed, NumberRange<uint64_t>{0, UINT64_MAX}, "RapidCheck seed");
   cmd->add_option_function<std::string>(
@@ -159,11 +160,13 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (s.ok() && !o.junit_out.empty()) s = junit.Open("--junit", o.junit_out);
   if (!s.ok()) return usage_error(s);
 
-  std::vector<TargetFactory> plugged;
+  std::vector<PluginTarget> plugins;
   for (const std::string& path : o.plugins) {
-    s = LoadTargetPlugin(path, &plugged);
+    s = LoadTargetPlugin(path, &plugins);
     if (!s.ok()) return usage_error(s);
   }
+  std::vector<TargetFactory> plugged;
+  for (const PluginTarget& p : plugins) plugged.push_back(p.factory);
   std::vector<TargetFactory> targets;
   const std::vector<std::string> names =
       o.targets.empty() && o.adapters.empty() ? std::vector<std::string>{"all"} : o.targets;
@@ -186,6 +189,17 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   }
   RunJudging judging;
   if (!o.expectations.empty()) judging.expectations = &expectations;
+  for (const PluginTarget& p : plugins) {
+    const bool selected = std::any_of(targets.begin(), targets.end(), [&](const TargetFactory& t) {
+      return t.name == p.factory.name;
+    });
+    if (!selected) continue;
+    if (p.expected == PluginExpectation::Kind::kListed) {
+      judging.declared.emplace(p.factory.name, p.listed);
+    } else if (p.expected == PluginExpectation::Kind::kClean) {
+      judging.declared_clean.insert(p.factory.name);
+    }
+  }
   for (const TargetFactory& target : targets) {
     if (target.expect_killed) judging.expect_killed.push_back(target.name);
   }

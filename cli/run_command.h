@@ -4,9 +4,10 @@
 // --target nor --adapter: the reference (both index layouts) and every catalog mutant.
 //
 // Expectations (judged by cli/run_judging.h): a mutant (TargetFactory::expect_killed) must be
-// KILLED by at least one selected property; any other target must pass every selected property
-// (or find it n/a), or, with --expectations FILE, have exactly the outcomes the file expects
-// (known failures, n/a).
+// KILLED by at least one selected property; a plugin's target that lists its expectations
+// (properties/plugin.h) must have exactly the outcomes they list; any other target must pass
+// every selected property (or find it n/a), or, with --expectations FILE, have exactly the
+// outcomes the file expects (known failures, n/a).
 // Exit codes: 0 every selected target meets its expectation; 1 some target does not (a failure on
 // the reference, a mutant that survived, an outcome other than the file's); 2 invalid arguments
 // (a number out of its flag's range, an input that is not a regular file, a report path that
@@ -33,7 +34,8 @@ struct RunOptions {
   std::vector<std::string> adapters;
   double adapter_timeout_s = 60;         // per request to an adapter
   bool adapter_fresh_processes = false;  // no live groups (docs/PROTOCOL.md, revision 2)
-  // A per-target expectations file (properties/expectations.h) every target is judged by.
+  // A per-target expectations file (properties/expectations.h) every target is judged by, but
+  // mutants and the plugins' targets that list their own.
   std::string expectations;
   // Shared libraries to load before resolving targets (properties/plugin.h); their targets can
   // then be named by --target.

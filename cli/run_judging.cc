@@ -20,16 +20,23 @@ const char* TargetExpectationName(TargetExpectation expectation) {
   return "?";
 }
 
+const Expectations* RunJudging::ExpectationsOf(const std::string& target) const {
+  if (IsMutant(target) || declared_clean.count(target)) return nullptr;
+  auto it = declared.find(target);
+  return it != declared.end() ? &it->second : expectations;
+}
+
 TargetExpectation ExpectationOf(const std::string& target, const RunJudging& judging) {
   if (judging.IsMutant(target)) return TargetExpectation::kKilled;
-  return judging.expectations ? TargetExpectation::kAsExpected : TargetExpectation::kClean;
+  return judging.ExpectationsOf(target) ? TargetExpectation::kAsExpected
+                                        : TargetExpectation::kClean;
 }
 
 OutcomeJudgement JudgeOutcome(const PropertyOutcome& o, const RunJudging& judging) {
   OutcomeJudgement j;
   j.held_to = ExpectationOf(o.target, judging);
   if (j.held_to == TargetExpectation::kAsExpected) {
-    j.expected = &judging.expectations->For(o.property);
+    j.expected = &judging.ExpectationsOf(o.target)->For(o.property);
     const Judgement against_file = Judge(*j.expected, o);
     j.meets = against_file.matches;
     j.words = against_file.cell;

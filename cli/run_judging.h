@@ -5,11 +5,15 @@
 // What a target is held to (TargetExpectation):
 //  - a mutant (TargetFactory::expect_killed): to be killed, i.e. to fail at least one selected
 //    property, whether or not there is an expectations file;
+//  - a plugin's target that declares its expectations (properties/plugin.h): to be clean, or to
+//    have exactly the outcomes it lists (Judge);
 //  - any other target, under an expectations file (properties/expectations.h): to have exactly the
-//    outcomes the file expects (Judge);
+//    outcomes the file expects;
 //  - any other target without one: to pass every selected property or find it n/a.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,9 +23,16 @@
 namespace ckptspec {
 
 struct RunJudging {
-  const Expectations* expectations = nullptr;  // the --expectations file, or null
-  std::vector<std::string> expect_killed;      // the mutant targets' names
+  // The --expectations file, or null: it judges the targets that are neither mutants nor declare
+  // their own.
+  const Expectations* expectations = nullptr;
+  std::map<std::string, Expectations> declared;  // by target: what plugins listed
+  std::set<std::string> declared_clean;          // plugins' targets declared clean
+  std::vector<std::string> expect_killed;        // the mutant targets' names
   bool IsMutant(const std::string& target) const;
+  // The expectations `target` is judged by outcome by outcome: its listed ones, else the file's;
+  // null for a mutant, a target declared clean, or without either.
+  const Expectations* ExpectationsOf(const std::string& target) const;
 };
 
 enum class TargetExpectation { kKilled, kAsExpected, kClean };

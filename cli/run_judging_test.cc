@@ -6,6 +6,14 @@
 namespace ckptspec {
 namespace {
 
+PropertyOutcome Outcome(const std::string& target, const std::string& property, Verdict verdict) {
+  PropertyOutcome o;
+  o.target = target;
+  o.property = property;
+  o.verdict = verdict;
+  return o;
+}
+
 TEST(RunJudging, TargetsAreJudgedAgainstTheirExpectation) {
   PropertyOutcome pass, fail, na;
   pass.target = fail.target = na.target = "t";
@@ -38,13 +46,6 @@ TEST(RunJudging, TargetsAreJudgedAgainstTheirExpectation) {
 }
 
 TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
-  const auto outcome = [](const std::string& target, const std::string& property, Verdict verdict) {
-    PropertyOutcome o;
-    o.target = target;
-    o.property = property;
-    o.verdict = verdict;
-    return o;
-  };
   Expectations file;
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
       "properties": {"P7": {"expect": "fail", "reason": "known"}}})",
@@ -63,20 +64,20 @@ TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
                {Verdict::kGaveUp, false, false, 'g', 'g'},
                {Verdict::kError, false, false, 'E', 'E'}};
   for (const auto& c : plain) {
-    const OutcomeJudgement clean = JudgeOutcome(outcome("t", "P1", c.verdict), judging);
+    const OutcomeJudgement clean = JudgeOutcome(Outcome("t", "P1", c.verdict), judging);
     EXPECT_EQ(clean.held_to, TargetExpectation::kClean);
     EXPECT_EQ(clean.meets, c.clean_meets) << VerdictName(c.verdict);
     EXPECT_EQ(clean.symbol, c.clean_symbol) << VerdictName(c.verdict);
     EXPECT_EQ(clean.words, VerdictName(c.verdict));
     EXPECT_EQ(clean.expected, nullptr);
-    const OutcomeJudgement mutant = JudgeOutcome(outcome("m", "P1", c.verdict), judging);
+    const OutcomeJudgement mutant = JudgeOutcome(Outcome("m", "P1", c.verdict), judging);
     EXPECT_EQ(mutant.held_to, TargetExpectation::kKilled);
     EXPECT_EQ(mutant.meets, c.mutant_meets) << VerdictName(c.verdict);
     EXPECT_EQ(mutant.symbol, c.mutant_symbol) << VerdictName(c.verdict);
   }
   // Under a file: another target's outcomes are compared with it; a mutant's are still kills.
   judging.expectations = &file;
-  const OutcomeJudgement xfail = JudgeOutcome(outcome("t", "P7", Verdict::kFail), judging);
+  const OutcomeJudgement xfail = JudgeOutcome(Outcome("t", "P7", Verdict::kFail), judging);
   EXPECT_EQ(xfail.held_to, TargetExpectation::kAsExpected);
   EXPECT_TRUE(xfail.meets);
   EXPECT_EQ(xfail.symbol, 'x');
@@ -84,15 +85,15 @@ TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
   ASSERT_NE(xfail.expected, nullptr);
   EXPECT_EQ(xfail.expected->reason, "known");
   const OutcomeJudgement unexpected_pass =
-      JudgeOutcome(outcome("t", "P7", Verdict::kPass), judging);
+      JudgeOutcome(Outcome("t", "P7", Verdict::kPass), judging);
   EXPECT_FALSE(unexpected_pass.meets);
   EXPECT_EQ(unexpected_pass.symbol, 'P');
   EXPECT_EQ(unexpected_pass.words, "UNEXPECTED pass");
   const OutcomeJudgement unexpected_na =
-      JudgeOutcome(outcome("t", "P1", Verdict::kNotApplicable), judging);
+      JudgeOutcome(Outcome("t", "P1", Verdict::kNotApplicable), judging);
   EXPECT_FALSE(unexpected_na.meets);
   EXPECT_EQ(unexpected_na.symbol, 'N');
-  const OutcomeJudgement kill = JudgeOutcome(outcome("m", "P7", Verdict::kFail), judging);
+  const OutcomeJudgement kill = JudgeOutcome(Outcome("m", "P7", Verdict::kFail), judging);
   EXPECT_EQ(kill.held_to, TargetExpectation::kKilled);
   EXPECT_TRUE(kill.meets);
   EXPECT_EQ(kill.symbol, 'K');
@@ -101,12 +102,42 @@ TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
   EXPECT_STREQ(TargetExpectationName(ExpectationOf("m", judging)), "killed");
   // The run meets its expectations only when every target does.
   EXPECT_TRUE(EveryTargetMet(
-      {outcome("t", "P7", Verdict::kFail), outcome("m", "P1", Verdict::kFail)}, judging));
+      {Outcome("t", "P7", Verdict::kFail), Outcome("m", "P1", Verdict::kFail)}, judging));
   EXPECT_FALSE(EveryTargetMet(
-      {outcome("t", "P7", Verdict::kFail), outcome("m", "P1", Verdict::kPass)}, judging));
-  EXPECT_EQ(TargetsInOrder({outcome("m", "P1", Verdict::kPass), outcome("t", "P1", Verdict::kPass),
-                            outcome("m", "P2", Verdict::kPass)}),
+      {Outcome("t", "P7", Verdict::kFail), Outcome("m", "P1", Verdict::kPass)}, judging));
+  EXPECT_EQ(TargetsInOrder({Outcome("m", "P1", Verdict::kPass), Outcome("t", "P1", Verdict::kPass),
+                            Outcome("m", "P2", Verdict::kPass)}),
             (std::vector<std::string>{"m", "t"}));
+}
+
+// A plugin's declared expectations: a target's own list wins over the --expectations file, and a
+// target declared clean is clean under a file too.
+TEST(RunJudging, DeclaredExpectationsJudgeTheirTargetsBeforeTheFile) {
+  Expectations file, listed;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P7": {"expect": "fail", "reason": "known"}}})",
+                                "the file", &file)
+                  .ok());
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P17": {"expect": "fail", "reason": "timestamps"}}})",
+                                "plugin 'p.so', target 'w'", &listed)
+                  .ok());
+  RunJudging judging;
+  judging.expectations = &file;
+  judging.declared.emplace("w", listed);
+  judging.declared_clean.insert("c");
+  EXPECT_EQ(judging.ExpectationsOf("w"), &judging.declared.at("w"));
+  EXPECT_EQ(judging.ExpectationsOf("t"), &file);
+  EXPECT_EQ(judging.ExpectationsOf("c"), nullptr);
+  EXPECT_TRUE(JudgeOutcome(Outcome("w", "P17", Verdict::kFail), judging).meets);
+  EXPECT_FALSE(JudgeOutcome(Outcome("w", "P7", Verdict::kFail), judging).meets);
+  EXPECT_EQ(JudgeTarget({Outcome("w", "P17", Verdict::kFail), Outcome("w", "P1", Verdict::kPass)},
+                        "w", judging)
+                .text,
+            "as expected");
+  EXPECT_EQ(ExpectationOf("c", judging), TargetExpectation::kClean);
+  EXPECT_TRUE(JudgeOutcome(Outcome("c", "P1", Verdict::kNotApplicable), judging).meets);
+  EXPECT_EQ(JudgeTarget({Outcome("c", "P7", Verdict::kFail)}, "c", judging).text, "FAILED");
 }
 
 }  // namespace

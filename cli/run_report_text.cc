@@ -61,10 +61,19 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJu
     os << std::setw(name_w) << targets[i] << std::setw(verdict_w) << verdicts[i] << row << "\n";
   }
   os << "K killed (a mutant failed it)  F failed  . pass  - n/a  g gave up  E error";
-  if (judging.expectations) os << "\nx failed as expected  P passed, N n/a, against expectation";
+  const bool any_expectations = judging.expectations || !judging.declared.empty();
+  if (any_expectations) os << "\nx failed as expected  P passed, N n/a, against expectation";
   os << "\nverdict: a mutant is killed or SURVIVED, another target clean or FAILED";
-  if (judging.expectations) {
-    os << ", or as expected or\nUNEXPECTED against " << judging.expectations->source;
+  if (any_expectations) {
+    os << ", or as expected or\nUNEXPECTED against ";
+    std::string against;
+    for (const auto& [target, declared] : judging.declared) {
+      against += (against.empty() ? "" : ", ") + declared.source;
+    }
+    if (judging.expectations) {
+      against += (against.empty() ? "" : ", ") + judging.expectations->source;
+    }
+    os << against;
   }
   os << "\n";
   return os.str();

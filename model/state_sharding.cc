@@ -148,6 +148,7 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
     if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
     info.data_parallel_random_init.push_back(b.get<bool>());
   }
+  info.common = common;
   *out = std::move(info);
   return Status::OK();
 }

@@ -87,6 +87,8 @@ struct CheckpointInfo {
   HeterogeneousLayout layout;
   ShardingConfig sharding;
   std::vector<bool> data_parallel_random_init;  // per module: how its rng_state is keyed
+  // The common state these were read from, whole (a framework may read more of it).
+  nlohmann::json common = nlohmann::json::object();
 };
 // Parses the common state written by ShardTrainingState. Corruption naming the field otherwise.
 Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);

@@ -31,12 +31,13 @@ Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& option
       target.framework()
           .LoadTemplates(run.layout, run.configs, saved, options.flags, &request.templates)
           .WithContext("framework"));
+  const std::vector<ShardedStateDict> requested = RequestedSpecs(request.templates);
   LoadResult loaded;
   CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(request), &loaded));
+  const LoadedCheckpoint load{loaded.state, requested,   saved,
+                              run.layout,   run.configs, options.flags};
   CKPTSPEC_RETURN_IF_ERROR(
-      target.framework()
-          .FromStateDicts(loaded.state, run.layout, run.configs, options.flags, states)
-          .WithContext("framework"));
+      target.framework().FromStateDicts(load, states).WithContext("framework"));
   if (info) *info = std::move(saved);
   return Status::OK();
 }

@@ -10,12 +10,9 @@ namespace {
 // A framework that loses the iteration on load: what the runner must report as a failure.
 class IterationLosingFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
     for (TrainingState& s : *states) s.iteration = 0;
     return Status::OK();
   }

@@ -1,5 +1,9 @@
 #include "targets/target.h"
 
+#include <map>
+#include <utility>
+
+#include "model/box.h"
 #include "model/param_sharding.h"
 
 namespace ckptspec {
@@ -35,12 +39,62 @@ Status CanonicalFramework::LoadTemplates(const HeterogeneousLayout& layout,
   return StateTemplates(layout, configs, saved, flags, every_rank);
 }
 
-Status CanonicalFramework::FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                                          const HeterogeneousLayout& layout,
-                                          const std::vector<TrainingConfig>& configs,
-                                          const LoadFlags& flags,
+Status CanonicalFramework::FromStateDicts(const LoadedCheckpoint& load,
                                           std::vector<TrainingState>* states) const {
-  return RebuildTrainingState(loaded, layout, configs, flags, states);
+  return RebuildTrainingState(load.loaded, load.layout, load.configs, load.flags, states);
+}
+
+std::vector<ShardedStateDict> RequestedSpecs(const std::vector<ShardedStateDict>& templates) {
+  std::vector<ShardedStateDict> specs(templates.size());
+  for (size_t r = 0; r < templates.size(); ++r) {
+    specs[r].tensors.reserve(templates[r].tensors.size());
+    for (const ShardedTensor& t : templates[r].tensors) {
+      specs[r].tensors.push_back(ShardedTensor{t.spec, {}});
+    }
+    for (const ShardedObject& o : templates[r].objects) {
+      specs[r].objects.push_back(ShardedObject{o.spec, std::string()});
+    }
+  }
+  return specs;
+}
+
+Status ToCanonicalLoad(const LoadedCheckpoint& load, const MissingEntryFill& fill,
+                       std::vector<ShardedStateDict>* canonical) {
+  std::vector<ShardedStateDict> wanted;
+  CKPTSPEC_RETURN_IF_ERROR(
+      StateTemplates(load.layout, load.configs, load.saved, load.flags, &wanted));
+  for (size_t r = 0; r < wanted.size(); ++r) {
+    const ShardedStateDict* have = r < load.loaded.size() ? &load.loaded[r] : nullptr;
+    std::map<std::pair<std::string, Dims>, const ShardedTensor*> tensors;
+    std::map<std::string, const ShardedObject*> objects;
+    if (have != nullptr) {
+      for (const ShardedTensor& t : have->tensors) tensors[{t.spec.key, t.spec.global_offset}] = &t;
+      for (const ShardedObject& o : have->objects) objects[o.spec.UniqueKey()] = &o;
+      wanted[r].common = have->common;
+    }
+    const std::string who = "rank " + std::to_string(r) + ": ";
+    for (ShardedTensor& t : wanted[r].tensors) {
+      auto it = tensors.find({t.spec.key, t.spec.global_offset});
+      if (it != tensors.end() && it->second->spec.local_shape == t.spec.local_shape &&
+          it->second->data.size() == t.data.size()) {
+        t.data = it->second->data;
+      } else if (!fill.tensor || !fill.tensor(r, &t)) {
+        return Status::NotFound(who + "the load holds no tensor '" + t.spec.key + "' at offset " +
+                                DimsToString(t.spec.global_offset) + " of local shape " +
+                                DimsToString(t.spec.local_shape));
+      }
+    }
+    for (ShardedObject& o : wanted[r].objects) {
+      auto it = objects.find(o.spec.UniqueKey());
+      if (it != objects.end()) {
+        o.data = it->second->data;
+      } else if (!fill.object || !fill.object(r, &o)) {
+        return Status::NotFound(who + "the load holds no object '" + o.spec.UniqueKey() + "'");
+      }
+    }
+  }
+  *canonical = std::move(wanted);
+  return Status::OK();
 }
 
 }  // namespace ckptspec

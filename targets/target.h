@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,17 +97,43 @@ class Engine {
   virtual Status Load(LoadRequest request, LoadResult* result) = 0;
 };
 
+// What a load gives the framework layer to rebuild training states from (FromStateDicts): the
+// loaded entries and everything that led to them. References into the caller's objects; valid
+// for the call only.
+struct LoadedCheckpoint {
+  // Every rank's filled templates, with the checkpoint's common state (LoadResult::state).
+  const std::vector<ShardedStateDict>& loaded;
+  // What this framework's LoadTemplates requested, rank by rank: the specs, data empty
+  // (RequestedSpecs of the templates).
+  const std::vector<ShardedStateDict>& requested;
+  // What ReadCheckpointInfo read from the checkpoint's common state (with the state itself in
+  // saved.common).
+  const CheckpointInfo& saved;
+  const HeterogeneousLayout& layout;           // the loading run's layout
+  const std::vector<TrainingConfig>& configs;  // the loading run's configs, one per module
+  const LoadFlags& flags;
+  // The same load with other loaded entries (e.g. ToCanonicalLoad's), for a framework that
+  // rearranges them before the canonical rebuild.
+  LoadedCheckpoint WithLoaded(const std::vector<ShardedStateDict>& other) const {
+    return LoadedCheckpoint{other, requested, saved, layout, configs, flags};
+  }
+};
+
 // The framework layer: training state <-> per-rank sharded state dicts. The canonical framework
 // is the spec's own (model/state_sharding.h); a mutant overrides one method to reproduce a bug;
 // an adapter may bring its own.
 //
 // Contracts (every implementation):
 //  - ToStateDicts: every rank's dict for a save of `states` (one per module of `layout`).
-//  - ReadCheckpointInfo: the saving layout and sharding config, from a checkpoint's common state.
+//  - ReadCheckpointInfo: the saving layout and sharding config, from a checkpoint's common state
+//    (kept in info->common).
 //  - LoadTemplates: what every rank of the loading `layout` requests for a run with `configs`
 //    under `flags` from the checkpoint `saved` describes (specs of the NEW layout; buffers sized).
 //  - FromStateDicts: the training states after the load, from the filled templates, with the load
 //    rules applied (flags, copy refresh, scheduler, RNG, data iterator); named errors otherwise.
+// A load calls ReadCheckpointInfo, LoadTemplates and FromStateDicts in this order
+// (properties/harness.h: ResumeRun); the methods are const and keep no state between the calls:
+// what FromStateDicts needs of the others is in LoadedCheckpoint.
 class FrameworkLayer {
  public:
   FrameworkLayer() = default;
@@ -122,13 +149,13 @@ class FrameworkLayer {
                                const std::vector<TrainingConfig>& configs,
                                const CheckpointInfo& saved, const LoadFlags& flags,
                                std::vector<ShardedStateDict>* every_rank) const = 0;
-  virtual Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                                const HeterogeneousLayout& layout,
-                                const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  virtual Status FromStateDicts(const LoadedCheckpoint& load,
                                 std::vector<TrainingState>* states) const = 0;
 };
 
-// The canonical framework layer: model/state_sharding.h as it is.
+// The canonical framework layer: model/state_sharding.h as it is. Its FromStateDicts
+// (RebuildTrainingState) accepts exactly the entries its own LoadTemplates requests: a framework
+// that requests other entries maps what it loaded back with ToCanonicalLoad first.
 class CanonicalFramework : public FrameworkLayer {
  public:
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
@@ -139,11 +166,30 @@ class CanonicalFramework : public FrameworkLayer {
                        const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
                        const LoadFlags& flags,
                        std::vector<ShardedStateDict>* every_rank) const override;
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override;
 };
+
+// What a framework supplies for a canonical entry its load lacks (ToCanonicalLoad): each function
+// fills the entry (a tensor's data is sized and zeroed, an object's empty) of rank `rank` and
+// returns true, or returns false to leave it missing. Either may be empty (nothing supplied).
+struct MissingEntryFill {
+  std::function<bool(size_t rank, ShardedTensor* tensor)> tensor;
+  std::function<bool(size_t rank, ShardedObject* object)> object;
+};
+
+// The load as the canonical framework would have requested it: for every rank, the entries of
+// the canonical templates (StateTemplates for load.layout, load.configs, load.saved, load.flags),
+// in their order, each taken from load.loaded's entry of the same rank and key (a tensor: and
+// global offset and local shape; an object: unique key) or, where the load lacks it, from `fill`;
+// the common state is the loaded one. Loaded entries the canonical templates do not request are
+// left out. Errors: the canonical templates' (StateTemplates); NotFound naming the rank and the
+// entry that neither the load nor `fill` supplies.
+Status ToCanonicalLoad(const LoadedCheckpoint& load, const MissingEntryFill& fill,
+                       std::vector<ShardedStateDict>* canonical);
+
+// The specs of `templates`, data empty: what LoadedCheckpoint::requested holds.
+std::vector<ShardedStateDict> RequestedSpecs(const std::vector<ShardedStateDict>& templates);
 
 // A target: a name, a framework layer and an engine layer.
 class Target {

@@ -16,13 +16,10 @@ namespace {
 
 class StaleOffloadFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
-    if (!flags.finetune && !flags.no_load_optim) return Status::OK();  // L4 did not run
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+    if (!load.flags.finetune && !load.flags.no_load_optim) return Status::OK();  // L4 did not run
     for (TrainingState& s : *states) {
       TrainingState init;
       CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(s.config, &init));

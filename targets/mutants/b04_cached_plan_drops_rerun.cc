@@ -17,8 +17,6 @@
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b04_cached_plan_drops_rerun.h"
 
-#include <mutex>
-
 namespace ckptspec {
 namespace {
 
@@ -54,61 +52,49 @@ class PreV018RerunFramework : public CanonicalFramework {
     }
     return Status::OK();
   }
-  Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* info) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    active_ = common.contains("rerun_state_machine") &&
-              common["rerun_state_machine"].contains("state") &&
-              common["rerun_state_machine"]["state"] != 0;
-    head_ = common.value("rerun_state_machine", nlohmann::json::object());
-    return CanonicalFramework::ReadCheckpointInfo(common, info);
-  }
+  // Requests the rerun object only when the checkpoint's common state marks the machine active.
   Status LoadTemplates(const HeterogeneousLayout& layout,
                        const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
                        const LoadFlags& flags,
                        std::vector<ShardedStateDict>* every_rank) const override {
     CKPTSPEC_RETURN_IF_ERROR(
         CanonicalFramework::LoadTemplates(layout, configs, saved, flags, every_rank));
-    std::lock_guard<std::mutex> lock(mu_);
-    unrequested_.assign(every_rank->size(), {});
-    if (active_) return Status::OK();
-    for (size_t r = 0; r < every_rank->size(); ++r) {
-      auto& objs = (*every_rank)[r].objects;
+    if (RerunActive(saved.common)) return Status::OK();
+    for (ShardedStateDict& d : *every_rank) {
+      auto& objs = d.objects;
       for (size_t i = objs.size(); i-- > 0;) {
-        if (objs[i].spec.key != kRerunKey) continue;
-        unrequested_[r].push_back(objs[i].spec);
-        objs.erase(objs.begin() + i);
+        if (objs[i].spec.key == kRerunKey) objs.erase(objs.begin() + i);
       }
     }
     return Status::OK();
   }
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  // Rebuilds with the steady-state sentinel where the rerun object was not requested.
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    std::vector<ShardedStateDict> with_sentinel = loaded;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      nlohmann::json sentinel;
-      CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(RerunStateMachine(), &sentinel));
-      for (const char* f : {"mode", "state", "current_iteration"}) {
-        if (head_.contains(f)) sentinel[f] = head_[f];
-      }
-      for (size_t r = 0; r < unrequested_.size() && r < with_sentinel.size(); ++r) {
-        for (const ObjectSpec& spec : unrequested_[r]) {
-          with_sentinel[r].objects.push_back(ShardedObject{spec, sentinel.dump()});
-        }
-      }
+    const nlohmann::json head =
+        load.saved.common.value("rerun_state_machine", nlohmann::json::object());
+    nlohmann::json sentinel;
+    CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(RerunStateMachine(), &sentinel));
+    for (const char* f : {"mode", "state", "current_iteration"}) {
+      if (head.contains(f)) sentinel[f] = head[f];
     }
-    return CanonicalFramework::FromStateDicts(with_sentinel, layout, configs, flags, states);
+    MissingEntryFill fill;
+    fill.object = [&](size_t, ShardedObject* o) {
+      if (o->spec.key != kRerunKey) return false;
+      o->data = sentinel.dump();
+      return true;
+    };
+    std::vector<ShardedStateDict> canonical;
+    CKPTSPEC_RETURN_IF_ERROR(ToCanonicalLoad(load, fill, &canonical));
+    return CanonicalFramework::FromStateDicts(load.WithLoaded(canonical), states);
   }
 
  private:
-  // What ReadCheckpointInfo learnt and LoadTemplates left out, for the FromStateDicts that follows
-  // (ResumeRun calls the three in this order).
-  mutable std::mutex mu_;
-  mutable bool active_ = false;
-  mutable nlohmann::json head_;
-  mutable std::vector<std::vector<ObjectSpec>> unrequested_;
+  static bool RerunActive(const nlohmann::json& common) {
+    return common.contains("rerun_state_machine") &&
+           common["rerun_state_machine"].contains("state") &&
+           common["rerun_state_machine"]["state"] != 0;
+  }
 };
 
 }  // namespace

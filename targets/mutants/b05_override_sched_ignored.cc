@@ -18,23 +18,21 @@ namespace {
 
 class StaleGroupBoundsFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
-    if (!flags.override_scheduler || flags.finetune || flags.no_load_optim || loaded.empty()) {
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+    if (!load.flags.override_scheduler || load.flags.finetune || load.flags.no_load_optim ||
+        load.loaded.empty()) {
       return Status::OK();
     }
     for (size_t m = 0; m < states->size(); ++m) {
       TrainingState& s = (*states)[m];
       const nlohmann::json* saved_json = nullptr;
       nlohmann::json module_common;
-      if (loaded[0].common.contains("optimizer")) {
-        saved_json = &loaded[0].common["optimizer"];
+      if (load.loaded[0].common.contains("optimizer")) {
+        saved_json = &load.loaded[0].common["optimizer"];
       } else {  // named modules: the module's common object, on the module's first rank
-        const ShardedStateDict& d = loaded[layout.modules()[m].first_rank];
+        const ShardedStateDict& d = load.loaded[load.layout.modules()[m].first_rank];
         for (const ShardedObject& o : d.objects) {
           if (o.spec.origin.find("optimizer.common") != std::string::npos && !o.data.empty()) {
             module_common = nlohmann::json::parse(o.data, nullptr, false);

@@ -4,10 +4,11 @@
 // Mechanism: with ckpt_assume_constant_structure the persistent NVRx async writer cached the CUDA
 // IPC tensor handles keyed only on the logical structure; colocated offload reallocated the
 // storage, so every later save re-wrote the FIRST save's weights and optimizer state (checkpoints
-// at steps 90/110/120 bit-identical). The mutant engine keeps, for async saves under
-// assume_constant_structure, the staged tensor data of the first save keyed by StructureFingerprint
-// alone; a later async save with the same fingerprint writes the cached bytes instead of its own
-// (objects and common state are re-pickled, as NVRx does). The fix fingerprints storage too.
+// at steps 90/110/120 bit-identical). The mutant engine's StageAsyncSave step (the
+// reference copies every byte) keeps, under assume_constant_structure, the staged tensor data of
+// the first save keyed by StructureFingerprint alone; a later async save with the same fingerprint
+// stages the cached bytes instead of its own (objects and common state are re-pickled, as NVRx
+// does). The fix fingerprints storage too.
 // Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b09_nvrx_stale_ipc_cache.h"
@@ -18,33 +19,35 @@ namespace {
 class StructureKeyedStagingEngine : public ReferenceEngine {
  public:
   using ReferenceEngine::ReferenceEngine;
-  Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-              const SaveOptions& options) override {
-    if (!options.async || !options.assume_constant_structure) {
-      return ReferenceEngine::Save(iteration, every_rank, options);
-    }
+
+ protected:
+  Status StageAsyncSave(const std::vector<ShardedStateDict>& every_rank, const SaveOptions& options,
+                        std::vector<ShardedStateDict>* staged) override {
+    CKPTSPEC_RETURN_IF_ERROR(ReferenceEngine::StageAsyncSave(every_rank, options, staged));
+    if (!options.assume_constant_structure) return Status::OK();
     const uint64_t fingerprint = StructureFingerprint(every_rank);
     if (!cached_ || fingerprint != fingerprint_) {
       cached_ = true;
       fingerprint_ = fingerprint;
-      staged_.clear();
+      cache_.clear();
       for (const ShardedStateDict& d : every_rank) {
-        staged_.emplace_back();
-        for (const ShardedTensor& t : d.tensors) staged_.back().push_back(t.data);
+        cache_.emplace_back();
+        for (const ShardedTensor& t : d.tensors) cache_.back().push_back(t.data);
       }
-      return ReferenceEngine::Save(iteration, every_rank, options);
+      return Status::OK();
     }
-    std::vector<ShardedStateDict> stale = every_rank;  // the cached handles point at old storage
-    for (size_t r = 0; r < stale.size(); ++r) {
-      for (size_t i = 0; i < stale[r].tensors.size(); ++i) stale[r].tensors[i].data = staged_[r][i];
+    for (size_t r = 0; r < staged->size(); ++r) {  // the cached handles point at old storage
+      for (size_t i = 0; i < (*staged)[r].tensors.size(); ++i) {
+        (*staged)[r].tensors[i].data = cache_[r][i];
+      }
     }
-    return ReferenceEngine::Save(iteration, stale, options);
+    return Status::OK();
   }
 
  private:
   bool cached_ = false;
   uint64_t fingerprint_ = 0;
-  std::vector<std::vector<std::vector<uint8_t>>> staged_;  // [rank][tensor] bytes
+  std::vector<std::vector<std::vector<uint8_t>>> cache_;  // [rank][tensor] bytes
 };
 
 }  // namespace

@@ -13,13 +13,10 @@ namespace {
 
 class Fp16OnlyRefreshFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
-    if (!flags.finetune && !flags.no_load_optim) return Status::OK();  // L4 did not run
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+    if (!load.flags.finetune && !load.flags.no_load_optim) return Status::OK();  // L4 did not run
     for (TrainingState& s : *states) {
       if (s.config.model.params_dtype != DType::kBFloat16) continue;  // if fp16_enabled(): refresh
       TrainingState init;

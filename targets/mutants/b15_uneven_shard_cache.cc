@@ -3,16 +3,13 @@
 //
 // Mechanism (the plausible one docs/BUGS.md names; not confirmed upstream): with cache_state_dict and
 // uneven FSDP2 dim-0 shards, the cached state-dict entries stop aliasing the padded local shards,
-// so DCP's in-place load fills a copy and the parameters keep their old values. The mutant engine
-// loads every UNEVEN shard (a tensor whose local extent times its fragmentation differs from the
-// global extent on some axis, or any chunk of an irregular grid smaller than the tensor) into a
-// copy: the template's buffer -- the destination -- keeps its pre-load content. Even shards load
-// normally. Silent.
+// so DCP's in-place load fills a copy and the parameters keep their old values. The mutant engine's
+// OpenHostDestination step gives every UNEVEN shard (a tensor whose local extent times its
+// fragmentation differs from the global extent on some axis, or any chunk of an irregular grid
+// smaller than the tensor) a copy to load into: the template's buffer -- the destination -- keeps
+// its pre-load content. Even shards load normally. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b15_uneven_shard_cache.h"
-
-#include <map>
-#include <utility>
 
 namespace ckptspec {
 namespace {
@@ -31,26 +28,24 @@ bool IsUneven(const TensorSpec& s) {
   return false;
 }
 
+// A shard-sized buffer the destination owns: what is loaded into it is lost with it.
+class CopyDestination : public HostTensorDestination {
+ public:
+  explicit CopyDestination(size_t size) : HostTensorDestination(&copy_), copy_(size) {}
+
+ private:
+  std::vector<uint8_t> copy_;
+};
+
 class NonAliasingLoadEngine : public ReferenceEngine {
  public:
   using ReferenceEngine::ReferenceEngine;
-  Status Load(LoadRequest request, LoadResult* result) override {
-    // What the destinations hold before the load (by key and offset): loading into a copy
-    // leaves exactly this in them.
-    std::vector<std::map<std::pair<std::string, Dims>, std::vector<uint8_t>>> before(
-        request.templates.size());
-    for (size_t r = 0; r < request.templates.size(); ++r) {
-      for (const ShardedTensor& t : request.templates[r].tensors) {
-        if (IsUneven(t.spec)) before[r][{t.spec.key, t.spec.global_offset}] = t.data;
-      }
-    }
-    CKPTSPEC_RETURN_IF_ERROR(ReferenceEngine::Load(std::move(request), result));
-    for (size_t r = 0; r < before.size() && r < result->state.size(); ++r) {
-      for (ShardedTensor& t : result->state[r].tensors) {
-        auto it = before[r].find({t.spec.key, t.spec.global_offset});
-        if (it != before[r].end() && it->second.size() == t.data.size()) t.data = it->second;
-      }
-    }
+
+ protected:
+  Status OpenHostDestination(size_t rank, ShardedTensor* tensor,
+                             std::unique_ptr<TensorDestination>* out) override {
+    if (!IsUneven(tensor->spec)) return ReferenceEngine::OpenHostDestination(rank, tensor, out);
+    *out = std::make_unique<CopyDestination>(tensor->data.size());
     return Status::OK();
   }
 };

@@ -14,12 +14,9 @@ namespace {
 
 class EpochResettingFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
     for (TrainingState& s : *states) {
       const int64_t n = s.config.data.num_samples;
       s.data.consumed_samples %= n;  // the in-epoch position is kept ...

@@ -14,12 +14,9 @@ namespace {
 
 class StepCountingSkipFramework : public CanonicalFramework {
  public:
-  Status FromStateDicts(const std::vector<ShardedStateDict>& loaded,
-                        const HeterogeneousLayout& layout,
-                        const std::vector<TrainingConfig>& configs, const LoadFlags& flags,
+  Status FromStateDicts(const LoadedCheckpoint& load,
                         std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::FromStateDicts(loaded, layout, configs, flags, states));
+    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
     for (TrainingState& s : *states) {
       s.data.consumed_samples /= GradAccumSteps(s.config.data);  // skip count not multiplied by gas
       s.data.epoch = s.data.consumed_samples / s.config.data.num_samples;

@@ -64,8 +64,9 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the per-expert scalar (the step counter of an expert weight) loses its expert axis",
        "P4 P3", B08Parts},
       {"B09", "nvrx-stale-ipc-cache", "NeMo-RL #3312; nvidia-resiliency-ext PR #314",
-       "for async saves under assume_constant_structure, the engine caches the staged tensor "
-       "bytes keyed on the structure fingerprint, so later saves write the first save's data",
+       "the engine's StageAsyncSave step, under assume_constant_structure, caches the staged "
+       "tensor bytes keyed on the structure fingerprint, so later async saves write the first "
+       "save's data",
        "P7", B09Parts},
       {"B10", "ft-sampler-offset", "Megatron-Bridge PR #4601",
        "the resumed sampler keeps the resume position frozen and re-applies it at every "
@@ -87,8 +88,8 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "model-dtype copy (upcast)",
        "P2", B14Parts},
       {"B15", "uneven-shard-cache", "torchtitan #1136 / PR #1702",
-       "the engine loads uneven shards into a copy, so the destination keeps its pre-load "
-       "content",
+       "the engine's OpenHostDestination step loads uneven shards into a copy, so the "
+       "destination keeps its pre-load content",
        "P1 P2", B15Parts},
       {"B16", "skip-batches-epoch-reset", "accelerate PR #4071",
        "the resumed iterator keeps its position within the epoch but resets the epoch to 0",
@@ -100,8 +101,8 @@ const std::vector<MutantInfo>& MutantCatalog() {
       {"B18", "gas-skip-count", "transformers #5605 / PR #8624",
        "the resumed iterator sits at consumed_samples / grad_accum_steps", "P1 P10 P12", B18Parts},
       {"B19", "async-error-swallowed", "orbax #605 (PR #606); keras #23609",
-       "the engine finalizes a pending async save but drops its status (in Finalize, Save "
-       "and Load)",
+       "the engine's ReportAsyncSave step drops a pending async save's status, so Finalize "
+       "(and the next Save or Load, which finalize first) returns OK",
        "P13 P14", B19Parts},
       {"B20", "ocdbt-detect", "orbax #924",
        "the engine's index-layout probe looks only at the top of the iteration directory, so "

@@ -37,17 +37,13 @@ Capabilities ReferenceEngine::capabilities() const {
   return c;
 }
 
-Status ReferenceEngine::PrepareSave(const std::vector<ShardedStateDict>& every_rank,
-                                    const SaveOptions& options, SavePlan* plan) {
-  if (options_.env == nullptr || options_.root.empty()) {
-    return Status::InvalidArgument("reference engine needs an Env and a root directory");
-  }
-  const uint64_t fingerprint = StructureFingerprint(every_rank);
-  const SavePlan* cached =
-      options.assume_constant_structure ? plan_cache_->Lookup(fingerprint) : nullptr;
-  // A reused plan was validated when it was made for this same structure (Megatron's
-  // validated_cache_reuse); per-entry checks still run, they guard the writer.
-  CKPTSPEC_RETURN_IF_ERROR(ValidateSaveInput(every_rank, options.validate && cached == nullptr));
+Status ReferenceEngine::ValidateSave(const std::vector<ShardedStateDict>& every_rank, bool global) {
+  return ValidateSaveInput(every_rank, global);
+}
+
+Status ReferenceEngine::PlanSave(const std::vector<ShardedStateDict>& every_rank,
+                                 const SaveOptions& options, const SavePlan* cached,
+                                 uint64_t fingerprint, SavePlan* plan) {
   if (cached != nullptr) {
     *plan = *cached;
     return Status::OK();
@@ -57,19 +53,35 @@ Status ReferenceEngine::PrepareSave(const std::vector<ShardedStateDict>& every_r
   return Status::OK();
 }
 
+Status ReferenceEngine::StageAsyncSave(const std::vector<ShardedStateDict>& every_rank,
+                                       const SaveOptions& /*options*/,
+                                       std::vector<ShardedStateDict>* staged) {
+  *staged = every_rank;  // deep copy of every byte
+  return Status::OK();
+}
+
 Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
                              const SaveOptions& options) {
   CKPTSPEC_RETURN_IF_ERROR(Finalize());
   if (iteration < 0 || iteration > kMaxIteration) {
     return Status::InvalidArgument("iteration " + std::to_string(iteration) + " out of range");
   }
+  if (options_.env == nullptr || options_.root.empty()) {
+    return Status::InvalidArgument("reference engine needs an Env and a root directory");
+  }
+  const uint64_t fingerprint = StructureFingerprint(every_rank);
+  const SavePlan* cached =
+      options.assume_constant_structure ? plan_cache_->Lookup(fingerprint) : nullptr;
+  // A reused plan was validated when it was made for this same structure (Megatron's
+  // validated_cache_reuse); per-entry checks still run, they guard the writer.
+  CKPTSPEC_RETURN_IF_ERROR(ValidateSave(every_rank, options.validate && cached == nullptr));
   SavePlan plan;
-  CKPTSPEC_RETURN_IF_ERROR(PrepareSave(every_rank, options, &plan));
+  CKPTSPEC_RETURN_IF_ERROR(PlanSave(every_rank, options, cached, fingerprint, &plan));
   if (!options.async) return WriteCheckpoint(iteration, every_rank, options, plan);
 
   auto pending = std::make_unique<PendingSave>();
   pending->iteration = iteration;
-  pending->staged = every_rank;  // deep copy of every byte
+  CKPTSPEC_RETURN_IF_ERROR(StageAsyncSave(every_rank, options, &pending->staged));
   pending->options = options;
   pending->plan = std::move(plan);
   pending_ = std::move(pending);
@@ -83,6 +95,11 @@ Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDi
   return Status::OK();
 }
 
+Status ReferenceEngine::ReportAsyncSave(int64_t iteration, Status status) {
+  if (status.ok()) return status;
+  return status.WithContext("async save of iteration " + std::to_string(iteration));
+}
+
 Status ReferenceEngine::Finalize() {
   if (!pending_) return Status::OK();
   std::unique_ptr<PendingSave> p = std::move(pending_);
@@ -92,10 +109,7 @@ Status ReferenceEngine::Finalize() {
     p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan);
     p->ran = true;
   }
-  if (!p->status.ok()) {
-    return p->status.WithContext("async save of iteration " + std::to_string(p->iteration));
-  }
-  return Status::OK();
+  return ReportAsyncSave(p->iteration, std::move(p->status));
 }
 
 Status ReferenceEngine::EnsureRoot() {
@@ -124,33 +138,27 @@ Status ReferenceEngine::RemoveLeftovers() {
   return Status::OK();
 }
 
-Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
-                                        const std::vector<ShardedStateDict>& every_rank,
-                                        const SaveOptions& options, const SavePlan& plan) {
-  CKPTSPEC_RETURN_IF_ERROR(ResolvePlan(plan, every_rank));
-  Env* env = options_.env;
-  const std::string& root = options_.root;
+Status ReferenceEngine::BeginCheckpoint(int64_t iteration, std::string* staging) {
   CKPTSPEC_RETURN_IF_ERROR(EnsureRoot());
-  const std::string final_dir = JoinPath(root, IterationDirName(iteration));
   {
     int64_t latest;
     if (LatestIteration(&latest).ok() && latest == iteration) {
-      return Status::FailedPrecondition(final_dir +
+      return Status::FailedPrecondition(JoinPath(options_.root, IterationDirName(iteration)) +
                                         " is the latest complete checkpoint (the tracker "
                                         "names it); refusing to overwrite it");
     }
   }
   CKPTSPEC_RETURN_IF_ERROR(RemoveLeftovers());
-  const std::string staging = JoinPath(root, StagingDirName(iteration));
-  CKPTSPEC_RETURN_IF_ERROR(env->CreateDir(staging));
+  *staging = JoinPath(options_.root, StagingDirName(iteration));
+  return options_.env->CreateDir(*staging);
+}
 
-  CheckpointMetadata m;
-  m.iteration = iteration;
-  m.world_size = static_cast<int64_t>(every_rank.size());
-  m.layout = options.layout;
-  m.common = every_rank.front().common;
+Status ReferenceEngine::WriteShardFiles(const std::string& staging,
+                                        const std::vector<ShardedStateDict>& every_rank,
+                                        const SavePlan& plan, CheckpointMetadata* out) {
+  Env* env = options_.env;
+  CheckpointMetadata& m = *out;
   std::map<std::string, size_t> tensor_index;
-
   size_t i = 0;
   while (i < plan.items.size()) {
     const int64_t rank = plan.items[i].rank;
@@ -203,10 +211,13 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
     CKPTSPEC_RETURN_IF_ERROR(file->Close());
     m.files.push_back(FileEntry{name, offset});
   }
+  return Status::OK();
+}
 
-  CKPTSPEC_RETURN_IF_ERROR(WriteIndex(staging, m));
-  CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(staging));
-
+Status ReferenceEngine::CommitCheckpoint(int64_t iteration, const std::string& staging) {
+  Env* env = options_.env;
+  const std::string& root = options_.root;
+  const std::string final_dir = JoinPath(root, IterationDirName(iteration));
   if (env->FileExists(final_dir).ok()) {
     // A complete checkpoint of this iteration that the tracker does not name (e.g. a run that
     // resumed from an earlier iteration): move it aside durably, then replace it.
@@ -216,9 +227,30 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
     CKPTSPEC_RETURN_IF_ERROR(env->RemoveTree(aside));
   }
   CKPTSPEC_RETURN_IF_ERROR(env->RenameFile(staging, final_dir));
-  CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(root));
-  CKPTSPEC_RETURN_IF_ERROR(
-      ReplaceFileAtomically(env, JoinPath(root, kTrackerFileName), EncodeTracker(iteration)));
+  return env->SyncDir(root);
+}
+
+Status ReferenceEngine::UpdateTracker(int64_t iteration) {
+  return ReplaceFileAtomically(options_.env, JoinPath(options_.root, kTrackerFileName),
+                               EncodeTracker(iteration));
+}
+
+Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
+                                        const std::vector<ShardedStateDict>& every_rank,
+                                        const SaveOptions& options, const SavePlan& plan) {
+  CKPTSPEC_RETURN_IF_ERROR(ResolvePlan(plan, every_rank));
+  std::string staging;
+  CKPTSPEC_RETURN_IF_ERROR(BeginCheckpoint(iteration, &staging));
+  CheckpointMetadata m;
+  m.iteration = iteration;
+  m.world_size = static_cast<int64_t>(every_rank.size());
+  m.layout = options.layout;
+  m.common = every_rank.front().common;
+  CKPTSPEC_RETURN_IF_ERROR(WriteShardFiles(staging, every_rank, plan, &m));
+  CKPTSPEC_RETURN_IF_ERROR(WriteIndex(staging, m));
+  CKPTSPEC_RETURN_IF_ERROR(options_.env->SyncDir(staging));
+  CKPTSPEC_RETURN_IF_ERROR(CommitCheckpoint(iteration, staging));
+  CKPTSPEC_RETURN_IF_ERROR(UpdateTracker(iteration));
   return ApplyRetention();
 }
 

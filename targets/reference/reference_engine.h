@@ -1,34 +1,43 @@
 // The reference engine: a real sharded checkpointer on an Env (docs/DESIGN.md §6, docs/FORMAT.md).
 //
-// Save (sync, or the background part of an async save):
-//  1. Check every entry (ValidateTensorSpec / ValidateObjectSpec, data sizes) and, when
-//     SaveOptions::validate, the global sharding (P4, P5, P11) — skipped only when a cached plan
-//     for the same structure is reused, as Megatron does.
-//  2. Plan: only main replicas are written, each by the rank holding it (save_plan.h). With
+// Save (sync, or the background part of an async save), as a sequence of steps (the protected
+// virtual methods below, each overridable by a mutant: docs/PLUGINS.md, "The engine's steps"):
+//  1. ValidateSave: every entry (ValidateTensorSpec / ValidateObjectSpec, data sizes) and, when
+//     SaveOptions::validate, the global sharding (P4, P5, P11) -- the global part is skipped only
+//     when a cached plan for the same structure is reused, as Megatron does.
+//  2. PlanSave: only main replicas are written, each by the rank holding it (save_plan.h). With
 //     assume_constant_structure the plan comes from the PlanCache when the structure fingerprint
 //     is unchanged, and is made afresh (and cached) otherwise.
-//  3. Commit protocol: remove leftovers of interrupted saves; write every shard file, metadata.json
-//     and metadata.xxh3 into iter_N.tmp/, fsync each file and the directory; rename it to iter_N/
-//     and fsync the root; then replace the tracker atomically (write .tmp, fsync, rename, fsync
-//     the root). A crash at any operation leaves the tracker on a complete checkpoint (P13).
-//     Saving an iteration the tracker already names is refused (FailedPrecondition): replacing it
-//     would open a window where the tracker names nothing.
-//  4. Retention (keep_last > 0): the newest keep_last iteration directories stay, and so does the
-//     one the tracker names, always; others are renamed to iter_N.deleting (durably) and removed.
+//  3. StageAsyncSave (async saves only): a private copy of every rank's data, taken before Save
+//     returns (P14); the write below reads only the copy.
+//  4. The commit protocol: BeginCheckpoint removes leftovers of interrupted saves and creates
+//     iter_N.tmp/; WriteShardFiles writes every shard file into it and WriteIndex metadata.json
+//     and metadata.xxh3 (or the per-writer indexes), each file fsynced, then the directory;
+//     CommitCheckpoint renames it to iter_N/ and fsyncs the root; UpdateTracker replaces the
+//     tracker atomically (write .tmp, fsync, rename, fsync the root). A crash at any operation
+//     leaves the tracker on a complete checkpoint (P13). Saving an iteration the tracker already
+//     names is refused (FailedPrecondition): replacing it would open a window where the tracker
+//     names nothing.
+//  5. ApplyRetention (keep_last > 0): the newest keep_last iteration directories stay, and so does
+//     the one the tracker names, always; others are renamed to iter_N.deleting (durably) and
+//     removed.
 //
-// Async: Save with SaveOptions::async copies every rank's data before it returns (P14) and plans
-// at once. With AsyncExecution::kThread the write runs on a background thread at once; with
-// kDeferred it runs inside the next Finalize/Save/Load call, so tests decide when. Finalize()
-// waits and returns the save's status; Save and Load finalize first and return a pending save's
-// error instead of proceeding (B19: an async error is never dropped). The tracker names the
+// Async: Save with SaveOptions::async stages (step 3) and plans before it returns. With
+// AsyncExecution::kThread steps 4-5 run on a background thread at once; with kDeferred they run
+// inside the next Finalize/Save/Load call, so tests decide when. Finalize() waits and returns what
+// ReportAsyncSave makes of the save's status; Save and Load finalize first and return a pending
+// save's error instead of proceeding (B19: an async error is never dropped). The tracker names the
 // iteration only after its files are complete.
 //
-// Load: see reference_load.cc: chunks resolved by box intersection (resharding), objects by
-// unique key, every StrictMode, checksums verified on every read, global-shape mismatch an
-// error unless allowed. LoadToDestinations is the same load writing tensor data through a
-// DestinationProvider (targets/device/ uses it to load straight into CUDA device memory).
+// Load: see reference_load.cc: ProbeIndexLayout finds the index layout; chunks are resolved by
+// box intersection (resharding), objects by unique key, every StrictMode, checksums verified on
+// every read, global-shape mismatch an error unless allowed; each tensor's bytes go to the
+// destination OpenHostDestination gives. LoadToDestinations is the same load writing tensor data
+// through a DestinationProvider (targets/device/ uses it to load straight into CUDA device
+// memory).
 //
-// Thread-safety: one caller at a time (the background writer is internal).
+// Thread-safety: one caller at a time (the background writer is internal; the steps of an async
+// save's write run on it).
 #pragma once
 
 #include <cstdint>
@@ -99,21 +108,78 @@ class ReferenceEngine : public Engine {
   bool has_pending_save() const { return pending_ != nullptr; }
   const PlanCache& plan_cache() const { return *plan_cache_; }
   const std::string& root() const { return options_.root; }
+  // The Env the engine works on: options.env confined to the root.
   Env* env() const { return options_.env; }
+  const ReferenceOptions& options() const { return options_; }
+
+ protected:
+  // The engine's steps (the order and the threads they run on: the comment at the top). Each
+  // default is the reference's behaviour; a mutant overrides exactly the step its bug lives in
+  // and may call the default. Paths are on env() (the root is root(); staging and iteration
+  // directories are JoinPath(root(), StagingDirName(N)) / IterationDirName(N), format.h).
+  // A step's error ends the save or load with that error (the checkpoint stays in iter_N.tmp/,
+  // removed by the next save's BeginCheckpoint; the tracker is untouched).
+
+  // Step 1. Every check the save input must pass before anything is written: the default is
+  // ValidateSaveInput(every_rank, global). `global` is options.validate, except false when
+  // PlanSave will reuse a cached plan.
+  virtual Status ValidateSave(const std::vector<ShardedStateDict>& every_rank, bool global);
+  // Step 2. The save plan for `every_rank`: `cached` is the plan cache's plan for this structure
+  // (StructureFingerprint == fingerprint) under assume_constant_structure, else null. The default
+  // reuses `cached`, or makes the plan (MakeSavePlan) and stores it in the cache under
+  // assume_constant_structure. The plan must be resolvable against every_rank (ResolvePlan
+  // checks it before any file is written).
+  virtual Status PlanSave(const std::vector<ShardedStateDict>& every_rank,
+                          const SaveOptions& options, const SavePlan* cached, uint64_t fingerprint,
+                          SavePlan* plan);
+  // Step 3, async saves only, on the caller's thread before Save returns: *staged gets what the
+  // background write will write. The default deep-copies every byte of every_rank (the caller may
+  // change its buffers as soon as Save returns: P14).
+  virtual Status StageAsyncSave(const std::vector<ShardedStateDict>& every_rank,
+                                const SaveOptions& options, std::vector<ShardedStateDict>* staged);
+  // Step 4a. Makes the root if needed, refuses an iteration the tracker names
+  // (FailedPrecondition), removes leftovers of interrupted saves (iter_N.tmp/, iter_N.deleting/)
+  // and creates the empty staging directory `*staging` for `iteration`.
+  virtual Status BeginCheckpoint(int64_t iteration, std::string* staging);
+  // Step 4b. Writes the data of the plan's items into files under `staging` (one per writing
+  // rank: shard_NNNNN.bin, or writer_NNNNN/shard.bin in the per-writer layout), each fsynced and
+  // closed, and describes them in *m (files, tensors with their chunks, objects, with checksums);
+  // m's iteration, world size, layout and common state are set by the caller. Errors: the ranks
+  // disagree on a tensor's dtype or global shape (InvalidArgument), I/O.
+  virtual Status WriteShardFiles(const std::string& staging,
+                                 const std::vector<ShardedStateDict>& every_rank,
+                                 const SavePlan& plan, CheckpointMetadata* m);
+  // Step 4c. Writes the index of `m` into `staging` in the configured layout (each file fsynced;
+  // the caller fsyncs `staging` after it).
+  virtual Status WriteIndex(const std::string& staging, const CheckpointMetadata& m);
+  // Step 4d. Makes `staging` the complete checkpoint iter_N/ of `iteration`: an existing iter_N/
+  // that the tracker does not name is moved aside durably and removed; then the rename and an
+  // fsync of the root.
+  virtual Status CommitCheckpoint(int64_t iteration, const std::string& staging);
+  // Step 4e. Points the tracker at `iteration` atomically (ReplaceFileAtomically).
+  virtual Status UpdateTracker(int64_t iteration);
+  // Step 5. Retention: see the comment at the top; a no-op when keep_last is 0.
+  virtual Status ApplyRetention();
+  // Finalize's last step: what Finalize (and so the next Save or Load) returns for the async save
+  // of `iteration` whose write ended with `status`. The default returns `status`, with the
+  // iteration named, so that no async error is lost (B19).
+  virtual Status ReportAsyncSave(int64_t iteration, Status status);
+  // Load step: where a host load (Load, not LoadToDestinations) puts the bytes of `tensor`, a
+  // template of rank `rank` whose data is sized to its shard. The default is a
+  // HostTensorDestination over tensor->data: the template's own buffer is filled in place. The
+  // destination must hold tensor->data.size() bytes and live until *out is destroyed (after the
+  // tensor is read).
+  virtual Status OpenHostDestination(size_t rank, ShardedTensor* tensor,
+                                     std::unique_ptr<TensorDestination>* out);
 
  private:
   struct PendingSave;
-  Status PrepareSave(const std::vector<ShardedStateDict>& every_rank, const SaveOptions& options,
-                     SavePlan* plan);
   Status WriteCheckpoint(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
                          const SaveOptions& options, const SavePlan& plan);
   Status EnsureRoot();
   Status RemoveLeftovers();
-  Status ApplyRetention();
   Status LoadImpl(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
   Status LoadGuarded(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
-  // Writes the index of a finished staging directory in the configured layout.
-  Status WriteIndex(const std::string& staging, const CheckpointMetadata& m);
   // Reads one index file and its checksum file; `m` is decoded, not yet cross-checked. The
   // index's size is added to *index_bytes.
   Status ReadIndexFile(const std::string& dir, const char* name, const char* checksum_name,

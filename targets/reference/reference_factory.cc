@@ -9,60 +9,78 @@ namespace ckptspec {
 
 namespace {
 
-// The reference target on a MemEnv of its own; `replaced` null: no part replaced.
-class ReferenceUnderTest : public TargetUnderTest {
+// Makes a process's target over the storage of a target under test.
+using MakeTarget =
+    std::function<std::unique_ptr<Target>(MemEnv* env, const char* root, const TargetOptions&)>;
+
+// A target on a MemEnv of its own, made again by `make` for every new process.
+class MemEnvUnderTest : public TargetUnderTest {
  public:
-  ReferenceUnderTest(std::string name, IndexLayout layout, std::function<ReplacedParts()> replaced,
-                     const TargetOptions& options)
-      : name_(std::move(name)), layout_(layout), replaced_(std::move(replaced)), options_(options) {
+  MemEnvUnderTest(MakeTarget make, const TargetOptions& options)
+      : make_(std::move(make)), options_(options) {
     // On a fresh MemEnv these do not fail; if they did, the first save would fail naming the root.
     env_.CreateDir(kRoot).IgnoreError();
     env_.SyncDir("/").IgnoreError();
     env_.ResetOpCount();
-    StartProcess();
+    target_ = make_(&env_, kRoot, options_);
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return &env_; }
   std::string root() const override { return kRoot; }
   void NewProcess() override {
     target_.reset();
-    StartProcess();
+    target_ = make_(&env_, kRoot, options_);
   }
 
  private:
-  void StartProcess() {
-    ReferenceOptions engine;
-    engine.env = &env_;
-    engine.root = kRoot;
-    engine.keep_last = options_.keep_last;
-    engine.index_layout = layout_;
-    engine.async_execution =
-        options_.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
-    target_ = std::make_unique<ReferenceTarget>(name_, std::move(engine),
-                                                replaced_ ? replaced_() : ReplacedParts());
-  }
-
   static constexpr const char* kRoot = "/ckpt";
-  std::string name_;
-  IndexLayout layout_;
-  std::function<ReplacedParts()> replaced_;
+  MakeTarget make_;
   TargetOptions options_;
   MemEnv env_;  // declared before the target, destroyed after it
-  std::unique_ptr<ReferenceTarget> target_;
+  std::unique_ptr<Target> target_;
 };
 
-TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout,
-                               std::function<ReplacedParts()> replaced) {
+TargetFactory MemEnvTargetFactory(const std::string& name, MakeTarget make) {
   TargetFactory factory;
   factory.name = name;
-  factory.make = [name, layout,
-                  replaced](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
-    return std::make_unique<ReferenceUnderTest>(name, layout, replaced, options);
+  factory.make = [make](const TargetOptions& options) -> std::unique_ptr<TargetUnderTest> {
+    return std::make_unique<MemEnvUnderTest>(make, options);
   };
   factory.capabilities = factory.make(TargetOptions())->target().engine().capabilities();
   factory.fault_injection = true;
   return factory;
 }
+
+TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout,
+                               std::function<ReplacedParts()> replaced) {
+  return MemEnvTargetFactory(
+      name, [name, layout, replaced](MemEnv* env, const char* root, const TargetOptions& options) {
+        ReferenceOptions engine;
+        engine.env = env;
+        engine.root = root;
+        engine.keep_last = options.keep_last;
+        engine.index_layout = layout;
+        engine.async_execution =
+            options.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
+        return std::make_unique<ReferenceTarget>(name, std::move(engine),
+                                                 replaced ? replaced() : ReplacedParts());
+      });
+}
+
+// The canonical framework and an engine of the caller's.
+class EngineTarget : public Target {
+ public:
+  EngineTarget(std::string name, std::unique_ptr<Engine> engine)
+      : name_(std::move(name)), engine_(std::move(engine)) {}
+  std::string name() const override { return name_; }
+  const FrameworkLayer& framework() const override { return framework_; }
+  Engine& engine() override { return *engine_; }
+
+ private:
+  std::string name_;
+  CanonicalFramework framework_;
+  std::unique_ptr<Engine> engine_;
+};
 
 }  // namespace
 
@@ -74,6 +92,13 @@ TargetFactory ReferenceTargetFactory(IndexLayout layout) {
 TargetFactory ReplacedPartsTargetFactory(const std::string& name,
                                          std::function<ReplacedParts()> replaced) {
   return UnderTestFactory(name, IndexLayout::kSingle, std::move(replaced));
+}
+
+TargetFactory EngineTargetFactory(const std::string& name, MakeEngine make_engine) {
+  return MemEnvTargetFactory(
+      name, [name, make_engine](MemEnv* env, const char* root, const TargetOptions& options) {
+        return std::make_unique<EngineTarget>(name, make_engine(env, root, options));
+      });
 }
 
 }  // namespace ckptspec

@@ -1,10 +1,12 @@
 // Factories (targets/target_factory.h) of the reference target under test, with no parts replaced
-// (the reference itself) or with the parts a mutant replaces (targets/mutants/mutant_target.h).
+// (the reference itself) or with the parts a mutant replaces (targets/mutants/mutant_target.h),
+// and of a target whose engine is the caller's (an in-process wrapper of a real engine).
 //
 // Contracts:
-//  - Every target a factory makes is a ReferenceTarget (reference_target.h) on a fresh MemEnv of
-//    its own, under one checkpoint root, with the TargetOptions' async execution and retention:
-//    fault injection works (TargetFactory::fault_injection).
+//  - Every target a factory makes lives on a fresh MemEnv of its own, under one checkpoint root,
+//    with the TargetOptions' async execution and retention: fault injection works
+//    (TargetFactory::fault_injection). ReferenceTargetFactory's and ReplacedPartsTargetFactory's
+//    targets are ReferenceTargets (reference_target.h).
 //  - NewProcess builds a fresh target over the same storage, with fresh parts (the replaced parts
 //    are made again: a deviation is code, so it persists; whatever a part cached in memory does
 //    not).
@@ -12,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "targets/reference/format.h"
@@ -29,5 +32,14 @@ TargetFactory ReferenceTargetFactory(IndexLayout layout = IndexLayout::kSingle);
 // left as the reference's (not expect_killed); a mutant's factory sets it.
 TargetFactory ReplacedPartsTargetFactory(const std::string& name,
                                          std::function<ReplacedParts()> replaced);
+
+// Makes an engine for one process of a target: it works on `env` under `root` (the target's
+// MemEnv, which outlives the engine) and honours `options` where it can (deferred_async: async
+// saves complete only at Finalize/Save/Load; keep_last).
+using MakeEngine = std::function<std::unique_ptr<Engine>(Env* env, const std::string& root,
+                                                         const TargetOptions& options)>;
+// A target named `name` of the canonical framework and the engine `make_engine` makes (called for
+// every target and every new process). Its expectation is clean (not expect_killed).
+TargetFactory EngineTargetFactory(const std::string& name, MakeEngine make_engine);
 
 }  // namespace ckptspec

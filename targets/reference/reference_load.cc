@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <new>
 #include <set>
 #include <unordered_map>
@@ -509,6 +510,12 @@ Status ReferenceEngine::LoadGuarded(LoadRequest& request, DestinationProvider* p
   }
 }
 
+Status ReferenceEngine::OpenHostDestination(size_t /*rank*/, ShardedTensor* tensor,
+                                            std::unique_ptr<TensorDestination>* out) {
+  *out = std::make_unique<HostTensorDestination>(&tensor->data);
+  return Status::OK();
+}
+
 Status ReferenceEngine::Load(LoadRequest request, LoadResult* result) {
   CKPTSPEC_RETURN_IF_ERROR(Finalize());
   if (options_.env == nullptr || options_.root.empty()) {
@@ -644,9 +651,15 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
       dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
       ShardedTensor& loaded = dict.tensors.back();
       if (provider == nullptr) {
-        HostTensorDestination dst(&loaded.data);
-        CKPTSPEC_RETURN_IF_ERROR(
-            reader.LoadTensor(it->second, who, request.allow_shape_mismatch, loaded.spec, &dst));
+        std::unique_ptr<TensorDestination> dst;
+        CKPTSPEC_RETURN_IF_ERROR(OpenHostDestination(r, &loaded, &dst));
+        if (dst == nullptr || dst->size() != loaded.data.size()) {
+          return Status::InvalidArgument(who + "tensor '" + loaded.spec.key +
+                                         "': OpenHostDestination returned no destination of " +
+                                         std::to_string(loaded.data.size()) + " bytes");
+        }
+        CKPTSPEC_RETURN_IF_ERROR(reader.LoadTensor(it->second, who, request.allow_shape_mismatch,
+                                                   loaded.spec, dst.get()));
       } else {
         std::vector<uint8_t>().swap(loaded.data);  // the provider's destination holds the data
         TensorDestination* dst = nullptr;

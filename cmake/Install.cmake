@@ -1,0 +1,35 @@
+# `cmake --install`: the ckptspec executable, the public headers (cmake/PublicHeaders.cmake) under
+# include/ckptspec/ with the generated stamp header, and the CMake package that
+# find_package(ckptspec) reads (cmake/ckptspecConfig.cmake.in, with ckptspec_add_plugin). The
+# package's version must match exactly: a plugin is built against one ckptspec.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(CKPTSPEC_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/ckptspec)
+set(CKPTSPEC_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
+set(CKPTSPEC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ckptspec)
+
+foreach(header ${CKPTSPEC_PUBLIC_HEADERS})
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CKPTSPEC_INSTALL_INCLUDEDIR}/${dir})
+endforeach()
+install(FILES ${CKPTSPEC_BUILD_STAMP_HEADER}
+        DESTINATION ${CKPTSPEC_INSTALL_INCLUDEDIR}/properties)
+install(TARGETS ckptspec RUNTIME DESTINATION ${CKPTSPEC_INSTALL_BINDIR})
+
+# A sanitized ckptspec loads only sanitized plugins: the package passes the flags on.
+set(CKPTSPEC_SANITIZE_FLAGS)
+if(CKPTSPEC_SANITIZE)
+  set(CKPTSPEC_SANITIZE_FLAGS "-fsanitize=address,undefined;-fno-omit-frame-pointer")
+endif()
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/ckptspecConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ckptspecConfig.cmake
+  INSTALL_DESTINATION ${CKPTSPEC_INSTALL_CMAKEDIR}
+  PATH_VARS CKPTSPEC_INSTALL_INCLUDEDIR CKPTSPEC_INSTALL_BINDIR)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ckptspecConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY ExactVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ckptspecConfig.cmake
+              ${PROJECT_BINARY_DIR}/ckptspecConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/ckptspecAddPlugin.cmake
+        DESTINATION ${CKPTSPEC_INSTALL_CMAKEDIR})

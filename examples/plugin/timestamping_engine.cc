@@ -1,0 +1,54 @@
+// An in-process engine wrapper (docs/PLUGINS.md, example 3): an Engine of the plugin's own that
+// forwards every call to the engine it wraps -- here the reference engine, in a real plugin the
+// framework's own checkpointer -- and, as many checkpointers do, records the wall-clock time of
+// each save in the checkpoint's metadata. It is correct, but two saves of one state are no longer
+// byte-identical: P17 (determinism) fails, which the plugin declares as an expected failure.
+#include <chrono>
+
+#include "examples.h"
+#include "targets/reference/reference_factory.h"
+
+namespace example {
+namespace {
+
+class TimestampingEngine : public ckptspec::Engine {
+ public:
+  explicit TimestampingEngine(std::unique_ptr<ckptspec::Engine> wrapped)
+      : wrapped_(std::move(wrapped)) {}
+  ckptspec::Capabilities capabilities() const override { return wrapped_->capabilities(); }
+  ckptspec::Status Save(int64_t iteration,
+                        const std::vector<ckptspec::ShardedStateDict>& every_rank,
+                        const ckptspec::SaveOptions& options) override {
+    ckptspec::SaveOptions stamped = options;
+    stamped.layout["saved_at_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+    return wrapped_->Save(iteration, every_rank, stamped);
+  }
+  ckptspec::Status Finalize() override { return wrapped_->Finalize(); }
+  ckptspec::Status Load(ckptspec::LoadRequest request, ckptspec::LoadResult* result) override {
+    return wrapped_->Load(std::move(request), result);
+  }
+
+ private:
+  std::unique_ptr<ckptspec::Engine> wrapped_;
+};
+
+}  // namespace
+
+ckptspec::TargetFactory TimestampingEngineTarget() {
+  return ckptspec::EngineTargetFactory(
+      "timestamping-engine",
+      [](ckptspec::Env* env, const std::string& root, const ckptspec::TargetOptions& options) {
+        ckptspec::ReferenceOptions reference;
+        reference.env = env;
+        reference.root = root;
+        reference.keep_last = options.keep_last;
+        reference.async_execution = options.deferred_async ? ckptspec::AsyncExecution::kDeferred
+                                                           : ckptspec::AsyncExecution::kThread;
+        return std::make_unique<TimestampingEngine>(
+            std::make_unique<ckptspec::ReferenceEngine>(std::move(reference)));
+      });
+}
+
+}  // namespace example
