@@ -1,5 +1,7 @@
 #include "cli/run_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -8,6 +10,7 @@
 #include "cli/output_file.h"
 #include "cli/run_judging.h"
 #include "cli/run_report.h"
+#include "cli/worker_pool.h"
 #include "properties/adapter_target.h"
 #include "properties/plugin.h"
 #include "properties/runner.h"
@@ -41,6 +44,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
       "a plugin: a shared library defined with CKPTSPEC_PLUGIN (repeatable; docs/PLUGINS.md)");
   cmd->add_option("--properties", o->properties, "comma-separated property ids (default: all)");
   AddNumberFlag(cmd, "--seed", &o->seed, NumberRange<uint64_t>{0, UINT64_MAX}, "RapidCheck seed");
+  AddNumberFlag(cmd, "--jobs", &o->jobs, kJobs,
+                "worker processes the properties run in (default: one per core; adapter targets "
+                "run one pair at a time in ckptspec's own process); the report is the same for "
+                "any value");
   cmd->add_option_function<std::string>(
          "--budget",
          [o](const std::string& text) {
@@ -174,6 +181,7 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     s = ResolveTargets(name, &targets, plugged);
     if (!s.ok()) return usage_error(s);
   }
+  const size_t first_adapter = targets.size();  // adapter targets run in this process
   for (const std::string& command : o.adapters) {
     AdapterOptions adapter;
     adapter.command = command;
@@ -206,16 +214,37 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const double per_property_s =
       budget.seconds > 0 ? budget.seconds / static_cast<double>(targets.size() * properties.size())
                          : 0;
-  std::vector<PropertyOutcome> outcomes;
+  // Pair i is target i / |properties| with property i % |properties|: the report's order.
   const size_t total = targets.size() * properties.size();
-  for (const TargetFactory& target : targets) {
-    for (const Property& p : properties) {
-      if (!o.quiet) {
-        err << "\r[" << outcomes.size() + 1 << "/" << total << "] " << target.name << " " << p.id
-            << " (" << p.name << ")          " << std::flush;
-      }
-      outcomes.push_back(RunWithinBudget(p, target, o.seed, budget, per_property_s));
-    }
+  const auto run_pair = [&](size_t i) {
+    return RunWithinBudget(properties[i % properties.size()], targets[i / properties.size()],
+                           o.seed, budget, per_property_s);
+  };
+  size_t shown = 0;
+  const auto show = [&](size_t i) {
+    if (o.quiet) return;
+    const Property& p = properties[i % properties.size()];
+    err << "\r[" << ++shown << "/" << total << "] " << targets[i / properties.size()].name << " "
+        << p.id << " (" << p.name << ")          " << std::flush;
+  };
+  const int jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  std::vector<PropertyOutcome> outcomes(total);
+  std::vector<size_t> in_workers, here;
+  for (size_t i = 0; i < total; ++i) {
+    (jobs > 1 && i / properties.size() < first_adapter ? in_workers : here).push_back(i);
+  }
+  if (!in_workers.empty()) {
+    err << std::flush;
+    out << std::flush;
+    const std::vector<PropertyOutcome> done = RunInWorkers(
+        in_workers.size(), jobs, [&](size_t k) { return run_pair(in_workers[k]); },
+        [&](size_t k, const PropertyOutcome&) { show(in_workers[k]); });
+    for (size_t k = 0; k < in_workers.size(); ++k) outcomes[in_workers[k]] = done[k];
+  }
+  for (size_t i : here) {
+    show(i);
+    outcomes[i] = run_pair(i);
   }
   if (!o.quiet) err << "\r" << std::string(79, ' ') << "\r" << std::flush;
   out << MatrixText(outcomes, judging);

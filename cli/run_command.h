@@ -50,7 +50,11 @@ struct RunOptions {
   bool quiet = false;  // no progress line
   // Also list every failure's time to detection, cases and shrunk size, and describe every kill of
   // a mutant (not only the fastest).
-  bool details = false;
+  bool details =
+      false;  // Worker processes the (target, property) pairs run in (cli/worker_pool.h); 0: one per online
+  // core. Adapter targets run in ckptspec's own process, one pair at a time, whatever this says
+  // (their rank processes belong to it). The outcomes and the report are the same for any value.
+  int jobs = 0;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunOptions* options);
@@ -59,6 +63,7 @@ int RunRunCommand(const RunOptions& options, std::ostream& out, std::ostream& er
 
 // What the numeric flags accept (--help states the same ranges; cli/numeric_flag.h).
 constexpr NumberRange<double> kAdapterTimeoutSeconds{0.001, 24 * 3600.0};
+constexpr NumberRange<int> kJobs{1, 1024};
 constexpr NumberRange<int64_t> kBudgetCases{1, 1000000000};
 constexpr NumberRange<double> kBudgetSeconds{0.001, 7 * 24 * 3600.0};  // "30s"
 constexpr NumberRange<double> kBudgetMinutes{0.001, 7 * 24 * 60.0};    // "2m"

@@ -147,6 +147,62 @@ TEST(RunCommand, ExitCodeFollowsTheMutantsExpectation) {
       << out2.str();
 }
 
+// Replaces every number of seconds in a report ("0.0929274 s", "after 0.012485 s", "0.11s/8c")
+// by "T": the only part of a report that differs between two runs of the same seed.
+std::string WithoutTimes(const std::string& report) {
+  const auto digit = [&](size_t k) {
+    return k < report.size() && isdigit(static_cast<unsigned char>(report[k]));
+  };
+  std::string out;
+  size_t i = 0;
+  while (i < report.size()) {
+    if (!digit(i) ||
+        (i > 0 && (isalnum(static_cast<unsigned char>(report[i - 1])) || report[i - 1] == '.'))) {
+      out += report[i++];
+      continue;
+    }
+    size_t j = i;
+    while (digit(j) ||
+           (j < report.size() && (report[j] == '.' || report[j] == 'e' || report[j] == '-'))) {
+      ++j;
+    }
+    size_t unit = report.compare(j, 1, " ") == 0 ? j + 1 : j;
+    const bool seconds =
+        report.compare(unit, 1, "s") == 0 &&
+        (unit + 1 == report.size() || !isalpha(static_cast<unsigned char>(report[unit + 1])));
+    if (seconds) {
+      out += "T";
+      i = unit + 1;
+    } else {
+      out.append(report, i, j - i);
+      i = j;
+    }
+  }
+  return out;
+}
+
+// --jobs runs the pairs in worker processes; the report is the serial one (up to the seconds),
+// failures, counterexamples and reproduce strings included.
+TEST(RunCommand, JobsGiveTheSerialReport) {
+  RunOptions o;
+  o.quiet = true;
+  o.details = true;
+  o.targets = {"reference", "B04", "B09", "B15", "B19"};
+  o.properties = "P1,P2,P7,P13,P14";
+  o.budget = "30";
+  o.jobs = 1;
+  std::ostringstream serial, serial_err;
+  const int serial_code = RunRunCommand(o, serial, serial_err);
+  EXPECT_EQ(serial_code, 0) << serial.str() << serial_err.str();
+  EXPECT_NE(serial.str().find("B19"), std::string::npos);
+  for (int jobs : {2, 5}) {
+    o.jobs = jobs;
+    std::ostringstream parallel, parallel_err;
+    EXPECT_EQ(RunRunCommand(o, parallel, parallel_err), serial_code) << jobs;
+    EXPECT_EQ(WithoutTimes(parallel.str()), WithoutTimes(serial.str())) << jobs;
+  }
+}
+
 TEST(RunCommand, UnknownNamesAreInvalidArguments) {
   RunOptions o;
   o.targets = {"nonesuch"};

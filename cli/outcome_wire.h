@@ -1,0 +1,16 @@
+// PropertyOutcome as bytes: how a worker process of `ckptspec run --jobs` (cli/worker_pool.h) hands
+// its outcome to the ckptspec process. A JSON object of every field; numbers round-trip exactly.
+#pragma once
+
+#include <string>
+
+#include "model/status.h"
+#include "properties/runner.h"
+
+namespace ckptspec {
+
+std::string EncodeOutcome(const PropertyOutcome& outcome);
+// Corruption naming the field when `bytes` is not an encoded outcome.
+Status DecodeOutcome(const std::string& bytes, PropertyOutcome* outcome);
+
+}  // namespace ckptspec
