@@ -192,6 +192,19 @@ class ReferenceEngine : public Engine {
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;
   std::unique_ptr<PendingSave> pending_;
+  // The index files this engine decoded last (at most kDecodedIndexes, newest last): reading one
+  // whose text is byte-for-byte the same again (a resume's probe load, then its load) takes the
+  // decoded copy instead of parsing it anew. The text is still read and checked against its
+  // checksum every time; only texts up to kMaxCachedIndexBytes are kept. A new engine (a new
+  // process) starts empty.
+  struct DecodedIndex {
+    std::string path;
+    std::string text;
+    CheckpointMetadata metadata;
+  };
+  static constexpr size_t kDecodedIndexes = 8;
+  static constexpr size_t kMaxCachedIndexBytes = size_t{4} << 20;
+  std::vector<DecodedIndex> decoded_;
 };
 
 // Every check a save input must pass before anything is written: per-entry integrity, data sizes

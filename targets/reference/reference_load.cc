@@ -337,7 +337,18 @@ Status ReferenceEngine::ReadIndexFile(const std::string& dir, const char* name,
     return Status::Corruption(path + ": fails its XXH3 checksum: " + sum_path + " says " +
                               ChecksumHex(stored));
   }
-  return DecodeMetadata(text, path, limits.json(), m);
+  for (const DecodedIndex& d : decoded_) {
+    if (d.path == path && d.text == text) {
+      *m = d.metadata;
+      return Status::OK();
+    }
+  }
+  CKPTSPEC_RETURN_IF_ERROR(DecodeMetadata(text, path, limits.json(), m));
+  if (text.size() <= kMaxCachedIndexBytes) {
+    if (decoded_.size() == kDecodedIndexes) decoded_.erase(decoded_.begin());
+    decoded_.push_back(DecodedIndex{path, std::move(text), *m});
+  }
+  return Status::OK();
 }
 
 Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* layout) {
