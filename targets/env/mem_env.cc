@@ -6,9 +6,61 @@
 
 namespace ckptspec {
 
+// A file's content as a list of blocks, so that an append copies its bytes once and the file
+// never moves what it already holds (a std::string would copy everything again each time it
+// grows). Small appends fill the last block's spare room (up to kSmallBlock bytes); a larger one
+// gets a block of its own size.
 struct MemEnv::FileNode {
-  std::string data;
-  size_t synced = 0;  // bytes that survive a power loss
+  static constexpr size_t kSmallBlock = 64 << 10;
+  std::vector<std::string> blocks;
+  std::vector<uint64_t> starts;  // the offset of each block's first byte
+  uint64_t size = 0;
+  uint64_t synced = 0;  // bytes that survive a power loss
+
+  void Append(const char* bytes, size_t n) {
+    if (n == 0) return;
+    if (!blocks.empty() && blocks.back().capacity() - blocks.back().size() >= n) {
+      blocks.back().append(bytes, n);
+    } else {
+      starts.push_back(size);
+      blocks.emplace_back();
+      // Room for more small appends, without making a one-line file a 64 KiB one.
+      blocks.back().reserve(
+          n >= kSmallBlock ? n : std::min(kSmallBlock, std::max<size_t>(4 * n, 4096)));
+      blocks.back().append(bytes, n);
+    }
+    size += n;
+  }
+  // The block holding byte `offset` (< size).
+  size_t BlockOf(uint64_t offset) const {
+    return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), offset) -
+                               starts.begin() - 1);
+  }
+  // Copies [offset, offset + n) (inside the file) to out.
+  void CopyOut(uint64_t offset, size_t n, void* out) const {
+    char* to = static_cast<char*>(out);
+    for (size_t b = n > 0 ? BlockOf(offset) : 0; n > 0; ++b) {
+      const size_t in = static_cast<size_t>(offset - starts[b]);
+      const size_t take = std::min(n, blocks[b].size() - in);
+      std::memcpy(to, blocks[b].data() + in, take);
+      to += take;
+      offset += take;
+      n -= take;
+    }
+  }
+  char& At(uint64_t offset) {
+    const size_t b = BlockOf(offset);
+    return blocks[b][static_cast<size_t>(offset - starts[b])];
+  }
+  // Keeps the first n bytes (n <= size).
+  void Truncate(uint64_t n) {
+    while (!blocks.empty() && starts.back() >= n) {
+      blocks.pop_back();
+      starts.pop_back();
+    }
+    if (!blocks.empty()) blocks.back().resize(static_cast<size_t>(n - starts.back()));
+    size = n;
+  }
 };
 
 class MemEnv::MemWritableFile : public WritableFile {
@@ -25,14 +77,14 @@ class MemEnv::MemWritableFile : public WritableFile {
         return Status::IOError(path_ + ": injected write error");
       }
     }
-    file_->data.append(static_cast<const char*>(data), size);
+    file_->Append(static_cast<const char*>(data), size);
     return Status::OK();
   }
   Status Sync() override {
     std::lock_guard<std::mutex> lock(env_->mu_);
     CKPTSPEC_RETURN_IF_ERROR(env_->BeginOp("Sync", path_));
     CKPTSPEC_RETURN_IF_ERROR(Alive());
-    file_->synced = file_->data.size();
+    file_->synced = file_->size;
     return Status::OK();
   }
   Status Close() override {
@@ -201,14 +253,14 @@ Status MemEnv::NewRandomAccessFile(const std::string& path,
 Status MemEnv::ReadLocked(const std::shared_ptr<FileNode>& file, const std::string& path,
                           uint64_t offset, size_t size, void* out, size_t* bytes_read) {
   CKPTSPEC_RETURN_IF_ERROR(BeginOp("Read", path));
-  uint64_t visible = file->data.size();
+  uint64_t visible = file->size;
   for (const ReadFault& f : read_faults_) {
     if (f.path == path && f.kind == ReadFault::Kind::kTruncate)
       visible = std::min(visible, f.offset);
   }
   size_t n = 0;
   if (offset < visible) n = static_cast<size_t>(std::min<uint64_t>(size, visible - offset));
-  if (n > 0) std::memcpy(out, file->data.data() + offset, n);
+  file->CopyOut(offset, n, out);
   for (const ReadFault& f : read_faults_) {
     if (f.path == path && f.kind == ReadFault::Kind::kFlipBit && f.offset >= offset &&
         f.offset < offset + n) {
@@ -225,7 +277,7 @@ Status MemEnv::GetFileSize(const std::string& path, uint64_t* size) {
   Entry e;
   CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
   if (e.is_dir) return Status::IOError(path + ": is a directory");
-  uint64_t s = files_[e.id]->data.size();
+  uint64_t s = files_[e.id]->size;
   for (const ReadFault& f : read_faults_) {
     if (f.path == path && f.kind == ReadFault::Kind::kTruncate) s = std::min(s, f.offset);
   }
@@ -387,7 +439,7 @@ bool MemEnv::crashed() const {
 void MemEnv::SimulatePowerLoss() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, dir] : dirs_) dir.live = dir.durable;
-  for (auto& [id, file] : files_) file->data.resize(file->synced);
+  for (auto& [id, file] : files_) file->Truncate(file->synced);
   crashed_ = false;
   crash_at_ = -1;
   ++generation_;
@@ -424,8 +476,8 @@ Status MemEnv::CorruptStoredByte(const std::string& path, uint64_t offset, uint8
   CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
   if (e.is_dir) return Status::IOError(path + ": is a directory");
   FileNode& f = *files_[e.id];
-  if (offset >= f.data.size()) return Status::InvalidArgument(path + ": offset past the end");
-  f.data[offset] = static_cast<char>(f.data[offset] ^ xor_mask);
+  if (offset >= f.size) return Status::InvalidArgument(path + ": offset past the end");
+  f.At(offset) = static_cast<char>(f.At(offset) ^ xor_mask);
   return Status::OK();
 }
 
@@ -435,8 +487,8 @@ Status MemEnv::TruncateStored(const std::string& path, uint64_t size) {
   CKPTSPEC_RETURN_IF_ERROR(Resolve(path, &e));
   if (e.is_dir) return Status::IOError(path + ": is a directory");
   FileNode& f = *files_[e.id];
-  if (size < f.data.size()) f.data.resize(size);
-  f.synced = std::min<size_t>(f.synced, f.data.size());
+  if (size < f.size) f.Truncate(size);
+  f.synced = std::min(f.synced, f.size);
   return Status::OK();
 }
 
@@ -448,7 +500,7 @@ uint64_t MemEnv::LiveBytes() const {
       if (e.is_dir) {
         walk(e.id);
       } else {
-        total += files_.at(e.id)->data.size();
+        total += files_.at(e.id)->size;
       }
     }
   };
