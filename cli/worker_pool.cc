@@ -100,29 +100,27 @@ bool StartWorker(const std::vector<Worker>& others,
   return true;
 }
 
-void StopWorker(Worker* w) {
+// Closes the worker's pipes (a live worker then reads the end of its tasks and exits) and waits
+// for it; its wait status, or -1 when it could not be waited for.
+int StopWorker(Worker* w) {
   if (w->tasks >= 0) close(w->tasks);
   if (w->results >= 0) close(w->results);
   w->tasks = w->results = -1;
+  int status = -1;
   if (w->pid > 0) {
-    int status;
-    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+    pid_t r;
+    while ((r = waitpid(w->pid, &status, 0)) < 0 && errno == EINTR) {
     }
+    if (r < 0) status = -1;
   }
   w->pid = -1;
+  return status;
 }
 
 // How a worker that stopped answering ended, for its task's error outcome.
 std::string HowItEnded(Worker* w) {
-  close(w->tasks);
-  close(w->results);
-  w->tasks = w->results = -1;
-  int status = 0;
-  pid_t r;
-  while ((r = waitpid(w->pid, &status, 0)) < 0 && errno == EINTR) {
-  }
-  w->pid = -1;
-  if (r < 0) return "the worker process could not be waited for";
+  const int status = StopWorker(w);
+  if (status == -1) return "the worker process could not be waited for";
   if (WIFSIGNALED(status)) {
     return std::string("the worker process running it died of signal ") +
            std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
@@ -213,8 +211,8 @@ std::vector<PropertyOutcome> RunInWorkers(
       w.busy = false;
       if (!ok || !decoded.ok()) {
         fail(task, ok ? decoded.message() : HowItEnded(&w));
-        if (w.pid > 0) StopWorker(&w);
-        Worker fresh;  // the tasks left go on in a fresh worker
+        if (w.pid > 0) (void)StopWorker(&w);  // its outcome did not decode
+        Worker fresh;                         // the tasks left go on in a fresh worker
         if (next < count && StartWorker(workers, run, &fresh)) {
           w = fresh;
           hand_out(&w);
@@ -233,7 +231,7 @@ std::vector<PropertyOutcome> RunInWorkers(
         const uint64_t stop = kNoMoreTasks;
         WriteAll(w.tasks, &stop, sizeof(stop));
       }
-      StopWorker(&w);
+      (void)StopWorker(&w);
     }
   }
   sigaction(SIGPIPE, &previous, nullptr);

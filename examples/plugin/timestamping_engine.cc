@@ -40,14 +40,8 @@ ckptspec::TargetFactory TimestampingEngineTarget() {
   return ckptspec::EngineTargetFactory(
       "timestamping-engine",
       [](ckptspec::Env* env, const std::string& root, const ckptspec::TargetOptions& options) {
-        ckptspec::ReferenceOptions reference;
-        reference.env = env;
-        reference.root = root;
-        reference.keep_last = options.keep_last;
-        reference.async_execution = options.deferred_async ? ckptspec::AsyncExecution::kDeferred
-                                                           : ckptspec::AsyncExecution::kThread;
-        return std::make_unique<TimestampingEngine>(
-            std::make_unique<ckptspec::ReferenceEngine>(std::move(reference)));
+        return std::make_unique<TimestampingEngine>(std::make_unique<ckptspec::ReferenceEngine>(
+            ckptspec::ReferenceOptionsFor(env, root, options)));
       });
 }
 

@@ -55,13 +55,8 @@ TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout,
                                std::function<ReplacedParts()> replaced) {
   return MemEnvTargetFactory(
       name, [name, layout, replaced](MemEnv* env, const char* root, const TargetOptions& options) {
-        ReferenceOptions engine;
-        engine.env = env;
-        engine.root = root;
-        engine.keep_last = options.keep_last;
+        ReferenceOptions engine = ReferenceOptionsFor(env, root, options);
         engine.index_layout = layout;
-        engine.async_execution =
-            options.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
         return std::make_unique<ReferenceTarget>(name, std::move(engine),
                                                  replaced ? replaced() : ReplacedParts());
       });
@@ -92,6 +87,17 @@ TargetFactory ReferenceTargetFactory(IndexLayout layout) {
 TargetFactory ReplacedPartsTargetFactory(const std::string& name,
                                          std::function<ReplacedParts()> replaced) {
   return UnderTestFactory(name, IndexLayout::kSingle, std::move(replaced));
+}
+
+ReferenceOptions ReferenceOptionsFor(Env* env, const std::string& root,
+                                     const TargetOptions& options) {
+  ReferenceOptions engine;
+  engine.env = env;
+  engine.root = root;
+  engine.keep_last = options.keep_last;
+  engine.async_execution =
+      options.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
+  return engine;
 }
 
 TargetFactory EngineTargetFactory(const std::string& name, MakeEngine make_engine) {

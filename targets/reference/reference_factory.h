@@ -33,6 +33,12 @@ TargetFactory ReferenceTargetFactory(IndexLayout layout = IndexLayout::kSingle);
 TargetFactory ReplacedPartsTargetFactory(const std::string& name,
                                          std::function<ReplacedParts()> replaced);
 
+// The reference engine's options for one process of a target: it works on `env` under `root`,
+// keeps `options.keep_last` checkpoints and completes async saves at Finalize/Save/Load when
+// `options.deferred_async` (else on a thread); every other option is the default.
+ReferenceOptions ReferenceOptionsFor(Env* env, const std::string& root,
+                                     const TargetOptions& options);
+
 // Makes an engine for one process of a target: it works on `env` under `root` (the target's
 // MemEnv, which outlives the engine) and honours `options` where it can (deferred_async: async
 // saves complete only at Finalize/Save/Load; keep_last).
