@@ -1,5 +1,7 @@
 #include "model/sharded.h"
 
+#include <cstdio>
+
 #include "model/content.h"
 
 namespace ckptspec {
@@ -135,6 +137,12 @@ uint64_t ContentDigest(const void* data, size_t size) {
     h *= 0x100000001B3ull;
   }
   return Mix64(h);
+}
+
+std::string DigestHex(uint64_t digest) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(digest));
+  return buf;
 }
 
 RankSignature SignatureOf(int64_t rank, const ShardedStateDict& state, bool with_digests) {

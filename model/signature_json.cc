@@ -1,6 +1,5 @@
 #include "model/signature_json.h"
 
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -162,12 +161,6 @@ Status ReadRank(const JsonField& field, RankSignature* out, StreamedEntries* str
   return Status::OK();
 }
 
-std::string DigestToHex(uint64_t digest) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(digest));
-  return buf;
-}
-
 }  // namespace
 
 json TensorSpecToJson(const TensorSpec& t) {
@@ -181,7 +174,7 @@ json TensorSpecToJson(const TensorSpec& t) {
   if (t.prepend_axis_num != 0) j["prepend_axis_num"] = t.prepend_axis_num;
   j["replica_id"] = t.replica_id;
   if (!t.origin.empty()) j["origin"] = t.origin;
-  if (t.digest) j["digest"] = DigestToHex(*t.digest);
+  if (t.digest) j["digest"] = DigestHex(*t.digest);
   return j;
 }
 
@@ -192,7 +185,7 @@ json ObjectSpecToJson(const ObjectSpec& o) {
   j["global_offset"] = o.global_offset;
   j["replica_id"] = o.replica_id;
   if (!o.origin.empty()) j["origin"] = o.origin;
-  if (o.digest) j["digest"] = DigestToHex(*o.digest);
+  if (o.digest) j["digest"] = DigestHex(*o.digest);
   return j;
 }
 

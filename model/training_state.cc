@@ -26,7 +26,7 @@ std::string Num(double v) {
   return os.str();
 }
 
-std::string Hex(uint64_t bits) {
+std::string BitsHex(uint64_t bits) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(bits));
   return buf;
@@ -206,8 +206,8 @@ std::string FloatVectorDiff(const char* what, const std::string& name, const std
   for (size_t i = 0; i < a.size(); ++i) {
     if (FloatToBits(a[i]) != FloatToBits(b[i])) {
       return std::string(what) + " of " + name + " at index " + std::to_string(i) + ": " +
-             Num(a[i]) + " (" + Hex(FloatToBits(a[i])) + ") vs " + Num(b[i]) + " (" +
-             Hex(FloatToBits(b[i])) + ")";
+             Num(a[i]) + " (" + BitsHex(FloatToBits(a[i])) + ") vs " + Num(b[i]) + " (" +
+             BitsHex(FloatToBits(b[i])) + ")";
     }
   }
   return "";
@@ -268,8 +268,8 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
     for (size_t e = 0; e < pa.model.size(); ++e) {
       if (pa.model[e] != pb.model[e]) {
         return "model weight of " + name + " at index " + std::to_string(e) + ": " +
-               Num(DecodeToDouble(dt, pa.model[e])) + " (" + Hex(pa.model[e]) + ") vs " +
-               Num(DecodeToDouble(dt, pb.model[e])) + " (" + Hex(pb.model[e]) + ")";
+               Num(DecodeToDouble(dt, pa.model[e])) + " (" + BitsHex(pa.model[e]) + ") vs " +
+               Num(DecodeToDouble(dt, pb.model[e])) + " (" + BitsHex(pb.model[e]) + ")";
       }
     }
     for (const std::string& d :

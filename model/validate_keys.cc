@@ -1,6 +1,5 @@
 // P5, key injectivity: CheckKeyInjectivity (contract in validate.h).
 #include <algorithm>
-#include <cstdio>
 #include <unordered_map>
 #include <utility>
 
@@ -22,12 +21,6 @@ using validate_internal::RanksToString;
 using validate_internal::SortUnique;
 
 constexpr const char* kP5 = "P5";
-
-std::string Hex(uint64_t digest) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(digest));
-  return buf;
-}
 
 // The ranks holding each distinct value, values in order of first appearance.
 template <typename Value>
@@ -91,7 +84,7 @@ std::string DescribeDigests(const ValueRanks<uint64_t>& digests) {
     if (i) s += "; ";
     std::vector<int64_t> ranks = digests.values[i].second;
     SortUnique(&ranks);
-    s += "digest " + Hex(digests.values[i].first) + " on " + RanksToString(ranks);
+    s += "digest " + DigestHex(digests.values[i].first) + " on " + RanksToString(ranks);
   }
   return s;
 }
@@ -135,8 +128,9 @@ void CheckDigests(const KeyGroup<Spec>& group, const char* noun, std::vector<Vio
             kP5, ViolationKind::kReplicaContentMismatch, group.key, box, std::move(ranks),
             "replicas of " + std::string(noun) + " " + Quoted(group.key) + " chunk " +
                 BoxToString(box) + " disagree: " + DescribeDigests<Spec>(all) +
-                (mains.values.empty() ? std::string("; no main replica carries a digest")
-                                      : "; the main replica's is " + Hex(mains.values[0].first))));
+                (mains.values.empty()
+                     ? std::string("; no main replica carries a digest")
+                     : "; the main replica's is " + DigestHex(mains.values[0].first))));
       }
     }
     i = j;

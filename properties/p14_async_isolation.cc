@@ -17,16 +17,16 @@ namespace ckptspec {
 
 namespace {
 
-enum class Fault { kNone, kFailOneOperation, kFailEveryWrite };
+enum class SaveFault { kNone, kFailOneOperation, kFailEveryWrite };
 enum class NextCall { kFinalize, kSave, kLoad };
 
-const char* FaultName(Fault f) {
+const char* SaveFaultName(SaveFault f) {
   switch (f) {
-    case Fault::kNone:
+    case SaveFault::kNone:
       return "no fault";
-    case Fault::kFailOneOperation:
+    case SaveFault::kFailOneOperation:
       return "one failing operation";
-    case Fault::kFailEveryWrite:
+    case SaveFault::kFailEveryWrite:
       return "every write failing";
   }
   return "?";
@@ -45,7 +45,7 @@ const char* NextCallName(NextCall c) {
 }
 
 // How RapidCheck prints the generated fault and next call in a counterexample.
-void showValue(Fault f, std::ostream& os) { os << FaultName(f); }
+void showValue(SaveFault f, std::ostream& os) { os << SaveFaultName(f); }
 void showValue(NextCall c, std::ostream& os) { os << NextCallName(c); }
 
 // Overwrites every byte the caller handed to the save.
@@ -84,8 +84,8 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   const int64_t a = *rc::gen::inRange<int64_t>(0, 3);
   const int64_t b = a + *rc::gen::inRange<int64_t>(1, 3);
   const int64_t m = *rc::gen::inRange<int64_t>(1, 3);  // training after scheduling
-  const Fault fault = *rc::gen::elementOf(
-      std::vector<Fault>{Fault::kNone, Fault::kFailOneOperation, Fault::kFailEveryWrite});
+  const SaveFault fault = *rc::gen::elementOf(std::vector<SaveFault>{
+      SaveFault::kNone, SaveFault::kFailOneOperation, SaveFault::kFailEveryWrite});
   const NextCall next = *rc::gen::elementOf(
       std::vector<NextCall>{NextCall::kFinalize, NextCall::kSave, NextCall::kLoad});
 
@@ -99,7 +99,7 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
 
   // The failing operation is one of the completion's, counted on a separate target.
   int64_t k = -1, completion_ops = 0;
-  if (fault == Fault::kFailOneOperation) {
+  if (fault == SaveFault::kFailOneOperation) {
     auto dry = factory.make(TargetOptions());
     CKPTSPEC_RC_ASSERT_OK(SaveRun(dry->target(), run, at_a, a, SaveOptions()));
     CKPTSPEC_RC_ASSERT_OK(SaveRun(dry->target(), run, at_b, b, async));
@@ -111,12 +111,12 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   }
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a << ", save (sync), train to "
            << b << ", save (async), scribble over the dicts handed to it, train " << m << " more; "
-           << FaultName(fault)
+           << SaveFaultName(fault)
            << (k >= 0 ? " (operation " + std::to_string(k) + " of the completion's " +
                             std::to_string(completion_ops) + ")"
                       : std::string())
            << "; next call: " << NextCallName(next) << "\n";
-  RC_TAG(FaultName(fault));
+  RC_TAG(SaveFaultName(fault));
   RC_TAG(std::string("completed by ") + NextCallName(next));
 
   auto under_test = factory.make(TargetOptions());
@@ -143,8 +143,8 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   }
 
   env->ResetOpCount();
-  if (fault == Fault::kFailOneOperation) env->FailOp(k);
-  if (fault == Fault::kFailEveryWrite) env->FailWritesTo(under_test->root());
+  if (fault == SaveFault::kFailOneOperation) env->FailOp(k);
+  if (fault == SaveFault::kFailEveryWrite) env->FailWritesTo(under_test->root());
   Status status;
   std::vector<TrainingState> loaded;
   const int64_t c = later.front().iteration;
@@ -164,7 +164,7 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   RC_LOG() << "  " << NextCallName(next) << " returned: " << status.ToString() << " after "
            << log.size() << " operations\n";
   RC_CLASSIFY(!status.ok(), "the failure surfaced");
-  if (fault == Fault::kNone) CKPTSPEC_RC_ASSERT_OK(status);
+  if (fault == SaveFault::kNone) CKPTSPEC_RC_ASSERT_OK(status);
 
   if (status.ok()) {
     // Success means the async save is complete (and a Save's own checkpoint too).

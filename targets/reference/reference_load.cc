@@ -109,7 +109,7 @@ class CheckpointReader {
 
   // Reads an extent into `out` (extent.size bytes, the caller's memory) and verifies its checksum.
   Status ReadVerified(const Extent& e, const std::string& what, uint8_t* out) {
-    const RandomAccessFile* file;
+    const RandomAccessFile* file = nullptr;
     CKPTSPEC_RETURN_IF_ERROR(File(e, &file));
     CKPTSPEC_RETURN_IF_ERROR(ReadExactly(*file, Path(e), e.offset, e.size, out));
     return Verify(e, what, Checksum(out, e.size));
@@ -140,7 +140,7 @@ class CheckpointReader {
   Status StreamPiece(size_t tensor, size_t chunk, TensorDestination* dst, const Box& dst_box,
                      const Box& piece, int elem) {
     const ChunkEntry& c = m_.tensors[tensor].chunks[chunk];
-    const RandomAccessFile* file;
+    const RandomAccessFile* file = nullptr;
     CKPTSPEC_RETURN_IF_ERROR(File(c.extent, &file));
     RangeStream stream(*file, Path(c.extent), c.extent.offset, c.extent.size, &block_);
     bool more = true;
