@@ -32,3 +32,24 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   set(CKPTSPEC_HAVE_LIBFUZZER ON)
 endif()
 message(STATUS "ckptspec: libFuzzer targets ${CKPTSPEC_HAVE_LIBFUZZER}")
+
+# The allocator of the executables that run property cases (the ckptspec command, the built-in
+# adapter, the benchmarks): mimalloc, from its Debian package, where it is installed and the build
+# is not sanitized (the sanitizers bring their own). A property case builds and drops tens of
+# thousands of small strings, vectors and JSON nodes; with glibc's malloc about a third of a case
+# went to the allocator (docs/PERFORMANCE.md). Libraries and test executables keep the system
+# allocator: tests that cap a process's address space (RLIMIT_AS) measure the code, not an
+# allocator's reservations. CKPTSPEC_MIMALLOC=OFF links nothing.
+option(CKPTSPEC_MIMALLOC "Link mimalloc into the executables that run property cases" ON)
+add_library(ckptspec_allocator INTERFACE)
+set(CKPTSPEC_ALLOCATOR "the system's malloc")
+if(CKPTSPEC_MIMALLOC AND NOT CKPTSPEC_SANITIZE)
+  find_package(mimalloc 2.0 QUIET)
+  if(mimalloc_FOUND)
+    # The shared library: linked before libc, its malloc and free take the place of glibc's for the
+    # whole process (plugins included).
+    target_link_libraries(ckptspec_allocator INTERFACE mimalloc)
+    set(CKPTSPEC_ALLOCATOR "mimalloc ${mimalloc_VERSION}")
+  endif()
+endif()
+message(STATUS "ckptspec: allocator of the ckptspec command and benchmarks: ${CKPTSPEC_ALLOCATOR}")
