@@ -3,10 +3,11 @@
 // creates CORPUS_DIR/<target>_seed_corpus/ for every target. Per seed run (seed_runs.h), trained
 // two iterations and saved by the reference: its metadata cut down to a few keys (CutMetadata) and
 // its tracker (metadata_fuzzer), its structure signature (signature_fuzzer), its common state, a
-// rank's RNG state and the rerun payload (common_state_fuzzer), and its whole checkpoint directory as bundles
-// (checkpoint_dir_fuzzer: templates from the metadata, from the framework, two checkpoints). The
-// op_sequence_fuzzer seeds are short job stories written with OpInputWriter. Run it deliberately
-// when the formats change (never from CI); the corpora are committed.
+// rank's RNG state and the rerun payload (common_state_fuzzer), and its whole checkpoint
+// directory as bundles (checkpoint_dir_fuzzer: templates from the metadata, from the framework,
+// two checkpoints). The op_sequence_fuzzer seeds are short job stories written with
+// OpInputWriter. Run it deliberately when the formats change (never from CI); the corpora are
+// committed.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
