@@ -12,6 +12,7 @@
 #include "cli/input_file.h"
 #include "cli/numeric_flag.h"
 #include "model/signature_json.h"
+#include "model/sharded.h"
 #include "model/validate.h"
 #include "ondisk/checkpoint_kind.h"
 #include "ondisk/dcp_verify.h"
@@ -200,10 +201,8 @@ void PrintDcpReport(const VerifyOptions& o, const DcpVerifyReport& r, std::ostre
   for (const std::string& f : r.index.findings) out << "  " << f << "\n";
   for (const std::string& f : r.data_findings) out << "  " << f << "\n";
   for (const TensorChecksum& c : r.checksums) {
-    char hex[24];
-    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(c.checksum));
-    out << "  checksum " << hex << " " << QuotedName(c.fqn) << " " << c.dtype << " "
-        << DimsToString(c.shape) << "\n";
+    out << "  checksum " << DigestHex(c.checksum) << " " << QuotedName(c.fqn) << " " << c.dtype
+        << " " << DimsToString(c.shape) << "\n";
   }
   const size_t findings = r.index.findings.size() + r.data_findings.size();
   out << (r.ok() ? "OK\n" : std::to_string(findings) + " finding(s)\n");

@@ -106,7 +106,8 @@ RankSignature SignatureOf(int64_t rank, const ShardedStateDict& state, bool with
 
 // 64-bit digest of a byte string (content identity for P5; not a checksum format).
 uint64_t ContentDigest(const void* data, size_t size);
-// A digest as written in signatures and messages: 16 lowercase hex digits.
+// A 64-bit digest or checksum as the project writes it (signatures, indexes, messages, reports):
+// 16 lowercase hex digits.
 std::string DigestHex(uint64_t digest);
 
 }  // namespace ckptspec

@@ -14,6 +14,7 @@
 #include "formats/torch_save_archive.h"
 #include "formats/torch_tensor_item.h"
 #include "model/json_util.h"
+#include "model/sharded.h"
 #include "ondisk/file_byte_source.h"
 #include "ondisk/global_checksum.h"
 
@@ -386,9 +387,10 @@ std::string DcpVerifyReportJson(const DcpVerifyReport& r) {
   j["findings"] = findings;
   nlohmann::json sums = nlohmann::json::array();
   for (const TensorChecksum& c : r.checksums) {
-    char hex[24];
-    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(c.checksum));
-    sums.push_back({{"key", c.fqn}, {"dtype", c.dtype}, {"shape", c.shape}, {"checksum", hex}});
+    sums.push_back({{"key", c.fqn},
+                    {"dtype", c.dtype},
+                    {"shape", c.shape},
+                    {"checksum", DigestHex(c.checksum)}});
   }
   j["checksums"] = sums;
   j["ok"] = r.ok();

@@ -12,6 +12,7 @@
 
 #include "model/json_fields.h"
 #include "model/json_util.h"
+#include "model/sharded.h"
 
 namespace ckptspec {
 
@@ -84,11 +85,7 @@ bool IsSafeFileName(const std::string& name) {
 
 uint64_t Checksum(const void* data, size_t size) { return XXH3_64bits(data, size); }
 
-std::string ChecksumHex(uint64_t checksum) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, checksum);
-  return buf;
-}
+std::string ChecksumHex(uint64_t checksum) { return DigestHex(checksum); }
 
 bool ParseChecksumHex(const std::string& text, uint64_t* checksum) {
   if (text.size() != 16) return false;
