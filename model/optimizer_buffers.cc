@@ -1,6 +1,7 @@
 #include "model/optimizer_buffers.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace ckptspec {
@@ -41,7 +42,7 @@ BufferLayout LayoutBuffer(const std::vector<int64_t>& numels, const BufferConfig
     BufferBucket b;
     b.start = bucket_start;
     b.numel_unpadded = cur - bucket_start;
-    b.numel_padded = RoundUp(b.numel_unpadded, dp_size);
+    b.numel_padded = RoundUp(b.numel_unpadded, std::lcm(dp_size, 2 * c.param_alignment));
     for (size_t i = first_in_bucket; i < out.params.size(); ++i) {
       out.params[i].start_in_bucket -= bucket_start;
     }

@@ -9,7 +9,13 @@
 //  - A bucket closes as soon as its parameters span >= bucket_size elements (a parameter is never
 //    split across buckets); the last bucket closes after the last parameter. A bucket's
 //    numel_unpadded is its span up to the end of its last parameter (alignment gaps inside count);
-//    it is then padded to a multiple of the DP size, and the next bucket starts after the padding.
+//    it is then padded to a multiple of lcm(DP size, 2·param_alignment), and the next bucket
+//    starts after the padding (Megatron pads to lcm(DP size, 128): 256-byte bucket starts, twice
+//    its 64-value parameter alignment). Every bucket therefore starts at a multiple of
+//    param_alignment whatever the DP size, so the parameters' places inside their buckets and
+//    each bucket's numel_unpadded do not depend on the DP size: the property that lets a
+//    dp_reshardable checkpoint (whose per-bucket numel_unpadded must match on load) load under a
+//    DP change.
 //  - DP rank r owns elements [r·S, (r+1)·S) of each padded bucket, S = padded / dp_size.
 //    The checkpoint (dp_reshardable) stores, per bucket and state, a 1-D tensor of numel_unpadded
 //    elements; rank r's chunk is its slice clipped to numel_unpadded (possibly empty: a rank whose

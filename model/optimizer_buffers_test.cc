@@ -6,6 +6,7 @@
 namespace ckptspec {
 namespace {
 
+// Buckets are padded to lcm(dp, 2 * param_alignment): lcm(4, 8) = 8 here.
 TEST(OptimizerBuffers, ReverseOrderAlignedBucketsPaddedToDp) {
   BufferConfig c;
   c.bucket_size = 8;
@@ -14,10 +15,10 @@ TEST(OptimizerBuffers, ReverseOrderAlignedBucketsPaddedToDp) {
   ASSERT_EQ(l.buckets.size(), 2u);
   EXPECT_EQ(l.buckets[0].start, 0);
   EXPECT_EQ(l.buckets[0].numel_unpadded, 10);
-  EXPECT_EQ(l.buckets[0].numel_padded, 12);
-  EXPECT_EQ(l.buckets[1].start, 12);
+  EXPECT_EQ(l.buckets[0].numel_padded, 16);
+  EXPECT_EQ(l.buckets[1].start, 16);
   EXPECT_EQ(l.buckets[1].numel_unpadded, 9);  // param 1 at 0, gap [3, 4), param 0 at 4
-  EXPECT_EQ(l.buckets[1].numel_padded, 12);
+  EXPECT_EQ(l.buckets[1].numel_padded, 16);
   ASSERT_EQ(l.params.size(), 3u);
   EXPECT_EQ(l.params[0].input_index, 2);
   EXPECT_EQ(l.params[1].input_index, 1);
@@ -26,7 +27,7 @@ TEST(OptimizerBuffers, ReverseOrderAlignedBucketsPaddedToDp) {
   EXPECT_EQ(l.params[2].start_in_bucket, 4);
   int64_t b = 0, e = 0;
   l.Slice(1, 2, &b, &e);
-  EXPECT_EQ(b, 6);
+  EXPECT_EQ(b, 8);
   EXPECT_EQ(e, 9);
   l.Slice(1, 3, &b, &e);  // all padding: nothing to write
   EXPECT_EQ(b, e);
@@ -64,6 +65,28 @@ RC_GTEST_PROP(OptimizerBuffers, SlicesTileBucketsAndParamsDoNotOverlap, ()) {
     if (i > 0 && l.params[i - 1].bucket == p.bucket) {
       RC_ASSERT(l.params[i - 1].start_in_bucket + l.params[i - 1].numel <= p.start_in_bucket);
     }
+  }
+}
+
+// What lets a dp_reshardable checkpoint load under a DP change: the buckets, their numel_unpadded
+// and every parameter's place inside its bucket are the same for any two DP sizes.
+RC_GTEST_PROP(OptimizerBuffers, BucketContentsDoNotDependOnTheDpSize, ()) {
+  const auto numels = *rc::gen::container<std::vector<int64_t>>(rc::gen::inRange<int64_t>(1, 50));
+  BufferConfig c;
+  c.bucket_size = *rc::gen::inRange<int64_t>(1, 120);
+  c.param_alignment = *rc::gen::element<int64_t>(1, 3, 4, 64);
+  const int64_t dp1 = *rc::gen::inRange<int64_t>(1, 9);
+  const int64_t dp2 = *rc::gen::inRange<int64_t>(1, 9);
+  const BufferLayout a = LayoutBuffer(numels, c, dp1);
+  const BufferLayout b = LayoutBuffer(numels, c, dp2);
+  RC_ASSERT(a.buckets.size() == b.buckets.size());
+  for (size_t i = 0; i < a.buckets.size(); ++i) {
+    RC_ASSERT(a.buckets[i].numel_unpadded == b.buckets[i].numel_unpadded);
+  }
+  RC_ASSERT(a.params.size() == b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    RC_ASSERT(a.params[i].bucket == b.params[i].bucket);
+    RC_ASSERT(a.params[i].start_in_bucket == b.params[i].start_in_bucket);
   }
 }
 

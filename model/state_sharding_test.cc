@@ -335,6 +335,52 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
   }
 }
 
+// The dp_reshardable section of docs/WORKED_EXAMPLE.md: TP2 x DP2, bucket_size 1000, alignment
+// 64. The figures here are the ones the document states.
+TEST(StateSharding, WorkedExampleDpReshardableBuckets) {
+  const Layout l = MakeLayout(4, 2, 1);
+  TrainingConfig c = Config(l);
+  c.model.add_bias = false;
+  const TrainingState s = Trained(c, 2);
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, s, DpReshardable(1000, 64), &dicts).ok());
+
+  auto chunk = [&](int rank, int bucket) -> std::string {
+    const std::string key =
+        "optimizer.distributed.dp_group_idx_0.gbuf_idx_0.dtype_bf16.bucket_idx_" +
+        std::to_string(bucket) + ".param";
+    for (const ShardedTensor& t : dicts.at(rank).tensors) {
+      if (t.spec.key != key) continue;
+      return std::to_string(t.spec.global_shape.at(0)) + " [" +
+             std::to_string(t.spec.global_offset.at(0)) + ", " +
+             std::to_string(t.spec.global_offset.at(0) + t.spec.local_shape.at(0)) + ")";
+    }
+    return "absent";
+  };
+  EXPECT_EQ(chunk(0, 0), "1120 [0, 576)");
+  EXPECT_EQ(chunk(2, 0), "1120 [576, 1120)");
+  EXPECT_EQ(chunk(0, 1), "128 [0, 64)");
+  EXPECT_EQ(chunk(2, 1), "128 [64, 128)");
+  auto slice_index = [&](int rank) -> nlohmann::json {
+    for (const ShardedObject& o : dicts.at(rank).objects) {
+      if (o.spec.key == "optimizer.distributed.dp_group_idx_0.param_state") {
+        return nlohmann::json::parse(o.data);
+      }
+    }
+    return nlohmann::json::array();
+  };
+  auto lists = [](const nlohmann::json& index, const std::string& param) {
+    for (const nlohmann::json& e : index) {
+      if (e.at("param") == param && e.at("bucket") == 0) return true;
+    }
+    return false;
+  };
+  EXPECT_EQ(slice_index(0).size(), 7u);
+  EXPECT_EQ(slice_index(2).size(), 7u);
+  EXPECT_TRUE(lists(slice_index(0), "decoder.layers.1.mlp.linear_fc1.weight"));
+  EXPECT_TRUE(lists(slice_index(2), "decoder.layers.0.mlp.linear_fc1.weight"));
+}
+
 // Load templates are what a framework hands its checkpointer, and megatron-core validates them
 // as it validates saves: no object may have two main replicas ("Duplicate ShardedObject keys").
 // With EP the RNG state is one object per (pp, tp, dp-cp) position; on an unchanged layout every
