@@ -16,6 +16,7 @@ TEST(OutcomeWire, EveryFieldRoundTripsExactly) {
   o.message = "line 1\nline 2 \"quoted\" \t tab";
   o.counterexample = {{"ckptspec::RunSpec", "world 4"}, {"long", "7"}};
   o.shrunk_size = 42;
+  o.tag_counts = {{"async save", 3}, {"sync save", 97}};
   o.reproduce = "RC_PARAMS=\"reproduce=abc\"";
   PropertyOutcome back;
   ASSERT_TRUE(DecodeOutcome(EncodeOutcome(o), &back).ok());
@@ -28,6 +29,7 @@ TEST(OutcomeWire, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(back.message, o.message);
   EXPECT_EQ(back.counterexample, o.counterexample);
   EXPECT_EQ(back.shrunk_size, o.shrunk_size);
+  EXPECT_EQ(back.tag_counts, o.tag_counts);
   EXPECT_EQ(back.reproduce, o.reproduce);
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "cli/expectations_file.h"
@@ -66,6 +67,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_flag("--details", o->details,
                 "list every failure's time to detection, cases and shrunk size, and describe every "
                 "kill of a mutant (default: its fastest kill only)");
+  cmd->add_flag("--coverage", o->coverage,
+                "print the scenario classes each property should reach and the share of its "
+                "passing cases that reached each (goal 5 %)");
   return cmd;
 }
 
@@ -123,6 +127,7 @@ PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint6
   PropertyOutcome total;
   int cases = 0;
   double spent = 0;
+  std::map<std::string, int> tag_counts;
   do {
     PropertyOutcome batch = RunProperty(p, f, params);
     cases += batch.cases;
@@ -134,11 +139,13 @@ PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint6
       batch.cases = cases;
       return batch;
     }
+    for (const auto& [tag, n] : batch.tag_counts) tag_counts[tag] += n;
     total = batch;
     ++params.seed;
   } while (spent < seconds);
   total.cases = cases;
   total.seconds = spent;
+  total.tag_counts.assign(tag_counts.begin(), tag_counts.end());
   return total;
 }
 
@@ -250,6 +257,7 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   out << MatrixText(outcomes, judging);
   if (o.details) out << KillTimesText(outcomes);
   out << OutcomeDescriptions(outcomes, judging, o.details);
+  if (o.coverage) out << CoverageText(outcomes);
   const bool met = EveryTargetMet(outcomes, judging);
   bool written = true;
   for (const Status& report : {json.WriteAndClose(OutcomesJson(outcomes, o.seed, judging)),

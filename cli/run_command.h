@@ -50,8 +50,10 @@ struct RunOptions {
   bool quiet = false;  // no progress line
   // Also list every failure's time to detection, cases and shrunk size, and describe every kill of
   // a mutant (not only the fastest).
-  bool details =
-      false;  // Worker processes the (target, property) pairs run in (cli/worker_pool.h); 0: one per online
+  bool details = false;
+  // Also print the scenario classes each property reached, with their shares (CoverageText).
+  bool coverage = false;
+  // Worker processes the (target, property) pairs run in (cli/worker_pool.h); 0: one per online
   // core. Adapter targets run in ckptspec's own process, one pair at a time, whatever this says
   // (their rank processes belong to it). The outcomes and the report are the same for any value.
   int jobs = 0;

@@ -12,6 +12,10 @@
 // OutcomeDescriptions, below the matrix: every outcome that does not meet its target's
 // expectation, in full; each expected failure in a line; for a killed mutant its fastest kill (every
 // kill with `details`); each surviving mutant named.
+// CoverageText: every scenario class of properties/scenario_classes.h with its share of the
+// property's passing cases over all targets of the run, a mark on each under kScenarioClassGoal,
+// and a count of those; a property without a passing outcome (n/a, failed or not run) shows
+// "no passing cases" instead of a share (`--coverage`).
 // OutcomesJson has one entry per target (expect, verdict, met) and per outcome (with "expected"
 // and "matches" under a file).
 // OutcomesJUnit has a case per outcome and one "killed" case per mutant: an expected failure or an
@@ -31,6 +35,7 @@ namespace ckptspec {
 std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
                        const RunJudging& judging = {});
 std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes);
+std::string CoverageText(const std::vector<PropertyOutcome>& outcomes);
 std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
                                 const RunJudging& judging, bool details);
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,

@@ -30,6 +30,11 @@ std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t 
         ce.push_back({{"name", name}, {"value", value}});
       e["counterexample"] = ce;
     }
+    if (!o.tag_counts.empty()) {
+      nlohmann::json tags = nlohmann::json::object();
+      for (const auto& [tag, n] : o.tag_counts) tags[tag] = n;
+      e["tags"] = tags;
+    }
     const OutcomeJudgement judged = JudgeOutcome(o, judging);
     if (judged.expected) {
       e["expected"] = ExpectedName(judged.expected->expected);

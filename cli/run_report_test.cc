@@ -100,5 +100,40 @@ TEST(RunReport, ReportsFollowTheJudgement) {
       << junit;
 }
 
+// Shares are over the passing outcomes of a property, all targets together; a class no case
+// carried is at 0 % and under the goal, and a property without a passing outcome says so.
+TEST(RunReport, CoverageGivesEachClassItsShareOfPassingCases) {
+  PropertyOutcome a;
+  a.target = "reference";
+  a.property = "P1";
+  a.verdict = Verdict::kPass;
+  a.cases = 100;
+  a.tag_counts = {{"async save", 3}, {"heterogeneous", 40}, {"sync save", 97}};
+  PropertyOutcome b = a;
+  b.target = "B04";
+  b.tag_counts = {{"async save", 5}, {"heterogeneous", 40}};
+  PropertyOutcome failed = a;
+  failed.target = "B06";
+  failed.verdict = Verdict::kFail;
+  failed.tag_counts = {{"async save", 100}};  // not counted: not a pass
+  const std::string text = CoverageText({a, b, failed});
+  EXPECT_NE(text.find("  P1   heterogeneous                                         40.0 %\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("  P1   async save                                             4.0 %  under the "
+                "goal\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  P1   sync save                                             48.5 %\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  P2   fully_reshardable                                    no passing "
+                      "cases\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 of 3 measured classes under the goal\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace ckptspec

@@ -142,6 +142,24 @@ rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
   }));
 }
 
+rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& from, int max_world) {
+  const int64_t others = from.world_size() / from.dp();  // tp * cp * pp
+  ParallelSizes sizes;
+  sizes.tp = from.tp();
+  sizes.pp = from.pp();
+  sizes.cp = from.cp();
+  sizes.ep = from.ep();
+  sizes.etp = from.etp();
+  std::vector<Layout> fitting;
+  for (int64_t dp = 1; others * dp <= max_world; ++dp) {
+    Layout layout;
+    if (dp == from.dp() || !Layout::Make(others * dp, sizes, from.order(), &layout).ok()) continue;
+    if (ValidateModelForLayout(model, layout).ok()) fitting.push_back(layout);
+  }
+  if (fitting.empty()) return rc::gen::just(from);
+  return rc::gen::elementOf(fitting);
+}
+
 rc::Gen<HeterogeneousCase> Heterogeneous(int max_world_per_module) {
   return AtNonNegativeSize(rc::gen::exec([max_world_per_module] {
     HeterogeneousCase out;

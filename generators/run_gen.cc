@@ -41,21 +41,41 @@ rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous) {
   }));
 }
 
+namespace {
+
+// `saved` with each module on the layout pick(module config, module layout) gives.
+template <typename Pick>
+RunSpec RelaidOut(const RunSpec& saved, Pick pick) {
+  RunSpec run = saved;
+  std::vector<ModuleLayout> modules;
+  int64_t next = 0;
+  for (size_t i = 0; i < saved.configs.size(); ++i) {
+    const ModuleLayout& old = saved.layout.modules()[i];
+    const Layout layout = pick(saved.configs[i].model, old.layout);
+    modules.push_back({old.name, next, layout});
+    next += layout.world_size();
+    FitConfigToLayout(layout, &run.configs[i]);
+  }
+  if (!HeterogeneousLayout::Make(modules, &run.layout).ok()) RC_FAIL("resume layout invalid");
+  return run;
+}
+
+}  // namespace
+
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout) {
   return AtNonNegativeSize(rc::gen::exec([saved, max_world, change_layout] {
-    RunSpec run = saved;
-    if (!change_layout) return run;
-    std::vector<ModuleLayout> modules;
-    int64_t next = 0;
-    for (size_t i = 0; i < saved.configs.size(); ++i) {
-      const ModuleLayout& old = saved.layout.modules()[i];
-      const Layout layout = *LayoutFor(saved.configs[i].model, max_world);
-      modules.push_back({old.name, next, layout});
-      next += layout.world_size();
-      FitConfigToLayout(layout, &run.configs[i]);
-    }
-    if (!HeterogeneousLayout::Make(modules, &run.layout).ok()) RC_FAIL("resume layout invalid");
-    return run;
+    if (!change_layout) return saved;
+    return RelaidOut(saved, [max_world](const ModelConfig& model, const Layout&) {
+      return *LayoutFor(model, max_world);
+    });
+  }));
+}
+
+rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world) {
+  return AtNonNegativeSize(rc::gen::exec([saved, max_world] {
+    return RelaidOut(saved, [max_world](const ModelConfig& model, const Layout& from) {
+      return *LayoutChangingOnlyDp(model, from, max_world);
+    });
   }));
 }
 

@@ -21,6 +21,10 @@ namespace gen {
 rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous = true);
 // Same module count and models; `change_layout` false keeps the layout.
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout);
+// As ResumeRunFor with change_layout, each module's layout differing in its DP size only
+// (gen::LayoutChangingOnlyDp): the resume a DP-only resharding needs, which the free choice of
+// layouts draws rarely.
+rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world);
 
 }  // namespace gen
 

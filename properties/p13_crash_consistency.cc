@@ -53,12 +53,16 @@ void CheckCrashConsistency(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&at_b, b - a));
 
   const int64_t ops = CountSaveOperations(factory, options, run, at_a, at_b, async);
-  // k uniform over the save's operations (k == ops: after the last one, the save completes), or
-  // over its last 40, where the commit (renames, tracker) and retention happen. The size is
-  // pinned so that early cases are not biased toward the first operations.
-  const bool tail = *rc::gen::arbitrary<bool>();
+  // Where the crash falls, drawn first (swarm-style): in one case of ten right after the last
+  // operation (k == ops: the save completed), else uniform over the save's operations or over its
+  // last 40, where the commit (renames, tracker) and retention happen. The size is pinned so that
+  // early cases are not biased toward the first operations.
+  const int where = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(0, 10));
+  const bool tail = where >= 5;
   const int64_t first = tail ? std::max<int64_t>(0, ops - 40) : 0;
-  const int64_t k = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(first, ops + 1));
+  const int64_t k =
+      where == 0 ? ops
+                 : *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(first, ops + 1));
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  keep_last " << options.keep_last
            << "; train " << a << ", save (sync), train to " << b << ", save ("
            << (async ? "async, completed by Finalize" : "sync") << ") crashing at operation " << k

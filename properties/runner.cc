@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -10,6 +12,7 @@
 #include <rapidcheck/detail/TestListener.h>
 
 #include "properties/reproduce_string.h"
+#include "properties/scenario_classes.h"
 
 namespace ckptspec {
 namespace {
@@ -171,6 +174,13 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
   if (result.match(success)) {
     outcome.verdict = Verdict::kPass;
     outcome.cases = success.numSuccess;
+    std::map<std::string, int> counts;
+    for (const auto& [tags, n] : success.distribution) {
+      std::set<std::string> distinct;
+      for (const std::string& tag : tags) distinct.insert(UnquoteTag(tag));
+      for (const std::string& tag : distinct) counts[tag] += n;
+    }
+    outcome.tag_counts.assign(counts.begin(), counts.end());
   } else if (result.match(failure)) {
     outcome.verdict = Verdict::kFail;
     outcome.cases = failure.numSuccess + 1;

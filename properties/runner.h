@@ -49,6 +49,10 @@ struct PropertyOutcome {
   std::vector<std::pair<std::string, std::string>> counterexample;
   size_t shrunk_size = 0;
   std::string reproduce;  // kFail: RC_PARAMS to replay this failure in ctest or run
+  // kPass: for each tag the property's cases carried (RC_TAG, RC_CLASSIFY; a string without the
+  // quotes RapidCheck prints around it), how many of the passing cases carried it; sorted by
+  // tag. What `ckptspec run --coverage` measures (properties/scenario_classes.h).
+  std::vector<std::pair<std::string, int>> tag_counts;
 };
 
 PropertyOutcome RunProperty(const Property& property, const TargetFactory& factory,

@@ -1,0 +1,49 @@
+// The coverage table of cli/run_report.h.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/run_report.h"
+#include "properties/scenario_classes.h"
+
+namespace ckptspec {
+
+std::string CoverageText(const std::vector<PropertyOutcome>& outcomes) {
+  struct Counts {
+    int64_t cases = 0;
+    std::map<std::string, int64_t> tags;
+  };
+  std::map<std::string, Counts> by_property;
+  for (const PropertyOutcome& o : outcomes) {
+    if (o.verdict != Verdict::kPass) continue;
+    Counts& c = by_property[o.property];
+    c.cases += o.cases;
+    for (const auto& [tag, n] : o.tag_counts) c.tags[tag] += n;
+  }
+  std::string out = "scenario classes (share of each property's passing cases, all targets; goal " +
+                    std::to_string(static_cast<int>(kScenarioClassGoal * 100)) + " %):\n";
+  int under = 0, measured = 0;
+  for (const ScenarioClass& sc : ScenarioClasses()) {
+    char line[200];
+    const auto it = by_property.find(sc.property);
+    if (it == by_property.end() || it->second.cases == 0) {
+      std::snprintf(line, sizeof line, "  %-4s %-52s no passing cases\n", sc.property, sc.tag);
+      out += line;
+      continue;
+    }
+    const auto tag = it->second.tags.find(sc.tag);
+    const int64_t n = tag == it->second.tags.end() ? 0 : tag->second;
+    const double share = static_cast<double>(n) / static_cast<double>(it->second.cases);
+    ++measured;
+    const bool low = share < kScenarioClassGoal;
+    under += low ? 1 : 0;
+    std::snprintf(line, sizeof line, "  %-4s %-52s %5.1f %%%s\n", sc.property, sc.tag,
+                  100.0 * share, low ? "  under the goal" : "");
+    out += line;
+  }
+  out += std::to_string(under) + " of " + std::to_string(measured) +
+         " measured classes under the goal\n";
+  return out;
+}
+
+}  // namespace ckptspec
