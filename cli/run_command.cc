@@ -21,7 +21,7 @@ namespace ckptspec {
 
 CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   CLI::App* cmd = app.add_subcommand(
-      "run", "Run the property catalog (P1-P19) against targets and print the kill matrix");
+      "run", "Run the property catalog (P1-P20) against targets and print the kill matrix");
   cmd->add_option(
       "--target", o->targets,
       "target name (repeatable): reference, reference-per-writer, a mutant id (B04) or name, "

@@ -5,7 +5,7 @@
 // MatrixText: a row per target (its name, its verdict) and one character per property (the
 // outcome's OutcomeJudgement::symbol), with a legend: a mutant's cells are its outcomes (K killed,
 // . pass, - n/a); other targets' cells, under an expectations file, how each outcome compares with
-// it (x an expected failure, F, P, N an unexpected failure, pass, n/a). With the 19 properties and
+// it (x an expected failure, F, P, N an unexpected failure, pass, n/a). With the 20 properties and
 // the catalog's target names it is under 120 columns wide.
 // KillTimesText lists, per target, each failure's time to detection, cases and shrunk size
 // (`--details`); empty when nothing failed.
@@ -14,8 +14,8 @@
 // kill with `details`); each surviving mutant named.
 // CoverageText: every scenario class of properties/scenario_classes.h with its share of the
 // property's passing cases over all targets of the run, a mark on each under kScenarioClassGoal,
-// and a count of those; a property without a passing outcome (n/a, failed or not run) shows
-// "no passing cases" instead of a share (`--coverage`).
+// and a count of those; a property the run ran without a passing outcome (n/a, failed) shows
+// "no passing cases" instead of a share, and one it did not run is left out (`--coverage`).
 // OutcomesJson has one entry per target (expect, verdict, met) and per outcome (with "expected"
 // and "matches" under a file).
 // OutcomesJUnit has a case per outcome and one "killed" case per mutant: an expected failure or an

@@ -116,7 +116,10 @@ TEST(RunReport, CoverageGivesEachClassItsShareOfPassingCases) {
   failed.target = "B06";
   failed.verdict = Verdict::kFail;
   failed.tag_counts = {{"async save", 100}};  // not counted: not a pass
-  const std::string text = CoverageText({a, b, failed});
+  PropertyOutcome n_a = a;
+  n_a.property = "P2";
+  n_a.verdict = Verdict::kNotApplicable;
+  const std::string text = CoverageText({a, b, failed, n_a});
   EXPECT_NE(text.find("  P1   heterogeneous                                         40.0 %\n"),
             std::string::npos)
       << text;
@@ -132,6 +135,7 @@ TEST(RunReport, CoverageGivesEachClassItsShareOfPassingCases) {
                       "cases\n"),
             std::string::npos)
       << text;
+  EXPECT_EQ(text.find("P3 "), std::string::npos) << text;  // not run: left out
   EXPECT_NE(text.find("1 of 3 measured classes under the goal\n"), std::string::npos) << text;
 }
 

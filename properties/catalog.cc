@@ -107,6 +107,10 @@ const std::vector<Property>& AllProperties() {
        "rerun state machine: transitions and exit codes per spec; a persisted state never needs "
        "unpersisted data",
        "B04 B06", NeedsObjects, CheckRerunStateMachine},
+      {"P20", "stateful model",
+       "stateful model: generated job operation sequences (train, save, finalize, rerun fault, "
+       "crash, restart under other runs, freeze) agree with the spec after every operation",
+       "", Always, CheckStatefulModel},
   };
   return kCatalog;
 }

@@ -1,5 +1,5 @@
-// The property catalog: every invariant of docs/DESIGN.md §5 (P1-P19), written once against the
-// harness (harness.h) and run against any target a TargetFactory (targets/target_factory.h)
+// The property catalog: every invariant of docs/DESIGN.md §5 (P1-P19) and the stateful
+// model-based test (P20, docs/PROPERTIES.md), written once against the harness (harness.h) and run against any target a TargetFactory (targets/target_factory.h)
 // makes: the reference in ctest, mutants and adapters through the same table.
 //
 // Contract of a property's `check`: it is a RapidCheck property body. It generates one case
@@ -57,5 +57,6 @@ void CheckCorruption(const TargetFactory& factory);                // P16
 void CheckDeterminism(const TargetFactory& factory);               // P17
 void CheckBackwardCompatibility(const TargetFactory& factory);     // P18
 void CheckRerunStateMachine(const TargetFactory& factory);         // P19
+void CheckStatefulModel(const TargetFactory& factory);             // P20
 
 }  // namespace ckptspec

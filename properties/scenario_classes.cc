@@ -97,6 +97,13 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P19", "pending rerun refused under a layout change"},
       {"P19", "continued after the rerun from checkpoint"},
       {"P19", "fatal on another node, exit 17"},
+      {"P20", "heterogeneous"},
+      {"P20", "async save"},
+      {"P20", "crash"},
+      {"P20", "rerun fault"},
+      {"P20", "freeze"},
+      {"P20", "layout change"},
+      {"P20", "frozen set changed across a restart"},
   };
   return kClasses;
 }

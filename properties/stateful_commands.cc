@@ -89,7 +89,8 @@ class Restart : public OpCommand {
                                    RestartKind::kAddParameter);
     op.run = m.run;
     if (op.restart == RestartKind::kOtherRun) {
-      op.run = *gen::ResumeRunFor(m.run, 8, *rc::gen::arbitrary<bool>());
+      op.run =
+          *gen::ResumeRunFor(m.run, 8, m.capabilities.resharding && *rc::gen::arbitrary<bool>());
       op.flags = *gen::LoadFlagsGen(false);
     } else if (op.restart == RestartKind::kAddParameter) {
       const size_t module = *rc::gen::inRange<size_t>(0, m.run.configs.size());
@@ -119,7 +120,6 @@ class Freeze : public OpCommand {
 }  // namespace
 
 void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
-  RC_PRE(factory.fault_injection);
   const RunSpec run = *gen::RunUpTo(8);
   RC_LOG() << "initial run:\n  " << DescribeRun(run) << "\n";
   RC_CLASSIFY(run.configs.size() > 1, "heterogeneous");

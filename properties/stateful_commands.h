@@ -14,8 +14,10 @@ namespace ckptspec {
 using StatefulCommand = rc::state::Command<StatefulModel, StatefulSut>;
 
 // One case of the stateful test: a generated run (gen::RunUpTo(8)), a fresh target from the
-// factory, and a generated command sequence run against both. Needs fault injection (mem_env()).
-// Adds what it executed to *stats when given.
+// factory, and a generated command sequence run against both: Crash only where the factory injects
+// faults (mem_env()), a Restart under another layout only where the target reshards
+// (capabilities.resharding), async saves and the plan cache only where declared. Adds what it
+// executed to *stats when given. The catalog runs it as P20.
 void CheckStateful(const TargetFactory& factory, StatefulStats* stats = nullptr);
 
 }  // namespace ckptspec

@@ -42,36 +42,36 @@ bool Persistable(const std::vector<TrainingState>& states) {
 }
 
 // What the target does first at every Save / Load / Finalize / clean exit: the pending async save
-// is written. Returns whether it committed (no pending save: true).
-bool ResolvePending(StatefulModel* m) {
-  if (!m->pending) return true;
-  const bool ok = !m->pending_refused;
-  if (ok) m->committed = std::move(*m->pending);
+// is written and commits (a save that could not commit was refused when called: ApplySave).
+void ResolvePending(StatefulModel* m) {
+  if (!m->pending) return;
+  m->committed = std::move(*m->pending);
   m->pending.reset();
-  m->pending_refused = false;
-  return ok;
 }
 
 // The spec's view of a save of the current states (sync, or the staging of an async one). The
 // framework refuses a state that is not persistable before the engine sees the call (a pending
 // save stays pending); the engine then writes the pending save first and stops at its error.
 void ApplySave(StatefulModel* m, bool async) {
-  if (!Persistable(m->states) || !ResolvePending(m)) {
+  if (!Persistable(m->states)) {
     m->expect_ok = false;
     return;
   }
+  ResolvePending(m);
   StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen, m->states,
                           Iteration(m->states)};
-  // The tracker's iteration is never overwritten.
-  const bool refused = m->committed && m->committed->iteration == ckpt.iteration;
-  if (async) {
-    m->pending = std::move(ckpt);
-    m->pending_refused = refused;
-    m->expect_ok = true;  // the error surfaces when it is written
+  // The tracker's iteration is never overwritten: a save of it is refused when called, sync or
+  // async (nothing is staged).
+  if (m->committed && m->committed->iteration == ckpt.iteration) {
+    m->expect_ok = false;
     return;
   }
-  if (!refused) m->committed = std::move(ckpt);
-  m->expect_ok = !refused;
+  if (async) {
+    m->pending = std::move(ckpt);
+  } else {
+    m->committed = std::move(ckpt);
+  }
+  m->expect_ok = true;
 }
 
 // The common postconditions: the status, and the SUT process against the model's.
@@ -119,7 +119,6 @@ void ApplyCrash(const StatefulOp& op, StatefulModel* m) {
   }
   // Whatever is still pending dies with the process.
   m->pending.reset();
-  m->pending_refused = false;
   m->alive = false;
   m->must_exit = false;
   m->states.clear();
@@ -127,9 +126,7 @@ void ApplyCrash(const StatefulOp& op, StatefulModel* m) {
 
 void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   const RunSpec resume_run = ResumeRunOf(op, *m);
-  m->expect_exit_ok = m->alive ? ResolvePending(m) : true;
-  m->pending.reset();
-  m->pending_refused = false;
+  if (m->alive) ResolvePending(m);
   m->must_exit = false;
   m->runtime_frozen = false;
   if (!m->committed) {
@@ -187,6 +184,17 @@ std::string RunCrash(const StatefulOp& op, const StatefulModel& m, const Statefu
   return CheckAfter("the crashing Save", status, next, *sut);
 }
 
+// "module/parameter" of every frozen parameter of `states`.
+std::set<std::string> FrozenNames(const std::vector<TrainingState>& states) {
+  std::set<std::string> out;
+  for (size_t m = 0; m < states.size(); ++m) {
+    for (size_t p = 0; p < states[m].params.size(); ++p) {
+      if (states[m].params[p].frozen) out.insert(std::to_string(m) + "/" + states[m].specs[p].name);
+    }
+  }
+  return out;
+}
+
 std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const StatefulModel& next,
                        StatefulSut* sut) {
   Count(sut, op.restart == RestartKind::kSameRun    ? "Restart same run"
@@ -195,9 +203,8 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
   const RunSpec resume_run = ResumeRunOf(op, m);
   if (sut->alive) {
     const Status exit = sut->under_test->target().engine().Finalize();
-    if (exit.ok() != next.expect_exit_ok) {
-      return "Finalize at the clean exit returned " + exit.ToString() + "; the spec expects " +
-             (next.expect_exit_ok ? "OK" : "an error");
+    if (!exit.ok()) {
+      return "Finalize at the clean exit returned " + exit.ToString() + "; the spec expects OK";
     }
   }
   sut->under_test->NewProcess();
@@ -209,6 +216,9 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
   sut->states = std::move(resumed);
   if (!next.committed && !status.ok()) sut->alive = InitialStates(resume_run, &sut->states).ok();
   if (sut->alive) sut->run = resume_run;
+  if (status.ok() && m.committed && FrozenNames(m.committed->states) != FrozenNames(sut->states)) {
+    sut->events.insert("frozen set changed across a restart");
+  }
   if (!next.expect_ok && sut->stats) ++sut->stats->by_kind["  (restart refused by the spec)"];
   for (size_t i = 0; op.restart == RestartKind::kOtherRun && i < resume_run.layout.modules().size();
        ++i) {
@@ -242,8 +252,9 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
     case OpKind::kTrain:
       return m.alive && !m.must_exit;
     case OpKind::kSave:
-    case OpKind::kCrash:
       return m.alive;
+    case OpKind::kCrash:
+      return m.alive && m.fault_injection;
     case OpKind::kFinalize:
       return m.alive && m.pending.has_value();
     case OpKind::kRerunFault:
@@ -278,7 +289,8 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       ApplySave(m, op.async);
       return;
     case OpKind::kFinalize:
-      m->expect_ok = ResolvePending(m);
+      ResolvePending(m);
+      m->expect_ok = true;
       return;
     case OpKind::kRerunFault:
       m->expect_ok = true;
@@ -376,11 +388,9 @@ std::string DescribeOp(const StatefulOp& op) {
 
 Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulModel* model,
                      StatefulSut* sut) {
-  if (!factory.fault_injection) {
-    return Status::InvalidArgument("target '" + factory.name + "' cannot inject faults");
-  }
   *model = StatefulModel();
   model->capabilities = factory.capabilities;
+  model->fault_injection = factory.fault_injection;
   model->run = run;
   CKPTSPEC_RETURN_IF_ERROR(InitialStates(run, &model->states));
   sut->under_test = factory.make(TargetOptions());

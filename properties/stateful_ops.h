@@ -40,6 +40,7 @@ struct StatefulCheckpoint {
 
 struct StatefulModel {
   Capabilities capabilities;
+  bool fault_injection = false;  // the target's storage is a MemEnv: Crash applies
   RunSpec run;
   // Bumped whenever the run's structure changes (a freeze, a restart under another run): P1
   // applies to a restart only when the checkpoint was saved by the very same run.
@@ -54,10 +55,8 @@ struct StatefulModel {
   std::vector<TrainingState> states;
   std::optional<StatefulCheckpoint> committed;
   std::optional<StatefulCheckpoint> pending;  // an async save staged, not yet written
-  bool pending_refused = false;               // its commit will be refused
   // What the last operation's target calls must return (set by ApplyOp).
   bool expect_ok = true;
-  bool expect_exit_ok = true;  // Restart: the old process's Finalize at its clean exit
 };
 
 // What a run executed: operations in all, and per kind / outcome.
@@ -102,7 +101,7 @@ struct StatefulOp {
 // Whether `op` applies to the model's state (where it does not, it is not run).
 bool OpApplies(const StatefulOp& op, const StatefulModel& m);
 
-// The spec's view: *m becomes the state after `op`, with expect_ok / expect_exit_ok set.
+// The spec's view: *m becomes the state after `op`, with expect_ok set.
 void ApplyOp(const StatefulOp& op, StatefulModel* m);
 
 // Runs `op` on the SUT; `before` is the model before it and `next` the model after ApplyOp.
@@ -114,7 +113,8 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
 std::string DescribeOp(const StatefulOp& op);
 
 // The initial model and SUT of a scenario: `run`'s initial states on both sides, a fresh target
-// from `factory` (which must inject faults). Errors: the run's states do not build.
+// from `factory`. Crash applies only where the factory injects faults. Errors: the run's states
+// do not build.
 Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulModel* model,
                      StatefulSut* sut);
 

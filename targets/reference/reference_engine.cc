@@ -79,6 +79,9 @@ Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDi
   CKPTSPEC_RETURN_IF_ERROR(PlanSave(every_rank, options, cached, fingerprint, &plan));
   if (!options.async) return WriteCheckpoint(iteration, every_rank, options, plan);
 
+  // Refused when called, as a sync save is, not when the background write reaches
+  // BeginCheckpoint (which checks again).
+  CKPTSPEC_RETURN_IF_ERROR(RefuseOverwriteOfLatest(iteration));
   auto pending = std::make_unique<PendingSave>();
   pending->iteration = iteration;
   CKPTSPEC_RETURN_IF_ERROR(StageAsyncSave(every_rank, options, &pending->staged));
@@ -138,16 +141,19 @@ Status ReferenceEngine::RemoveLeftovers() {
   return Status::OK();
 }
 
+Status ReferenceEngine::RefuseOverwriteOfLatest(int64_t iteration) {
+  int64_t latest;
+  if (LatestIteration(&latest).ok() && latest == iteration) {
+    return Status::FailedPrecondition(JoinPath(options_.root, IterationDirName(iteration)) +
+                                      " is the latest complete checkpoint (the tracker "
+                                      "names it); refusing to overwrite it");
+  }
+  return Status::OK();
+}
+
 Status ReferenceEngine::BeginCheckpoint(int64_t iteration, std::string* staging) {
   CKPTSPEC_RETURN_IF_ERROR(EnsureRoot());
-  {
-    int64_t latest;
-    if (LatestIteration(&latest).ok() && latest == iteration) {
-      return Status::FailedPrecondition(JoinPath(options_.root, IterationDirName(iteration)) +
-                                        " is the latest complete checkpoint (the tracker "
-                                        "names it); refusing to overwrite it");
-    }
-  }
+  CKPTSPEC_RETURN_IF_ERROR(RefuseOverwriteOfLatest(iteration));
   CKPTSPEC_RETURN_IF_ERROR(RemoveLeftovers());
   *staging = JoinPath(options_.root, StagingDirName(iteration));
   return options_.env->CreateDir(*staging);

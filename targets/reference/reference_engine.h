@@ -17,7 +17,8 @@
 //     tracker atomically (write .tmp, fsync, rename, fsync the root). A crash at any operation
 //     leaves the tracker on a complete checkpoint (P13). Saving an iteration the tracker already
 //     names is refused (FailedPrecondition): replacing it would open a window where the tracker
-//     names nothing.
+//     names nothing. An async save of that iteration is refused when Save is called (after the
+//     pending save before it completes), not later.
 //  5. ApplyRetention (keep_last > 0): the newest keep_last iteration directories stay, and so does
 //     the one the tracker names, always; others are renamed to iter_N.deleting (durably) and
 //     removed.
@@ -177,6 +178,8 @@ class ReferenceEngine : public Engine {
   Status WriteCheckpoint(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
                          const SaveOptions& options, const SavePlan& plan);
   Status EnsureRoot();
+  // FailedPrecondition naming the directory when the tracker names `iteration`.
+  Status RefuseOverwriteOfLatest(int64_t iteration);
   Status RemoveLeftovers();
   Status LoadImpl(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
   Status LoadGuarded(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
