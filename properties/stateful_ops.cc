@@ -51,7 +51,7 @@ void ResolvePending(StatefulModel* m) {
 
 // The spec's view of a save of the current states (sync, or the staging of an async one). The
 // framework refuses a state that is not persistable before the engine sees the call (a pending
-// save stays pending); the engine then writes the pending save first and stops at its error.
+// save stays pending); the engine then writes the pending save first.
 void ApplySave(StatefulModel* m, bool async) {
   if (!Persistable(m->states)) {
     m->expect_ok = false;
@@ -127,6 +127,7 @@ void ApplyCrash(const StatefulOp& op, StatefulModel* m) {
 void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   const RunSpec resume_run = ResumeRunOf(op, *m);
   if (m->alive) ResolvePending(m);
+  m->pending.reset();
   m->must_exit = false;
   m->runtime_frozen = false;
   if (!m->committed) {
