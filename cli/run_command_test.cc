@@ -43,6 +43,30 @@ TEST(RunCommand, BudgetOutOfRangeIsRefused) {
   }
 }
 
+// --coverage prints the classes of the properties that ran, the same whether the tag counts come
+// from worker processes or from this one.
+TEST(RunCommand, CoverageTableIsTheSameForAnyJobs) {
+  auto run = [](int jobs) {
+    RunOptions o;
+    o.targets = {"reference"};
+    o.properties = "P1,P17";
+    o.budget = "20";
+    o.quiet = true;
+    o.coverage = true;
+    o.jobs = jobs;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunRunCommand(o, out, err), 0) << err.str();
+    return out.str();
+  };
+  const std::string serial = run(1);
+  const size_t table = serial.find("scenario classes");
+  ASSERT_NE(table, std::string::npos) << serial;
+  EXPECT_NE(serial.find("  P1   heterogeneous ", table), std::string::npos) << serial;
+  EXPECT_NE(serial.find("  P17  async save ", table), std::string::npos) << serial;
+  EXPECT_EQ(serial.find("  P3 ", table), std::string::npos) << serial;  // not run
+  EXPECT_EQ(run(2), serial);
+}
+
 // The numeric flags are checked while the command line is parsed: exit 2 before anything runs.
 TEST(RunCommand, NumericFlagsOutOfRangeAreParseErrors) {
   const auto parse_error = [](const std::string& args) {
