@@ -1,5 +1,6 @@
 // The coverage table of cli/run_report.h.
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -24,12 +25,11 @@ std::string CoverageText(const std::vector<PropertyOutcome>& outcomes) {
                     std::to_string(static_cast<int>(kScenarioClassGoal * 100)) + " %):\n";
   int under = 0, measured = 0;
   for (const ScenarioClass& sc : ScenarioClasses()) {
-    char line[200];
     const auto it = by_property.find(sc.property);
     if (it == by_property.end()) continue;  // not run
     if (it->second.cases == 0) {
-      std::snprintf(line, sizeof line, "  %-4s %-52s no passing cases\n", sc.property, sc.tag);
-      out += line;
+      out += "  " + std::string(sc.property) + std::string(5 - std::strlen(sc.property), ' ') +
+             "    -    " + sc.tag + "  (no passing cases)\n";  // "-" under the share's point
       continue;
     }
     const auto tag = it->second.tags.find(sc.tag);
@@ -38,9 +38,10 @@ std::string CoverageText(const std::vector<PropertyOutcome>& outcomes) {
     ++measured;
     const bool low = share < kScenarioClassGoal;
     under += low ? 1 : 0;
-    std::snprintf(line, sizeof line, "  %-4s %-52s %5.1f %%%s\n", sc.property, sc.tag,
-                  100.0 * share, low ? "  under the goal" : "");
-    out += line;
+    char share_text[16];
+    std::snprintf(share_text, sizeof share_text, "%5.1f %%", 100.0 * share);
+    out += "  " + std::string(sc.property) + std::string(5 - std::strlen(sc.property), ' ') +
+           share_text + "  " + sc.tag + (low ? "  (under the goal)" : "") + "\n";
   }
   out += std::to_string(under) + " of " + std::to_string(measured) +
          " measured classes under the goal\n";

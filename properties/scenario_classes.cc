@@ -16,6 +16,9 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P3", "EP changed"},
       {"P3", "dp_reshardable"},
       {"P3", "dp_reshardable, only DP changed, optimizer loaded"},
+      {"P3",
+       "dp_reshardable, only DP changed, optimizer loaded, a bucket not divisible by the new DP "
+       "size"},
       {"P3", "no_load_optim"},
       {"P3", "finetune"},
       {"P3", "override_scheduler"},
