@@ -1,6 +1,5 @@
 // The coverage table of cli/run_report.h.
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -8,6 +7,14 @@
 #include "properties/scenario_classes.h"
 
 namespace ckptspec {
+namespace {
+
+// The start of a row: the property id, padded to a column of 5.
+std::string Lead(const std::string& property) {
+  return "  " + property + std::string(property.size() < 5 ? 5 - property.size() : 1, ' ');
+}
+
+}  // namespace
 
 std::string CoverageText(const std::vector<PropertyOutcome>& outcomes) {
   struct Counts {
@@ -28,8 +35,7 @@ std::string CoverageText(const std::vector<PropertyOutcome>& outcomes) {
     const auto it = by_property.find(sc.property);
     if (it == by_property.end()) continue;  // not run
     if (it->second.cases == 0) {
-      out += "  " + std::string(sc.property) + std::string(5 - std::strlen(sc.property), ' ') +
-             "    -    " + sc.tag + "  (no passing cases)\n";  // "-" under the share's point
+      out += Lead(sc.property) + "    -    " + sc.tag + "  (no passing cases)\n";
       continue;
     }
     const auto tag = it->second.tags.find(sc.tag);
@@ -40,8 +46,8 @@ std::string CoverageText(const std::vector<PropertyOutcome>& outcomes) {
     under += low ? 1 : 0;
     char share_text[16];
     std::snprintf(share_text, sizeof share_text, "%5.1f %%", 100.0 * share);
-    out += "  " + std::string(sc.property) + std::string(5 - std::strlen(sc.property), ' ') +
-           share_text + "  " + sc.tag + (low ? "  (under the goal)" : "") + "\n";
+    out +=
+        Lead(sc.property) + share_text + "  " + sc.tag + (low ? "  (under the goal)" : "") + "\n";
   }
   out += std::to_string(under) + " of " + std::to_string(measured) +
          " measured classes under the goal\n";
