@@ -1,5 +1,6 @@
 #include "generators/config_gen.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "generators/layout_gen.h"
@@ -37,6 +38,20 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
            *rc::gen::elementOf(std::vector<double>{0.5, 2.0})});
     }
     if (*rc::gen::inRange(0, 4) == 0) o.grouping.decoupled_lr = 5e-4;
+    // Per-region LR bounds (µP-style), sometimes two regions with different bounds: groups that
+    // differ only in their LR bounds.
+    const int bound_regions = *rc::gen::elementOf(std::vector<int>{0, 0, 1, 2});
+    std::vector<std::string> regions{"self_attention", "mlp", "linear_fc2", "linear_qkv"};
+    for (int i = 0; i < bound_regions; ++i) {
+      const std::string region = *rc::gen::elementOf(regions);
+      regions.erase(std::find(regions.begin(), regions.end(), region));
+      LrBoundOverride b;
+      b.name_contains = region;
+      b.max_lr = *rc::gen::elementOf(std::vector<double>{5e-4, 2e-3, 4e-3});
+      if (*rc::gen::inRange(0, 2) == 0)
+        b.min_lr = *rc::gen::elementOf(std::vector<double>{0.0, 1e-6});
+      o.grouping.lr_bound_overrides.push_back(b);
+    }
 
     SchedulerConfig& s = c.scheduler;
     s.lr_decay_style = *rc::gen::elementOf(std::vector<LrDecayStyle>{

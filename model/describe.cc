@@ -52,6 +52,11 @@ std::string DescribeTrainingConfig(const TrainingConfig& c) {
   for (const auto& o : c.optimizer.grouping.lr_mult_overrides) {
     os << ", lr_mult " << o.lr_mult << " for *" << o.name_contains << "*";
   }
+  for (const auto& o : c.optimizer.grouping.lr_bound_overrides) {
+    os << ", max_lr " << o.max_lr;
+    if (o.min_lr) os << " min_lr " << *o.min_lr;
+    os << " for *" << o.name_contains << "*";
+  }
   if (c.optimizer.grouping.decoupled_lr)
     os << ", decoupled lr " << *c.optimizer.grouping.decoupled_lr;
   os << "; scheduler " << LrDecayStyleName(c.scheduler.lr_decay_style) << " warmup "

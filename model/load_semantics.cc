@@ -98,14 +98,27 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
     std::vector<ParamGroupIdentity> saved_ids;
     for (const ParamGroup* g : saved_groups) saved_ids.push_back(g->identity);
     std::vector<int> match;
-    CKPTSPEC_RETURN_IF_ERROR(MatchParamGroups(saved_ids, Identities(out->optimizers[o].groups),
-                                              IdentityKeySet::kCore, &match)
+    IdentityKeySet key_set;
+    CKPTSPEC_RETURN_IF_ERROR(KeySetOfSavedGroups(saved_ids, &key_set)
                                  .WithContext("optimizer " + out->optimizers[o].name));
+    CKPTSPEC_RETURN_IF_ERROR(
+        MatchParamGroups(saved_ids, Identities(out->optimizers[o].groups), key_set, &match)
+            .WithContext("optimizer " + out->optimizers[o].name +
+                         (key_set == IdentityKeySet::kCore
+                              ? " (saved groups of the older form: identity without LR bounds)"
+                              : "")));
     for (size_t c = 0; c < match.size(); ++c) {
       ParamGroup& g = out->optimizers[o].groups[c];
       const ParamGroup& s = *saved_groups[match[c]];
-      std::vector<int> params = g.params;  // {**saved, params: current}
+      // {**saved, params: current}, but the identity stays the current group's (equal under the
+      // key; a group loaded from the older form thus records its declared bounds again), with
+      // the saved LR bounds (L6 decides them).
+      ParamGroupIdentity identity = g.identity;
+      identity.max_lr = s.identity.max_lr;
+      identity.min_lr = s.identity.min_lr;
+      std::vector<int> params = std::move(g.params);
       g = s;
+      g.identity = identity;
       g.params = std::move(params);
     }
   }

@@ -18,10 +18,13 @@
 // |    |                  | loads under any layout change; dp_reshardable only when TP, PP, CP, EP    |
 // |    |                  | and ETP are unchanged (error naming the changed size) and no parameter    |
 // |    |                  | trainable when saved is frozen now (its buffers are laid out over the     |
-// |    |                  | trainable parameters: error naming it). Groups match by                   |
-// |    |                  | identity (IdentityKeySet::kCore) as a bijection (param_groups.h; saved    |
-// |    |                  | groups whose parameters are all frozen now are dropped first); each       |
-// |    |                  | current group takes the saved group's hyper-parameters and step. Moments, |
+// |    |                  | trainable parameters: error naming it). Groups match by identity as a     |
+// |    |                  | bijection (param_groups.h; saved groups whose parameters are all frozen   |
+// |    |                  | now are dropped first), keyed with their declared LR bounds when the      |
+// |    |                  | saved groups record them, else (older form) without: then two current     |
+// |    |                  | groups that differ only in LR bounds are an error, never merged. Each     |
+// |    |                  | current group keeps its identity and takes the saved group's LR bounds,   |
+// |    |                  | hyper-parameters and step. Moments,                                       |
 // |    |                  | per-parameter steps and the fp32 master value load; the master value      |
 // |    |                  | fills both the main and the offload copy. A trainable parameter without   |
 // |    |                  | saved optimizer state (frozen when saved) is an error.                    |

@@ -252,14 +252,14 @@ TEST(LoadSemantics, L6OverrideTakesGroupBoundsFromTheNewConfig) {  // B05
   TrainingConfig changed = Config();
   changed.scheduler.max_lr = 2e-2;
   changed.scheduler.min_lr = 2e-3;
-  changed.optimizer.grouping.decoupled_lr = 8e-3;
   ResumeRequest r = Request(changed);
   r.flags.override_scheduler = true;
   TrainingState out;
   ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
   EXPECT_EQ(out.scheduler.num_steps, 12);
   for (const ParamGroup& g : out.optimizers[0].groups) {
-    EXPECT_EQ(*g.identity.max_lr, g.identity.is_decoupled_lr ? 8e-3 : 2e-2);
+    // The decoupled max_lr is declared (4e-3, unchanged); min_lr is the scheduler's.
+    EXPECT_EQ(*g.identity.max_lr, g.identity.is_decoupled_lr ? 4e-3 : 2e-2);
     EXPECT_EQ(*g.identity.min_lr, 2e-3);
     const double expected =
         SchedulerLr(changed.scheduler, 12, *g.identity.max_lr, 2e-3) * g.identity.lr_mult;
@@ -270,6 +270,37 @@ TEST(LoadSemantics, L6OverrideTakesGroupBoundsFromTheNewConfig) {  // B05
   for (const ParamGroup& g : out.optimizers[0].groups) {
     EXPECT_EQ(*g.identity.max_lr, g.identity.is_decoupled_lr ? 4e-3 : 1e-2);
   }
+}
+
+TEST(LoadSemantics, L3AChangedDeclaredBoundIsAnotherGroup) {
+  const CheckpointDescriptor ckpt = Checkpoint(3);
+  TrainingConfig changed = Config();
+  changed.optimizer.grouping.decoupled_lr = 8e-3;
+  ResumeRequest r = Request(changed);
+  r.flags.override_scheduler = true;
+  TrainingState out;
+  const Status s = ExpectedStateAfterLoad(ckpt, r, &out);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("max_lr=0.008"), std::string::npos) << s.ToString();
+  r.flags.no_load_optim = true;  // without the optimizer state nothing is matched
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+}
+
+TEST(LoadSemantics, L3OlderFormGroupsMatchWithoutBoundsAndRefuseGroupsSplitByBounds) {
+  CheckpointDescriptor ckpt = Checkpoint(3);
+  for (SubOptimizer& o : ckpt.state.optimizers) {
+    for (ParamGroup& g : o.groups) g.identity.Remove(IdentityField::kLrBoundsDeclared);
+  }
+  TrainingState out, newer;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(), &out).ok());
+  ASSERT_TRUE(ExpectedStateAfterLoad(Checkpoint(3), Request(), &newer).ok());
+  EXPECT_EQ(FirstDifference(out, newer), "");
+  // A region with its own bounds splits a group the older key cannot tell apart.
+  TrainingConfig split = Config();
+  split.optimizer.grouping.lr_bound_overrides.push_back({"linear_qkv", 2e-2, std::nullopt});
+  const Status s = ExpectedStateAfterLoad(ckpt, Request(split), &out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("older form"), std::string::npos) << s.ToString();
 }
 
 TEST(LoadSemantics, L7RngOnlyWhereTheRankStillExists) {

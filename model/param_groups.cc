@@ -20,6 +20,8 @@ const char* IdentityFieldName(IdentityField field) {
       return "max_lr";
     case IdentityField::kMinLr:
       return "min_lr";
+    case IdentityField::kLrBoundsDeclared:
+      return "lr_bounds_declared";
   }
   return "?";
 }
@@ -35,7 +37,7 @@ std::string Num(double v) {
 
 std::string Opt(const std::optional<double>& v) { return v ? Num(*v) : std::string("None"); }
 
-int NumFields(IdentityKeySet set) { return set == IdentityKeySet::kCore ? 4 : 6; }
+int NumFields(IdentityKeySet set) { return set == IdentityKeySet::kCore ? 4 : kNumIdentityFields; }
 
 }  // namespace
 
@@ -71,10 +73,20 @@ Status IdentityKey(const ParamGroupIdentity& id, IdentityKeySet set, const std::
   k.is_expert_parallel = id.is_expert_parallel;
   k.is_decoupled_lr = id.is_decoupled_lr;
   if (set == IdentityKeySet::kWithLrBounds) {
-    if (id.max_lr) CKPTSPEC_RETURN_IF_ERROR(finite("max_lr", *id.max_lr));
-    if (id.min_lr) CKPTSPEC_RETURN_IF_ERROR(finite("min_lr", *id.min_lr));
-    k.max_lr = id.max_lr;
-    k.min_lr = id.min_lr;
+    // Only declared bounds are identity; an undeclared one is the scheduler's (None in the key).
+    auto declared = [&](const char* name, bool declares, const std::optional<double>& v,
+                        std::optional<double>* key) -> Status {
+      if (!declares) return Status::OK();
+      if (!v) {
+        return Status::InvalidArgument(what + " declares " + name + " but its " + name +
+                                       " is None");
+      }
+      CKPTSPEC_RETURN_IF_ERROR(finite(name, *v));
+      *key = v;
+      return Status::OK();
+    };
+    CKPTSPEC_RETURN_IF_ERROR(declared("max_lr", id.declares_max_lr, id.max_lr, &k.max_lr));
+    CKPTSPEC_RETURN_IF_ERROR(declared("min_lr", id.declares_min_lr, id.min_lr, &k.min_lr));
   }
   *out = k;
   return Status::OK();
@@ -102,15 +114,30 @@ std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& par
     id.is_decoupled_lr =
         config.decoupled_lr.has_value() && (p.placement == ParamPlacement::kEmbedding ||
                                             p.name.find("output_layer.") != std::string::npos);
+    id.max_lr = sched_max_lr;
+    id.min_lr = sched_min_lr;
     if (id.is_decoupled_lr) {
       id.max_lr = *config.decoupled_lr;
-      id.min_lr = config.decoupled_min_lr ? *config.decoupled_min_lr : sched_min_lr;
+      id.declares_max_lr = true;
+      if (config.decoupled_min_lr) {
+        id.min_lr = *config.decoupled_min_lr;
+        id.declares_min_lr = true;
+      }
     } else {
-      id.max_lr = sched_max_lr;
-      id.min_lr = sched_min_lr;
+      for (const LrBoundOverride& o : config.lr_bound_overrides) {
+        if (p.name.find(o.name_contains) == std::string::npos) continue;
+        id.max_lr = o.max_lr;
+        id.declares_max_lr = true;
+        if (o.min_lr) {
+          id.min_lr = *o.min_lr;
+          id.declares_min_lr = true;
+        }
+        break;
+      }
     }
     ParamGroupKey key;
-    // Cannot fail: every field of a group built from the config is present and finite.
+    // Cannot fail for a valid config (ValidateTrainingConfig): every field is present, every
+    // declared bound finite.
     IdentityKey(id, IdentityKeySet::kWithLrBounds, "default group", &key).IgnoreError();
     auto it = index.find(key);
     if (it == index.end()) {
@@ -126,6 +153,39 @@ std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& par
     groups[it->second].params.push_back(static_cast<int>(i));
   }
   return groups;
+}
+
+Status KeySetOfSavedGroups(const std::vector<ParamGroupIdentity>& saved, IdentityKeySet* out) {
+  *out = IdentityKeySet::kCore;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const bool newer = saved[i].Has(IdentityField::kLrBoundsDeclared);
+    if (i == 0) {
+      if (newer) *out = IdentityKeySet::kWithLrBounds;
+      continue;
+    }
+    if (newer != (*out == IdentityKeySet::kWithLrBounds)) {
+      return Status::InvalidArgument(
+          "saved param group " + std::to_string(newer ? 0 : i) + " lacks identifier key '" +
+          IdentityFieldName(IdentityField::kLrBoundsDeclared) + "' but saved param group " +
+          std::to_string(newer ? i : 0) + " has it: groups of two identity-key forms");
+    }
+  }
+  return Status::OK();
+}
+
+bool SomeGroupsDifferOnlyInLrBounds(const std::vector<ParamGroupIdentity>& ids) {
+  std::map<ParamGroupKey, ParamGroupKey> newer_by_core;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ParamGroupKey core, newer;
+    const std::string what = "param group " + std::to_string(i);
+    if (!IdentityKey(ids[i], IdentityKeySet::kCore, what, &core).ok() ||
+        !IdentityKey(ids[i], IdentityKeySet::kWithLrBounds, what, &newer).ok()) {
+      continue;
+    }
+    auto [it, inserted] = newer_by_core.emplace(core, newer);
+    if (!inserted && it->second != newer) return true;
+  }
+  return false;
 }
 
 std::vector<ParamGroupIdentity> Identities(const std::vector<ParamGroup>& groups) {

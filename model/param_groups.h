@@ -6,6 +6,13 @@
 // max_lr and min_lr), and HYPER-PARAMETERS the optimizer reads (lr, weight_decay, betas, eps),
 // which the scheduler rewrites every step.
 //
+// LR bounds: every group carries the max_lr / min_lr the scheduler uses for it. A bound is
+// DECLARED when the config sets it for the group's parameters (a per-region bound, as µP-style
+// setups make, or the decoupled LR); otherwise it is the scheduler's and follows the scheduler
+// (it changes under --override-opt_param-scheduler). Which bounds are declared is recorded with
+// the group ("lr_bounds_declared"); a group written before that field existed lacks it (the
+// older form of the identity key).
+//
 // Contracts (the correct behaviour; Megatron deviates where noted):
 //  - A field may be ABSENT from a group (its key is missing from the Python dict). An absent
 //    identity field is a named error whenever an identity key is needed, on save and on load
@@ -15,10 +22,12 @@
 //    a bijection: two groups with the same identity on either side, a current group without a
 //    saved one, or a saved group without a current one are named errors (Megatron's
 //    make_needed_groups collapses saved duplicates silently and ignores unmatched saved groups).
-//  - Which fields make up the key is a parameter (IdentityKeySet): kCore is the v0.13-v0.18
-//    tuple; kWithLrBounds adds max_lr and min_lr (v0.19). The load rules (load_semantics.h) match
-//    with kCore because per-group LR bounds are derived from the effective scheduler, which may
-//    legitimately change under --override-opt_param-scheduler.
+//  - Which fields make up the key is a parameter (IdentityKeySet), the key's version: kCore is the
+//    v0.13-v0.18 tuple; kWithLrBounds adds the DECLARED bounds (an undeclared bound is None in
+//    the key, so a scheduler change never changes a key, while two groups that differ only in
+//    their declared bounds are two identities; megatron-core v0.19 adds the bounds as the group
+//    carries them, Megatron-LM PR #4705). The load rules (load_semantics.h) match with the key
+//    version the checkpoint's groups were written in (KeySetOfSavedGroups).
 #pragma once
 
 #include <cstdint>
@@ -39,15 +48,17 @@ enum class IdentityField : int {
   kIsDecoupledLr,
   kMaxLr,
   kMinLr,
+  kLrBoundsDeclared,
 };
-inline constexpr int kNumIdentityFields = 6;
+inline constexpr int kNumIdentityFields = 7;
 
-// The Python key: "wd_mult", "lr_mult", "is_expert_parallel", "is_decoupled_lr", "max_lr", "min_lr".
+// The Python key: "wd_mult", "lr_mult", "is_expert_parallel", "is_decoupled_lr", "max_lr", "min_lr",
+// "lr_bounds_declared".
 const char* IdentityFieldName(IdentityField field);
 
 enum class IdentityKeySet {
   kCore,  // (wd_mult, lr_mult, is_expert_parallel, is_decoupled_lr): megatron-core v0.13-v0.18
-  kWithLrBounds,  // kCore + (max_lr, min_lr): v0.19
+  kWithLrBounds,  // kCore + (declared max_lr, declared min_lr): groups with lr_bounds_declared
 };
 
 struct ParamGroupIdentity {
@@ -57,6 +68,10 @@ struct ParamGroupIdentity {
   bool is_decoupled_lr = false;
   std::optional<double> max_lr;  // nullopt: None (the scheduler's max_lr)
   std::optional<double> min_lr;
+  // The config declares this group's max_lr / min_lr (see "LR bounds" above); a declared bound
+  // is never None.
+  bool declares_max_lr = false;
+  bool declares_min_lr = false;
   // Bit (1 << IdentityField) set: that key is missing from the group dict.
   uint32_t absent = 0;
 
@@ -64,7 +79,8 @@ struct ParamGroupIdentity {
   void Remove(IdentityField f) { absent |= 1u << static_cast<int>(f); }
 };
 
-// The identity key: the fields of a key set, all present. Fields outside the set compare equal.
+// The identity key: the fields of a key set, all present. Fields outside the set compare equal;
+// under kWithLrBounds an undeclared bound is None.
 struct ParamGroupKey {
   IdentityKeySet set = IdentityKeySet::kCore;
   double wd_mult = 1.0;
@@ -86,8 +102,8 @@ struct ParamGroupKey {
 std::string DescribeKey(const ParamGroupKey& key);
 
 // The identity's key under `set`. Errors: an identity field of the set is absent (NotFound,
-// naming the field); a multiplier or bound is not finite (InvalidArgument). `what` names the group
-// in messages ("saved param group 2").
+// naming the field); a multiplier or declared bound is not finite, or a declared bound is None
+// (InvalidArgument). `what` names the group in messages ("saved param group 2").
 Status IdentityKey(const ParamGroupIdentity& id, IdentityKeySet set, const std::string& what,
                    ParamGroupKey* out);
 
@@ -109,6 +125,14 @@ struct LrMultOverride {
   double lr_mult = 1.0;
 };
 
+// A per-region LR bound (Megatron's ParamGroupOverride max_lr / min_lr): a parameter whose name
+// contains name_contains gets these declared bounds. min_lr unset: the scheduler's (undeclared).
+struct LrBoundOverride {
+  std::string name_contains;
+  double max_lr = 0.0;
+  std::optional<double> min_lr;
+};
+
 // Inputs of Megatron's _get_param_groups.
 struct GroupingConfig {
   double weight_decay = 0.01;  // the base weight decay (the scheduler's start_wd drives it later)
@@ -116,6 +140,8 @@ struct GroupingConfig {
   double beta2 = 0.999;
   double eps = 1e-8;
   std::vector<LrMultOverride> lr_mult_overrides;  // first match wins (scale_lr_cond)
+  // First match wins; a parameter of a decoupled group keeps the decoupled bounds.
+  std::vector<LrBoundOverride> lr_bound_overrides;
   // With a decoupled LR, embedding and output parameters form is_decoupled_lr groups whose bounds
   // are these (min defaults to the scheduler's min_lr).
   std::optional<double> decoupled_lr;
@@ -127,8 +153,11 @@ struct GroupingConfig {
 // first matching override else 1; is_expert_parallel = is_expert(); is_decoupled_lr = a decoupled
 // LR is set and the parameter is the embedding or the output layer. Groups appear in order of
 // their first parameter. Every group carries max_lr / min_lr: the decoupled bounds for decoupled
-// groups, else (sched_max_lr, sched_min_lr). Hyper-parameters from `config`; lr = 0 until the
-// scheduler sets it. Precondition: frozen.size() == params.size().
+// groups (max declared; min declared when decoupled_min_lr is set), else the first matching
+// lr_bound_override's (declared), else (sched_max_lr, sched_min_lr) (undeclared). Groups are keyed
+// by kWithLrBounds, so parameters whose declared bounds differ are in different groups even when
+// the rest of their identity is equal. Hyper-parameters from `config`; lr = 0 until the scheduler
+// sets it. Precondition: frozen.size() == params.size().
 std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& params,
                                            const std::vector<bool>& frozen,
                                            const GroupingConfig& config, double sched_max_lr,
@@ -142,6 +171,16 @@ std::vector<ParamGroup> DefaultParamGroups(const std::vector<ParameterSpec>& par
 Status MatchParamGroups(const std::vector<ParamGroupIdentity>& saved,
                         const std::vector<ParamGroupIdentity>& current, IdentityKeySet set,
                         std::vector<int>* saved_for_current);
+
+// The key version a checkpoint's groups were written in: kWithLrBounds when they have
+// lr_bounds_declared, kCore when they lack it (the older form; also for no groups). Error
+// (InvalidArgument, naming a group of each form): some have it and some lack it.
+Status KeySetOfSavedGroups(const std::vector<ParamGroupIdentity>& saved, IdentityKeySet* out);
+
+// Whether two of the groups share the older key (kCore) but not the newer one: groups that differ
+// only in their declared LR bounds, which the older key collapses. Groups whose identity does not
+// key (an absent or non-finite field) are skipped.
+bool SomeGroupsDifferOnlyInLrBounds(const std::vector<ParamGroupIdentity>& ids);
 
 // Convenience: the identities of groups, in order.
 std::vector<ParamGroupIdentity> Identities(const std::vector<ParamGroup>& groups);

@@ -133,20 +133,96 @@ TEST(ParamGroups, UnmatchedGroupsOnEitherSideAreNamed) {
   EXPECT_NE(s.message().find("saved param group 3"), std::string::npos) << s.ToString();
 }
 
-TEST(ParamGroups, LrBoundsAreIdentityOnlyInTheV019KeySet) {
+TEST(ParamGroups, OnlyDeclaredLrBoundsAreIdentityAndOnlyInTheNewerKeySet) {
   auto saved = FourIdentities();
   auto current = saved;
   for (auto& id : saved) id.max_lr = 1e-3;
   for (auto& id : current) id.max_lr = 2e-3;
   std::vector<int> match;
+  // Undeclared bounds are the scheduler's: they may change without changing any key.
   EXPECT_TRUE(MatchParamGroups(saved, current, IdentityKeySet::kCore, &match).ok());
-  EXPECT_EQ(MatchParamGroups(saved, current, IdentityKeySet::kWithLrBounds, &match).code(),
-            Status::Code::kNotFound);
+  EXPECT_TRUE(MatchParamGroups(saved, current, IdentityKeySet::kWithLrBounds, &match).ok());
+  // A declared bound is identity in the newer key set only.
+  saved[1].declares_max_lr = current[1].declares_max_lr = true;
+  EXPECT_TRUE(MatchParamGroups(saved, current, IdentityKeySet::kCore, &match).ok());
+  const Status s = MatchParamGroups(saved, current, IdentityKeySet::kWithLrBounds, &match);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("max_lr=0.002"), std::string::npos) << s.ToString();
   current = saved;
   current[0].Remove(IdentityField::kMinLr);
   EXPECT_TRUE(MatchParamGroups(saved, current, IdentityKeySet::kCore, &match).ok());
   EXPECT_EQ(MatchParamGroups(saved, current, IdentityKeySet::kWithLrBounds, &match).code(),
             Status::Code::kNotFound);
+  current = saved;
+  current[2].declares_min_lr = true;
+  current[2].min_lr.reset();
+  EXPECT_EQ(MatchParamGroups(saved, current, IdentityKeySet::kWithLrBounds, &match).code(),
+            Status::Code::kInvalidArgument);
+}
+
+TEST(ParamGroups, GroupsDifferingOnlyInDeclaredBoundsAreDistinctInTheNewerKeyOnly) {
+  const auto params = ModelParameters(MoeConfig());
+  GroupingConfig g;
+  g.lr_bound_overrides.push_back({"mlp.linear_fc1", 4e-3, std::nullopt});
+  g.lr_bound_overrides.push_back({"self_attention", 2e-3, 0.0});
+  const auto groups =
+      DefaultParamGroups(params, std::vector<bool>(params.size(), false), g, 1e-3, 1e-5);
+  int bounded = 0;
+  for (const ParamGroup& grp : groups) {
+    for (int i : grp.params) {
+      const bool fc1 = params[i].name.find("mlp.linear_fc1") != std::string::npos;
+      const bool attention = params[i].name.find("self_attention") != std::string::npos;
+      EXPECT_EQ(*grp.identity.max_lr, fc1 ? 4e-3 : attention ? 2e-3 : 1e-3) << params[i].name;
+      EXPECT_EQ(*grp.identity.min_lr, attention ? 0.0 : 1e-5) << params[i].name;
+      EXPECT_EQ(grp.identity.declares_max_lr, fc1 || attention) << params[i].name;
+      EXPECT_EQ(grp.identity.declares_min_lr, attention) << params[i].name;
+    }
+    bounded += grp.identity.declares_max_lr;
+  }
+  EXPECT_GE(bounded, 2);
+  std::vector<int> match;
+  const auto ids = Identities(groups);
+  ASSERT_TRUE(MatchParamGroups(ids, ids, IdentityKeySet::kWithLrBounds, &match).ok());
+  for (size_t c = 0; c < match.size(); ++c) EXPECT_EQ(match[c], static_cast<int>(c));
+  // The older key cannot tell them apart: refused, never merged.
+  const Status s = MatchParamGroups(ids, ids, IdentityKeySet::kCore, &match);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("share the identity"), std::string::npos) << s.ToString();
+}
+
+TEST(ParamGroups, TheSavedGroupsTellTheKeyVersion) {
+  auto ids = FourIdentities();
+  IdentityKeySet set = IdentityKeySet::kCore;
+  ASSERT_TRUE(KeySetOfSavedGroups(ids, &set).ok());
+  EXPECT_EQ(set, IdentityKeySet::kWithLrBounds);
+  ASSERT_TRUE(KeySetOfSavedGroups({}, &set).ok());
+  EXPECT_EQ(set, IdentityKeySet::kCore);
+  for (auto& id : ids) id.Remove(IdentityField::kLrBoundsDeclared);
+  ASSERT_TRUE(KeySetOfSavedGroups(ids, &set).ok());
+  EXPECT_EQ(set, IdentityKeySet::kCore);
+  // A mix is refused, whichever form comes first.
+  for (size_t older : {size_t{0}, size_t{3}}) {
+    auto mixed = FourIdentities();
+    mixed[older].Remove(IdentityField::kLrBoundsDeclared);
+    const Status s = KeySetOfSavedGroups(mixed, &set);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("saved param group " + std::to_string(older) +
+                               " lacks identifier key 'lr_bounds_declared'"),
+              std::string::npos)
+        << s.ToString();
+  }
+}
+
+TEST(ParamGroups, GroupsDifferingOnlyInLrBoundsAreDetected) {
+  auto ids = FourIdentities();
+  EXPECT_FALSE(SomeGroupsDifferOnlyInLrBounds(ids));
+  ids.push_back(ids[1]);
+  EXPECT_FALSE(SomeGroupsDifferOnlyInLrBounds(ids));  // a duplicate, not a bound-only difference
+  ids.back().declares_max_lr = true;
+  ids.back().max_lr = 3e-3;
+  EXPECT_TRUE(SomeGroupsDifferOnlyInLrBounds(ids));
+  ids.back().lr_mult = 7.0;
+  EXPECT_FALSE(SomeGroupsDifferOnlyInLrBounds(ids));
 }
 
 }  // namespace

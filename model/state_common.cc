@@ -63,6 +63,26 @@ Status OptionalBound(const json& j, const char* name, const std::string& where,
   return Status::OK();
 }
 
+// "lr_bounds_declared": a list of distinct names out of "max_lr", "min_lr".
+Status DeclaredBounds(const json& j, const std::string& where, ParamGroupIdentity* id) {
+  const json* f = nullptr;
+  CKPTSPEC_RETURN_IF_ERROR(Field(j, "lr_bounds_declared", where, &f));
+  if (!f->is_array() || f->size() > 2) {
+    return Status::Corruption(where + ": 'lr_bounds_declared' is not a list of at most two names");
+  }
+  for (const json& name : *f) {
+    bool* declares = nullptr;
+    if (name == "max_lr") declares = &id->declares_max_lr;
+    if (name == "min_lr") declares = &id->declares_min_lr;
+    if (declares == nullptr || *declares) {
+      return Status::Corruption(where + ": 'lr_bounds_declared' holds " + name.dump() +
+                                ", not a distinct 'max_lr' or 'min_lr'");
+    }
+    *declares = true;
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 json ParamGroupToJson(const ParamGroup& g) {
@@ -75,6 +95,12 @@ json ParamGroupToJson(const ParamGroup& g) {
   if (id.Has(IdentityField::kIsDecoupledLr)) j["is_decoupled_lr"] = id.is_decoupled_lr;
   if (id.Has(IdentityField::kMaxLr)) j["max_lr"] = bound(id.max_lr);
   if (id.Has(IdentityField::kMinLr)) j["min_lr"] = bound(id.min_lr);
+  if (id.Has(IdentityField::kLrBoundsDeclared)) {
+    json declared = json::array();
+    if (id.declares_max_lr) declared.push_back("max_lr");
+    if (id.declares_min_lr) declared.push_back("min_lr");
+    j["lr_bounds_declared"] = std::move(declared);
+  }
   j["lr"] = g.lr;
   j["weight_decay"] = g.weight_decay;
   j["betas"] = json::array({g.beta1, g.beta2});
@@ -114,6 +140,10 @@ Status ParamGroupFromJson(const json& j, ParamGroup* out) {
     CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "min_lr", w, &id.min_lr));
   else
     id.Remove(IdentityField::kMinLr);
+  if (has("lr_bounds_declared"))
+    CKPTSPEC_RETURN_IF_ERROR(DeclaredBounds(j, w, &id));
+  else
+    id.Remove(IdentityField::kLrBoundsDeclared);
   CKPTSPEC_RETURN_IF_ERROR(Number(j, "lr", w, &g.lr));
   CKPTSPEC_RETURN_IF_ERROR(Number(j, "weight_decay", w, &g.weight_decay));
   CKPTSPEC_RETURN_IF_ERROR(Number(j, "eps", w, &g.eps));

@@ -15,8 +15,10 @@
 namespace ckptspec {
 
 // {"wd_mult", "lr_mult", "is_expert_parallel", "is_decoupled_lr", "max_lr", "min_lr" (null for
-// None), "lr", "weight_decay", "betas": [b1, b2], "eps", "step", "params": [indices]}; identity
-// fields that are absent from the group (ParamGroupIdentity::absent) are left out, as Python would.
+// None), "lr_bounds_declared": the declared bounds' names (a subset of ["max_lr", "min_lr"]), "lr",
+// "weight_decay", "betas": [b1, b2], "eps", "step", "params": [indices]}; identity fields that are
+// absent from the group (ParamGroupIdentity::absent) are left out, as Python would (a group of the
+// older form lacks "lr_bounds_declared").
 nlohmann::json ParamGroupToJson(const ParamGroup& g);
 Status ParamGroupFromJson(const nlohmann::json& j, ParamGroup* out);
 

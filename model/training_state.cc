@@ -1,6 +1,7 @@
 #include "model/training_state.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -46,6 +47,20 @@ Status ValidateTrainingConfig(const TrainingConfig& c) {
   if (!(c.optimizer.cpu_offload_fraction >= 0.0 && c.optimizer.cpu_offload_fraction <= 1.0)) {
     return Status::InvalidArgument(
         "cpu_offload_fraction = " + Num(c.optimizer.cpu_offload_fraction) + " must be in [0, 1]");
+  }
+  for (const LrBoundOverride& o : c.optimizer.grouping.lr_bound_overrides) {
+    const std::string what = "lr bound override for *" + o.name_contains + "*";
+    if (o.name_contains.empty()) {
+      return Status::InvalidArgument("an lr bound override has an empty name pattern");
+    }
+    if (!(std::isfinite(o.max_lr) && o.max_lr > 0.0)) {
+      return Status::InvalidArgument(what + ": max_lr = " + Num(o.max_lr) +
+                                     " must be finite and positive");
+    }
+    if (o.min_lr && !(std::isfinite(*o.min_lr) && *o.min_lr >= 0.0 && *o.min_lr <= o.max_lr)) {
+      return Status::InvalidArgument(what + ": min_lr = " + Num(*o.min_lr) + " must be in [0, " +
+                                     Num(o.max_lr) + "]");
+    }
   }
   if (c.ranks.empty()) return Status::InvalidArgument("training config lists no ranks");
   const auto specs = ModelParameters(c.model);
@@ -219,8 +234,29 @@ std::string GroupDiff(const std::string& where, const ParamGroup& a, const Param
   // still compares (the absent fields are compared beside it).
   IdentityKey(a.identity, IdentityKeySet::kWithLrBounds, where, &ka).IgnoreError();
   IdentityKey(b.identity, IdentityKeySet::kWithLrBounds, where, &kb).IgnoreError();
-  if (a.identity.absent != b.identity.absent || !(ka == kb)) {
+  for (int f = 0; f < kNumIdentityFields; ++f) {
+    const IdentityField field = static_cast<IdentityField>(f);
+    if (a.identity.Has(field) != b.identity.Has(field)) {
+      return where + " identity: '" + IdentityFieldName(field) + "' is " +
+             (a.identity.Has(field) ? "present" : "absent") + " vs " +
+             (b.identity.Has(field) ? "present" : "absent");
+    }
+  }
+  if (!(ka == kb) || a.identity.declares_max_lr != b.identity.declares_max_lr ||
+      a.identity.declares_min_lr != b.identity.declares_min_lr) {
     return where + " identity: " + DescribeKey(ka) + " vs " + DescribeKey(kb);
+  }
+  // The bounds the group carries, declared or the scheduler's (the key holds only declared ones).
+  auto bound = [&](const char* f, const std::optional<double>& x,
+                   const std::optional<double>& y) -> std::string {
+    if (x.has_value() == y.has_value() && (!x || std::memcmp(&*x, &*y, sizeof(double)) == 0)) {
+      return "";
+    }
+    return where + " " + f + ": " + (x ? Num(*x) : "None") + " vs " + (y ? Num(*y) : "None");
+  };
+  for (const std::string& d : {bound("max_lr", a.identity.max_lr, b.identity.max_lr),
+                               bound("min_lr", a.identity.min_lr, b.identity.min_lr)}) {
+    if (!d.empty()) return d;
   }
   auto num = [&](const char* f, double x, double y) -> std::string {
     if (std::memcmp(&x, &y, sizeof x) == 0) return "";

@@ -67,9 +67,9 @@ const std::vector<Property>& AllProperties() {
        "every main item",
        "B04 B09", PlanCacheNotApplicable, CheckPlanCacheSafety},
       {"P8", "param-group identity",
-       "param-group identity: state attaches by identity; order does not matter; colliding or "
-       "missing identity is an error",
-       "B01 B05", Always, CheckParamGroupIdentity},
+       "param-group identity: state attaches by identity (declared LR bounds included); order "
+       "does not matter; colliding or missing identity is an error",
+       "B01 B05 B21", Always, CheckParamGroupIdentity},
       {"P9", "copy coherence",
        "copy coherence: after any load model, fp32-main and offload copies agree; the next step "
        "starts from the loaded weights",
@@ -101,7 +101,7 @@ const std::vector<Property>& AllProperties() {
        "determinism: same seed and layout, byte-identical files (where the target claims it)", "",
        NeedsDeterminismAndFaultInjection, CheckDeterminism},
       {"P18", "backward compatibility",
-       "backward compatibility: golden checkpoints of earlier format versions load", "B01 B20",
+       "backward compatibility: golden checkpoints of earlier format versions load", "B01 B20 B21",
        NeedsFaultInjection, CheckBackwardCompatibility},
       {"P19", "rerun state machine",
        "rerun state machine: transitions and exit codes per spec; a persisted state never needs "

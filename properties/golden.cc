@@ -110,12 +110,33 @@ GoldenScenario DenseTp2Dp2PerWriterIndex() {
   return g;
 }
 
+// Param groups keyed with their declared LR bounds: two regions whose groups differ from the rest
+// only in their bounds (one declares both, one only max_lr).
+GoldenScenario DenseDp2DeclaredLrBounds() {
+  GoldenScenario g;
+  g.name = "dense_dp2_fp32_declared_lr_bounds";
+  const Layout layout = MakeLayout(2, ParallelSizes());
+  ModelConfig model = TinyModel("");
+  model.params_dtype = DType::kFloat32;
+  g.run.layout = HeterogeneousLayout::Single(layout);
+  g.run.configs = {ConfigFor(layout, model)};
+  GroupingConfig& grouping = g.run.configs[0].optimizer.grouping;
+  grouping.lr_bound_overrides.push_back({"self_attention", 2e-3, 1e-6});
+  grouping.lr_bound_overrides.push_back({"mlp", 4e-3, std::nullopt});
+  g.run.configs[0].optimizer.step_counter = StepCounter::kPerGroup;
+  g.run.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
+  g.iteration = 3;
+  return g;
+}
+
+constexpr const char* kKeyWithDeclaredLrBounds = "with_declared_lr_bounds";
+
 }  // namespace
 
 const std::vector<GoldenScenario>& GoldenScenarios() {
-  static const std::vector<GoldenScenario> kScenarios = {DenseTp2Pp2Dp2(), MoeEp2DpReshardable(),
-                                                         HeterogeneousTwoModules(),
-                                                         DenseTp2Dp2PerWriterIndex()};
+  static const std::vector<GoldenScenario> kScenarios = {
+      DenseTp2Pp2Dp2(), MoeEp2DpReshardable(), HeterogeneousTwoModules(),
+      DenseTp2Dp2PerWriterIndex(), DenseDp2DeclaredLrBounds()};
   return kScenarios;
 }
 
@@ -146,6 +167,7 @@ Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& 
   j["world_size"] = scenario.run.layout.world_size();
   j["optimizer_format"] = OptimizerFormatName(scenario.run.sharding.optimizer_format);
   j["writer"] = factory.name;
+  j["param_group_key"] = kKeyWithDeclaredLrBounds;  // what ParamGroupToJson writes
   j["files"] = nlohmann::json::object();
   for (const auto& [path, content] : tree) j["files"][path] = content.size();
 
@@ -173,6 +195,14 @@ Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::s
                               "', not '" + scenario.name + "'");
   }
   out->format_version = j["format_version"].get<int>();
+  out->param_group_key = IdentityKeySet::kCore;
+  if (j.contains("param_group_key")) {
+    if (j["param_group_key"] != kKeyWithDeclaredLrBounds) {
+      return Status::Corruption(json_path + ": unknown param_group_key " +
+                                j["param_group_key"].dump());
+    }
+    out->param_group_key = IdentityKeySet::kWithLrBounds;
+  }
   out->iteration = j["iteration"].get<int64_t>();
   if (out->iteration != scenario.iteration) {
     return Status::Corruption(json_path + ": iteration " + std::to_string(out->iteration) +

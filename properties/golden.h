@@ -3,7 +3,10 @@
 //
 // Layout of one scenario directory:
 //   scenario.json   {"scenario", "description", "format_version", "iteration", "world_size",
-//                    "optimizer_format", "files": {relative path: size}}
+//                    "optimizer_format", "param_group_key", "files": {relative path: size}}
+//                   "param_group_key": "with_declared_lr_bounds" when the saved param groups
+//                   record their declared LR bounds (model/param_groups.h); absent in goldens of
+//                   the older form, written before the field existed.
 //   checkpoint/     the checkpoint root as the writing target left it (tracker, iter_N/, ...)
 //
 // Contracts:
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "model/param_groups.h"
 #include "model/run_spec.h"
 #include "properties/storage_util.h"
 #include "targets/reference/format.h"
@@ -38,7 +42,9 @@ struct GoldenScenario {
 };
 
 // TP2·PP2·DP2 dense bf16 fully_reshardable; MoE EP2 dp_reshardable; two heterogeneous modules
-// (all format version 1, single index); TP2·DP2 dense fp32 in format version 2's per-writer index.
+// (all format version 1, single index); TP2·DP2 dense fp32 in format version 2's per-writer index
+// (these four in the older param-group form); DP2 dense fp32 with two regions of declared LR bounds
+// (format version 1, groups keyed with their declared bounds).
 const std::vector<GoldenScenario>& GoldenScenarios();
 // How RapidCheck prints a chosen scenario in a counterexample: its name.
 void showValue(const GoldenScenario& scenario, std::ostream& os);
@@ -52,7 +58,8 @@ Status WriteGoldenScenario(const GoldenScenario& scenario, const TargetFactory& 
 struct GoldenCheckpoint {
   int format_version = 0;
   int64_t iteration = 0;
-  StorageTree tree;  // checkpoint/, relative paths
+  IdentityKeySet param_group_key = IdentityKeySet::kCore;  // scenario.json's "param_group_key"
+  StorageTree tree;                                        // checkpoint/, relative paths
 };
 Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::string& dir,
                           GoldenCheckpoint* out);

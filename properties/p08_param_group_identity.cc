@@ -1,5 +1,7 @@
 // P8, param-group identity: optimizer state attaches to param groups by identity (wd_mult,
-// lr_mult, is_expert_parallel, is_decoupled_lr), never by position.
+// lr_mult, is_expert_parallel, is_decoupled_lr and the declared LR bounds), never by position.
+//  - Groups that differ only in their declared LR bounds (per-region bounds) are distinct: each
+//    resumes with its own bounds, lr and step.
 //  - Order: the saved groups of every sub-optimizer are stored in a permuted order (and the
 //    resuming config's lr_mult overrides sometimes come reversed): the resume equals the spec's
 //    expectation, and -- when the identities still match -- the resume of the same state saved in
@@ -8,7 +10,8 @@
 //    missing identity key (a core field absent from a saved group, B01) are refused with an error,
 //    at the save or at the resume, never merged or matched silently; the spec refuses too.
 // Catches: B01 (lr_mult popped from the runtime groups / identity checked only on load), B05's
-// group side (bounds from stale groups), Megatron's make_needed_groups collapsing duplicates.
+// group side (bounds from stale groups), B21 and Megatron's make_needed_groups collapsing
+// duplicates.
 #include <algorithm>
 
 #include "generators/run_gen.h"
@@ -50,6 +53,14 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
   for (size_t m = 0; m < natural.size(); ++m) {
     for (size_t o = 0; o < natural[m].optimizers.size(); ++o) {
       if (natural[m].optimizers[o].groups.size() >= 2) multi.emplace_back(m, o);
+    }
+  }
+  // Groups of one sub-optimizer that differ only in their LR bounds (a per-region bound): the
+  // older identity key collapses them (B21).
+  bool bounds_only = false;
+  for (const TrainingState& s : natural) {
+    for (const SubOptimizer& o : s.optimizers) {
+      bounds_only |= SomeGroupsDifferOnlyInLrBounds(Identities(o.groups));
     }
   }
   std::vector<Case> cases{Case::kPermuted, Case::kMissingKey};
@@ -117,6 +128,7 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
   RC_TAG(CaseName(c));
   RC_CLASSIFY(reversed, "lr_mult overrides reversed");
   RC_CLASSIFY(!multi.empty(), "a sub-optimizer with several groups");
+  RC_CLASSIFY(bounds_only, "groups that differ only in LR bounds");
 
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();

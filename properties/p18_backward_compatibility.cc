@@ -3,6 +3,8 @@
 // a fresh target's storage and resumed with the scenario's run under a generated flag set; the
 // result is the spec's expectation (the scenario's initial state trained to its iteration,
 // resumed under those flags), or the spec's named error when the spec refuses that resume.
+// The goldens hold param groups in both forms of the identity key: without LR bounds (written
+// before groups recorded their declared bounds) and with them.
 // Catches: B20 (a valid older layout misclassified or refused), B01 (identifier keys required on
 // load that older checkpoints lack), any format change that silently breaks old checkpoints.
 #include <sstream>
@@ -27,6 +29,9 @@ void CheckBackwardCompatibility(const TargetFactory& factory) {
            << "\n  resume on the same layout with flags " << flag_text.str() << "\n";
   RC_TAG(scenario.name);
   RC_TAG("format version " + std::to_string(golden.format_version));
+  RC_TAG(golden.param_group_key == IdentityKeySet::kCore
+             ? "param groups of the older form (keyed without LR bounds)"
+             : "param groups keyed with declared LR bounds");
 
   std::vector<TrainingState> saved;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(scenario.run, &saved));

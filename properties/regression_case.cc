@@ -135,7 +135,7 @@ json ModelToJson(const ModelConfig& m) {
 Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
   CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
       {"step_counter", "chaining", "cpu_offload_fraction", "weight_decay", "beta1", "beta2", "eps",
-       "decoupled_lr", "decoupled_min_lr", "lr_mult_overrides"}));
+       "decoupled_lr", "decoupled_min_lr", "lr_mult_overrides", "lr_bound_overrides"}));
   GroupingConfig& g = oc->grouping;
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("step_counter").GetEnum(ParseStepCounter, &oc->step_counter));
@@ -149,12 +149,22 @@ Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("decoupled_lr").GetDoubleOrNull(&g.decoupled_lr));
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("decoupled_min_lr").GetDoubleOrNull(&g.decoupled_min_lr));
-  return f.OptionalMember("lr_mult_overrides").ForEachElement([&](const JsonField& e) {
-    CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"name_contains", "lr_mult"}));
-    LrMultOverride o;
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("lr_mult_overrides").ForEachElement([&](const JsonField& e) {
+        CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"name_contains", "lr_mult"}));
+        LrMultOverride o;
+        CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("name_contains").GetString(&o.name_contains));
+        CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("lr_mult").GetDouble(&o.lr_mult));
+        g.lr_mult_overrides.push_back(o);
+        return Status::OK();
+      }));
+  return f.OptionalMember("lr_bound_overrides").ForEachElement([&](const JsonField& e) {
+    CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"name_contains", "max_lr", "min_lr"}));
+    LrBoundOverride o;
     CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("name_contains").GetString(&o.name_contains));
-    CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("lr_mult").GetDouble(&o.lr_mult));
-    g.lr_mult_overrides.push_back(o);
+    CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("max_lr").GetDouble(&o.max_lr));
+    CKPTSPEC_RETURN_IF_ERROR(e.OptionalMember("min_lr").GetDoubleOrNull(&o.min_lr));
+    g.lr_bound_overrides.push_back(o);
     return Status::OK();
   });
 }
@@ -215,6 +225,11 @@ json TrainingToJson(const TrainingConfig& c) {
     overrides.push_back({{"name_contains", x.name_contains}, {"lr_mult", x.lr_mult}});
   }
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json bound_overrides = json::array();
+  for (const LrBoundOverride& x : o.grouping.lr_bound_overrides) {
+    bound_overrides.push_back(
+        {{"name_contains", x.name_contains}, {"max_lr", x.max_lr}, {"min_lr", opt(x.min_lr)}});
+  }
   const SchedulerConfig& s = c.scheduler;
   return json{{"seed", c.seed},
               {"optimizer",
@@ -227,7 +242,8 @@ json TrainingToJson(const TrainingConfig& c) {
                 {"eps", o.grouping.eps},
                 {"decoupled_lr", opt(o.grouping.decoupled_lr)},
                 {"decoupled_min_lr", opt(o.grouping.decoupled_min_lr)},
-                {"lr_mult_overrides", overrides}}},
+                {"lr_mult_overrides", overrides},
+                {"lr_bound_overrides", bound_overrides}}},
               {"scheduler",
                {{"init_lr", s.init_lr},
                 {"max_lr", s.max_lr},

@@ -11,7 +11,7 @@
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b05_override_sched_ignored.h"
 
-#include "model/state_common.h"
+#include "targets/mutants/saved_param_groups.h"
 
 namespace ckptspec {
 namespace {
@@ -25,44 +25,22 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
         load.loaded.empty()) {
       return Status::OK();
     }
-    for (size_t m = 0; m < states->size(); ++m) {
-      TrainingState& s = (*states)[m];
-      const nlohmann::json* saved_json = nullptr;
-      nlohmann::json module_common;
-      if (load.loaded[0].common.contains("optimizer")) {
-        saved_json = &load.loaded[0].common["optimizer"];
-      } else {  // named modules: the module's common object, on the module's first rank
-        const ShardedStateDict& d = load.loaded[load.layout.modules()[m].first_rank];
-        for (const ShardedObject& o : d.objects) {
-          if (o.spec.origin.find("optimizer.common") != std::string::npos && !o.data.empty()) {
-            module_common = nlohmann::json::parse(o.data, nullptr, false);
-            if (module_common.is_object() && module_common.contains("optimizer")) {
-              saved_json = &module_common["optimizer"];
-            }
-          }
-        }
-      }
-      if (!saved_json) continue;
-      std::vector<SubOptimizer> saved;
-      CKPTSPEC_RETURN_IF_ERROR(SubOptimizersFromJson(*saved_json, &saved));
-      for (SubOptimizer& sub : s.optimizers) {
-        for (const SubOptimizer& old : saved) {
-          if (old.name != sub.name) continue;
+    return ForEachSavedSubOptimizer(
+        load, states, [](TrainingState& s, SubOptimizer& sub, const SubOptimizer& old) -> Status {
           std::vector<int> match;
-          if (!MatchParamGroups(Identities(old.groups), Identities(sub.groups),
-                                IdentityKeySet::kCore, &match)
+          IdentityKeySet key_set;
+          if (!KeySetOfSavedGroups(Identities(old.groups), &key_set).ok() ||
+              !MatchParamGroups(Identities(old.groups), Identities(sub.groups), key_set, &match)
                    .ok()) {
-            continue;
+            return Status::OK();
           }
           for (size_t g = 0; g < sub.groups.size(); ++g) {
             sub.groups[g].identity.max_lr = old.groups[match[g]].identity.max_lr;
             sub.groups[g].identity.min_lr = old.groups[match[g]].identity.min_lr;
           }
           ApplySchedule(s.scheduler, &sub.groups);  // get_lr: param_group.get('max_lr', ...)
-        }
-      }
-    }
-    return Status::OK();
+          return Status::OK();
+        });
   }
 };
 

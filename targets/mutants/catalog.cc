@@ -23,6 +23,7 @@
 #include "targets/mutants/b18_gas_skip_count.h"
 #include "targets/mutants/b19_async_error_swallowed.h"
 #include "targets/mutants/b20_ocdbt_detect.h"
+#include "targets/mutants/b21_lr_bound_groups_collapse.h"
 
 namespace ckptspec {
 
@@ -109,6 +110,11 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "a per-writer-index checkpoint (format version 2) is read as a single-index one and "
        "fails with a misleading NotFound for `metadata.json`",
        "P18", B20Parts},
+      {"B21", "lr-bound-groups-collapse", "Megatron-LM PR #4705",
+       "with the optimizer loaded, the saved param groups are matched to the current ones by "
+       "the key without LR bounds, the last saved group winning a shared key, so groups that "
+       "differ only in their LR bounds get one group's bounds, lr and step",
+       "P8 P18 P2", B21Parts},
   };
   return kCatalog;
 }
