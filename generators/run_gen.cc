@@ -41,6 +41,12 @@ rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous) {
   }));
 }
 
+RunSpec WithOptimizerFormat(RunSpec run, OptimizerFormat format) {
+  run.sharding.optimizer_format = format;
+  FitShardingToConfigs(&run.sharding, &run.configs);
+  return run;
+}
+
 namespace {
 
 // `saved` with each module on the layout pick(module config, module layout) gives.

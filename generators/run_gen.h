@@ -19,6 +19,9 @@ namespace ckptspec {
 namespace gen {
 
 rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous = true);
+// `run` saving its optimizer state in `format`, its configs fitted to it as RunUpTo fits them
+// (dp_reshardable chains the expert optimizer).
+RunSpec WithOptimizerFormat(RunSpec run, OptimizerFormat format);
 // Same module count and models; `change_layout` false keeps the layout.
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout);
 // As ResumeRunFor with change_layout, each module's layout differing in its DP size only

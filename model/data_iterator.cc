@@ -77,6 +77,12 @@ std::vector<int64_t> SamplesAt(const DataConfig& c, const std::vector<int64_t>& 
 
 }  // namespace
 
+std::vector<int64_t> SequenceSamples(const DataConfig& c, int64_t first, int64_t count) {
+  std::vector<int64_t> positions(static_cast<size_t>(count));
+  std::iota(positions.begin(), positions.end(), first);
+  return SamplesAt(c, positions);
+}
+
 std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, int64_t consumed) {
   DataIteratorState correct;
   correct.consumed_samples = consumed;

@@ -14,7 +14,9 @@
 // the resumed run continues the exact sequence at position consumed_samples, so "train k, save,
 // resume, train m" sees the same samples as "train k + m". In particular the resume offset is
 // applied exactly once (B10), the epoch comes from the state (B16), and a skip of s iterations is
-// s * global_batch_size samples (B18).
+// s * global_batch_size samples (B18). The sequence does not depend on the DP size (Megatron's
+// MegatronPretrainingSampler over a dataset-level shuffle), so a resume under another DP size
+// continues it too: only the slicing of each iteration's positions over the ranks changes.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +72,11 @@ StepSamples SamplesOfStep(const DataConfig& c, int64_t consumed_samples);
 // Flattened in the same order (global_batch_size ids): the sequence positions
 // consumed_samples .. consumed_samples + global_batch_size - 1.
 std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, int64_t consumed_samples);
+
+// The samples at sequence positions first .. first + count - 1 of the run's global sequence
+// (num_samples, seed and shuffle decide it; the batch sizes and the DP size do not).
+// Precondition: first >= 0, count >= 0.
+std::vector<int64_t> SequenceSamples(const DataConfig& c, int64_t first, int64_t count);
 
 // The sequence position the sampler of `s` draws for the loop's count `consumed`: `consumed` itself
 // for a correct sampler; for a frozen one (pass_origin o >= 0, consumed >= o), the passes restart

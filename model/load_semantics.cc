@@ -269,14 +269,8 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
     CKPTSPEC_RETURN_IF_ERROR(LoadRerunPayload(payload, ctx, &s.rerun));
   }
 
-  // L9.
+  // L9: the sample sequence is global (data_iterator.h), so any DP size continues it.
   if (load.data) {
-    if (ckpt.layout.dp() != req.layout.dp()) {
-      return Status::FailedPrecondition(
-          "data iterator state saved under DP " + std::to_string(ckpt.layout.dp()) +
-          " cannot be resumed under DP " + std::to_string(req.layout.dp()) +
-          " without reset_dataloader");
-    }
     CKPTSPEC_RETURN_IF_ERROR(ResumeDataIterator(req.config.data, saved.data, &s.data));
   }
   *out = std::move(s);

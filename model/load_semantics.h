@@ -50,8 +50,10 @@
 // |    |                  | the RUN's (every module's ranks): the payload is keyed by global rank, so |
 // |    |                  | a module whose own layout is unchanged still skips it when another        |
 // |    |                  | module's change altered the run's world size.                             |
-// | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise a DP change is an     |
-// |    |                  | error; else ResumeDataIterator (continues the exact sample sequence).     |
+// | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise ResumeDataIterator,   |
+// |    |                  | under any DP size: the run's sample sequence is global (data_iterator.h), |
+// |    |                  | so the resumed run continues it at consumed_samples, each DP rank taking  |
+// |    |                  | its slice under the new DP size (Megatron's MegatronPretrainingSampler).  |
 #pragma once
 
 #include "model/layout.h"

@@ -179,6 +179,13 @@ ObjectSpec StatePlan::RngObjectSpec(const std::string& module, const Layout& lay
   return o;
 }
 
+ObjectSpec StatePlan::DataIteratorObjectSpec(const std::string& module, const Layout& layout,
+                                             int64_t dp, const ReplicaId& replica) {
+  return Obj((module.empty() ? std::string() : module + ".") + "data_iterator", {layout.dp()}, {dp},
+             replica, OriginModule(module) + ":data_iterator")
+      .spec;
+}
+
 nlohmann::json StatePlan::ModuleCommon(const TrainingState& s) {
   return nlohmann::json{{"optimizer", SubOptimizersToJson(s.optimizers)},
                         {"opt_param_scheduler", SchedulerStateToJson(s.scheduler)}};
@@ -423,9 +430,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     e.object_roles.push_back(ObjectRole{EntryKind::kRerun, {}});
   }
   if (filter.data) {
-    ShardedObject o =
-        Obj((ml.name.empty() ? std::string() : ml.name + ".") + "data_iterator", {ml.layout.dp()},
-            {c.dp}, {c.pp, c.tp, c.cp}, OriginModule(ml.name) + ":data_iterator");
+    ShardedObject o;
+    o.spec = DataIteratorObjectSpec(ml.name, ml.layout, c.dp, {c.pp, c.tp, c.cp});
     if (state) o.data = DataIteratorStateToJson(state->data).dump();
     e.dict.objects.push_back(std::move(o));
     e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});

@@ -109,6 +109,12 @@ class StatePlan {
                                   bool data_parallel_random_init, int64_t local_rank,
                                   std::vector<int64_t>* holders);
 
+  // The data_iterator object spec that DP rank `dp` of module `module` saves under module layout
+  // `layout` (one per DP rank, the same state on each; `replica` is the saving rank's (pp, tp,
+  // cp)). A load under another DP size requests one of the saved DP ranks' objects by this spec.
+  static ObjectSpec DataIteratorObjectSpec(const std::string& module, const Layout& layout,
+                                           int64_t dp, const ReplicaId& replica);
+
   // The JSON of a module's optimizer common part: {"optimizer": sub-optimizers, "opt_param_scheduler"}.
   static nlohmann::json ModuleCommon(const TrainingState& s);
 

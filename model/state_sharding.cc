@@ -190,8 +190,9 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     f.optimizer = load.optimizer;
     f.slice_index = same_dp;
     f.rng = false;
-    // Requested only where it loads: a layout change skips the rerun payload (or errs) and a DP
-    // change errs (L8, L9), so the templates never ask for what the load would not take.
+    // Requested only where it loads: a layout change skips the rerun payload (or errs) (L8), so
+    // the templates never ask for what the load would not take. Under a DP change the data
+    // iterator comes from a saved DP rank's object (below; L9).
     f.rerun = load.rerun && layout.world_size() == saved.layout.world_size() &&
               now.world_size() == was.world_size() && now.tp() == was.tp() &&
               now.pp() == was.pp() && now.dp() == was.dp();
@@ -199,6 +200,18 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     RankEntries e;
     CKPTSPEC_RETURN_IF_ERROR(
         plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
+    if (load.data && now.dp() != was.dp()) {
+      // Every saved DP rank holds the same position of the global sequence: its own DP rank's
+      // where that exists, else the one its DP rank wraps to (the module's ranks must agree).
+      // The ranks that wrap request it as further replicas (one main replica per object).
+      const RankCoords c = now.Coords(layout.LocalRank(r));
+      const int64_t wrap = c.dp / was.dp();
+      ShardedObject o;
+      o.spec = StatePlan::DataIteratorObjectSpec(now_modules[m].name, was, c.dp % was.dp(),
+                                                 {c.pp, c.tp, c.cp + wrap * now.cp()});
+      e.dict.objects.push_back(std::move(o));
+      e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
+    }
     if (load.rng) {
       const int s = MatchRngRank(RankCoordsOf(was), now.Coords(layout.LocalRank(r)),
                                  config.data_parallel_random_init);

@@ -314,7 +314,7 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
   LoadFlags no_optim = reset;
   no_optim.no_load_optim = true;
   const Case cases[] = {
-      {ShardingConfig(), l2, reset, true}, {ShardingConfig(), l2, LoadFlags(), false},
+      {ShardingConfig(), l2, reset, true}, {ShardingConfig(), l2, LoadFlags(), true},
       {DpReshardable(), l2, reset, false}, {DpReshardable(), l2, no_optim, true},
       {DpReshardable(), l3, reset, false}, {ShardingConfig(), l3, reset, true},
   };

@@ -6,9 +6,13 @@
 //  - Same layout, RNG loaded: every rank's RNG equals its own saved RNG, and the data iterator
 //    its saved position (also with data_parallel_random_init, where DP ranks differ).
 //  - Under any layout change or flags: RNG and data iterator equal the spec's (L7: restored only
-//    where TP and PP are unchanged, else freshly seeded; L9: a DP change without reset_dataloader
-//    is refused), or both refuse. Then m more steps equal the spec's expected resume trained m,
+//    where TP and PP are unchanged, else freshly seeded; L9: the data iterator continues under
+//    any DP size), or both refuse. Then m more steps equal the spec's expected resume trained m,
 //    so the data order after the resume (epochs, offsets) is the spec's too.
+//  - Whenever the data iterator is loaded (any layout, DP changed or not): the samples the resumed
+//    run draws in its next m iterations are, in order, the uninterrupted run's global sample
+//    sequence from the saved consumed_samples on, computed from the saved data config alone
+//    (not through the load rules): no sample dropped or repeated by the resume.
 // Catches: B11 (RNG reseeded after the load, or not saved), B17 (only one device's RNG
 // restored), B16 (sampler epoch reset on resume), B10 (resume offset applied on every epoch).
 #include <map>
@@ -34,6 +38,32 @@ std::string DeduplicatedDistinctObject(const std::vector<ShardedStateDict>& dict
                " hold different state under the one object key '" + key +
                "' (only one replica is saved)";
       }
+    }
+  }
+  return "";
+}
+
+// "" when the `iterations` iterations the resumed iterator `resumed` draws (under `now`) take, in
+// order, the positions of the saved run's global sequence that follow `saved` (under `before`);
+// else the first position where they differ.
+std::string SamplesAfterResume(const DataConfig& before, const DataIteratorState& saved,
+                               const DataConfig& now, DataIteratorState resumed,
+                               int64_t iterations) {
+  std::vector<int64_t> drawn;
+  for (int64_t it = 0; it < iterations; ++it) {
+    const std::vector<int64_t> step = FlatSamplesOfStep(now, resumed);
+    drawn.insert(drawn.end(), step.begin(), step.end());
+    AdvanceDataIterator(now, &resumed);
+  }
+  const std::vector<int64_t> uninterrupted =
+      SequenceSamples(before, saved.consumed_samples, static_cast<int64_t>(drawn.size()));
+  for (size_t j = 0; j < drawn.size(); ++j) {
+    if (drawn[j] != uninterrupted[j]) {
+      return "sample " + std::to_string(j) + " after the resume (sequence position " +
+             std::to_string(saved.consumed_samples + static_cast<int64_t>(j)) + ", DP " +
+             std::to_string(before.dp_size) + " -> " + std::to_string(now.dp_size) + ") is " +
+             std::to_string(drawn[j]) + "; the uninterrupted run draws " +
+             std::to_string(uninterrupted[j]);
     }
   }
   return "";
@@ -74,6 +104,8 @@ void CheckPerRankState(const TargetFactory& factory) {
   RC_CLASSIFY(rng_loaded, "RNG loaded");
   RC_CLASSIFY(flags.reset_dataloader, "reset_dataloader");
   RC_CLASSIFY(flags.finetune, "finetune");
+  const bool data_loaded = !flags.finetune && !flags.reset_dataloader;
+  RC_CLASSIFY(dp_changed && data_loaded, "DP changed, data iterator continued");
 
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
@@ -118,6 +150,14 @@ void CheckPerRankState(const TargetFactory& factory) {
     }
     if (!(s.data == expected[i].data)) {
       RC_FAIL("module " + std::to_string(i) + ": data iterator differs from the spec's");
+    }
+  }
+  if (data_loaded) {
+    for (size_t i = 0; i < resumed.size(); ++i) {
+      CKPTSPEC_RC_ASSERT_SAME(
+          SamplesAfterResume(saved_run.configs[i].data, states[i].data, run.configs[i].data,
+                             resumed[i].data, m),
+          "module " + std::to_string(i) + ": the resumed run's sample sequence");
     }
   }
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&resumed, m));

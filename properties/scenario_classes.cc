@@ -65,6 +65,7 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P11", "rerun fault"},
       {"P12", "same layout"},
       {"P12", "DP changed"},
+      {"P12", "DP changed, data iterator continued"},
       {"P12", "TP or PP changed (RNG reseeded)"},
       {"P12", "RNG loaded"},
       {"P12", "data_parallel_random_init"},
