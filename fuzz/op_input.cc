@@ -74,7 +74,7 @@ std::optional<RunSpec> ReadRun(FuzzedDataProvider* input) {
 
 std::optional<StatefulOp> ReadOp(FuzzedDataProvider* input, const StatefulModel& m) {
   StatefulOp op;
-  switch (U8(input) % 7) {
+  switch (U8(input) % 8) {
     case 0:
       op.kind = OpKind::kTrain;
       op.n = 1 + U8(input) % 4;
@@ -96,6 +96,9 @@ std::optional<StatefulOp> ReadOp(FuzzedDataProvider* input, const StatefulModel&
       return op;
     case 5:
       return ReadRestart(input, m);
+    case 7:
+      op.kind = OpKind::kHeal;
+      return op;
     default: {
       op.kind = OpKind::kFreeze;
       op.module = U8(input) % std::max<size_t>(1, m.states.size());
@@ -174,6 +177,11 @@ OpInputWriter& OpInputWriter::Freeze(uint8_t module, uint8_t key) {
   U8(6);
   U8(module);
   U8(key);
+  return *this;
+}
+
+OpInputWriter& OpInputWriter::Heal() {
+  U8(7);
   return *this;
 }
 

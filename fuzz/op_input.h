@@ -6,7 +6,7 @@
 // Reading order (u8 = one byte, u64 = eight bytes, the first read most significant):
 //   run:  u64 seed, u8 size -> gen::RunUpTo(8) drawn with RapidCheck's Random(seed) at size
 //         (size % 101): the stateful test's own generator, so every input decodes to a valid run
-//   then, while bytes remain (at most kMaxOps operations): u8 kind % 7, then its arguments:
+//   then, while bytes remain (at most kMaxOps operations): u8 kind % 8, then its arguments:
 //     0 Train       u8 n -> 1 + n % 4
 //     1 Save        u8 async (bit 0), u8 plan cache (bit 0); each only where the target can
 //     2 Finalize
@@ -18,6 +18,7 @@
 //                   use_checkpoint_scheduler (dropped with override), reset_dataloader); 2 one more
 //                   parameter: u8 module % modules, u8 prefer biases (bit 0)
 //     6 Freeze      u8 module % modules, u8 key index % freezable keys
+//     7 Heal
 // An operation whose arguments do not apply (no freezable key, a grown model that does not fit,
 // a generator that finds no run) decodes to nothing; the bytes are still consumed.
 #pragma once
@@ -53,6 +54,7 @@ class OpInputWriter {
   OpInputWriter& RestartOther(bool change_layout, uint64_t seed, uint8_t flags);
   OpInputWriter& RestartAddParameter(uint8_t module, bool prefer_bias);
   OpInputWriter& Freeze(uint8_t module, uint8_t key);
+  OpInputWriter& Heal();
   // The input's bytes.
   std::string Finish() const;
 

@@ -75,5 +75,16 @@ TEST(OpInput, FreezeNeedsTwoTrainableKeys) {
   EXPECT_EQ(input.remaining_bytes(), 0u) << "the arguments are consumed all the same";
 }
 
+TEST(OpInput, HealDecodesWithoutArguments) {
+  const std::string bytes = OpInputWriter().Heal().Train(1).Finish();
+  FuzzedDataProvider input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const std::optional<StatefulOp> heal = ReadOp(&input, StatefulModel());
+  ASSERT_TRUE(heal.has_value());
+  EXPECT_EQ(heal->kind, OpKind::kHeal);
+  const std::optional<StatefulOp> train = ReadOp(&input, StatefulModel());
+  ASSERT_TRUE(train.has_value());
+  EXPECT_EQ(train->kind, OpKind::kTrain);
+}
+
 }  // namespace
 }  // namespace ckptspec

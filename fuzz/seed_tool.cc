@@ -164,6 +164,18 @@ void WriteOpSequences(const fs::path& corpus) {
             .Save(false, true)
             .RestartSame()
             .Finish());
+  Write(dir, "heal_after_freeze",
+        OpInputWriter()
+            .Run(8, 50)
+            .Train(2)
+            .Save(true, false)
+            .Freeze(0, 1)
+            .Train(1)
+            .Heal()
+            .Train(1)
+            .Save(false, false)
+            .RestartSame()
+            .Finish());
   Write(dir, "add_parameter_flags",
         OpInputWriter()
             .Run(6, 60)

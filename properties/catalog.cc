@@ -109,8 +109,9 @@ const std::vector<Property>& AllProperties() {
        "B04 B06", NeedsObjects, CheckRerunStateMachine},
       {"P20", "stateful model",
        "stateful model: generated job operation sequences (train, save, finalize, rerun fault, "
-       "crash, restart under other runs, freeze) agree with the spec after every operation",
-       "", Always, CheckStatefulModel},
+       "crash, restart under other runs, freeze, heal from a peer) agree with the spec after "
+       "every operation",
+       "B22", Always, CheckStatefulModel},
   };
   return kCatalog;
 }

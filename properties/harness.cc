@@ -1,5 +1,7 @@
 #include "properties/harness.h"
 
+#include "model/chunk_resolve.h"
+
 namespace ckptspec {
 
 Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingState>& states,
@@ -40,6 +42,25 @@ Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& option
       target.framework().FromStateDicts(load, states).WithContext("framework"));
   if (info) *info = std::move(saved);
   return Status::OK();
+}
+
+Status JoinFromPeer(const FrameworkLayer& joiner, const RunSpec& run,
+                    const std::vector<ShardedStateDict>& peer_dicts,
+                    std::vector<TrainingState>* states) {
+  if (peer_dicts.empty()) return Status::InvalidArgument("the peer handed over no state dicts");
+  CheckpointInfo saved;
+  CKPTSPEC_RETURN_IF_ERROR(
+      joiner.ReadCheckpointInfo(peer_dicts[0].common, &saved).WithContext("framework"));
+  const LoadFlags flags;
+  std::vector<ShardedStateDict> templates;
+  CKPTSPEC_RETURN_IF_ERROR(joiner.LoadTemplates(run.layout, run.configs, saved, flags, &templates)
+                               .WithContext("framework"));
+  const std::vector<ShardedStateDict> requested = RequestedSpecs(templates);
+  for (ShardedStateDict& d : templates) {
+    CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(peer_dicts, &d).WithContext("peer state"));
+  }
+  const LoadedCheckpoint load{templates, requested, saved, run.layout, run.configs, flags};
+  return joiner.FromStateDicts(load, states).WithContext("framework");
 }
 
 }  // namespace ckptspec

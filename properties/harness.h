@@ -33,4 +33,13 @@ struct ResumeOptions {
 Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& options,
                  std::vector<TrainingState>* states, CheckpointInfo* info = nullptr);
 
+// A live recovery (a replica joining from a peer, as fault-tolerant trainers heal): `joiner`'s
+// framework loads `run` from the per-rank dicts a peer's framework produced (ToStateDicts), with
+// no flags and no storage in between: its templates for `run`'s layout are filled from the dicts'
+// main replicas (ResolveFromSaved), then FromStateDicts. Errors: the framework's, or an entry the
+// dicts lack.
+Status JoinFromPeer(const FrameworkLayer& joiner, const RunSpec& run,
+                    const std::vector<ShardedStateDict>& peer_dicts,
+                    std::vector<TrainingState>* states);
+
 }  // namespace ckptspec

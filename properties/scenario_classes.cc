@@ -112,6 +112,7 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P20", "freeze"},
       {"P20", "layout change"},
       {"P20", "frozen set changed across a restart"},
+      {"P20", "heal"},
   };
   return kClasses;
 }

@@ -117,6 +117,11 @@ class Freeze : public OpCommand {
   }
 };
 
+class Heal : public OpCommand {
+ public:
+  Heal() : OpCommand(Op(OpKind::kHeal)) {}
+};
+
 }  // namespace
 
 void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
@@ -143,7 +148,7 @@ void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
       rc::state::gen::commands(
           initial,
           rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize, RerunFault,
-                                            RerunFault, Crash, Restart, Freeze>()));
+                                            RerunFault, Crash, Restart, Freeze, Heal>()));
   rc::state::runAll(commands, initial, sut);
   for (const std::string& event : sut.events) RC_TAG(event);
 }

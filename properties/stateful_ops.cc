@@ -17,6 +17,11 @@
 // |               | under flags f                                    | start fresh; same run, no flags: == the         |
 // |               |                                                  | checkpoint's states as restarted (P1)           |
 // | Freeze(key)   | FreezeParameter of every instance of a key       | the same status                                 |
+// | Heal          | live recovery: the process hands its state dicts | the joiner's states == ExpectedResume of the    |
+// |               | to a joining replica (a fresh process of the     | live states under the same run, no flags (a     |
+// |               | same run, no storage: JoinFromPeer) and exits    | fresh process's view of its peers' state, LR per|
+// |               | (its pending save finalized); training goes on in| group included), or both refuse; a state the   |
+// |               | the joiner                                       | framework cannot hand over stays with the peer  |
 #include "properties/stateful_ops.h"
 
 #include <algorithm>
@@ -246,6 +251,47 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
   return "";
 }
 
+// Heal: the peer hands over what it can persist (ToStateDicts refuses the rest, and the peer stays);
+// then it exits cleanly and the joiner loads its state as a fresh process of the same run.
+void ApplyHeal(StatefulModel* m) {
+  if (!Persistable(m->states)) {
+    m->expect_ok = false;
+    return;
+  }
+  ResolvePending(m);
+  std::vector<TrainingState> joined;
+  m->expect_ok = ExpectedResume(m->run, m->states, m->run, LoadFlags(), &joined).ok();
+  m->alive = m->expect_ok;
+  m->states = m->expect_ok ? std::move(joined) : std::vector<TrainingState>();
+  m->runtime_frozen = false;  // the joiner is a fresh process: its groups in config order
+}
+
+std::string RunHeal(const StatefulModel& next, StatefulSut* sut) {
+  Count(sut, "Heal");
+  sut->events.insert("heal");
+  Target& peer = sut->under_test->target();
+  std::vector<ShardedStateDict> dicts;
+  Status status =
+      peer.framework().ToStateDicts(sut->run.layout, sut->states, sut->run.sharding, &dicts);
+  if (status.ok()) {
+    const Status exit = peer.engine().Finalize();
+    if (!exit.ok()) {
+      return "Finalize at the peer's exit returned " + exit.ToString() + "; the spec expects OK";
+    }
+    sut->under_test->NewProcess();
+    std::vector<TrainingState> joined;
+    status = JoinFromPeer(sut->under_test->target().framework(), sut->run, dicts, &joined);
+    sut->alive = status.ok();
+    sut->states = std::move(joined);
+  }
+  if (status.ok() && next.expect_ok && sut->alive && next.alive) {
+    const std::string difference = FirstRunDifference(sut->states, next.states);
+    if (difference.empty()) return "";
+    return "after the heal the joining replica differs from its peers' state: " + difference;
+  }
+  return CheckAfter("Heal", status, next, *sut);
+}
+
 }  // namespace
 
 bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
@@ -276,6 +322,8 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
       }
       return trainable_this > 0 && trainable_other > 0;
     }
+    case OpKind::kHeal:
+      return m.alive && !m.must_exit;
   }
   return false;
 }
@@ -309,6 +357,9 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       m->run.configs[op.module].frozen = m->states[op.module].config.frozen;
       ++m->run_version;
       m->runtime_frozen = true;
+      return;
+    case OpKind::kHeal:
+      ApplyHeal(m);
       return;
   }
 }
@@ -349,6 +400,8 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
       sut->run.configs[op.module].frozen = sut->states[op.module].config.frozen;
       return CheckAfter("Freeze", status, next, *sut);
     }
+    case OpKind::kHeal:
+      return RunHeal(next, sut);
   }
   return "unknown operation";
 }
@@ -383,6 +436,8 @@ std::string DescribeOp(const StatefulOp& op) {
     case OpKind::kFreeze:
       return "Freeze(every instance of '" + op.key + "'" +
              (op.module ? " in module " + std::to_string(op.module) : "") + ")";
+    case OpKind::kHeal:
+      return "Heal(a joining replica takes the live state from its peer, which exits)";
   }
   return "unknown operation";
 }

@@ -78,7 +78,7 @@ struct StatefulSut {
 // a crash at op k < kMinSaveOps of a save never lets it commit.
 inline constexpr int64_t kMinSaveOps = 16;
 
-enum class OpKind { kTrain, kSave, kFinalize, kRerunFault, kCrash, kRestart, kFreeze };
+enum class OpKind { kTrain, kSave, kFinalize, kRerunFault, kCrash, kRestart, kFreeze, kHeal };
 enum class RestartKind { kSameRun, kOtherRun, kAddParameter };
 
 // One operation and its arguments (only the fields of its kind matter).

@@ -28,12 +28,7 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
     return ForEachSavedSubOptimizer(
         load, states, [](TrainingState& s, SubOptimizer& sub, const SubOptimizer& old) -> Status {
           std::vector<int> match;
-          IdentityKeySet key_set;
-          if (!KeySetOfSavedGroups(Identities(old.groups), &key_set).ok() ||
-              !MatchParamGroups(Identities(old.groups), Identities(sub.groups), key_set, &match)
-                   .ok()) {
-            return Status::OK();
-          }
+          if (!MatchSavedGroups(old, sub, &match)) return Status::OK();
           for (size_t g = 0; g < sub.groups.size(); ++g) {
             sub.groups[g].identity.max_lr = old.groups[match[g]].identity.max_lr;
             sub.groups[g].identity.min_lr = old.groups[match[g]].identity.min_lr;

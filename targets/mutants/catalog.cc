@@ -24,6 +24,7 @@
 #include "targets/mutants/b19_async_error_swallowed.h"
 #include "targets/mutants/b20_ocdbt_detect.h"
 #include "targets/mutants/b21_lr_bound_groups_collapse.h"
+#include "targets/mutants/b22_torchft_stale_lr.h"
 
 namespace ckptspec {
 
@@ -115,6 +116,10 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the key without LR bounds, the last saved group winning a shared key, so groups that "
        "differ only in their LR bounds get one group's bounds, lr and step",
        "P8 P18 P2", B21Parts},
+      {"B22", "torchft-stale-lr", "torchtitan PR #4598 (PR #4422)",
+       "the framework emits every param group's lr as it was at the process's first state dict, "
+       "and a load keeps the loaded groups' lr instead of the one the scheduler gives",
+       "P20 P14 P7", B22Parts},
   };
   return kCatalog;
 }

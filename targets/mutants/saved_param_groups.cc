@@ -49,4 +49,12 @@ Status ForEachSavedSubOptimizer(
   return Status::OK();
 }
 
+bool MatchSavedGroups(const SubOptimizer& saved, const SubOptimizer& current,
+                      std::vector<int>* saved_for_current) {
+  const std::vector<ParamGroupIdentity> ids = Identities(saved.groups);
+  IdentityKeySet key_set;
+  return KeySetOfSavedGroups(ids, &key_set).ok() &&
+         MatchParamGroups(ids, Identities(current.groups), key_set, saved_for_current).ok();
+}
+
 }  // namespace ckptspec

@@ -25,4 +25,9 @@ Status ForEachSavedSubOptimizer(
     const LoadedCheckpoint& load, std::vector<TrainingState>* states,
     const std::function<Status(TrainingState&, SubOptimizer&, const SubOptimizer&)>& visit);
 
+// The load rules' match (L3) of `saved`'s groups to `current`'s: true and
+// (*saved_for_current)[c] the saved group of current group c, or false where they do not match.
+bool MatchSavedGroups(const SubOptimizer& saved, const SubOptimizer& current,
+                      std::vector<int>* saved_for_current);
+
 }  // namespace ckptspec
