@@ -105,7 +105,6 @@ void CheckPerRankState(const TargetFactory& factory) {
   RC_CLASSIFY(flags.reset_dataloader, "reset_dataloader");
   RC_CLASSIFY(flags.finetune, "finetune");
   const bool data_loaded = !flags.finetune && !flags.reset_dataloader;
-  RC_CLASSIFY(dp_changed && data_loaded, "DP changed, data iterator continued");
 
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
@@ -133,6 +132,7 @@ void CheckPerRankState(const TargetFactory& factory) {
     return;
   }
   if (!got.ok()) RC_FAIL("the target refused a resume the spec accepts: " + got.ToString());
+  RC_CLASSIFY(dp_changed && data_loaded, "DP changed, data iterator continued");
 
   for (size_t i = 0; i < resumed.size(); ++i) {
     const TrainingState& s = resumed[i];
