@@ -189,21 +189,22 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     EntryFilter f;
     f.optimizer = load.optimizer;
     f.slice_index = same_dp;
+    // RNG and data iterator are requested below, by the saved layout's object specs.
     f.rng = false;
+    f.data = false;
     // Requested only where it loads: a layout change skips the rerun payload (or errs) (L8), so
-    // the templates never ask for what the load would not take. Under a DP change the data
-    // iterator comes from a saved DP rank's object (below; L9).
+    // the templates never ask for what the load would not take.
     f.rerun = load.rerun && layout.world_size() == saved.layout.world_size() &&
               now.world_size() == was.world_size() && now.tp() == was.tp() &&
               now.pp() == was.pp() && now.dp() == was.dp();
-    f.data = load.data && now.dp() == was.dp();
     RankEntries e;
     CKPTSPEC_RETURN_IF_ERROR(
         plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
-    if (load.data && now.dp() != was.dp()) {
-      // Every saved DP rank holds the same position of the global sequence: its own DP rank's
-      // where that exists, else the one its DP rank wraps to (the module's ranks must agree).
-      // The ranks that wrap request it as further replicas (one main replica per object).
+    if (load.data) {
+      // L9, under any DP size: every saved DP rank holds the same position of the global
+      // sequence; a rank reads its own DP rank's where that exists, else the one its DP rank
+      // wraps to (the module's ranks must agree). The ranks that wrap request it as further
+      // replicas (one main replica per object).
       const RankCoords c = now.Coords(layout.LocalRank(r));
       const int64_t wrap = c.dp / was.dp();
       ShardedObject o;
