@@ -1,5 +1,7 @@
 #include "properties/harness.h"
 
+#include <functional>
+
 #include "model/chunk_resolve.h"
 
 namespace ckptspec {
@@ -13,6 +15,35 @@ Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingSta
   return target.engine().Save(iteration, dicts, options);
 }
 
+namespace {
+
+// Fills every rank's templates; returns the filled dicts in *loaded (the templates are moved in).
+using FillTemplates = std::function<Status(std::vector<ShardedStateDict> templates,
+                                           std::vector<ShardedStateDict>* loaded)>;
+
+// The framework's side of a load, whatever fills the templates: the saved info from `common`,
+// the templates for `run` under `flags`, `fill`, then FromStateDicts.
+Status LoadThroughFramework(const FrameworkLayer& framework, const RunSpec& run,
+                            const LoadFlags& flags, const nlohmann::json& common,
+                            const FillTemplates& fill, std::vector<TrainingState>* states,
+                            CheckpointInfo* info) {
+  CheckpointInfo saved;
+  CKPTSPEC_RETURN_IF_ERROR(framework.ReadCheckpointInfo(common, &saved).WithContext("framework"));
+  std::vector<ShardedStateDict> templates;
+  CKPTSPEC_RETURN_IF_ERROR(
+      framework.LoadTemplates(run.layout, run.configs, saved, flags, &templates)
+          .WithContext("framework"));
+  const std::vector<ShardedStateDict> requested = RequestedSpecs(templates);
+  std::vector<ShardedStateDict> loaded;
+  CKPTSPEC_RETURN_IF_ERROR(fill(std::move(templates), &loaded));
+  const LoadedCheckpoint load{loaded, requested, saved, run.layout, run.configs, flags};
+  CKPTSPEC_RETURN_IF_ERROR(framework.FromStateDicts(load, states).WithContext("framework"));
+  if (info) *info = std::move(saved);
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& options,
                  std::vector<TrainingState>* states, CheckpointInfo* info) {
   // Read the common state first: one empty template per rank requests no key.
@@ -22,45 +53,35 @@ Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& option
   LoadResult probed;
   CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(probe), &probed));
   if (probed.state.empty()) return Status::Corruption("the engine returned no common state");
-  CheckpointInfo saved;
-  CKPTSPEC_RETURN_IF_ERROR(target.framework()
-                               .ReadCheckpointInfo(probed.state[0].common, &saved)
-                               .WithContext("framework"));
-  LoadRequest request;
-  request.iteration = probed.iteration;
-  request.strict = options.strict;
-  CKPTSPEC_RETURN_IF_ERROR(
-      target.framework()
-          .LoadTemplates(run.layout, run.configs, saved, options.flags, &request.templates)
-          .WithContext("framework"));
-  const std::vector<ShardedStateDict> requested = RequestedSpecs(request.templates);
-  LoadResult loaded;
-  CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(request), &loaded));
-  const LoadedCheckpoint load{loaded.state, requested,   saved,
-                              run.layout,   run.configs, options.flags};
-  CKPTSPEC_RETURN_IF_ERROR(
-      target.framework().FromStateDicts(load, states).WithContext("framework"));
-  if (info) *info = std::move(saved);
-  return Status::OK();
+  const FillTemplates from_storage = [&](std::vector<ShardedStateDict> templates,
+                                         std::vector<ShardedStateDict>* loaded) -> Status {
+    LoadRequest request;
+    request.iteration = probed.iteration;
+    request.strict = options.strict;
+    request.templates = std::move(templates);
+    LoadResult result;
+    CKPTSPEC_RETURN_IF_ERROR(target.engine().Load(std::move(request), &result));
+    *loaded = std::move(result.state);
+    return Status::OK();
+  };
+  return LoadThroughFramework(target.framework(), run, options.flags, probed.state[0].common,
+                              from_storage, states, info);
 }
 
 Status JoinFromPeer(const FrameworkLayer& joiner, const RunSpec& run,
                     const std::vector<ShardedStateDict>& peer_dicts,
                     std::vector<TrainingState>* states) {
   if (peer_dicts.empty()) return Status::InvalidArgument("the peer handed over no state dicts");
-  CheckpointInfo saved;
-  CKPTSPEC_RETURN_IF_ERROR(
-      joiner.ReadCheckpointInfo(peer_dicts[0].common, &saved).WithContext("framework"));
-  const LoadFlags flags;
-  std::vector<ShardedStateDict> templates;
-  CKPTSPEC_RETURN_IF_ERROR(joiner.LoadTemplates(run.layout, run.configs, saved, flags, &templates)
-                               .WithContext("framework"));
-  const std::vector<ShardedStateDict> requested = RequestedSpecs(templates);
-  for (ShardedStateDict& d : templates) {
-    CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(peer_dicts, &d).WithContext("peer state"));
-  }
-  const LoadedCheckpoint load{templates, requested, saved, run.layout, run.configs, flags};
-  return joiner.FromStateDicts(load, states).WithContext("framework");
+  const FillTemplates from_peer = [&](std::vector<ShardedStateDict> templates,
+                                      std::vector<ShardedStateDict>* loaded) -> Status {
+    for (ShardedStateDict& d : templates) {
+      CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(peer_dicts, &d).WithContext("peer state"));
+    }
+    *loaded = std::move(templates);
+    return Status::OK();
+  };
+  return LoadThroughFramework(joiner, run, LoadFlags(), peer_dicts[0].common, from_peer, states,
+                              nullptr);
 }
 
 }  // namespace ckptspec
