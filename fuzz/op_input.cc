@@ -74,7 +74,8 @@ std::optional<RunSpec> ReadRun(FuzzedDataProvider* input) {
 
 std::optional<StatefulOp> ReadOp(FuzzedDataProvider* input, const StatefulModel& m) {
   StatefulOp op;
-  switch (U8(input) % 8) {
+  const int kind = U8(input) % 9;
+  switch (kind) {
     case 0:
       op.kind = OpKind::kTrain;
       op.n = 1 + U8(input) % 4;
@@ -99,11 +100,13 @@ std::optional<StatefulOp> ReadOp(FuzzedDataProvider* input, const StatefulModel&
     case 7:
       op.kind = OpKind::kHeal;
       return op;
-    default: {
-      op.kind = OpKind::kFreeze;
+    default: {  // 6 Freeze, 8 Unfreeze
+      const bool freeze = kind == 6;
+      op.kind = freeze ? OpKind::kFreeze : OpKind::kUnfreeze;
       op.module = U8(input) % std::max<size_t>(1, m.states.size());
       const uint8_t key = U8(input);
-      const std::vector<std::string> keys = FreezableKeys(m, op.module);
+      const std::vector<std::string> keys =
+          freeze ? FreezableKeys(m, op.module) : UnfreezableKeys(m, op.module);
       if (keys.empty()) return std::nullopt;
       op.key = keys[key % keys.size()];
       return op;
@@ -182,6 +185,13 @@ OpInputWriter& OpInputWriter::Freeze(uint8_t module, uint8_t key) {
 
 OpInputWriter& OpInputWriter::Heal() {
   U8(7);
+  return *this;
+}
+
+OpInputWriter& OpInputWriter::Unfreeze(uint8_t module, uint8_t key) {
+  U8(8);
+  U8(module);
+  U8(key);
   return *this;
 }
 

@@ -6,7 +6,7 @@
 // Reading order (u8 = one byte, u64 = eight bytes, the first read most significant):
 //   run:  u64 seed, u8 size -> gen::RunUpTo(8) drawn with RapidCheck's Random(seed) at size
 //         (size % 101): the stateful test's own generator, so every input decodes to a valid run
-//   then, while bytes remain (at most kMaxOps operations): u8 kind % 8, then its arguments:
+//   then, while bytes remain (at most kMaxOps operations): u8 kind % 9, then its arguments:
 //     0 Train       u8 n -> 1 + n % 4
 //     1 Save        u8 async (bit 0), u8 plan cache (bit 0); each only where the target can
 //     2 Finalize
@@ -19,6 +19,7 @@
 //                   parameter: u8 module % modules, u8 prefer biases (bit 0)
 //     6 Freeze      u8 module % modules, u8 key index % freezable keys
 //     7 Heal
+//     8 Unfreeze    u8 module % modules, u8 key index % unfreezable keys (torch.optim family)
 // An operation whose arguments do not apply (no freezable key, a grown model that does not fit,
 // a generator that finds no run) decodes to nothing; the bytes are still consumed.
 #pragma once
@@ -55,6 +56,7 @@ class OpInputWriter {
   OpInputWriter& RestartAddParameter(uint8_t module, bool prefer_bias);
   OpInputWriter& Freeze(uint8_t module, uint8_t key);
   OpInputWriter& Heal();
+  OpInputWriter& Unfreeze(uint8_t module, uint8_t key);
   // The input's bytes.
   std::string Finish() const;
 

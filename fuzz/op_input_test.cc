@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "generators/run_gen.h"
 #include "targets/reference/reference_factory.h"
 
 namespace ckptspec {
@@ -73,6 +76,33 @@ TEST(OpInput, FreezeNeedsTwoTrainableKeys) {
   dead.alive = false;
   EXPECT_FALSE(ReadOp(&input, dead).has_value()) << "no process, nothing to freeze";
   EXPECT_EQ(input.remaining_bytes(), 0u) << "the arguments are consumed all the same";
+}
+
+TEST(OpInput, UnfreezeReadsAFrozenKeyOfATorchOptimModule) {
+  const std::string bytes = OpInputWriter().Run(5, 50).Freeze(0, 0).Unfreeze(0, 0).Finish();
+  FuzzedDataProvider input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const std::optional<RunSpec> run = ReadRun(&input);
+  ASSERT_TRUE(run.has_value()) << "the run generator gave up on seed 5";
+  StatefulModel model;
+  StatefulSut sut;
+  ASSERT_TRUE(
+      StartScenario(ReferenceTargetFactory(), gen::WithTorchOptimFreezing(*run), &model, &sut)
+          .ok());
+  const std::optional<StatefulOp> freeze = ReadOp(&input, model);
+  if (!freeze.has_value()) GTEST_SKIP() << "seed 5's run has fewer than two trainable keys";
+  ASSERT_EQ(freeze->kind, OpKind::kFreeze);
+  ApplyOp(*freeze, &model);
+  ASSERT_TRUE(model.expect_ok);
+  const std::optional<StatefulOp> unfreeze = ReadOp(&input, model);
+  ASSERT_TRUE(unfreeze.has_value());
+  EXPECT_EQ(unfreeze->kind, OpKind::kUnfreeze);
+  const std::vector<std::string> frozen = UnfreezableKeys(model, 0);
+  EXPECT_EQ(unfreeze->key, frozen.front()) << "key index 0 of the frozen keys";
+  ApplyOp(*unfreeze, &model);
+  EXPECT_TRUE(model.expect_ok);
+  const std::vector<std::string> trainable = FreezableKeys(model, 0);
+  EXPECT_NE(std::find(trainable.begin(), trainable.end(), unfreeze->key), trainable.end());
+  EXPECT_EQ(input.remaining_bytes(), 0u);
 }
 
 TEST(OpInput, HealDecodesWithoutArguments) {

@@ -121,6 +121,17 @@ void WriteSeedRun(const SeedRun& seed, uint8_t index, const fs::path& corpus) {
   Write(common, seed.name + "_rerun.json", payload.dump());
 }
 
+// The first run seed (at size 50) whose module 0 follows the torch.optim freezing family, which
+// Unfreeze needs.
+uint64_t TorchOptimRunSeed() {
+  for (uint64_t seed = 1;; ++seed) {
+    const std::string bytes = OpInputWriter().Run(seed, 50).Finish();
+    FuzzedDataProvider input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    const std::optional<RunSpec> run = ReadRun(&input);
+    if (run && run->configs[0].optimizer.freeze_family == FreezeFamily::kTorchOptim) return seed;
+  }
+}
+
 // Job stories for op_sequence_fuzzer (op_input.h): the run seeds pick small generated runs.
 void WriteOpSequences(const fs::path& corpus) {
   const fs::path dir = corpus / "op_sequence_fuzzer_seed_corpus";
@@ -162,6 +173,18 @@ void WriteOpSequences(const fs::path& corpus) {
             .Freeze(0, 1)
             .Train(1)
             .Save(false, true)
+            .RestartSame()
+            .Finish());
+  Write(dir, "unfreeze_after_restart",
+        OpInputWriter()
+            .Run(TorchOptimRunSeed(), 50)
+            .Train(2)
+            .Freeze(0, 1)
+            .Save(false, false)
+            .RestartSame()
+            .Unfreeze(0, 0)
+            .Train(1)
+            .Save(true, false)
             .RestartSame()
             .Finish());
   Write(dir, "heal_after_freeze",

@@ -92,6 +92,13 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
         }
       }
     }
+    // The freezing family (training_state.h), drawn last so that the draws above stay as they
+    // were: torch.optim's in a third of the configs, with its per-parameter step and no offload.
+    if (*rc::gen::inRange(0, 3) == 0) {
+      o.freeze_family = FreezeFamily::kTorchOptim;
+      o.step_counter = StepCounter::kPerParameter;
+      o.cpu_offload_fraction = 0.0;
+    }
     const Status valid = ValidateTrainingConfig(c);
     if (!valid.ok()) RC_FAIL("TrainingConfigFor built an invalid config: " + valid.ToString());
     return c;

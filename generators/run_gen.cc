@@ -12,6 +12,8 @@ void FitShardingToConfigs(ShardingConfig* sharding, std::vector<TrainingConfig>*
   if (sharding->optimizer_format != OptimizerFormat::kDpReshardable) return;
   for (TrainingConfig& c : *configs) {
     if (c.model.num_experts > 0) c.optimizer.chaining = Chaining::kDenseExpert;
+    // dp_reshardable is Megatron's distributed optimizer, with Megatron's freezing.
+    c.optimizer.freeze_family = FreezeFamily::kMegatron;
   }
 }
 
@@ -44,6 +46,16 @@ rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous) {
 RunSpec WithOptimizerFormat(RunSpec run, OptimizerFormat format) {
   run.sharding.optimizer_format = format;
   FitShardingToConfigs(&run.sharding, &run.configs);
+  return run;
+}
+
+RunSpec WithTorchOptimFreezing(RunSpec run) {
+  run.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
+  for (TrainingConfig& c : run.configs) {
+    c.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+    c.optimizer.step_counter = StepCounter::kPerParameter;
+    c.optimizer.cpu_offload_fraction = 0.0;
+  }
   return run;
 }
 

@@ -22,6 +22,9 @@ rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous = true);
 // `run` saving its optimizer state in `format`, its configs fitted to it as RunUpTo fits them
 // (dp_reshardable chains the expert optimizer).
 RunSpec WithOptimizerFormat(RunSpec run, OptimizerFormat format);
+// `run` with every module following the torch.optim freezing family (training_state.h): the
+// per-parameter step, no CPU offload, the fully_reshardable format.
+RunSpec WithTorchOptimFreezing(RunSpec run);
 // Same module count and models; `change_layout` false keeps the layout.
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout);
 // As ResumeRunFor with change_layout, each module's layout differing in its DP size only

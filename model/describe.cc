@@ -47,6 +47,9 @@ std::string DescribeTrainingConfig(const TrainingConfig& c) {
      << (c.optimizer.chaining == Chaining::kDenseExpert ? "dense+expert chained" : "single")
      << ", step per "
      << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "parameter");
+  if (c.optimizer.freeze_family == FreezeFamily::kTorchOptim) {
+    os << ", torch.optim freezing (frozen parameters keep group and state; state created lazily)";
+  }
   if (c.optimizer.cpu_offload_fraction > 0)
     os << ", cpu offload " << c.optimizer.cpu_offload_fraction;
   for (const auto& o : c.optimizer.grouping.lr_mult_overrides) {

@@ -59,6 +59,14 @@ Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& was, con
   return Status::OK();
 }
 
+Status CheckFreezeFamily(FreezeFamily saved, FreezeFamily now) {
+  if (saved == now) return Status::OK();
+  return Status::FailedPrecondition(std::string("the checkpoint's optimizer follows the ") +
+                                    FreezeFamilyName(saved) + " freezing family, this run the " +
+                                    FreezeFamilyName(now) +
+                                    " one (their groups and state hold other parameters)");
+}
+
 int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
                  bool data_parallel_random_init) {
   int best = -1;
@@ -77,7 +85,10 @@ namespace {
 
 // L3: the saved optimizer state, matched by identity, into `out` (fresh groups of the new config).
 Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
-  for (size_t i = 0; i < out->params.size(); ++i) {
+  const FreezeFamily family = out->config.optimizer.freeze_family;
+  CKPTSPEC_RETURN_IF_ERROR(CheckFreezeFamily(saved.config.optimizer.freeze_family, family));
+  const bool torch_optim = family == FreezeFamily::kTorchOptim;
+  for (size_t i = 0; i < out->params.size() && !torch_optim; ++i) {
     if (!out->params[i].frozen && saved.params[i].frozen) {
       return Status::NotFound(
           "parameter '" + out->specs[i].name +
@@ -90,7 +101,8 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
     for (const SubOptimizer& so : saved.optimizers) {
       if (so.name != out->optimizers[o].name) continue;
       for (const ParamGroup& g : so.groups) {
-        bool any_trainable = false;
+        // (torch.optim's groups hold frozen parameters too: none is dropped.)
+        bool any_trainable = torch_optim;
         for (int p : g.params) any_trainable |= !out->params[p].frozen;
         if (any_trainable) saved_groups.push_back(&g);
       }
@@ -124,8 +136,13 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
   }
   for (size_t i = 0; i < out->params.size(); ++i) {
     ParamState& p = out->params[i];
-    if (p.frozen) continue;
     const ParamState& sp = saved.params[i];
+    if (torch_optim) {
+      // State goes with the parameter, frozen or not; without saved state it stays without
+      // (torch.optim's load_state_dict: the state of the saved parameter ids).
+      if (HasOptimizerState(sp)) CreateOptimizerState(out, static_cast<int>(i));
+    }
+    if (!HasOptimizerState(p)) continue;
     p.exp_avg = sp.exp_avg;
     p.exp_avg_sq = sp.exp_avg_sq;
     p.step = sp.step;

@@ -27,7 +27,11 @@
 // |    |                  | hyper-parameters and step. Moments,                                       |
 // |    |                  | per-parameter steps and the fp32 master value load; the master value      |
 // |    |                  | fills both the main and the offload copy. A trainable parameter without   |
-// |    |                  | saved optimizer state (frozen when saved) is an error.                    |
+// |    |                  | saved optimizer state (frozen when saved) is an error. Under the          |
+// |    |                  | torch_optim freezing family (training_state.h) groups hold frozen         |
+// |    |                  | parameters too and none is dropped; each parameter, frozen or not, takes  |
+// |    |                  | its saved state when it has one and otherwise stays without (created at   |
+// |    |                  | its next step). A checkpoint of the other family is an error.             |
 // | L4 | copies           | after any load without optimizer state, the main and offload copies are   |
 // |    |                  | refreshed from the loaded model weights (B03, B12: copy coherence).       |
 // | L5 | scheduler        | skipped (fresh, num_steps 0) under finetune or no_load_optim (Megatron    |
@@ -99,7 +103,7 @@ struct LoadedStateClasses {
                            // checkpoint must also hold RNG state)
   bool rerun = false;      // L8: not finetune and the new rerun mode is not DISABLED (a world,
                            // TP, PP or DP change then skips a sentinel payload or is an error)
-  bool data = false;       // L9: not finetune, not reset_dataloader (a DP change is then an error)
+  bool data = false;       // L9: not finetune, not reset_dataloader (under any DP size)
 };
 LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConfig& config,
                                       const Layout& saved, const Layout& now);
@@ -107,6 +111,10 @@ LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConf
 // L3's format rule alone: OK for fully_reshardable; for dp_reshardable FailedPrecondition naming
 // the first of TP, PP, CP, EP, ETP that differs between `saved` and `now`.
 Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& saved, const Layout& now);
+
+// L3's family rule alone: OK when the checkpoint's optimizer follows the run's freezing family,
+// else FailedPrecondition naming both.
+Status CheckFreezeFamily(FreezeFamily saved, FreezeFamily now);
 
 // L7's matching rule alone: the index in `saved` of the rank whose RNG state the rank at `want`
 // takes, or -1. Candidates have the same tp, pp, ep and etp (and dp under

@@ -189,6 +189,42 @@ TEST(LoadSemantics, L3FrozenParametersAndOptimizerState) {
   EXPECT_NE(s.message().find("no optimizer state"), std::string::npos) << s.ToString();
 }
 
+// torch.optim's family: state goes with the parameter, frozen or not; a parameter the checkpoint
+// holds no state for stays without (not an error); a checkpoint of the other family is refused.
+TEST(LoadSemantics, L3TorchOptimStateGoesWithTheParameterFrozenOrNot) {
+  TrainingConfig cfg = Config();
+  cfg.optimizer.cpu_offload_fraction = 0.0;
+  cfg.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+  CheckpointDescriptor ckpt = Checkpoint(2, cfg);
+  const std::string name = ckpt.state.specs[0].name;
+  ASSERT_TRUE(FreezeParameter(&ckpt.state, name).ok());
+  for (const bool frozen_now : {true, false}) {
+    TrainingConfig now = cfg;
+    if (frozen_now) now.frozen = {name};
+    TrainingState out;
+    const Status st = ExpectedStateAfterLoad(ckpt, Request(now), &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(out.params[0].frozen, frozen_now);
+    EXPECT_EQ(out.params[0].exp_avg, ckpt.state.params[0].exp_avg);
+    EXPECT_EQ(out.params[0].step, 2);
+  }
+  TrainingState out;
+  const CheckpointDescriptor fresh = Checkpoint(0, cfg);
+  ASSERT_TRUE(ExpectedStateAfterLoad(fresh, Request(cfg), &out).ok());
+  for (const ParamState& p : out.params) EXPECT_FALSE(HasOptimizerState(p));
+  TrainingConfig megatron = cfg;
+  megatron.optimizer.freeze_family = FreezeFamily::kMegatron;
+  const Status other = ExpectedStateAfterLoad(ckpt, Request(megatron), &out);
+  EXPECT_EQ(other.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(other.message().find("torch_optim freezing family"), std::string::npos)
+      << other.ToString();
+  LoadFlags no_optim;
+  no_optim.no_load_optim = true;
+  ResumeRequest without = Request(megatron);
+  without.flags = no_optim;
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, without, &out).ok());
+}
+
 // dp_reshardable buffers are laid out over the trainable parameters: freezing one since the save
 // is an error (fully_reshardable drops its state instead, above); without the optimizer it loads.
 TEST(LoadSemantics, L3DpReshardableNeedsTheSameTrainableParameters) {

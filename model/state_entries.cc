@@ -120,6 +120,14 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
             "optimizer state of that key would have gaps (freeze every instance)");
       }
     }
+    if (configs[i].optimizer.freeze_family == FreezeFamily::kTorchOptim &&
+        sharding.optimizer_format == OptimizerFormat::kDpReshardable) {
+      return Status::NotSupported(
+          label +
+          ": the torch_optim freezing family has no dp_reshardable format (its buffers are "
+          "Megatron's distributed optimizer's)");
+    }
+    for (const ParamState& p : m.structure.params) m.has_state.push_back(HasOptimizerState(p));
     m.sub_of_param.assign(m.structure.specs.size(), -1);
     for (size_t o = 0; o < m.structure.optimizers.size(); ++o) {
       const SubOptimizer& sub = m.structure.optimizers[o];
@@ -153,6 +161,24 @@ static bool ExpertCoordsVaryWithinDataContext(const Layout& layout) {
     if (c.ep != base.ep || c.etp != base.etp) return true;
   }
   return false;
+}
+
+Status StatePlan::SetOptimizerState(int module, const std::vector<bool>& present) {
+  if (module < 0 || module >= static_cast<int>(modules_.size())) {
+    return Status::InvalidArgument("no module " + std::to_string(module));
+  }
+  Module& m = modules_[module];
+  if (m.config.optimizer.freeze_family != FreezeFamily::kTorchOptim) {
+    return Status::InvalidArgument(
+        "which parameters have optimizer state is the config's under the megatron freezing family");
+  }
+  if (present.size() != m.has_state.size()) {
+    return Status::InvalidArgument(std::to_string(present.size()) + " optimizer state flags for " +
+                                   std::to_string(m.has_state.size()) + " parameters");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(CheckStackedKeysWhole(m.structure.specs, present));
+  m.has_state = present;
+  return Status::OK();
 }
 
 ObjectSpec StatePlan::RngObjectSpec(const std::string& module, const Layout& layout,
@@ -202,7 +228,7 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
   for (size_t k = 0; k < nchunks; ++k) {
     const int p = out->chunks[k].param;
     const int sub = m.sub_of_param[p];
-    if (sub < 0) continue;
+    if (sub < 0 || !m.has_state[p]) continue;
     const bool chained =
         nsubs > 1 && (sharding_.optimizer_format != OptimizerFormat::kFullyReshardable ||
                       !sharding_.chained_avoid_prefix);

@@ -98,6 +98,13 @@ class StatePlan {
   const TrainingState& structure(int module) const { return modules_[module].structure; }
   const ShardingConfig& sharding() const { return sharding_; }
 
+  // torch_optim freezing family only: which parameters of module `module` have optimizer state
+  // (`present` parallel to its parameters): the saved state's (a save), the checkpoint's record (a
+  // load). Without a call no parameter has (torch.optim's state is created lazily); the megatron
+  // family's every grouped parameter has state, from its config. InvalidArgument for another
+  // family, an unknown module or a size that differs.
+  Status SetOptimizerState(int module, const std::vector<bool>& present);
+
   // Builds `rank`'s entries. With `state` (the rank's module state) the data is filled; without,
   // tensor data is zeroed and object data empty.
   Status BuildRank(int64_t rank, const EntryFilter& filter, const TrainingState* state,
@@ -123,7 +130,8 @@ class StatePlan {
     TrainingConfig config;
     TrainingState structure;  // InitialTrainingState(config): the config-determined structure
     std::map<std::pair<std::string, Dims>, int> instance;  // (key, prepended offsets) -> param
-    std::vector<int> sub_of_param;                         // -1: frozen
+    std::vector<int> sub_of_param;                         // -1: in no group
+    std::vector<bool> has_state;  // per parameter: its optimizer state is saved / requested
   };
   // fully_reshardable moments (with `moments`) and the per-parameter step tensors (always).
   void AppendOptimizer(const Module& m, int module_index, int64_t local_rank, bool moments,

@@ -266,6 +266,12 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     vcfg.data.micro_batch_size = 1;
     vcfg.data.global_batch_size = was.layout.dp();
     vcfg.data_parallel_random_init = info.data_parallel_random_init[m];
+    // The saved optimizer's freezing family (the templates refused a change when it loads).
+    const std::optional<std::vector<int64_t>>& saved_with_state = info.optimizer_state_params[m];
+    if (load_optim) {
+      vcfg.optimizer.freeze_family =
+          saved_with_state ? FreezeFamily::kTorchOptim : FreezeFamily::kMegatron;
+    }
     vcfg.ranks.clear();
     for (const auto& kv : got[m].rng) vcfg.ranks.push_back(was.layout.Coords(kv.first));
     if (vcfg.ranks.empty()) {
@@ -287,8 +293,13 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
           a.Complete(kSlotModel, static_cast<int>(p), "model weight of " + name));
       const auto& mv = a.values(kSlotModel, static_cast<int>(p));
       for (size_t e = 0; e < mv.size(); ++e) view.params[p].model[e] = static_cast<uint32_t>(mv[e]);
-      if (!load_optim || view.params[p].frozen) continue;
+      const bool saved_state =
+          saved_with_state ? std::binary_search(saved_with_state->begin(), saved_with_state->end(),
+                                                static_cast<int64_t>(p))
+                           : !view.params[p].frozen;
+      if (!load_optim || !saved_state) continue;
       ParamState& ps = view.params[p];
+      if (!HasOptimizerState(ps)) CreateOptimizerState(&view, static_cast<int>(p));
       CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvg, static_cast<int>(p), "exp_avg of " + name));
       CKPTSPEC_RETURN_IF_ERROR(
           a.Complete(kSlotExpAvgSq, static_cast<int>(p), "exp_avg_sq of " + name));

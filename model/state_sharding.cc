@@ -43,6 +43,12 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
   for (size_t m = 0; m < states.size(); ++m) {
     const std::string label = "module '" + layout.modules()[m].name + "'";
     const TrainingState& s = states[m];
+    if (s.config.optimizer.freeze_family == FreezeFamily::kTorchOptim) {
+      std::vector<bool> present;
+      for (const ParamState& p : s.params) present.push_back(HasOptimizerState(p));
+      CKPTSPEC_RETURN_IF_ERROR(
+          plan.SetOptimizerState(static_cast<int>(m), present).WithContext(label));
+    }
     const TrainingState& structure = plan.structure(static_cast<int>(m));
     if (s.params.size() != structure.params.size() || s.specs.size() != structure.specs.size()) {
       return Status::InvalidArgument(label + ": the state holds " +
@@ -71,6 +77,22 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
       {"bucket_size", sharding.buffers.bucket_size},
       {"param_alignment", sharding.buffers.param_alignment},
       {"chained_avoid_prefix", sharding.chained_avoid_prefix}};
+  bool any_torch_optim = false;
+  nlohmann::json state_params = nlohmann::json::array();
+  for (const TrainingState& s : states) {
+    if (s.config.optimizer.freeze_family != FreezeFamily::kTorchOptim) {
+      state_params.push_back(nullptr);
+      continue;
+    }
+    any_torch_optim = true;
+    nlohmann::json with_state = nlohmann::json::array();
+    for (size_t p = 0; p < s.params.size(); ++p) {
+      if (HasOptimizerState(s.params[p])) with_state.push_back(p);
+    }
+    state_params.push_back(std::move(with_state));
+  }
+  // Written only when needed: checkpoints of the megatron family keep their older bytes.
+  if (any_torch_optim) common["optimizer_state_params"] = state_params;
   nlohmann::json dpri = nlohmann::json::array();
   for (const TrainingState& s : states) dpri.push_back(s.config.data_parallel_random_init);
   common["data_parallel_random_init"] = dpri;
@@ -148,6 +170,30 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
     if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
     info.data_parallel_random_init.push_back(b.get<bool>());
   }
+  info.optimizer_state_params.assign(info.layout.modules().size(), std::nullopt);
+  auto osp = common.find("optimizer_state_params");
+  if (osp != common.end()) {
+    if (!osp->is_array() || osp->size() != info.layout.modules().size()) {
+      return Status::Corruption("common 'optimizer_state_params' is not one entry per module");
+    }
+    for (size_t m = 0; m < osp->size(); ++m) {
+      const nlohmann::json& list = (*osp)[m];
+      if (list.is_null()) continue;
+      const std::string what = "optimizer_state_params of module " + std::to_string(m);
+      if (!list.is_array()) return Status::Corruption(what + " is neither null nor a list");
+      std::vector<int64_t> indices;
+      for (const auto& v : list) {
+        // A parameter index: below 2^31 (a model's parameter count is checked by the templates).
+        if (!v.is_number_unsigned() || v.get<uint64_t>() >= (uint64_t{1} << 31) ||
+            (!indices.empty() && static_cast<int64_t>(v.get<uint64_t>()) <= indices.back())) {
+          return Status::Corruption(what + " holds " + v.dump() +
+                                    ", not a parameter index above the previous one");
+        }
+        indices.push_back(static_cast<int64_t>(v.get<uint64_t>()));
+      }
+      info.optimizer_state_params[m] = std::move(indices);
+    }
+  }
   info.common = common;
   *out = std::move(info);
   return Status::OK();
@@ -172,10 +218,29 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     const LoadedStateClasses load =
         StateClassesToLoad(flags, configs[m], was_modules[m].layout, now_modules[m].layout);
     if (load.optimizer) {
+      const std::string label = "module '" + now_modules[m].name + "'";
       CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(saved.sharding.optimizer_format,
                                                           was_modules[m].layout,
                                                           now_modules[m].layout)
-                                   .WithContext("module '" + now_modules[m].name + "'"));
+                                   .WithContext(label));
+      const std::optional<std::vector<int64_t>>& with_state = saved.optimizer_state_params[m];
+      CKPTSPEC_RETURN_IF_ERROR(
+          CheckFreezeFamily(with_state ? FreezeFamily::kTorchOptim : FreezeFamily::kMegatron,
+                            configs[m].optimizer.freeze_family)
+              .WithContext(label));
+      if (with_state) {
+        // torch_optim: request the state of exactly the parameters that saved one.
+        std::vector<bool> present(plan.structure(static_cast<int>(m)).params.size(), false);
+        for (int64_t p : *with_state) {
+          if (p >= static_cast<int64_t>(present.size())) {
+            return Status::Corruption(label + ": optimizer_state_params names parameter " +
+                                      std::to_string(p) + " of a model with " +
+                                      std::to_string(present.size()));
+          }
+          present[p] = true;
+        }
+        CKPTSPEC_RETURN_IF_ERROR(plan.SetOptimizerState(static_cast<int>(m), present));
+      }
     }
   }
   std::vector<RankEntries> all;

@@ -15,8 +15,8 @@
 // | entry                    | key / shape                                   | replica id              | origin |
 // |--------------------------|-----------------------------------------------|-------------------------|--------|
 // | model parameters         | ParameterSharding (param_sharding.h); data from the state's model copies, each layer / expert instance one chunk of the stacked key | as there | M:param |
-// | fully_reshardable moments| C+O+"state.{exp_avg,exp_avg_sq,fp32_param}.{model key}", fp32, the model chunk's box and grid; fp32_param only with a 16-bit model dtype | the model chunk's | M:optimizer.{state} |
-// | per-parameter step       | C+O+"state.step.{model key}", int64, prepended axes + (1,) | the model chunk's with the TP slot = (expert-)TP rank (the step is replicated over TP) | M:optimizer.step |
+// | fully_reshardable moments| C+O+"state.{exp_avg,exp_avg_sq,fp32_param}.{model key}", fp32, the model chunk's box and grid; fp32_param only with a 16-bit model dtype; only for parameters with optimizer state | the model chunk's | M:optimizer.{state} |
+// | per-parameter step       | C+O+"state.step.{model key}", int64, prepended axes + (1,); only for parameters with optimizer state | the model chunk's with the TP slot = (expert-)TP rank (the step is replicated over TP) | M:optimizer.step |
 // | dp_reshardable buffers   | C+O+"distributed.dp_group_idx_{mp}.gbuf_idx_0.dtype_{dt}.bucket_idx_{b}.{param,exp_avg,exp_avg_sq}", 1-D fp32 of numel_unpadded, irregular grid, the rank's DP slice (optimizer_buffers.h); "param" only with a 16-bit model dtype | (0, 0, 0) | M:optimizer.{state} |
 // | dp_reshardable slice index | object C+O+"distributed.dp_group_idx_{mp}.param_state", shape (dp,), offset (dp rank): the parameters and ranges of the rank's slices (rank-variant: B07) | (0, 0, 0) | M:optimizer.param_state |
 // | RNG                      | object P+"rng_state": shape (pp, tp), offset (pp, tp) when every DP-CP rank of a (pp, tp) shares its RNG; else (ep > 1, expert-TP != TP, data_parallel_random_init, or a rank order that puts ranks of different expert coordinates in one DP-CP group; Megatron does so for ep > 1) shape (pp, tp, dp_cp), offset (pp, tp, dp_cp) | (dp_cp) / (0) | M:rng |
@@ -33,6 +33,9 @@
 //
 // Common state (identical on every rank, P11): checkpoint_version, iteration, the layout of every
 // module ("parallel_layout"), param_state_sharding_type and the buffer config ("optimizer_sharding"),
+// when a module follows the torch_optim freezing family "optimizer_state_params" (per module: null
+// for the megatron family, else the ascending indices of the parameters with optimizer state, as
+// the keys of torch's optimizer "state"; the megatron family's every grouped parameter has state),
 // the rerun machine's mode / state / current_iteration ("rerun_state_machine"), and for an unnamed
 // module "optimizer" = {sub-optimizers with their param groups (identity, hyper-parameters, step,
 // parameter indices)} and "opt_param_scheduler". Nothing rank-variant.
@@ -43,6 +46,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +91,9 @@ struct CheckpointInfo {
   HeterogeneousLayout layout;
   ShardingConfig sharding;
   std::vector<bool> data_parallel_random_init;  // per module: how its rng_state is keyed
+  // Per module: nullopt for the megatron freezing family; for torch_optim the indices (ascending)
+  // of the parameters that have optimizer state (common "optimizer_state_params").
+  std::vector<std::optional<std::vector<int64_t>>> optimizer_state_params;
   // The common state these were read from, whole (a framework may read more of it).
   nlohmann::json common = nlohmann::json::object();
 };
@@ -97,11 +104,14 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);
 // from the checkpoint described by `saved`, under `flags`. Specs are the new layout's (resharding);
 // tensor data is sized and zeroed, object data empty. Entries the load rules will not use are not
 // requested: no optimizer entries (nor scheduler / module common) under finetune or
-// no_load_optim; no rng_state under finetune, no_load_rng or a TP / PP change (otherwise each rank
-// requests the saved object of the rank L7 assigns it); no rerun object under finetune, a
-// disabled rerun mode or a world / TP / PP / DP change; no data iterator under finetune,
-// reset_dataloader or a DP change; no dp_reshardable slice index under a DP change. Errors:
-// dp_reshardable under a change other than DP (L3's error), modules that differ by name.
+// no_load_optim, and under the torch_optim freezing family only those of the parameters the
+// checkpoint records as having optimizer state; no rng_state under finetune, no_load_rng or a
+// TP / PP change (otherwise each rank requests the saved object of the rank L7 assigns it); no
+// rerun object under finetune, a disabled rerun mode or a world / TP / PP / DP change; no data
+// iterator under finetune or reset_dataloader (under a DP change a saved DP rank's); no
+// dp_reshardable slice index under a DP change. Errors: dp_reshardable under a change other than
+// DP and a checkpoint of the other freezing family (L3's errors), a recorded parameter index
+// beyond the model (Corruption), modules that differ by name.
 Status StateTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
                       const CheckpointInfo& saved, const LoadFlags& flags,
                       std::vector<ShardedStateDict>* out);

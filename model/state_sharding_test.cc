@@ -213,6 +213,72 @@ TEST(StateSharding, PartlyFrozenStackedKeyIsRefused) {
   EXPECT_EQ(FirstDifference(back, s), "");
 }
 
+// torch.optim's family: a save holds the state of the parameters stepped so far (none at
+// iteration 0), the common state records which, and a load requests exactly those.
+TEST(StateSharding, TorchOptimSavesAndRequestsTheStateOfSteppedParametersOnly) {
+  const Layout l = MakeLayout(2, 1, 1);
+  TrainingConfig c = Config(l);
+  c.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+  std::vector<ShardedStateDict> dicts;
+  const TrainingState fresh = Trained(c, 0);
+  ASSERT_TRUE(ShardTrainingState(l, fresh, ShardingConfig(), &dicts).ok());
+  for (const std::string& key : Keys(dicts)) {
+    EXPECT_EQ(key.find("optimizer.state."), std::string::npos) << key;
+  }
+  EXPECT_EQ(dicts[0].common["optimizer_state_params"], nlohmann::json::parse("[[]]"));
+  TrainingState back;
+  ASSERT_TRUE(LoadOne(dicts, l, c, LoadFlags(), &back).ok());
+  EXPECT_EQ(FirstDifference(back, fresh), "");
+
+  // Trained, then one key frozen: its state is saved and comes back, frozen or not.
+  TrainingState s = Trained(c, 1);
+  for (const char* name :
+       {"decoder.layers.0.mlp.linear_fc2.weight", "decoder.layers.1.mlp.linear_fc2.weight"}) {
+    ASSERT_TRUE(FreezeParameter(&s, name).ok());
+  }
+  ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
+  EXPECT_EQ(Violations(dicts), "");
+  EXPECT_EQ(Keys(dicts).count("optimizer.state.exp_avg.decoder.layers.mlp.linear_fc2.weight"), 1u);
+  ASSERT_TRUE(LoadOne(dicts, l, s.config, LoadFlags(), &back).ok());
+  EXPECT_EQ(FirstDifference(back, s), "");
+  ASSERT_TRUE(LoadOne(dicts, l, c, LoadFlags(), &back).ok());  // unfrozen on resume
+  EXPECT_EQ(back.params[FindParameter(back, "decoder.layers.1.mlp.linear_fc2.weight")].step, 1);
+
+  TrainingConfig megatron = c;
+  megatron.optimizer.freeze_family = FreezeFamily::kMegatron;
+  const Status other = LoadOne(dicts, l, megatron, LoadFlags(), &back);
+  EXPECT_EQ(other.code(), Status::Code::kFailedPrecondition) << other.ToString();
+  ASSERT_TRUE(ShardTrainingState(l, Trained(megatron, 1), ShardingConfig(), &dicts).ok());
+  EXPECT_FALSE(dicts[0].common.contains("optimizer_state_params"));  // older bytes kept
+}
+
+TEST(StateSharding, TorchOptimStateRecordIsValidated) {
+  const Layout l = MakeLayout(2, 1, 1);
+  TrainingConfig c = Config(l);
+  c.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, Trained(c, 1), ShardingConfig(), &dicts).ok());
+  CheckpointInfo info;
+  for (const char* bad :
+       {"[[1, 0]]", "[[-1]]", "[[], []]", "[3]", "[[18446744073709551615]]", "[[0.5]]"}) {
+    nlohmann::json common = dicts[0].common;
+    common["optimizer_state_params"] = nlohmann::json::parse(bad);
+    EXPECT_EQ(ReadCheckpointInfo(common, &info).code(), Status::Code::kCorruption) << bad;
+  }
+  nlohmann::json common = dicts[0].common;
+  common["optimizer_state_params"] = nlohmann::json::parse("[[0, 100000]]");
+  ASSERT_TRUE(ReadCheckpointInfo(common, &info).ok());
+  std::vector<ShardedStateDict> request;
+  const Status st =
+      StateTemplates(HeterogeneousLayout::Single(l, ""), {c}, info, LoadFlags(), &request);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("parameter 100000"), std::string::npos) << st.ToString();
+  ShardingConfig dp_reshardable = DpReshardable();
+  const Status dp = ShardTrainingState(l, Trained(c, 1), dp_reshardable, &dicts);
+  EXPECT_EQ(dp.code(), Status::Code::kNotSupported);
+  EXPECT_NE(dp.message().find("torch_optim"), std::string::npos) << dp.ToString();
+}
+
 TEST(StateSharding, DpReshardableNeedsChainedExperts) {
   const Layout l = MakeLayout(4, 1, 1, 1, 2);
   TrainingConfig c = Config(l, 2);

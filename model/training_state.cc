@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -35,6 +36,20 @@ std::string BitsHex(uint64_t bits) {
 
 }  // namespace
 
+const char* FreezeFamilyName(FreezeFamily f) {
+  return f == FreezeFamily::kTorchOptim ? "torch_optim" : "megatron";
+}
+
+bool ParseFreezeFamily(const std::string& name, FreezeFamily* out) {
+  for (FreezeFamily f : {FreezeFamily::kMegatron, FreezeFamily::kTorchOptim}) {
+    if (name == FreezeFamilyName(f)) {
+      *out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
 Status ValidateTrainingConfig(const TrainingConfig& c) {
   CKPTSPEC_RETURN_IF_ERROR(ValidateModelConfig(c.model));
   const DType dt = c.model.params_dtype;
@@ -62,6 +77,17 @@ Status ValidateTrainingConfig(const TrainingConfig& c) {
                                      Num(o.max_lr) + "]");
     }
   }
+  if (c.optimizer.freeze_family == FreezeFamily::kTorchOptim) {
+    if (c.optimizer.step_counter != StepCounter::kPerParameter) {
+      return Status::InvalidArgument(
+          "the torch_optim freezing family keeps its step per parameter, not per group");
+    }
+    if (c.optimizer.cpu_offload_fraction != 0.0) {
+      return Status::InvalidArgument(
+          "the torch_optim freezing family has no CPU offload (fraction " +
+          Num(c.optimizer.cpu_offload_fraction) + ")");
+    }
+  }
   if (c.ranks.empty()) return Status::InvalidArgument("training config lists no ranks");
   const auto specs = ModelParameters(c.model);
   for (const std::string& name : c.frozen) {
@@ -76,8 +102,10 @@ Status ValidateTrainingConfig(const TrainingConfig& c) {
 namespace {
 
 void BuildOptimizers(TrainingState* s) {
+  // torch.optim's groups hold the frozen parameters too.
+  const bool megatron = s->config.optimizer.freeze_family == FreezeFamily::kMegatron;
   std::vector<bool> frozen(s->params.size());
-  for (size_t i = 0; i < s->params.size(); ++i) frozen[i] = s->params[i].frozen;
+  for (size_t i = 0; i < s->params.size(); ++i) frozen[i] = megatron && s->params[i].frozen;
   std::vector<ParamGroup> groups =
       DefaultParamGroups(s->specs, frozen, s->config.optimizer.grouping, s->config.scheduler.max_lr,
                          s->config.scheduler.min_lr);
@@ -126,7 +154,8 @@ Status InitialTrainingState(const TrainingConfig& config, TrainingState* out) {
           static_cast<uint32_t>(ContentElementBits(dt, config.seed, key, static_cast<uint64_t>(e)));
     }
     p.frozen = frozen.count(spec.name) > 0;
-    if (p.frozen) continue;
+    // torch.optim creates the state at a parameter's first step.
+    if (p.frozen || config.optimizer.freeze_family == FreezeFamily::kTorchOptim) continue;
     p.offloaded = static_cast<double>(trainable_before) < offload_limit;
     trainable_before += n;
     std::vector<float> values(static_cast<size_t>(n));
@@ -169,13 +198,14 @@ Status FreezeParameter(TrainingState* s, const std::string& name) {
   ParamState& p = s->params[idx];
   if (p.frozen) return Status::FailedPrecondition("parameter '" + name + "' is already frozen");
   p.frozen = true;
+  s->config.frozen.push_back(name);
+  if (s->config.optimizer.freeze_family == FreezeFamily::kTorchOptim) return Status::OK();
   p.offloaded = false;
   p.main.clear();
   p.offload.clear();
   p.exp_avg.clear();
   p.exp_avg_sq.clear();
   p.step = 0;
-  s->config.frozen.push_back(name);
   for (SubOptimizer& o : s->optimizers) {
     for (ParamGroup& g : o.groups)
       g.params.erase(std::remove(g.params.begin(), g.params.end(), idx), g.params.end());
@@ -189,10 +219,60 @@ Status FreezeParameter(TrainingState* s, const std::string& name) {
   return Status::OK();
 }
 
+Status UnfreezeParameter(TrainingState* s, const std::string& name) {
+  const int idx = FindParameter(*s, name);
+  if (idx < 0) return Status::NotFound("no parameter named '" + name + "'");
+  ParamState& p = s->params[idx];
+  if (!p.frozen) return Status::FailedPrecondition("parameter '" + name + "' is not frozen");
+  if (s->config.optimizer.freeze_family != FreezeFamily::kTorchOptim) {
+    return Status::FailedPrecondition(
+        "parameter '" + name +
+        "' cannot be unfrozen under the megatron freezing family (the optimizer was built "
+        "without it)");
+  }
+  p.frozen = false;
+  std::vector<std::string>& f = s->config.frozen;
+  f.erase(std::remove(f.begin(), f.end(), name), f.end());
+  return Status::OK();
+}
+
+void CreateOptimizerState(TrainingState* s, int param) {
+  ParamState& p = s->params[param];
+  const DType dt = s->config.model.params_dtype;
+  p.exp_avg.assign(p.model.size(), 0.0f);
+  p.exp_avg_sq.assign(p.model.size(), 0.0f);
+  p.step = 0;
+  if (dt != DType::kFloat32) {
+    p.main.resize(p.model.size());
+    for (size_t e = 0; e < p.model.size(); ++e) {
+      p.main[e] = static_cast<float>(DecodeToDouble(dt, p.model[e]));
+    }
+  }
+}
+
+Status CheckStackedKeysWhole(const std::vector<ParameterSpec>& specs,
+                             const std::vector<bool>& present) {
+  std::map<std::string, bool> of_key;  // key -> first instance's flag
+  for (size_t p = 0; p < specs.size() && p < present.size(); ++p) {
+    if (of_key.emplace(specs[p].key, present[p]).first->second != present[p]) {
+      return Status::NotSupported(specs[p].name + (present[p] ? " has" : " has no") +
+                                  " optimizer state but another instance of its stacked key '" +
+                                  specs[p].key + "' does not; the key's state would have gaps");
+    }
+  }
+  return Status::OK();
+}
+
+Status CheckStackedKeysWhole(const TrainingState& s) {
+  std::vector<bool> present;
+  for (const ParamState& p : s.params) present.push_back(HasOptimizerState(p));
+  return CheckStackedKeysWhole(s.specs, present);
+}
+
 void RefreshMastersFromModel(TrainingState* s) {
   const DType dt = s->config.model.params_dtype;
   for (ParamState& p : s->params) {
-    if (p.frozen) continue;
+    if (!HasOptimizerState(p)) continue;
     for (size_t e = 0; e < p.model.size(); ++e) {
       const float v = static_cast<float>(DecodeToDouble(dt, p.model[e]));
       if (!p.main.empty()) p.main[e] = v;
@@ -300,6 +380,10 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
              (pb.frozen ? "frozen" : "trainable");
     }
     if (pa.offloaded != pb.offloaded) return "parameter " + name + " offloaded differs";
+    if (HasOptimizerState(pa) != HasOptimizerState(pb)) {
+      return "parameter " + name + (HasOptimizerState(pa) ? " has" : " has no") +
+             " optimizer state vs" + (HasOptimizerState(pb) ? " has" : " has no");
+    }
     if (pa.model.size() != pb.model.size()) return "model weight of " + name + " differs in size";
     for (size_t e = 0; e < pa.model.size(); ++e) {
       if (pa.model[e] != pb.model[e]) {

@@ -178,5 +178,53 @@ TEST(TrainingState, RefreshMastersCopiesModelIntoMainAndOffload) {
   EXPECT_EQ(MasterValue(s, 0, 0), 0.75);
 }
 
+TEST(TrainingState, TorchOptimFamilyNeedsPerParameterStepsAndNoOffload) {
+  TrainingConfig cfg = SmallConfig();
+  cfg.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+  EXPECT_TRUE(ValidateTrainingConfig(cfg).ok());
+  TrainingConfig per_group = cfg;
+  per_group.optimizer.step_counter = StepCounter::kPerGroup;
+  const Status g = ValidateTrainingConfig(per_group);
+  EXPECT_EQ(g.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(g.message().find("per parameter"), std::string::npos) << g.ToString();
+  TrainingConfig offload = cfg;
+  offload.optimizer.cpu_offload_fraction = 0.5;
+  const Status o = ValidateTrainingConfig(offload);
+  EXPECT_EQ(o.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(o.message().find("offload"), std::string::npos) << o.ToString();
+  FreezeFamily parsed = FreezeFamily::kMegatron;
+  EXPECT_TRUE(ParseFreezeFamily(FreezeFamilyName(FreezeFamily::kTorchOptim), &parsed));
+  EXPECT_EQ(parsed, FreezeFamily::kTorchOptim);
+  EXPECT_FALSE(ParseFreezeFamily("torch", &parsed));
+}
+
+TEST(TrainingState, OnlyTheTorchOptimFamilyUnfreezes) {
+  TrainingState s;
+  ASSERT_TRUE(InitialTrainingState(SmallConfig(), &s).ok());
+  const std::string name = s.specs[0].name;
+  EXPECT_EQ(UnfreezeParameter(&s, name).code(), Status::Code::kFailedPrecondition);  // not frozen
+  ASSERT_TRUE(FreezeParameter(&s, name).ok());
+  EXPECT_FALSE(HasOptimizerState(s.params[0]));  // megatron: dropped
+  const Status m = UnfreezeParameter(&s, name);
+  EXPECT_EQ(m.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(m.message().find("megatron"), std::string::npos) << m.ToString();
+  EXPECT_EQ(UnfreezeParameter(&s, "no.such.weight").code(), Status::Code::kNotFound);
+}
+
+TEST(TrainingState, AStackedKeyWithStateOnSomeInstancesOnlyIsNamed) {
+  TrainingConfig cfg = SmallConfig();
+  cfg.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+  TrainingState s;
+  ASSERT_TRUE(InitialTrainingState(cfg, &s).ok());
+  EXPECT_TRUE(CheckStackedKeysWhole(s).ok());  // none has state
+  const int layer1 = FindParameter(s, "decoder.layers.1.self_attention.linear_qkv.weight");
+  ASSERT_GE(layer1, 0);
+  CreateOptimizerState(&s, layer1);
+  const Status st = CheckStackedKeysWhole(s);
+  EXPECT_EQ(st.code(), Status::Code::kNotSupported);
+  EXPECT_NE(st.message().find("decoder.layers.self_attention.linear_qkv.weight"), std::string::npos)
+      << st.ToString();
+}
+
 }  // namespace
 }  // namespace ckptspec

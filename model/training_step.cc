@@ -107,6 +107,7 @@ Status TrainStep(TrainingState* s) {
       for (int idx : g.params) {
         ParamState& p = s->params[idx];
         if (p.frozen) continue;
+        if (!HasOptimizerState(p)) CreateOptimizerState(s, idx);  // torch.optim: lazily
         if (!per_group) ++p.step;
         AdamUpdate(s, idx, g, per_group ? g.step : p.step, grads[idx]);
       }

@@ -170,6 +170,62 @@ TEST(TrainingStep, FrozenParametersAreUntouchedAndTrainedOnesMove) {
   EXPECT_EQ(s.params[2].step, 3);
 }
 
+// torch.optim's family: a frozen parameter stays in its group and keeps its state untouched;
+// unfrozen, it trains on from exactly that state. State is created at a parameter's first step.
+TEST(TrainingStep, TorchOptimFreezingKeepsGroupAndStateAndUnfreezingResumesThem) {
+  TrainingConfig cfg = FixedConfig();
+  cfg.optimizer.freeze_family = FreezeFamily::kTorchOptim;
+  TrainingState s;
+  ASSERT_TRUE(InitialTrainingState(cfg, &s).ok());
+  size_t grouped = 0;
+  for (const SubOptimizer& o : s.optimizers) {
+    for (const ParamGroup& g : o.groups) grouped += g.params.size();
+  }
+  EXPECT_EQ(grouped, s.params.size());
+  for (const ParamState& p : s.params) EXPECT_FALSE(HasOptimizerState(p));  // lazy
+
+  ASSERT_TRUE(Train(&s, 2).ok());
+  for (const ParamState& p : s.params) ASSERT_EQ(p.step, 2);
+  const std::string name = s.specs[1].name;
+  const ParamState kept = s.params[1];
+  const std::vector<SubOptimizer> groups = s.optimizers;
+  ASSERT_TRUE(FreezeParameter(&s, name).ok());
+  ASSERT_TRUE(Train(&s, 2).ok());
+  EXPECT_EQ(s.params[1].model, kept.model);
+  EXPECT_EQ(s.params[1].main, kept.main);
+  EXPECT_EQ(s.params[1].exp_avg, kept.exp_avg);
+  EXPECT_EQ(s.params[1].exp_avg_sq, kept.exp_avg_sq);
+  EXPECT_EQ(s.params[1].step, 2);
+  EXPECT_EQ(s.params[2].step, 4);
+  ASSERT_EQ(s.optimizers.size(), groups.size());
+  for (size_t o = 0; o < groups.size(); ++o) {
+    ASSERT_EQ(s.optimizers[o].groups.size(), groups[o].groups.size());
+    for (size_t g = 0; g < groups[o].groups.size(); ++g) {
+      EXPECT_EQ(s.optimizers[o].groups[g].params, groups[o].groups[g].params);
+    }
+  }
+  ASSERT_TRUE(UnfreezeParameter(&s, name).ok());
+  EXPECT_EQ(s.params[1].exp_avg, kept.exp_avg);
+  ASSERT_TRUE(Train(&s, 1).ok());
+  EXPECT_EQ(s.params[1].step, 3);  // on from the kept step, not from 0
+  EXPECT_NE(s.params[1].model, kept.model);
+
+  // Frozen from the start: in its group without state; unfrozen, its state starts at step 1.
+  cfg.frozen = {name};
+  TrainingState lazy;
+  ASSERT_TRUE(InitialTrainingState(cfg, &lazy).ok());
+  const std::vector<uint32_t> initial_model = lazy.params[1].model;
+  ASSERT_TRUE(Train(&lazy, 2).ok());
+  EXPECT_FALSE(HasOptimizerState(lazy.params[1]));
+  EXPECT_EQ(lazy.params[1].model, initial_model);
+  ASSERT_TRUE(UnfreezeParameter(&lazy, name).ok());
+  EXPECT_FALSE(HasOptimizerState(lazy.params[1]));
+  ASSERT_TRUE(Train(&lazy, 1).ok());
+  ASSERT_TRUE(HasOptimizerState(lazy.params[1]));
+  EXPECT_EQ(lazy.params[1].step, 1);
+  EXPECT_EQ(lazy.params[2].step, 3);
+}
+
 TEST(TrainingStep, ZeroLrMultLeavesAGroupUnchanged) {
   TrainingConfig cfg = FixedConfig();
   cfg.optimizer.grouping.lr_mult_overrides.push_back({"linear_proj", 0.0});

@@ -60,7 +60,8 @@ const std::vector<Property>& AllProperties() {
        "B02 B08", Always, CheckSaveKeyInjectivity},
       {"P6", "constant structure",
        "constant structure: (key, global shape, offset, dtype, replica id) depends on layout and "
-       "config only; sentinel and fault saves are identical in structure",
+       "config only (and, under torch.optim freezing, on which parameters have been stepped); "
+       "sentinel and fault saves are identical in structure",
        "B04", Always, CheckConstantStructure},
       {"P7", "plan-cache safety",
        "plan-cache safety: a changed structure re-plans or fails loudly; a finished save holds "
@@ -109,9 +110,9 @@ const std::vector<Property>& AllProperties() {
        "B04 B06", NeedsObjects, CheckRerunStateMachine},
       {"P20", "stateful model",
        "stateful model: generated job operation sequences (train, save, finalize, rerun fault, "
-       "crash, restart under other runs, freeze, heal from a peer) agree with the spec after "
-       "every operation",
-       "B22", Always, CheckStatefulModel},
+       "crash, restart under other runs, freeze, unfreeze, heal from a peer) agree with the spec "
+       "after every operation",
+       "B22 B23 B24", Always, CheckStatefulModel},
   };
   return kCatalog;
 }

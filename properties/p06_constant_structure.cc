@@ -1,6 +1,9 @@
 // P6, constant structure: the set of (key, global shape, chunk, dtype, replica id) of a save
-// depends on layout and config only, never on state. For a generated run the target's framework
-// dicts after k1 and after k2 > k1 iterations, and in steady state and in a rerun fault
+// depends on layout and config only, never on state, except that under the torch.optim freezing
+// family a parameter's optimizer entries exist once it has state (from its first step:
+// training_state.h). For a generated run the target's framework dicts after k1 and after k2 > k1
+// iterations (k1 >= 1 when a module follows the torch.optim family, so that both saves hold the
+// state of the same parameters), and in steady state and in a rerun fault
 // (WILL_RERUN_FROM_CHECKPOINT, reached through the rerun machine's own transitions), have an empty
 // DiffStructure. On the engine side, a save of the steady state and a save of the fault state
 // (each sync or async) are interchangeable in structure: each loads under the other's templates
@@ -36,7 +39,11 @@ Status LoadUnder(Engine& engine, int64_t iteration, const std::vector<ShardedSta
 
 void CheckConstantStructure(const TargetFactory& factory) {
   RunSpec run = *gen::RunUpTo(16);
-  const int64_t k1 = *rc::gen::inRange<int64_t>(0, 3);
+  bool torch_optim = false;
+  for (const TrainingConfig& c : run.configs) {
+    torch_optim |= c.optimizer.freeze_family == FreezeFamily::kTorchOptim;
+  }
+  const int64_t k1 = *rc::gen::inRange<int64_t>(torch_optim ? 1 : 0, 3);
   const int64_t k2 = k1 + *rc::gen::inRange<int64_t>(1, 3);
   const bool async_steady = factory.capabilities.async && *rc::gen::arbitrary<bool>();
   const bool async_fault = factory.capabilities.async && *rc::gen::arbitrary<bool>();
@@ -62,6 +69,7 @@ void CheckConstantStructure(const TargetFactory& factory) {
   RC_CLASSIFY(shape.moe, "moe");
   RC_CLASSIFY(async_steady != async_fault, "sync vs async");
   RC_CLASSIFY(mode_forced, "rerun mode forced to validate_results");
+  RC_CLASSIFY(torch_optim, "torch.optim freezing family");
 
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();

@@ -54,7 +54,11 @@ void CheckCopyCoherence(const TargetFactory& factory) {
   // Offload some or all parameters more often than the config generator does (B03's setting).
   const double offload = *rc::gen::elementOf(std::vector<double>{-1.0, 0.0, 0.5, 1.0});
   if (offload >= 0) {
-    for (TrainingConfig& c : saved_run.configs) c.optimizer.cpu_offload_fraction = offload;
+    for (TrainingConfig& c : saved_run.configs) {
+      c.optimizer.cpu_offload_fraction = offload;
+      // HybridDeviceOptimizer is Megatron's: offload comes with Megatron's freezing family.
+      if (offload > 0) c.optimizer.freeze_family = FreezeFamily::kMegatron;
+    }
   }
   const int64_t k = *rc::gen::inRange<int64_t>(1, 3);  // trained: loaded weights differ from init
   const RunSpec run = *gen::ResumeRunFor(

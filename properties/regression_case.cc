@@ -133,12 +133,15 @@ json ModelToJson(const ModelConfig& m) {
 }
 
 Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
-  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
-      {"step_counter", "chaining", "cpu_offload_fraction", "weight_decay", "beta1", "beta2", "eps",
-       "decoupled_lr", "decoupled_min_lr", "lr_mult_overrides", "lr_bound_overrides"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.ExpectOnlyMembers({"step_counter", "freeze_family", "chaining", "cpu_offload_fraction",
+                           "weight_decay", "beta1", "beta2", "eps", "decoupled_lr",
+                           "decoupled_min_lr", "lr_mult_overrides", "lr_bound_overrides"}));
   GroupingConfig& g = oc->grouping;
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("step_counter").GetEnum(ParseStepCounter, &oc->step_counter));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("freeze_family").GetEnum(ParseFreezeFamily, &oc->freeze_family));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("chaining").GetEnum(ParseChaining, &oc->chaining));
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("cpu_offload_fraction").GetDouble(&oc->cpu_offload_fraction));
@@ -234,6 +237,7 @@ json TrainingToJson(const TrainingConfig& c) {
   return json{{"seed", c.seed},
               {"optimizer",
                {{"step_counter", StepCounterName(o.step_counter)},
+                {"freeze_family", FreezeFamilyName(o.freeze_family)},
                 {"chaining", ChainingName(o.chaining)},
                 {"cpu_offload_fraction", o.cpu_offload_fraction},
                 {"weight_decay", o.grouping.weight_decay},

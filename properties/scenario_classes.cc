@@ -113,6 +113,8 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P20", "layout change"},
       {"P20", "frozen set changed across a restart"},
       {"P20", "heal"},
+      {"P20", "unfreeze of a parameter that kept its optimizer state"},
+      {"P20", "saved a trainable parameter without optimizer state (lazy)"},
   };
   return kClasses;
 }

@@ -122,10 +122,30 @@ class Heal : public OpCommand {
   Heal() : OpCommand(Op(OpKind::kHeal)) {}
 };
 
+class Unfreeze : public OpCommand {
+ public:
+  explicit Unfreeze(const StatefulModel& m) : OpCommand(Make(m)) {}
+
+ private:
+  static StatefulOp Make(const StatefulModel& m) {
+    RC_PRE(m.alive && !m.states.empty());
+    StatefulOp op = Op(OpKind::kUnfreeze);
+    op.module = *rc::gen::inRange<size_t>(0, m.states.size());
+    const std::vector<std::string> keys = UnfreezableKeys(m, op.module);
+    RC_PRE(!keys.empty());
+    op.key = *rc::gen::elementOf(keys);
+    return op;
+  }
+};
+
 }  // namespace
 
 void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
-  const RunSpec run = *gen::RunUpTo(8);
+  RunSpec run = *gen::RunUpTo(8);
+  // Swarm-style: half the scenarios freeze the torch.optim way in every module, so that a
+  // parameter is trained, frozen and unfrozen often enough (the config generator draws the
+  // family per module, a third of the time).
+  if (*rc::gen::arbitrary<bool>()) run = gen::WithTorchOptimFreezing(std::move(run));
   RC_LOG() << "initial run:\n  " << DescribeRun(run) << "\n";
   RC_CLASSIFY(run.configs.size() > 1, "heterogeneous");
   int64_t world = run.layout.world_size();
@@ -141,14 +161,15 @@ void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
 
   // Sequences of up to ~60% of RapidCheck's size (about 60 commands at the default max_size 100,
   // 16 on average over a default run): long enough for save / crash / restart stories, short
-  // enough to shrink quickly. Train, Save and RerunFault appear more often (a listed type is
-  // picked with equal weight; RerunFault discards itself where the spec allows no fault).
+  // enough to shrink quickly. Train, Save, RerunFault, Freeze and Unfreeze appear more often (a
+  // listed type is picked with equal weight; RerunFault, Freeze and Unfreeze discard themselves
+  // where they do not apply).
   const auto commands = *rc::gen::scale(
       0.6,
       rc::state::gen::commands(
-          initial,
-          rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize, RerunFault,
-                                            RerunFault, Crash, Restart, Freeze, Heal>()));
+          initial, rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize,
+                                                     RerunFault, RerunFault, Crash, Restart, Freeze,
+                                                     Freeze, Heal, Unfreeze, Unfreeze>()));
   rc::state::runAll(commands, initial, sut);
   for (const std::string& event : sut.events) RC_TAG(event);
 }

@@ -17,6 +17,8 @@
 // |               | under flags f                                    | start fresh; same run, no flags: == the         |
 // |               |                                                  | checkpoint's states as restarted (P1)           |
 // | Freeze(key)   | FreezeParameter of every instance of a key       | the same status                                 |
+// | Unfreeze(key) | UnfreezeParameter of every instance of a frozen  | the same status; it trains on from the state it |
+// |               | key (torch.optim freezing family)                | kept while frozen (the common postconditions)   |
 // | Heal          | live recovery: the process hands its state dicts | the joiner's states == ExpectedResume of the    |
 // |               | to a joining replica (a fresh process of the     | live states under the same run, no flags (a     |
 // |               | same run, no storage: JoinFromPeer) and exits    | fresh process's view of its peers' state, LR per|
@@ -38,10 +40,11 @@ int64_t Iteration(const std::vector<TrainingState>& states) {
   return states.empty() ? 0 : states.front().iteration;
 }
 
-// The spec's rule for a save's payload: every module's rerun machine is in a persistable state.
+// The spec's rule for what a save (or a heal's hand-over) can hold: every module's rerun machine is
+// in a persistable state and its stacked keys' optimizer state is whole (CheckStackedKeysWhole).
 bool Persistable(const std::vector<TrainingState>& states) {
   for (const TrainingState& s : states) {
-    if (!IsPersistableRerunState(s.rerun.state)) return false;
+    if (!IsPersistableRerunState(s.rerun.state) || !CheckStackedKeysWhole(s).ok()) return false;
   }
   return true;
 }
@@ -107,11 +110,12 @@ RunSpec ResumeRunOf(const StatefulOp& op, const StatefulModel& m) {
   return op.restart == RestartKind::kSameRun ? m.run : op.run;
 }
 
-Status FreezeKey(const StatefulOp& op, TrainingState* s) {
+// Freeze or Unfreeze (by op.kind) of every instance of op.key.
+Status ChangeKeyFrozen(const StatefulOp& op, TrainingState* s) {
   for (size_t p = 0; p < s->specs.size(); ++p) {
-    if (s->specs[p].key == op.key) {
-      CKPTSPEC_RETURN_IF_ERROR(FreezeParameter(s, s->specs[p].name));
-    }
+    if (s->specs[p].key != op.key) continue;
+    CKPTSPEC_RETURN_IF_ERROR(op.kind == OpKind::kFreeze ? FreezeParameter(s, s->specs[p].name)
+                                                        : UnfreezeParameter(s, s->specs[p].name));
   }
   return Status::OK();
 }
@@ -153,6 +157,16 @@ void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   }
 }
 
+// torch.optim family: a trainable parameter not stepped yet (its state is created lazily).
+bool SomeTrainableParameterLacksState(const std::vector<TrainingState>& states) {
+  for (const TrainingState& s : states) {
+    for (const ParamState& p : s.params) {
+      if (!p.frozen && !HasOptimizerState(p)) return true;
+    }
+  }
+  return false;
+}
+
 std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut* sut) {
   Count(sut,
         std::string(op.async ? "Save async" : "Save sync") + (op.cached ? ", plan cache" : ""));
@@ -162,6 +176,9 @@ std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut
   options.assume_constant_structure = op.cached;
   const Status status =
       SaveRun(sut->under_test->target(), sut->run, sut->states, Iteration(sut->states), options);
+  if (status.ok() && SomeTrainableParameterLacksState(sut->states)) {
+    sut->events.insert("saved a trainable parameter without optimizer state (lazy)");
+  }
   return CheckAfter("Save", status, next, *sut);
 }
 
@@ -324,6 +341,11 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
     }
     case OpKind::kHeal:
       return m.alive && !m.must_exit;
+    case OpKind::kUnfreeze: {
+      if (!m.alive || m.must_exit || op.module >= m.states.size()) return false;
+      const std::vector<std::string> keys = UnfreezableKeys(m, op.module);
+      return std::find(keys.begin(), keys.end(), op.key) != keys.end();
+    }
   }
   return false;
 }
@@ -353,7 +375,8 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       ApplyRestart(op, m);
       return;
     case OpKind::kFreeze:
-      m->expect_ok = FreezeKey(op, &m->states[op.module]).ok();
+    case OpKind::kUnfreeze:
+      m->expect_ok = ChangeKeyFrozen(op, &m->states[op.module]).ok();
       m->run.configs[op.module].frozen = m->states[op.module].config.frozen;
       ++m->run_version;
       m->runtime_frozen = true;
@@ -396,12 +419,26 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
     case OpKind::kFreeze: {
       Count(sut, "Freeze");
       sut->events.insert("freeze");
-      const Status status = FreezeKey(op, &sut->states[op.module]);
+      const Status status = ChangeKeyFrozen(op, &sut->states[op.module]);
       sut->run.configs[op.module].frozen = sut->states[op.module].config.frozen;
       return CheckAfter("Freeze", status, next, *sut);
     }
     case OpKind::kHeal:
       return RunHeal(next, sut);
+    case OpKind::kUnfreeze: {
+      Count(sut, "Unfreeze");
+      sut->events.insert("unfreeze");
+      const TrainingState& s = sut->states[op.module];
+      for (size_t p = 0; p < s.specs.size(); ++p) {
+        if (s.specs[p].key == op.key && HasOptimizerState(s.params[p])) {
+          sut->events.insert("unfreeze of a parameter that kept its optimizer state");
+          break;
+        }
+      }
+      const Status status = ChangeKeyFrozen(op, &sut->states[op.module]);
+      sut->run.configs[op.module].frozen = sut->states[op.module].config.frozen;
+      return CheckAfter("Unfreeze", status, next, *sut);
+    }
   }
   return "unknown operation";
 }
@@ -438,6 +475,9 @@ std::string DescribeOp(const StatefulOp& op) {
              (op.module ? " in module " + std::to_string(op.module) : "") + ")";
     case OpKind::kHeal:
       return "Heal(a joining replica takes the live state from its peer, which exits)";
+    case OpKind::kUnfreeze:
+      return "Unfreeze(every instance of '" + op.key + "'" +
+             (op.module ? " in module " + std::to_string(op.module) : "") + ")";
   }
   return "unknown operation";
 }
@@ -503,6 +543,20 @@ std::vector<std::string> FreezableKeys(const StatefulModel& m, size_t module) {
     }
   }
   if (keys.size() < 2) keys.clear();
+  return keys;
+}
+
+std::vector<std::string> UnfreezableKeys(const StatefulModel& m, size_t module) {
+  std::vector<std::string> keys;
+  if (!m.alive || module >= m.states.size()) return keys;
+  const TrainingState& s = m.states[module];
+  if (s.config.optimizer.freeze_family != FreezeFamily::kTorchOptim) return keys;
+  for (size_t p = 0; p < s.specs.size(); ++p) {
+    const std::string& key = s.specs[p].key;
+    if (s.params[p].frozen && std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      keys.push_back(key);
+    }
+  }
   return keys;
 }
 

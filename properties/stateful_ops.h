@@ -78,7 +78,17 @@ struct StatefulSut {
 // a crash at op k < kMinSaveOps of a save never lets it commit.
 inline constexpr int64_t kMinSaveOps = 16;
 
-enum class OpKind { kTrain, kSave, kFinalize, kRerunFault, kCrash, kRestart, kFreeze, kHeal };
+enum class OpKind {
+  kTrain,
+  kSave,
+  kFinalize,
+  kRerunFault,
+  kCrash,
+  kRestart,
+  kFreeze,
+  kHeal,
+  kUnfreeze,
+};
 enum class RestartKind { kSameRun, kOtherRun, kAddParameter };
 
 // One operation and its arguments (only the fields of its kind matter).
@@ -94,8 +104,8 @@ struct StatefulOp {
   RunSpec run;        // kRestart, kOtherRun / kAddParameter: the run the new process resumes
   LoadFlags flags;    // kRestart, kOtherRun
   std::string added;  // kRestart, kAddParameter: what was added, in words
-  size_t module = 0;  // kFreeze: the module
-  std::string key;    // kFreeze: every instance of this checkpoint key
+  size_t module = 0;  // kFreeze, kUnfreeze: the module
+  std::string key;    // kFreeze, kUnfreeze: every instance of this checkpoint key
 };
 
 // Whether `op` applies to the model's state (where it does not, it is not run).
@@ -128,5 +138,9 @@ Status RunWithAddedParameter(const RunSpec& run, size_t module, bool prefer_bias
 // For kFreeze: the distinct trainable checkpoint keys of module `module` of a live process, or
 // nothing when fewer than two remain (one trainable key is always kept).
 std::vector<std::string> FreezableKeys(const StatefulModel& m, size_t module);
+
+// For kUnfreeze: the distinct frozen checkpoint keys of module `module` of a live process whose
+// config follows the torch.optim freezing family (the megatron family cannot unfreeze).
+std::vector<std::string> UnfreezableKeys(const StatefulModel& m, size_t module);
 
 }  // namespace ckptspec

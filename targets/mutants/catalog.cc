@@ -25,6 +25,8 @@
 #include "targets/mutants/b20_ocdbt_detect.h"
 #include "targets/mutants/b21_lr_bound_groups_collapse.h"
 #include "targets/mutants/b22_torchft_stale_lr.h"
+#include "targets/mutants/b23_frozen_optim_state_dropped.h"
+#include "targets/mutants/b24_lazy_state_requested.h"
 
 namespace ckptspec {
 
@@ -120,6 +122,16 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the framework emits every param group's lr as it was at the process's first state dict, "
        "and a load keeps the loaded groups' lr instead of the one the scheduler gives",
        "P20 P14 P7", B22Parts},
+      {"B23", "frozen-optim-state-dropped", "pytorch #192202 (PR #192307)",
+       "under the torch.optim freezing family a load drops the saved optimizer state of every "
+       "parameter frozen in the loading run (it restores state by requires_grad), so a parameter "
+       "trained, frozen and unfrozen restarts from fresh moments and step",
+       "P20 P7", B23Parts},
+      {"B24", "lazy-state-requested", "torchtitan PR #4474; prime-rl PR #2800",
+       "under the torch.optim freezing family the load templates request optimizer state for "
+       "every trainable parameter, also those the checkpoint has none for (not stepped when "
+       "saved), so such a checkpoint is refused on a missing key",
+       "P20 P2", B24Parts},
   };
   return kCatalog;
 }
