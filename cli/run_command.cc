@@ -116,7 +116,7 @@ Status SelectProperties(const std::string& list, std::vector<Property>* out) {
 
 // Runs one property within the budget: a fixed number of cases, or batches of 100 with
 // successive seeds until `seconds` pass or a case fails. `shrink` false: a failure is reported as
-// found (a known failure needs no smaller counterexample; on an adapter shrinking takes minutes).
+// found (RunJudging::ShrinksFailures).
 PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint64_t seed,
                                 const Budget& budget, double seconds, bool shrink) {
   RunParams params;
@@ -228,10 +228,8 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const auto run_pair = [&](size_t i) {
     const Property& property = properties[i % properties.size()];
     const TargetFactory& target = targets[i / properties.size()];
-    const Expectations* expected = judging.ExpectationsOf(target.name);
-    const bool known_failure =
-        expected != nullptr && expected->For(property.id).expected == Expected::kFail;
-    return RunWithinBudget(property, target, o.seed, budget, per_property_s, !known_failure);
+    return RunWithinBudget(property, target, o.seed, budget, per_property_s,
+                           judging.ShrinksFailures(target.name, property.id));
   };
   size_t shown = 0;
   const auto show = [&](size_t i) {

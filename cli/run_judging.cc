@@ -26,6 +26,11 @@ const Expectations* RunJudging::ExpectationsOf(const std::string& target) const 
   return it != declared.end() ? &it->second : expectations;
 }
 
+bool RunJudging::ShrinksFailures(const std::string& target, const std::string& property) const {
+  const Expectations* e = ExpectationsOf(target);
+  return e == nullptr || e->For(property).expected != Expected::kFail;
+}
+
 TargetExpectation ExpectationOf(const std::string& target, const RunJudging& judging) {
   if (judging.IsMutant(target)) return TargetExpectation::kKilled;
   return judging.ExpectationsOf(target) ? TargetExpectation::kAsExpected

@@ -33,6 +33,10 @@ struct RunJudging {
   // The expectations `target` is judged by outcome by outcome: its listed ones, else the file's;
   // null for a mutant, a target declared clean, or without either.
   const Expectations* ExpectationsOf(const std::string& target) const;
+  // Whether a failure of `property` on `target` is shrunk: not when the target's expectations
+  // expect the property to fail (a known failure is reported as found; shrinking through adapter
+  // processes takes minutes). Always for mutants and clean targets.
+  bool ShrinksFailures(const std::string& target, const std::string& property) const;
 };
 
 enum class TargetExpectation { kKilled, kAsExpected, kClean };

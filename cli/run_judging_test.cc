@@ -45,6 +45,23 @@ TEST(RunJudging, TargetsAreJudgedAgainstTheirExpectation) {
   EXPECT_EQ(JudgeTarget({pass, fail}, "t", judged).text, "killed");
 }
 
+TEST(RunJudging, OnlyKnownFailuresGoUnshrunk) {
+  Expectations file;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P7": {"expect": "fail", "reason": "known"},
+                     "P13": {"expect": "n/a", "reason": "real disk"}}})",
+                                "inline", &file)
+                  .ok());
+  RunJudging judging;
+  EXPECT_TRUE(judging.ShrinksFailures("t", "P7"));  // no file: every failure is shrunk
+  judging.expectations = &file;
+  judging.expect_killed = {"m"};
+  EXPECT_FALSE(judging.ShrinksFailures("t", "P7"));
+  EXPECT_TRUE(judging.ShrinksFailures("t", "P13"));
+  EXPECT_TRUE(judging.ShrinksFailures("t", "P2"));
+  EXPECT_TRUE(judging.ShrinksFailures("m", "P7"));  // a mutant's kill is always shrunk
+}
+
 TEST(RunJudging, EachOutcomeIsJudgedAgainstItsTargetsExpectation) {
   Expectations file;
   ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
