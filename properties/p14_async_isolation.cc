@@ -5,9 +5,12 @@
 // fresh process on a copy of the storage resumes it). A write failure injected into the
 // completion (one failing storage operation, or every write failing) surfaces at the next
 // Finalize / Save / Load call, which then must not report success — and a call that reports
-// success means the checkpoint is there; after a failure the previous checkpoint still loads.
+// success means the checkpoint is there (an async save completed by a later Save is loaded by its
+// iteration too, not only the tracker's); after a failure the previous checkpoint still loads.
 // Catches: B19 (async error swallowed), B09/B15-like aliasing of the caller's buffers, a tracker
 // written at scheduling time.
+#include <optional>
+
 #include "generators/run_gen.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
@@ -59,15 +62,19 @@ void Scribble(std::vector<ShardedStateDict>* dicts) {
   }
 }
 
-// Resumes on a fresh target holding a copy of `from`'s storage; the resumed iteration.
+// Resumes on a fresh target holding a copy of `from`'s storage, from the tracker's iteration or
+// from `iteration`; the resumed states.
 std::vector<TrainingState> ResumeCopy(const TargetFactory& factory, TargetUnderTest& from,
-                                      const RunSpec& run) {
+                                      const RunSpec& run,
+                                      std::optional<int64_t> iteration = std::nullopt) {
   StorageTree tree;
   CKPTSPEC_RC_ASSERT_OK(ReadTree(from.mem_env(), from.root(), &tree));
   auto copy = factory.make(TargetOptions());
   CKPTSPEC_RC_ASSERT_OK(WriteTree(copy->mem_env(), copy->root(), tree));
+  ResumeOptions options;
+  options.iteration = iteration;
   std::vector<TrainingState> resumed;
-  CKPTSPEC_RC_ASSERT_OK(ResumeRun(copy->target(), run, ResumeOptions(), &resumed));
+  CKPTSPEC_RC_ASSERT_OK(ResumeRun(copy->target(), run, options, &resumed));
   return resumed;
 }
 
@@ -176,6 +183,13 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
     RC_LOG() << "  a fresh process resumes iteration " << resumed.front().iteration << "\n";
     RC_ASSERT(resumed.front().iteration == (next == NextCall::kSave ? c : b));
     AssertSpecState(run, resumed, "resume after the completed async save");
+    if (next == NextCall::kSave) {
+      // The async save that the later Save completed holds iteration b's state too: loaded by
+      // its iteration, not through the tracker (which names c).
+      const std::vector<TrainingState> explicit_b = ResumeCopy(factory, *under_test, run, b);
+      RC_ASSERT(explicit_b.front().iteration == b);
+      AssertSpecState(run, explicit_b, "explicit load of the async save a later Save completed");
+    }
   } else {
     // Reported; the previous checkpoint (or b's, if it committed before the failing operation)
     // still loads, in this process and in a fresh one; a failed Save never saved its own data.
