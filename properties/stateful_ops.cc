@@ -379,7 +379,10 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       m->expect_ok = ChangeKeyFrozen(op, &m->states[op.module]).ok();
       m->run.configs[op.module].frozen = m->states[op.module].config.frozen;
       ++m->run_version;
-      m->runtime_frozen = true;
+      // Only Megatron's freezing changes the groups (torch.optim's keep every parameter).
+      if (m->states[op.module].config.optimizer.freeze_family == FreezeFamily::kMegatron) {
+        m->runtime_frozen = true;
+      }
       return;
     case OpKind::kHeal:
       ApplyHeal(m);

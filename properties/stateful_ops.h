@@ -45,8 +45,9 @@ struct StatefulModel {
   // Bumped whenever the run's structure changes (a freeze, a restart under another run): P1
   // applies to a restart only when the checkpoint was saved by the very same run.
   int64_t run_version = 0;
-  // The process froze a parameter at runtime: its param groups keep their order minus the emptied
-  // ones, while a fresh process of the same config orders them by first trainable parameter.
+  // The process froze a parameter at runtime under the megatron freezing family: its param groups
+  // keep their order minus the emptied ones, while a fresh process of the same config orders them
+  // by first trainable parameter (torch.optim's groups never change, so its freezes leave this).
   // Groups attach by identity, so a resume is right either way, but states compare positionally:
   // P1's bit-for-bit comparison applies only to checkpoints of processes without a runtime freeze.
   bool runtime_frozen = false;
