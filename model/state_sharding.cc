@@ -44,10 +44,9 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
     const std::string label = "module '" + layout.modules()[m].name + "'";
     const TrainingState& s = states[m];
     if (s.config.optimizer.freeze_family == FreezeFamily::kTorchOptim) {
-      std::vector<bool> present;
-      for (const ParamState& p : s.params) present.push_back(HasOptimizerState(p));
       CKPTSPEC_RETURN_IF_ERROR(
-          plan.SetOptimizerState(static_cast<int>(m), present).WithContext(label));
+          plan.SetOptimizerState(static_cast<int>(m), OptimizerStatePresence(s))
+              .WithContext(label));
     }
     const TrainingState& structure = plan.structure(static_cast<int>(m));
     if (s.params.size() != structure.params.size() || s.specs.size() != structure.specs.size()) {

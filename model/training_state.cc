@@ -263,10 +263,15 @@ Status CheckStackedKeysWhole(const std::vector<ParameterSpec>& specs,
   return Status::OK();
 }
 
-Status CheckStackedKeysWhole(const TrainingState& s) {
+std::vector<bool> OptimizerStatePresence(const TrainingState& s) {
   std::vector<bool> present;
+  present.reserve(s.params.size());
   for (const ParamState& p : s.params) present.push_back(HasOptimizerState(p));
-  return CheckStackedKeysWhole(s.specs, present);
+  return present;
+}
+
+Status CheckStackedKeysWhole(const TrainingState& s) {
+  return CheckStackedKeysWhole(s.specs, OptimizerStatePresence(s));
 }
 
 void RefreshMastersFromModel(TrainingState* s) {

@@ -151,6 +151,8 @@ Status CheckStackedKeysWhole(const std::vector<ParameterSpec>& specs,
                              const std::vector<bool>& present);
 // The same for a state's parameters.
 Status CheckStackedKeysWhole(const TrainingState& s);
+// HasOptimizerState of each of the state's parameters, in order.
+std::vector<bool> OptimizerStatePresence(const TrainingState& s);
 
 // Copies the model value of every parameter with optimizer state into its main and offload copies (Megatron's
 // reload_model_params plus HybridDeviceOptimizer's update_fp32_param_by_new_param).
