@@ -99,6 +99,10 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
       o.step_counter = StepCounter::kPerParameter;
       o.cpu_offload_fraction = 0.0;
     }
+    // Per-DP-rank data loaders in a quarter of the configs (at every size: elementOf, where
+    // inRange narrows at small sizes), drawn after everything else for the same reason
+    // (num_samples >= global_batch_size >= dp_size leaves no shard empty).
+    if (*rc::gen::elementOf(std::vector<int>{0, 1, 2, 3}) == 0) d.sampler = DataSampler::kPerRank;
     const Status valid = ValidateTrainingConfig(c);
     if (!valid.ok()) RC_FAIL("TrainingConfigFor built an invalid config: " + valid.ToString());
     return c;

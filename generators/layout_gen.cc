@@ -142,7 +142,8 @@ rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
   }));
 }
 
-rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& from, int max_world) {
+rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& from, int max_world,
+                                     DpDirection direction) {
   const int64_t others = from.world_size() / from.dp();  // tp * cp * pp
   ParallelSizes sizes;
   sizes.tp = from.tp();
@@ -157,7 +158,14 @@ rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& fro
     if (ValidateModelForLayout(model, layout).ok()) fitting.push_back(layout);
   }
   if (fitting.empty()) return rc::gen::just(from);
-  return rc::gen::elementOf(fitting);
+  std::vector<Layout> directed;
+  for (const Layout& l : fitting) {
+    if ((direction == DpDirection::kSmaller && l.dp() < from.dp()) ||
+        (direction == DpDirection::kLarger && l.dp() > from.dp())) {
+      directed.push_back(l);
+    }
+  }
+  return rc::gen::elementOf(directed.empty() ? fitting : directed);
 }
 
 rc::Gen<HeterogeneousCase> Heterogeneous(int max_world_per_module) {

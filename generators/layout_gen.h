@@ -47,8 +47,11 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world);
 // A valid layout for `model`, world at most max_world. Precondition: one exists (world 1 always).
 rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world);
 // A valid layout for `model` that differs from `from` in its DP size only (TP, PP, CP, EP, ETP and
-// the rank order kept), world at most max_world; `from` itself when no other DP size fits.
-rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& from, int max_world);
+// the rank order kept), world at most max_world; `from` itself when no other DP size fits. A
+// direction other than kAny takes a DP size in that direction where one fits.
+enum class DpDirection { kAny, kSmaller, kLarger };
+rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& from, int max_world,
+                                     DpDirection direction = DpDirection::kAny);
 rc::Gen<HeterogeneousCase> Heterogeneous(int max_world_per_module);
 rc::Gen<InvalidLayoutCase> InvalidLayout();
 

@@ -59,6 +59,11 @@ RunSpec WithTorchOptimFreezing(RunSpec run) {
   return run;
 }
 
+RunSpec WithPerRankLoaders(RunSpec run) {
+  for (TrainingConfig& c : run.configs) c.data.sampler = DataSampler::kPerRank;
+  return run;
+}
+
 namespace {
 
 // `saved` with each module on the layout pick(module config, module layout) gives.
@@ -89,10 +94,11 @@ rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_l
   }));
 }
 
-rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world) {
-  return AtNonNegativeSize(rc::gen::exec([saved, max_world] {
-    return RelaidOut(saved, [max_world](const ModelConfig& model, const Layout& from) {
-      return *LayoutChangingOnlyDp(model, from, max_world);
+rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world,
+                                         DpDirection direction) {
+  return AtNonNegativeSize(rc::gen::exec([saved, max_world, direction] {
+    return RelaidOut(saved, [max_world, direction](const ModelConfig& model, const Layout& from) {
+      return *LayoutChangingOnlyDp(model, from, max_world, direction);
     });
   }));
 }

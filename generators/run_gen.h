@@ -13,6 +13,7 @@
 
 #include <rapidcheck.h>
 
+#include "generators/layout_gen.h"
 #include "model/run_spec.h"
 
 namespace ckptspec {
@@ -25,12 +26,16 @@ RunSpec WithOptimizerFormat(RunSpec run, OptimizerFormat format);
 // `run` with every module following the torch.optim freezing family (training_state.h): the
 // per-parameter step, no CPU offload, the fully_reshardable format.
 RunSpec WithTorchOptimFreezing(RunSpec run);
+// `run` with every module's data iterator a per-DP-rank loader (DataSampler::kPerRank).
+RunSpec WithPerRankLoaders(RunSpec run);
 // Same module count and models; `change_layout` false keeps the layout.
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout);
 // As ResumeRunFor with change_layout, each module's layout differing in its DP size only
 // (gen::LayoutChangingOnlyDp): the resume a DP-only resharding needs, which the free choice of
 // layouts draws rarely.
-rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world);
+// A direction other than kAny moves each module's DP size that way where a size fits.
+rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world,
+                                         DpDirection direction = DpDirection::kAny);
 
 }  // namespace gen
 

@@ -8,6 +8,25 @@ namespace ckptspec {
 
 namespace {
 constexpr uint64_t kShuffleDomain = 0x53485546464C4531ull;  // "SHUFFLE1"
+constexpr uint64_t kShardDomain = 0x5348415244533031ull;    // "SHARDS01"
+}  // namespace
+
+const char* DataSamplerName(DataSampler s) {
+  return s == DataSampler::kPerRank ? "per_rank" : "global";
+}
+
+bool ParseDataSampler(const std::string& name, DataSampler* out) {
+  for (DataSampler s : {DataSampler::kGlobal, DataSampler::kPerRank}) {
+    if (name == DataSamplerName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t ShardSize(int64_t num_samples, int64_t shard, int64_t num_shards) {
+  return num_samples / num_shards + (shard < num_samples % num_shards ? 1 : 0);
 }
 
 Status ValidateDataConfig(const DataConfig& c) {
@@ -20,6 +39,11 @@ Status ValidateDataConfig(const DataConfig& c) {
   CKPTSPEC_RETURN_IF_ERROR(positive("global_batch_size", c.global_batch_size));
   CKPTSPEC_RETURN_IF_ERROR(positive("micro_batch_size", c.micro_batch_size));
   CKPTSPEC_RETURN_IF_ERROR(positive("dp_size", c.dp_size));
+  if (c.sampler == DataSampler::kPerRank && c.num_samples < c.dp_size) {
+    return Status::InvalidArgument(
+        "data: num_samples = " + std::to_string(c.num_samples) +
+        " leaves a per_rank loader's shard empty under dp_size = " + std::to_string(c.dp_size));
+  }
   if (c.global_batch_size % (c.micro_batch_size * c.dp_size) != 0) {
     return Status::InvalidArgument(
         "data: global_batch_size = " + std::to_string(c.global_batch_size) +
@@ -48,6 +72,14 @@ std::vector<int64_t> Permutation(uint64_t seed, int64_t epoch, int64_t n) {
 DataIteratorState InitialDataIterator(const DataConfig& c) {
   DataIteratorState s;
   s.seed = c.seed;
+  if (c.sampler == DataSampler::kPerRank) {
+    for (int64_t r = 0; r < c.dp_size; ++r) {
+      RankLoaderState l;
+      l.shard = r;
+      l.num_shards = c.dp_size;
+      s.loaders.push_back(l);
+    }
+  }
   return s;
 }
 
@@ -95,7 +127,49 @@ int64_t SamplerPosition(const DataConfig& c, const DataIteratorState& s, int64_t
   return s.pass_origin + (consumed - s.pass_origin) % pass_length;
 }
 
+std::vector<int64_t> ShardStreamSamples(const DataConfig& c, const RankLoaderState& loader,
+                                        int64_t first, int64_t count) {
+  const int64_t n = ShardSize(c.num_samples, loader.shard, loader.num_shards);
+  const uint64_t shard_seed =
+      Mix64(c.seed ^ Mix64(kShardDomain ^ Mix64(static_cast<uint64_t>(loader.num_shards) << 32 ^
+                                                static_cast<uint64_t>(loader.shard))));
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(count));
+  int64_t cached_epoch = -1;
+  std::vector<int64_t> perm;
+  for (int64_t q = first; q < first + count; ++q) {
+    const int64_t epoch = q / n;
+    if (epoch != cached_epoch) {
+      if (c.shuffle) {
+        perm = Permutation(shard_seed, epoch, n);
+      } else {
+        perm.resize(static_cast<size_t>(n));
+        std::iota(perm.begin(), perm.end(), int64_t{0});
+      }
+      cached_epoch = epoch;
+    }
+    out.push_back(loader.shard + loader.num_shards * perm[static_cast<size_t>(q % n)]);
+  }
+  return out;
+}
+
 std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, const DataIteratorState& s) {
+  if (c.sampler == DataSampler::kPerRank) {
+    const int64_t accum = GradAccumSteps(c);
+    std::vector<std::vector<int64_t>> per_rank;
+    for (const RankLoaderState& l : s.loaders) {
+      per_rank.push_back(ShardStreamSamples(c, l, l.position, accum * c.micro_batch_size));
+    }
+    std::vector<int64_t> out;
+    out.reserve(static_cast<size_t>(c.global_batch_size));
+    for (int64_t m = 0; m < accum; ++m) {
+      for (const std::vector<int64_t>& rank : per_rank) {
+        out.insert(out.end(), rank.begin() + m * c.micro_batch_size,
+                   rank.begin() + (m + 1) * c.micro_batch_size);
+      }
+    }
+    return out;
+  }
   std::vector<int64_t> positions;
   positions.reserve(static_cast<size_t>(c.global_batch_size));
   for (int64_t p = s.consumed_samples; p < s.consumed_samples + c.global_batch_size; ++p) {
@@ -118,9 +192,36 @@ StepSamples SamplesOfStep(const DataConfig& c, int64_t consumed) {
   return out;
 }
 
+Status CheckDataIterator(const DataConfig& c, const DataIteratorState& s) {
+  const size_t want = c.sampler == DataSampler::kPerRank ? static_cast<size_t>(c.dp_size) : 0;
+  if (s.loaders.size() != want) {
+    return Status::FailedPrecondition("data iterator holds " + std::to_string(s.loaders.size()) +
+                                      " per-rank loaders; a " + DataSamplerName(c.sampler) +
+                                      " sampler at dp_size " + std::to_string(c.dp_size) +
+                                      " draws with " + std::to_string(want));
+  }
+  for (size_t r = 0; r < s.loaders.size(); ++r) {
+    const RankLoaderState& l = s.loaders[r];
+    if (l.num_shards < 1 || l.num_shards > c.num_samples || l.shard < 0 ||
+        l.shard >= l.num_shards || l.position < 0) {
+      return Status::FailedPrecondition("data iterator: DP rank " + std::to_string(r) +
+                                        "'s loader (shard " + std::to_string(l.shard) + " of " +
+                                        std::to_string(l.num_shards) + ", position " +
+                                        std::to_string(l.position) + ") cannot draw from " +
+                                        std::to_string(c.num_samples) + " samples");
+    }
+  }
+  return Status::OK();
+}
+
 void AdvanceDataIterator(const DataConfig& c, DataIteratorState* s) {
   s->consumed_samples += c.global_batch_size;
   s->epoch = s->consumed_samples / c.num_samples;
+  const int64_t per_rank = c.global_batch_size / c.dp_size;
+  for (RankLoaderState& l : s->loaders) {
+    l.position += per_rank;
+    l.epoch = l.position / ShardSize(c.num_samples, l.shard, l.num_shards);
+  }
 }
 
 int64_t SamplesForIterations(const DataConfig& c, int64_t iterations) {
@@ -133,6 +234,21 @@ Status ResumeDataIterator(const DataConfig& c, const DataIteratorState& saved,
     return Status::Corruption("data iterator: consumed_samples = " +
                               std::to_string(saved.consumed_samples) + " is negative");
   }
+  const bool saved_per_rank = !saved.loaders.empty();
+  if (saved_per_rank != (c.sampler == DataSampler::kPerRank)) {
+    return Status::InvalidArgument(
+        std::string("data iterator: the checkpoint holds a ") +
+        (saved_per_rank ? "per_rank" : "global") + " sampler's state; this run's sampler is " +
+        DataSamplerName(c.sampler) + " (reset_dataloader starts it fresh)");
+  }
+  const int64_t saved_dp = static_cast<int64_t>(saved.loaders.size());
+  if (saved_per_rank && saved_dp != c.dp_size) {
+    return Status::FailedPrecondition(
+        "data iterator: the checkpoint holds per-DP-rank loaders for DP size " +
+        std::to_string(saved_dp) + "; this run has DP size " + std::to_string(c.dp_size) +
+        " (a loader's position does not carry over to another shard; reset_dataloader starts "
+        "the loaders fresh)");
+  }
   if (saved.epoch != saved.consumed_samples / c.num_samples) {
     return Status::Corruption(
         "data iterator: epoch = " + std::to_string(saved.epoch) +
@@ -143,30 +259,143 @@ Status ResumeDataIterator(const DataConfig& c, const DataIteratorState& saved,
     return Status::InvalidArgument("data iterator: saved seed " + std::to_string(saved.seed) +
                                    " differs from the configured seed " + std::to_string(c.seed));
   }
+  if (saved_per_rank) {
+    for (int64_t r = 0; r < saved_dp; ++r) {
+      const RankLoaderState& l = saved.loaders[static_cast<size_t>(r)];
+      const std::string who = "data iterator: DP rank " + std::to_string(r) + "'s loader ";
+      if (l.shard != r || l.num_shards != saved_dp) {
+        return Status::Corruption(who + "reads shard " + std::to_string(l.shard) + " of " +
+                                  std::to_string(l.num_shards) + ", not its own (" +
+                                  std::to_string(r) + " of " + std::to_string(saved_dp) + ")");
+      }
+      if (l.position < 0 || saved.consumed_samples % saved_dp != 0 ||
+          l.position != saved.consumed_samples / saved_dp) {
+        return Status::Corruption(who + "is at position " + std::to_string(l.position) +
+                                  "; consumed_samples = " + std::to_string(saved.consumed_samples) +
+                                  " puts every loader at consumed_samples / " +
+                                  std::to_string(saved_dp));
+      }
+      if (l.epoch != l.position / ShardSize(c.num_samples, l.shard, l.num_shards)) {
+        return Status::Corruption(who + "epoch = " + std::to_string(l.epoch) +
+                                  " is inconsistent with its position " +
+                                  std::to_string(l.position) + " over a shard of " +
+                                  std::to_string(ShardSize(c.num_samples, l.shard, l.num_shards)));
+      }
+    }
+  }
   *out = saved;
+  out->pass_origin = -1;
   return Status::OK();
 }
 
-nlohmann::json DataIteratorStateToJson(const DataIteratorState& s) {
+namespace {
+
+nlohmann::json SharedToJson(const DataIteratorState& s) {
   return nlohmann::json{
       {"consumed_samples", s.consumed_samples}, {"epoch", s.epoch}, {"seed", s.seed}};
 }
 
-Status DataIteratorStateFromJson(const nlohmann::json& j, DataIteratorState* out) {
-  if (!j.is_object()) return Status::Corruption("data iterator state is not an object");
-  for (const char* f : {"consumed_samples", "epoch", "seed"}) {
+nlohmann::json LoaderToJson(const RankLoaderState& l) {
+  return nlohmann::json{{"shard", l.shard},
+                        {"num_shards", l.num_shards},
+                        {"position", l.position},
+                        {"epoch", l.epoch}};
+}
+
+// Integer members `fields` of object `j`, else Corruption naming `what` and the field.
+Status NeedIntegers(const nlohmann::json& j, std::initializer_list<const char*> fields,
+                    const std::string& what) {
+  if (!j.is_object()) return Status::Corruption(what + " is not an object");
+  for (const char* f : fields) {
     auto it = j.find(f);
     if (it == j.end() || !it->is_number_integer()) {
-      return Status::Corruption(std::string("data iterator state: '") + f +
-                                "' is missing or not an integer");
+      return Status::Corruption(what + ": '" + f + "' is missing or not an integer");
     }
   }
+  return Status::OK();
+}
+
+Status SharedFromJson(const nlohmann::json& j, DataIteratorState* out) {
+  CKPTSPEC_RETURN_IF_ERROR(
+      NeedIntegers(j, {"consumed_samples", "epoch", "seed"}, "data iterator state"));
   DataIteratorState s;
   s.consumed_samples = j["consumed_samples"].get<int64_t>();
   s.epoch = j["epoch"].get<int64_t>();
   s.seed = j["seed"].get<uint64_t>();
   *out = s;
   return Status::OK();
+}
+
+Status LoaderFromJson(const nlohmann::json& j, const std::string& what, RankLoaderState* out) {
+  CKPTSPEC_RETURN_IF_ERROR(NeedIntegers(j, {"shard", "num_shards", "position", "epoch"}, what));
+  out->shard = j["shard"].get<int64_t>();
+  out->num_shards = j["num_shards"].get<int64_t>();
+  out->position = j["position"].get<int64_t>();
+  out->epoch = j["epoch"].get<int64_t>();
+  if (out->num_shards < 1 || out->shard < 0 || out->shard >= out->num_shards) {
+    return Status::Corruption(what + ": shard " + std::to_string(out->shard) + " of " +
+                              std::to_string(out->num_shards) + " is not a shard");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+nlohmann::json DataIteratorStateToJson(const DataIteratorState& s) {
+  nlohmann::json j = SharedToJson(s);
+  if (!s.loaders.empty()) {
+    j["loaders"] = nlohmann::json::array();
+    for (const RankLoaderState& l : s.loaders) j["loaders"].push_back(LoaderToJson(l));
+  }
+  return j;
+}
+
+Status DataIteratorStateFromJson(const nlohmann::json& j, DataIteratorState* out) {
+  DataIteratorState s;
+  CKPTSPEC_RETURN_IF_ERROR(SharedFromJson(j, &s));
+  auto it = j.find("loaders");
+  if (it != j.end()) {
+    if (!it->is_array() || it->empty()) {
+      return Status::Corruption("data iterator state: 'loaders' is not a non-empty list");
+    }
+    for (size_t r = 0; r < it->size(); ++r) {
+      RankLoaderState l;
+      CKPTSPEC_RETURN_IF_ERROR(
+          LoaderFromJson((*it)[r], "data iterator state: loader " + std::to_string(r), &l));
+      s.loaders.push_back(l);
+    }
+  }
+  *out = std::move(s);
+  return Status::OK();
+}
+
+nlohmann::json DataIteratorRankToJson(const DataIteratorState& s, int64_t dp_rank) {
+  nlohmann::json j = SharedToJson(s);
+  if (!s.loaders.empty()) {
+    j["dp_size"] = static_cast<int64_t>(s.loaders.size());
+    j["loader"] = LoaderToJson(s.loaders[static_cast<size_t>(dp_rank)]);
+  }
+  return j;
+}
+
+Status DataIteratorRankFromJson(const nlohmann::json& j, DataIteratorState* shared,
+                                int64_t* dp_size, RankLoaderState* loader) {
+  CKPTSPEC_RETURN_IF_ERROR(SharedFromJson(j, shared));
+  *dp_size = 0;
+  auto it = j.find("loader");
+  if (it == j.end()) {
+    if (j.contains("dp_size")) {
+      return Status::Corruption("data iterator object: 'dp_size' without a 'loader'");
+    }
+    return Status::OK();
+  }
+  CKPTSPEC_RETURN_IF_ERROR(NeedIntegers(j, {"dp_size"}, "data iterator object"));
+  *dp_size = j["dp_size"].get<int64_t>();
+  if (*dp_size < 1) {
+    return Status::Corruption("data iterator object: dp_size = " + std::to_string(*dp_size) +
+                              " is not positive");
+  }
+  return LoaderFromJson(*it, "data iterator object: 'loader'", loader);
 }
 
 }  // namespace ckptspec

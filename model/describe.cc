@@ -66,7 +66,8 @@ std::string DescribeTrainingConfig(const TrainingConfig& c) {
      << c.scheduler.lr_warmup_steps << " decay " << c.scheduler.lr_decay_steps << "; data "
      << c.data.num_samples << " samples, gbs " << c.data.global_batch_size << ", mbs "
      << c.data.micro_batch_size << ", dp " << c.data.dp_size << (c.data.shuffle ? ", shuffled" : "")
-     << "; rerun " << RerunModeName(c.rerun_mode);
+     << (c.data.sampler == DataSampler::kPerRank ? ", per-DP-rank loaders" : "") << "; rerun "
+     << RerunModeName(c.rerun_mode);
   if (c.data_parallel_random_init) os << "; data_parallel_random_init";
   if (!c.frozen.empty()) {
     os << "; frozen";

@@ -286,7 +286,8 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
     CKPTSPEC_RETURN_IF_ERROR(LoadRerunPayload(payload, ctx, &s.rerun));
   }
 
-  // L9: the sample sequence is global (data_iterator.h), so any DP size continues it.
+  // L9: the global sampler's sequence continues under any DP size; per-DP-rank loaders need the
+  // saved DP size (ResumeDataIterator).
   if (load.data) {
     CKPTSPEC_RETURN_IF_ERROR(ResumeDataIterator(req.config.data, saved.data, &s.data));
   }

@@ -54,10 +54,15 @@
 // |    |                  | the RUN's (every module's ranks): the payload is keyed by global rank, so |
 // |    |                  | a module whose own layout is unchanged still skips it when another        |
 // |    |                  | module's change altered the run's world size.                             |
-// | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise ResumeDataIterator,   |
-// |    |                  | under any DP size: the run's sample sequence is global (data_iterator.h), |
-// |    |                  | so the resumed run continues it at consumed_samples, each DP rank taking  |
-// |    |                  | its slice under the new DP size (Megatron's MegatronPretrainingSampler).  |
+// | L9 | data iterator    | fresh under finetune or reset_dataloader. Otherwise ResumeDataIterator.   |
+// |    |                  | The global sampler resumes under any DP size: the run's sample sequence   |
+// |    |                  | is global (data_iterator.h), so the resumed run continues it at           |
+// |    |                  | consumed_samples, each DP rank taking its slice under the new DP size     |
+// |    |                  | (Megatron's MegatronPretrainingSampler). Per-DP-rank loaders (per_rank)   |
+// |    |                  | resume only under the saved DP size, each DP rank taking the loader its   |
+// |    |                  | own DP rank saved; another DP size is an error naming the saved one (a    |
+// |    |                  | loader's position does not carry over to another shard). A checkpoint of  |
+// |    |                  | the other sampler kind is an error.                                       |
 #pragma once
 
 #include "model/layout.h"
@@ -103,7 +108,8 @@ struct LoadedStateClasses {
                            // checkpoint must also hold RNG state)
   bool rerun = false;      // L8: not finetune and the new rerun mode is not DISABLED (a world,
                            // TP, PP or DP change then skips a sentinel payload or is an error)
-  bool data = false;       // L9: not finetune, not reset_dataloader (under any DP size)
+  bool data = false;       // L9: not finetune, not reset_dataloader (a per_rank sampler then
+                           // needs the saved DP size: an error otherwise)
 };
 LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConfig& config,
                                       const Layout& saved, const Layout& now);

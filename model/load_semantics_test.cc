@@ -445,5 +445,31 @@ TEST(LoadSemantics, L9DataIteratorContinuesTheGlobalSequenceUnderADpChange) {
   EXPECT_EQ(out.iteration, 3);
 }
 
+// L9 for per-DP-rank loaders: under the saved DP size every rank takes its own loader; another
+// DP size is refused naming the saved one, unless reset_dataloader starts the loaders fresh.
+TEST(LoadSemantics, L9PerRankLoadersResumeOnlyUnderTheSavedDpSize) {
+  TrainingConfig cfg = Config();
+  cfg.data.sampler = DataSampler::kPerRank;
+  const CheckpointDescriptor ckpt = Checkpoint(3, cfg);
+  ASSERT_EQ(ckpt.state.data.loaders.size(), 2u);
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(cfg), &out).ok());
+  EXPECT_EQ(out.data, ckpt.state.data);
+  TrainingConfig dp1 = cfg;
+  dp1.data.dp_size = 1;
+  ResumeRequest r = Request(dp1);
+  r.layout = Sizes(2, 1);
+  const Status st = ExpectedStateAfterLoad(ckpt, r, &out);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("loaders for DP size 2; this run has DP size 1"), std::string::npos)
+      << st.ToString();
+  r.flags.reset_dataloader = true;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+  EXPECT_EQ(out.data, InitialDataIterator(dp1.data));
+  // A checkpoint of the global sampler does not resume per-DP-rank loaders.
+  const Status kinds = ExpectedStateAfterLoad(Checkpoint(3), Request(cfg), &out);
+  EXPECT_EQ(kinds.code(), Status::Code::kInvalidArgument) << kinds.ToString();
+}
+
 }  // namespace
 }  // namespace ckptspec

@@ -57,6 +57,9 @@ void FitConfigToLayout(const Layout& layout, TrainingConfig* config) {
     config->data.global_batch_size =
         config->data.micro_batch_size * layout.dp() * std::max<int64_t>(1, per_dp / layout.dp());
   }
+  if (config->data.sampler == DataSampler::kPerRank) {
+    config->data.num_samples = std::max(config->data.num_samples, layout.dp());
+  }
   config->ranks.clear();
   for (int64_t rank = 0; rank < layout.world_size(); ++rank)
     config->ranks.push_back(layout.Coords(rank));

@@ -21,7 +21,8 @@ struct RunSpec {
 };
 
 // Aligns a config with the layout it runs on: data.dp_size and the ranks' coordinates follow the
-// layout; the global batch is kept, or rounded so that every DP rank gets whole micro-batches.
+// layout; the global batch is kept, or rounded so that every DP rank gets whole micro-batches;
+// per-DP-rank loaders get at least one sample per shard (num_samples raised to the DP size).
 void FitConfigToLayout(const Layout& layout, TrainingConfig* config);
 
 // Multi-line: per module its ranks, layout and config; then the optimizer format.

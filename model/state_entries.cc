@@ -458,7 +458,12 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
   if (filter.data) {
     ShardedObject o;
     o.spec = DataIteratorObjectSpec(ml.name, ml.layout, c.dp, {c.pp, c.tp, c.cp});
-    if (state) o.data = DataIteratorStateToJson(state->data).dump();
+    if (state) {
+      // Each DP rank saves its own loader (kPerRank) next to the run's shared position.
+      CKPTSPEC_RETURN_IF_ERROR(CheckDataIterator(m.config.data, state->data)
+                                   .WithContext("rank " + std::to_string(rank)));
+      o.data = DataIteratorRankToJson(state->data, c.dp).dump();
+    }
     e.dict.objects.push_back(std::move(o));
     e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
   }

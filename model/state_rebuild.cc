@@ -146,6 +146,10 @@ Status Agree(std::optional<json>* slot, json value, const std::string& what) {
 
 struct ModuleLoaded {
   std::optional<json> module_common, rerun, data;
+  // kPerRank data iterators: the saved DP size every loaded object names, and each loaded
+  // loader by the saved DP rank that saved it.
+  std::optional<json> data_dp_size;
+  std::map<int64_t, RankLoaderState> loaders;
   std::map<int64_t, RankRngState> rng;  // saved module-local rank -> state
 };
 
@@ -227,9 +231,26 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
         case EntryKind::kRerun:
           CKPTSPEC_RETURN_IF_ERROR(Agree(&g.rerun, j, what));
           break;
-        case EntryKind::kData:
-          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, j, what));
+        case EntryKind::kData: {
+          // The run's shared position agrees on every rank; a per-DP-rank loader belongs to the
+          // saved DP rank whose object it is (the object's offset).
+          DataIteratorState shared;
+          int64_t dp_size = 0;
+          RankLoaderState loader;
+          CKPTSPEC_RETURN_IF_ERROR(
+              DataIteratorRankFromJson(j, &shared, &dp_size, &loader).WithContext(what));
+          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, DataIteratorStateToJson(shared), what));
+          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data_dp_size, json(dp_size), what + " ('dp_size')"));
+          if (dp_size > 0) {
+            const int64_t saved_dp = e.dict.objects[i].spec.global_offset.at(0);
+            auto [it, inserted] = g.loaders.emplace(saved_dp, loader);
+            if (!inserted && !(it->second == loader)) {
+              return Status::Corruption(what + ": DP rank " + std::to_string(saved_dp) +
+                                        "'s loader differs between its copies");
+            }
+          }
           break;
+        }
         case EntryKind::kSliceIndex: {
           json want;
           CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(e.dict.objects[i].data, what, &want));
@@ -265,6 +286,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     vcfg.data.dp_size = was.layout.dp();
     vcfg.data.micro_batch_size = 1;
     vcfg.data.global_batch_size = was.layout.dp();
+    vcfg.data.sampler = DataSampler::kGlobal;  // the loaded objects say which sampler saved them
     vcfg.data_parallel_random_init = info.data_parallel_random_init[m];
     // The saved optimizer's freezing family (the templates refused a change when it loads).
     const std::optional<std::vector<int64_t>>& saved_with_state = info.optimizer_state_params[m];
@@ -359,6 +381,20 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     if (got[m].data) {
       CKPTSPEC_RETURN_IF_ERROR(
           DataIteratorStateFromJson(*got[m].data, &view.data).WithContext(label));
+      // Per-DP-rank loaders: one slot per saved DP rank. A load under another DP size reads only
+      // some of them (the others stay default); L9 refuses that DP change before it looks at them.
+      const int64_t dp_size = got[m].data_dp_size ? got[m].data_dp_size->get<int64_t>() : 0;
+      if (dp_size > 0) {
+        if (dp_size != was.layout.dp()) {
+          return Status::Corruption(label + ": the data iterator objects name DP size " +
+                                    std::to_string(dp_size) + "; the checkpoint's layout has " +
+                                    std::to_string(was.layout.dp()));
+        }
+        view.data.loaders.assign(static_cast<size_t>(dp_size), RankLoaderState());
+        for (const auto& [saved_dp, loader] : got[m].loaders) {
+          view.data.loaders[static_cast<size_t>(saved_dp)] = loader;
+        }
+      }
     }
     CheckpointDescriptor ckpt;
     ckpt.state = std::move(view);

@@ -265,10 +265,11 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     CKPTSPEC_RETURN_IF_ERROR(
         plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
     if (load.data) {
-      // L9, under any DP size: every saved DP rank holds the same position of the global
-      // sequence; a rank reads its own DP rank's where that exists, else the one its DP rank
-      // wraps to (the module's ranks must agree). The ranks that wrap request it as further
-      // replicas (one main replica per object).
+      // L9: a rank reads its own DP rank's object where that exists, else the one its DP rank
+      // wraps to. Under the global sampler every saved DP rank holds the same position of the
+      // global sequence (the module's ranks must agree); per-DP-rank loaders load only under the
+      // saved DP size, where every rank reads its own (under another, the rebuild refuses). The
+      // ranks that wrap request it as further replicas (one main replica per object).
       const RankCoords c = now.Coords(layout.LocalRank(r));
       const int64_t wrap = c.dp / was.dp();
       ShardedObject o;

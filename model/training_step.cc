@@ -55,6 +55,7 @@ void AdamUpdate(TrainingState* s, int param, const ParamGroup& group, int64_t t,
 
 Status TrainStep(TrainingState* s) {
   const DataConfig& dc = s->config.data;
+  CKPTSPEC_RETURN_IF_ERROR(CheckDataIterator(dc, s->data));
   RerunContext ctx{s->rng.empty() ? nullptr : &s->rng[0], &s->data};
   std::vector<std::vector<float>> grads(s->params.size());
   // Megatron's `while rerun_state_machine.should_run_forward_backward(...)` loop. Fault-free, it

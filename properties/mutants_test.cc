@@ -4,6 +4,7 @@
 // (ExpectedResume). A mutant that behaved like the reference fails here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "model/run_spec.h"
@@ -98,7 +99,7 @@ void ExpectSilentDeviation(const char* id, const Scenario& sc) {
 }
 
 TEST(Mutants, CatalogIsComplete) {
-  ASSERT_EQ(MutantCatalog().size(), 24u) << "one mutant per docs/BUGS.md entry, B01-B24";
+  ASSERT_EQ(MutantCatalog().size(), 25u) << "one mutant per docs/BUGS.md entry, B01-B25";
   for (size_t i = 0; i < MutantCatalog().size(); ++i) {
     const MutantInfo& m = MutantCatalog()[i];
     char id[8];
@@ -223,6 +224,55 @@ TEST(Mutants, B17OnlyTheFirstRanksCudaRngRestored) {
 TEST(Mutants, B18SkipCountedInSteps) {
   Scenario sc;  // global 8, micro 2, dp 1: 4 accumulation steps
   ExpectSilentDeviation("B18", sc);
+}
+
+// Per-DP-rank loaders saved under DP 4, resumed under DP 2: the reference refuses naming the saved
+// DP size; the mutant accepts and goes on from ranks 0 and 1's positions in the shards of DP 2,
+// so the next iteration does not draw the samples the uninterrupted run draws.
+TEST(Mutants, B25LoaderStateRestoredByRankIndexUnderASmallerDp) {
+  Scenario sc;
+  sc.world = 4;  // dp 4
+  sc.micro_batch = 1;
+  sc.num_samples = 16;
+  sc.k = 1;  // each loader at position 2 of its shard of 4
+  RunSpec saved = MakeRun(sc);
+  saved.configs[0].data.sampler = DataSampler::kPerRank;
+  std::vector<TrainingState> states;
+  ASSERT_TRUE(InitialStates(saved, &states).ok());
+  ASSERT_TRUE(TrainRun(&states, sc.k).ok());
+  Scenario smaller = sc;
+  smaller.world = 2;
+  RunSpec resume = MakeRun(smaller);
+  resume.configs[0].data.sampler = DataSampler::kPerRank;
+
+  auto resume_on = [&](const TargetFactory& factory, std::vector<TrainingState>* out) {
+    auto under_test = factory.make(TargetOptions());
+    EXPECT_TRUE(
+        SaveRun(under_test->target(), saved, states, states[0].iteration, SaveOptions()).ok());
+    EXPECT_TRUE(under_test->target().engine().Finalize().ok());
+    return ResumeRun(under_test->target(), resume, ResumeOptions(), out);
+  };
+  std::vector<TrainingState> resumed;
+  const Status ref = resume_on(ReferenceTargetFactory(), &resumed);
+  EXPECT_EQ(ref.code(), Status::Code::kFailedPrecondition) << ref.ToString();
+  EXPECT_NE(ref.message().find("loaders for DP size 4; this run has DP size 2"), std::string::npos)
+      << ref.ToString();
+
+  const Status mut = resume_on(Mutant("B25"), &resumed);
+  ASSERT_TRUE(mut.ok()) << mut.ToString();
+  const DataIteratorState& data = resumed[0].data;
+  EXPECT_EQ(data.consumed_samples, 8);
+  ASSERT_EQ(data.loaders.size(), 2u);
+  for (int64_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(data.loaders[r].shard, r);
+    EXPECT_EQ(data.loaders[r].num_shards, 2);
+    EXPECT_EQ(data.loaders[r].position, 2);  // DP 4's rank r position, not 8 / 2
+  }
+  std::vector<int64_t> drawn = FlatSamplesOfStep(resume.configs[0].data, data);
+  std::vector<int64_t> due = FlatSamplesOfStep(saved.configs[0].data, states[0].data);
+  std::sort(drawn.begin(), drawn.end());
+  std::sort(due.begin(), due.end());
+  EXPECT_NE(drawn, due);
 }
 
 }  // namespace

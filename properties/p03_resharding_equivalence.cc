@@ -88,12 +88,13 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
   if (dp_only_change && *rc::gen::inRange(0, 4) != 0) {
     // The optimizer loaded, and none of the refusals that have nothing to do with it: no
     // conflicting scheduler flags (L0), no per-DP-rank RNG for DP ranks the save did not have
-    // (L7 under data_parallel_random_init).
+    // (L7 under data_parallel_random_init), no per-DP-rank loaders under a new DP size (L9).
     flags.finetune = false;
     flags.no_load_optim = false;
     flags.use_checkpoint_scheduler = flags.use_checkpoint_scheduler && !flags.override_scheduler;
     for (const TrainingConfig& c : saved_run.configs) {
       flags.no_load_rng = flags.no_load_rng || c.data_parallel_random_init;
+      flags.reset_dataloader = flags.reset_dataloader || c.data.sampler == DataSampler::kPerRank;
     }
   }
 

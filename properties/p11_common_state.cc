@@ -48,8 +48,7 @@ void CheckCommonStateInvariance(const TargetFactory& factory) {
   std::vector<TrainingState> perturbed = states;
   for (TrainingState& s : perturbed) {
     for (size_t r = 0; r < s.rng.size(); ++r) AdvanceAll(&s.rng[r], rng_shift + r);
-    s.data.consumed_samples += batches_on * s.config.data.global_batch_size;
-    s.data.epoch = s.data.consumed_samples / s.config.data.num_samples;
+    for (int64_t b = 0; b < batches_on; ++b) AdvanceDataIterator(s.config.data, &s.data);
   }
   std::vector<ShardedStateDict> perturbed_dicts;
   CKPTSPEC_RC_ASSERT_OK(

@@ -10,12 +10,19 @@
 //    any DP size), or both refuse. Then m more steps equal the spec's expected resume trained m,
 //    so the data order after the resume (epochs, offsets) is the spec's too.
 //  - Whenever the data iterator is loaded (any layout, DP changed or not): the samples the resumed
-//    run draws in its next m iterations are, in order, the uninterrupted run's global sample
-//    sequence from the saved consumed_samples on, computed from the saved data config alone
-//    (not through the load rules): no sample dropped or repeated by the resume.
+//    run draws in its next m iterations are, in order, the ones the uninterrupted run draws next
+//    (the global sequence from the saved consumed_samples on, or each DP rank's loader going on
+//    in its shard), computed from the saved data config alone (not through the load rules). A
+//    failure names the samples the resume drops and the ones it draws instead (and how many of
+//    those repeat the saved run's current epoch); so does a resume the spec refuses (per-DP-rank
+//    loaders under a new DP size) that the target accepted.
+// Half the cases give every module per-DP-rank loaders (data_iterator.h), whose state differs
+// by DP rank.
 // Catches: B11 (RNG reseeded after the load, or not saved), B17 (only one device's RNG
-// restored), B16 (sampler epoch reset on resume), B10 (resume offset applied on every epoch).
+// restored), B16 (sampler epoch reset on resume), B10 (resume offset applied on every epoch),
+// B25 (per-DP-rank loaders carried to a new DP size by rank index).
 #include <map>
+#include <set>
 
 #include "generators/config_gen.h"
 #include "generators/run_gen.h"
@@ -43,30 +50,127 @@ std::string DeduplicatedDistinctObject(const std::vector<ShardedStateDict>& dict
   return "";
 }
 
-// "" when the `iterations` iterations the resumed iterator `resumed` draws (under `now`) take, in
-// order, the positions of the saved run's global sequence that follow `saved` (under `before`);
-// else the first position where they differ.
-std::string SamplesAfterResume(const DataConfig& before, const DataIteratorState& saved,
-                               const DataConfig& now, DataIteratorState resumed,
-                               int64_t iterations) {
+// The samples the run saved at `saved` (under `before`) draws in its next iterations, the first
+// `count` of them: the uninterrupted run, from the saved data config alone (not through the load
+// rules).
+std::vector<int64_t> UninterruptedSamples(const DataConfig& before, DataIteratorState saved,
+                                          size_t count) {
+  saved.pass_origin = -1;
+  std::vector<int64_t> out;
+  while (out.size() < count) {
+    const std::vector<int64_t> step = FlatSamplesOfStep(before, saved);
+    out.insert(out.end(), step.begin(), step.end());
+    AdvanceDataIterator(before, &saved);
+  }
+  out.resize(count);
+  return out;
+}
+
+// The samples the run saved at `saved` had drawn since the start of its current epoch (each
+// loader's own epoch under per-DP-rank loaders): a sample drawn again before the epoch ends is
+// a repeat.
+std::set<int64_t> DrawnThisEpoch(const DataConfig& before, const DataIteratorState& saved) {
   std::vector<int64_t> drawn;
+  if (saved.loaders.empty()) {
+    const int64_t start = saved.epoch * before.num_samples;
+    drawn = SequenceSamples(before, start, saved.consumed_samples - start);
+  } else {
+    for (const RankLoaderState& l : saved.loaders) {
+      const int64_t start = l.epoch * ShardSize(before.num_samples, l.shard, l.num_shards);
+      const std::vector<int64_t> part = ShardStreamSamples(before, l, start, l.position - start);
+      drawn.insert(drawn.end(), part.begin(), part.end());
+    }
+  }
+  return std::set<int64_t>(drawn.begin(), drawn.end());
+}
+
+// Up to 8 ids of `ids`, then how many more.
+std::string FewIds(const std::vector<int64_t>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size() && i < 8; ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > 8) out += ", ... " + std::to_string(ids.size() - 8) + " more";
+  return out + "]";
+}
+
+// Which samples `drawn` drops and repeats against `due` (the uninterrupted run's, as many), as
+// multisets, in words; "" when they hold the same samples.
+std::string DroppedAndRepeated(const std::vector<int64_t>& due, const std::vector<int64_t>& drawn,
+                               const std::set<int64_t>& drawn_this_epoch) {
+  std::map<int64_t, int64_t> balance;  // drawn minus due, per sample
+  for (int64_t id : drawn) ++balance[id];
+  for (int64_t id : due) --balance[id];
+  std::vector<int64_t> dropped, extra;
+  size_t replayed = 0;
+  for (const auto& [id, n] : balance) {
+    for (int64_t k = 0; k < -n; ++k) dropped.push_back(id);
+    for (int64_t k = 0; k < n; ++k) {
+      extra.push_back(id);
+      replayed += drawn_this_epoch.count(id);
+    }
+  }
+  if (dropped.empty() && extra.empty()) return "";
+  return "of the " + std::to_string(due.size()) +
+         " samples the uninterrupted run draws next, the resume drops " +
+         std::to_string(dropped.size()) + " " + FewIds(dropped) + " and draws " +
+         std::to_string(extra.size()) + " others instead " + FewIds(extra) + ", " +
+         std::to_string(replayed) +
+         " of which the saved run had already drawn in its current epoch";
+}
+
+// The samples the resumed iterator `resumed` (under `now`) draws in `iterations` iterations, or
+// an error when it cannot draw under `now`.
+Status DrawnAfterResume(const DataConfig& now, DataIteratorState resumed, int64_t iterations,
+                        std::vector<int64_t>* drawn) {
+  CKPTSPEC_RETURN_IF_ERROR(CheckDataIterator(now, resumed));
+  drawn->clear();
   for (int64_t it = 0; it < iterations; ++it) {
     const std::vector<int64_t> step = FlatSamplesOfStep(now, resumed);
-    drawn.insert(drawn.end(), step.begin(), step.end());
+    drawn->insert(drawn->end(), step.begin(), step.end());
     AdvanceDataIterator(now, &resumed);
   }
-  const std::vector<int64_t> uninterrupted =
-      SequenceSamples(before, saved.consumed_samples, static_cast<int64_t>(drawn.size()));
+  return Status::OK();
+}
+
+// "" when the `iterations` iterations the resumed iterator `resumed` draws (under `now`) take, in
+// order, the samples the uninterrupted run saved at `saved` (under `before`) draws next; else the
+// first position where they differ, with the samples the resume drops and repeats.
+std::string SamplesAfterResume(const DataConfig& before, const DataIteratorState& saved,
+                               const DataConfig& now, const DataIteratorState& resumed,
+                               int64_t iterations) {
+  std::vector<int64_t> drawn;
+  const Status can_draw = DrawnAfterResume(now, resumed, iterations, &drawn);
+  if (!can_draw.ok()) return "the resumed data iterator cannot draw: " + can_draw.ToString();
+  const std::vector<int64_t> due = UninterruptedSamples(before, saved, drawn.size());
   for (size_t j = 0; j < drawn.size(); ++j) {
-    if (drawn[j] != uninterrupted[j]) {
-      return "sample " + std::to_string(j) + " after the resume (sequence position " +
-             std::to_string(saved.consumed_samples + static_cast<int64_t>(j)) + ", DP " +
+    if (drawn[j] != due[j]) {
+      return "sample " + std::to_string(j) + " after the resume (after " +
+             std::to_string(saved.consumed_samples) + " consumed samples, DP " +
              std::to_string(before.dp_size) + " -> " + std::to_string(now.dp_size) + ") is " +
-             std::to_string(drawn[j]) + "; the uninterrupted run draws " +
-             std::to_string(uninterrupted[j]);
+             std::to_string(drawn[j]) + "; the uninterrupted run draws " + std::to_string(due[j]) +
+             ". " + DroppedAndRepeated(due, drawn, DrawnThisEpoch(before, saved));
     }
   }
   return "";
+}
+
+// For a resume the spec refuses and the target accepted: what the target's resumed iterators
+// draw against the uninterrupted runs, module by module, in words ("" where they match or were
+// not loaded).
+std::string WhatTheAcceptedResumeDraws(const RunSpec& saved_run,
+                                       const std::vector<TrainingState>& saved, const RunSpec& run,
+                                       const std::vector<TrainingState>& resumed,
+                                       int64_t iterations) {
+  std::string out;
+  for (size_t i = 0; i < resumed.size() && i < saved.size(); ++i) {
+    std::vector<int64_t> drawn;
+    if (!DrawnAfterResume(run.configs[i].data, resumed[i].data, iterations, &drawn).ok()) continue;
+    const DataConfig& before = saved_run.configs[i].data;
+    const std::string words =
+        DroppedAndRepeated(UninterruptedSamples(before, saved[i].data, drawn.size()), drawn,
+                           DrawnThisEpoch(before, saved[i].data));
+    if (!words.empty()) out += "; module " + std::to_string(i) + ": " + words;
+  }
+  return out;
 }
 
 }  // namespace
@@ -77,17 +181,43 @@ void CheckPerRankState(const TargetFactory& factory) {
   if (*rc::gen::inRange(0, 3) == 0) {
     for (TrainingConfig& c : saved_run.configs) c.data_parallel_random_init = true;
   }
+  // Per-DP-rank loaders in every module in half the cases (the config generator draws them in a
+  // quarter of the modules).
+  if (*rc::gen::arbitrary<bool>()) saved_run = gen::WithPerRankLoaders(saved_run);
   const int64_t k = *rc::gen::inRange<int64_t>(0, 4);
   const int64_t m = *rc::gen::inRange<int64_t>(1, 3);
-  // Without resharding only the same-layout half applies.
-  const bool change_layout = factory.capabilities.resharding && *rc::gen::arbitrary<bool>();
-  const RunSpec run = *gen::ResumeRunFor(saved_run, 16, change_layout);
-  const LoadFlags flags = *gen::LoadFlagsGen(false);
+  // A third of the cases keep the layout (all of them without resharding), a third change it
+  // freely and a third change only the DP size, the change the data iterator's rule L9 is about
+  // (elementOf: uniform at every size, where inRange narrows at small sizes).
+  enum Change { kSame, kFree, kOnlyDp };
+  const Change change = factory.capabilities.resharding
+                            ? *rc::gen::elementOf(std::vector<Change>{kSame, kFree, kOnlyDp})
+                            : kSame;
+  // Half the DP-only changes shrink the DP size: the saved run first moves to a larger one where
+  // it fits (the drawn DP size is often 1, which only grows).
+  const bool shrink = change == kOnlyDp && *rc::gen::arbitrary<bool>();
+  if (shrink) saved_run = *gen::ResumeRunChangingOnlyDp(saved_run, 16, gen::DpDirection::kLarger);
+  const RunSpec run =
+      change == kOnlyDp
+          ? *gen::ResumeRunChangingOnlyDp(
+                saved_run, 16, shrink ? gen::DpDirection::kSmaller : gen::DpDirection::kAny)
+          : *gen::ResumeRunFor(saved_run, 16, change == kFree);
+  LoadFlags flags = *gen::LoadFlagsGen(false);
+  if (change == kOnlyDp && *rc::gen::elementOf(std::vector<int>{0, 1, 2, 3}) != 0) {
+    // The data iterator loaded and no refusal that has nothing to do with it: no per-DP-rank RNG
+    // for DP ranks the save did not have (L7 under data_parallel_random_init).
+    flags.finetune = false;
+    flags.reset_dataloader = false;
+    for (const TrainingConfig& c : saved_run.configs) {
+      flags.no_load_rng = flags.no_load_rng || c.data_parallel_random_init;
+    }
+  }
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
            << ", save, restart\n  resume: " << DescribeRun(run)
            << "\n  flags: " << DescribeLoadFlags(flags) << "\n  then train " << m << "\n";
 
   bool same_layout = true, dp_random = false, tp_pp_changed = false, dp_changed = false;
+  bool per_rank = false, per_rank_dp_changed = false, per_rank_dp_shrunk = false;
   for (size_t i = 0; i < run.configs.size(); ++i) {
     const Layout& a = saved_run.layout.modules()[i].layout;
     const Layout& b = run.layout.modules()[i].layout;
@@ -95,6 +225,10 @@ void CheckPerRankState(const TargetFactory& factory) {
     tp_pp_changed |= a.tp() != b.tp() || a.pp() != b.pp();
     dp_changed |= a.dp() != b.dp();
     dp_random |= saved_run.configs[i].data_parallel_random_init;
+    const bool loaders = saved_run.configs[i].data.sampler == DataSampler::kPerRank;
+    per_rank |= loaders;
+    per_rank_dp_changed |= loaders && a.dp() != b.dp();
+    per_rank_dp_shrunk |= loaders && a.dp() > b.dp();
   }
   const bool rng_loaded = !flags.finetune && !flags.no_load_rng;
   RC_CLASSIFY(same_layout, "same layout");
@@ -105,6 +239,11 @@ void CheckPerRankState(const TargetFactory& factory) {
   RC_CLASSIFY(flags.reset_dataloader, "reset_dataloader");
   RC_CLASSIFY(flags.finetune, "finetune");
   const bool data_loaded = !flags.finetune && !flags.reset_dataloader;
+  RC_CLASSIFY(per_rank, "per-DP-rank loaders");
+  // L9's refusal: a loader's position does not carry over to another DP size.
+  RC_CLASSIFY(per_rank_dp_changed && data_loaded, "per-DP-rank loaders, DP changed, data loaded");
+  // B25's trigger: a smaller DP size finds a saved loader for every new DP rank.
+  RC_CLASSIFY(per_rank_dp_shrunk && data_loaded, "per-DP-rank loaders, DP shrunk, data loaded");
 
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
@@ -128,11 +267,15 @@ void CheckPerRankState(const TargetFactory& factory) {
   RC_CLASSIFY(!spec.ok(), "spec refuses");
   if (!spec.ok()) {
     RC_LOG() << "spec refuses: " << spec.ToString() << "\ntarget: " << got.ToString() << "\n";
-    if (got.ok()) RC_FAIL("the target accepted a resume the spec refuses: " + spec.ToString());
+    if (got.ok()) {
+      RC_FAIL("the target accepted a resume the spec refuses: " + spec.ToString() +
+              (data_loaded ? WhatTheAcceptedResumeDraws(saved_run, states, run, resumed, m) : ""));
+    }
     return;
   }
   if (!got.ok()) RC_FAIL("the target refused a resume the spec accepts: " + got.ToString());
   RC_CLASSIFY(dp_changed && data_loaded, "DP changed, data iterator continued");
+  RC_CLASSIFY(per_rank && same_layout && data_loaded, "per-DP-rank loaders continued");
 
   for (size_t i = 0; i < resumed.size(); ++i) {
     const TrainingState& s = resumed[i];

@@ -195,7 +195,8 @@ Status SchedulerFromJson(const JsonField& f, SchedulerConfig* sc) {
 
 Status DataFromJson(const JsonField& f, DataConfig* d) {
   CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers(
-      {"num_samples", "seed", "shuffle", "global_batch_size", "micro_batch_size"}));
+      {"sampler", "num_samples", "seed", "shuffle", "global_batch_size", "micro_batch_size"}));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("sampler").GetEnum(ParseDataSampler, &d->sampler));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("num_samples").GetInt(&d->num_samples));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("seed").GetUint64(&d->seed));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("shuffle").GetBool(&d->shuffle));
@@ -262,7 +263,8 @@ json TrainingToJson(const TrainingConfig& c) {
                 {"wd_incr_steps", s.wd_incr_steps},
                 {"wd_incr_style", WdIncrStyleName(s.wd_incr_style)}}},
               {"data",
-               {{"num_samples", c.data.num_samples},
+               {{"sampler", DataSamplerName(c.data.sampler)},
+                {"num_samples", c.data.num_samples},
                 {"seed", c.data.seed},
                 {"shuffle", c.data.shuffle},
                 {"global_batch_size", c.data.global_batch_size},

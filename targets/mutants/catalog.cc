@@ -27,6 +27,7 @@
 #include "targets/mutants/b22_torchft_stale_lr.h"
 #include "targets/mutants/b23_frozen_optim_state_dropped.h"
 #include "targets/mutants/b24_lazy_state_requested.h"
+#include "targets/mutants/b25_loader_state_by_rank_index.h"
 
 namespace ckptspec {
 
@@ -132,6 +133,12 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "every trainable parameter, also those the checkpoint has none for (not stepped when "
        "saved), so such a checkpoint is refused on a missing key",
        "P20 P2", B24Parts},
+      {"B25", "loader-state-by-rank-index", "Megatron-Bridge PR #5637",
+       "per-DP-rank data loaders resumed under a smaller DP size: each new DP rank restores the "
+       "position saved by the DP rank of the same index, in its shard of the new DP size, and the "
+       "other saved loaders are dropped, so samples are skipped and repeated where the resume "
+       "must be refused",
+       "P12 P20", B25Parts},
   };
   return kCatalog;
 }
