@@ -99,7 +99,7 @@ void ExpectSilentDeviation(const char* id, const Scenario& sc) {
 }
 
 TEST(Mutants, CatalogIsComplete) {
-  ASSERT_EQ(MutantCatalog().size(), 25u) << "one mutant per docs/BUGS.md entry, B01-B25";
+  ASSERT_EQ(MutantCatalog().size(), 26u) << "one mutant per docs/BUGS.md entry, B01-B26";
   for (size_t i = 0; i < MutantCatalog().size(); ++i) {
     const MutantInfo& m = MutantCatalog()[i];
     char id[8];
@@ -273,6 +273,34 @@ TEST(Mutants, B25LoaderStateRestoredByRankIndexUnderASmallerDp) {
   std::sort(drawn.begin(), drawn.end());
   std::sort(due.begin(), due.end());
   EXPECT_NE(drawn, due);
+}
+
+// The global sampler saved under DP 4 after 16 samples, resumed under DP 2: the reference goes on
+// at sample 16 of the global sequence, the mutant at 16 / 4 * 2 = 8 (it replays 8 samples).
+TEST(Mutants, B26GlobalSamplerPositionedByAPerRankCountUnderANewDp) {
+  Scenario sc;
+  sc.world = 4;
+  sc.micro_batch = 1;
+  sc.k = 2;  // 2 iterations of 8 samples
+  const RunSpec saved = MakeRun(sc);
+  std::vector<TrainingState> states;
+  ASSERT_TRUE(InitialStates(saved, &states).ok());
+  ASSERT_TRUE(TrainRun(&states, sc.k).ok());
+  Scenario smaller = sc;
+  smaller.world = 2;
+  const RunSpec resume = MakeRun(smaller);
+  auto consumed_after_resume = [&](const TargetFactory& factory) -> int64_t {
+    auto under_test = factory.make(TargetOptions());
+    EXPECT_TRUE(
+        SaveRun(under_test->target(), saved, states, states[0].iteration, SaveOptions()).ok());
+    EXPECT_TRUE(under_test->target().engine().Finalize().ok());
+    std::vector<TrainingState> resumed;
+    const Status st = ResumeRun(under_test->target(), resume, ResumeOptions(), &resumed);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return st.ok() ? resumed[0].data.consumed_samples : -1;
+  };
+  EXPECT_EQ(consumed_after_resume(ReferenceTargetFactory()), 16);
+  EXPECT_EQ(consumed_after_resume(Mutant("B26")), 8);
 }
 
 }  // namespace

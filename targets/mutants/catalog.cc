@@ -28,6 +28,7 @@
 #include "targets/mutants/b23_frozen_optim_state_dropped.h"
 #include "targets/mutants/b24_lazy_state_requested.h"
 #include "targets/mutants/b25_loader_state_by_rank_index.h"
+#include "targets/mutants/b26_per_rank_skip_rescaled.h"
 
 namespace ckptspec {
 
@@ -139,6 +140,11 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "other saved loaders are dropped, so samples are skipped and repeated where the resume "
        "must be refused",
        "P12 P20", B25Parts},
+      {"B26", "per-rank-skip-rescaled", "own design (cf. transformers #22580)",
+       "the global sampler resumed under another DP size is positioned by the per-rank count of "
+       "the saving run (consumed_samples / saved DP size) times the new DP size, so a larger DP "
+       "size skips samples and a smaller one replays them",
+       "P12 P3", B26Parts},
   };
   return kCatalog;
 }
