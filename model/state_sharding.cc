@@ -1,6 +1,7 @@
 #include "model/state_sharding.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "model/rerun_state_machine.h"
@@ -304,6 +305,41 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
       ObjectSpec& spec = e.dict.objects[i].spec;
       const int64_t earlier = requests[spec.UniqueKey()]++;
       if (earlier > 0 && IsMainReplica(spec.replica_id)) spec.replica_id = {earlier};
+    }
+  }
+  // A DP-sharded object is requested whole: the saved shards no rank needs (a smaller DP size)
+  // go to the module's first rank as main replicas. The rebuild reads a data iterator shard as
+  // the others (its loader joins the view) and only parses an RNG shard no rank takes.
+  std::set<std::string> requested;
+  for (const RankEntries& e : all) {
+    for (const ShardedObject& o : e.dict.objects) requested.insert(o.spec.UniqueKey());
+  }
+  for (size_t m = 0; m < now_modules.size(); ++m) {
+    const Layout& was = was_modules[m].layout;
+    const LoadedStateClasses load =
+        StateClassesToLoad(flags, configs[m], was, now_modules[m].layout);
+    RankEntries& first = all[static_cast<size_t>(now_modules[m].first_rank)];
+    auto request = [&](ShardedObject o, ObjectRole role) {
+      if (!requested.insert(o.spec.UniqueKey()).second) return;
+      first.dict.objects.push_back(std::move(o));
+      first.object_roles.push_back(std::move(role));
+    };
+    if (load.data) {
+      for (int64_t d = 0; d < was.dp(); ++d) {
+        ShardedObject o;
+        o.spec = StatePlan::DataIteratorObjectSpec(now_modules[m].name, was, d, {0, 0, 0});
+        request(std::move(o), ObjectRole{EntryKind::kData, {}});
+      }
+    }
+    if (load.rng) {
+      for (int64_t r = 0; r < was.world_size(); ++r) {
+        std::vector<int64_t> holders;
+        ShardedObject o;
+        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was,
+                                          saved.data_parallel_random_init[m], r, &holders);
+        o.spec.replica_id = {0};  // the one request of a shard no rank takes is its main replica
+        request(std::move(o), ObjectRole{EntryKind::kRng, {}});
+      }
     }
   }
   *out = std::move(all);

@@ -109,7 +109,11 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);
 // TP / PP change (otherwise each rank requests the saved object of the rank L7 assigns it); no
 // rerun object under finetune, a disabled rerun mode or a world / TP / PP / DP change; no data
 // iterator under finetune or reset_dataloader (under a DP change a saved DP rank's); no
-// dp_reshardable slice index under a DP change. Errors: dp_reshardable under a change other than
+// dp_reshardable slice index under a DP change. An object sharded over DP ranks (the data
+// iterator, per-DP-rank RNG) that is requested at all is requested whole: the saved shards no
+// rank needs (a smaller DP size) are requested by the module's first rank as main replicas
+// (megatron-core validates a load's object accesses as a save's, "N ShardedObject are missing").
+// Errors: dp_reshardable under a change other than
 // DP and a checkpoint of the other freezing family (L3's errors), a recorded parameter index
 // beyond the model (Corruption), modules that differ by name.
 Status StateTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,

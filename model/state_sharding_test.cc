@@ -480,6 +480,63 @@ TEST(StateSharding, LoadTemplatesHaveOneMainReplicaPerObject) {
   EXPECT_EQ(FirstDifference(back, s), "");
 }
 
+// A load under a smaller DP size needs only some shards of the objects sharded over DP ranks (the
+// data iterator; the RNG under data_parallel_random_init), and megatron-core validates a load's
+// object accesses as a save's ("N ShardedObject are missing", found by the megatron_core adapter
+// on a DP 2 -> 1 resume): the templates request them whole, one main replica each, and the
+// per-DP-rank loaders of every saved DP rank reach the rebuild.
+TEST(StateSharding, DpShardedObjectsAreRequestedWholeUnderASmallerDp) {
+  for (DataSampler sampler : {DataSampler::kGlobal, DataSampler::kPerRank}) {
+    ParallelSizes p4;
+    p4.dp = 4;
+    Layout dp4, dp2;
+    ASSERT_TRUE(Layout::Make(4, p4, RankOrder(), &dp4).ok());
+    ParallelSizes p2;
+    p2.dp = 2;
+    ASSERT_TRUE(Layout::Make(2, p2, RankOrder(), &dp2).ok());
+    TrainingConfig c = Config(dp4);
+    c.data_parallel_random_init = true;
+    c.data.sampler = sampler;
+    const TrainingState s = Trained(c, 1);
+    std::vector<ShardedStateDict> dicts;
+    ASSERT_TRUE(ShardTrainingState(dp4, s, ShardingConfig(), &dicts).ok());
+    CheckpointInfo info;
+    ASSERT_TRUE(ReadCheckpointInfo(dicts.at(0).common, &info).ok());
+    TrainingConfig c2 = Config(dp2);
+    c2.data_parallel_random_init = true;
+    c2.data.sampler = sampler;
+    std::vector<ShardedStateDict> templates;
+    ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(dp2, c2.model.name), {c2}, info,
+                               LoadFlags(), &templates)
+                    .ok());
+    int data_shards = 0, rng_shards = 0;
+    for (const ShardedStateDict& d : templates) {
+      for (const ShardedObject& o : d.objects) {
+        data_shards += o.spec.key == "data_iterator";
+        rng_shards += o.spec.key == "rng_state";
+      }
+    }
+    EXPECT_EQ(data_shards, 4) << DataSamplerName(sampler);
+    EXPECT_EQ(rng_shards, 4) << DataSamplerName(sampler);
+    std::string objects;
+    for (const Violation& v : CheckShardingIntegrity(Sig(templates))) {
+      if (v.kind == ViolationKind::kMissingObject || v.kind == ViolationKind::kDuplicateMain) {
+        objects += FormatViolations({v});
+      }
+    }
+    EXPECT_EQ(objects, "") << DataSamplerName(sampler);
+    // The global sampler goes on under DP 2; the per-DP-rank loaders are refused naming DP 4.
+    TrainingState back;
+    const Status st = LoadOne(dicts, dp2, c2, LoadFlags(), &back);
+    if (sampler == DataSampler::kGlobal) {
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      EXPECT_EQ(back.data.consumed_samples, s.data.consumed_samples);
+    } else {
+      EXPECT_NE(st.message().find("loaders for DP size 4"), std::string::npos) << st.ToString();
+    }
+  }
+}
+
 TEST(StateSharding, DpReshardableReshardsOverDp) {
   const Layout l1 = MakeLayout(2, 1, 1), l2 = MakeLayout(4, 1, 1);
   const TrainingState s = Trained(Config(l1), 2);
