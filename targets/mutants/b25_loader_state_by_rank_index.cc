@@ -8,8 +8,9 @@
 // (the new ranks' files were missing). The fix refuses any DP change. The mutant: under
 // per-DP-rank loaders (data_iterator.h), a load whose DP size shrank gives new DP rank r the
 // position saved by DP rank r, in shard r of the new DP size, and the run's consumed_samples.
-// Every other load, a grown DP size included, is the canonical one (which refuses a DP change). Silent; visible to a property that resumes per-DP-rank loaders under a
-// smaller DP size (the spec refuses it, L9).
+// Every other load, a grown DP size included, is the canonical one (which refuses a DP change).
+// Silent; visible to a property that resumes per-DP-rank loaders under a smaller DP size (the
+// spec refuses it, L9).
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b25_loader_state_by_rank_index.h"
 
@@ -41,11 +42,13 @@ class LoaderByRankIndexFramework : public CanonicalFramework {
     }
     if (!any) return CanonicalFramework::FromStateDicts(load, states);
 
-    // Every module's saved data iterator as the loaded objects hold it (the loaders by saved DP
-    // rank). The canonical rebuild then runs as if the loaders were reset, without them, and
-    // each module's iterator is resumed here: by rank index where the DP size shrank, else by
-    // the load rules.
+    // Every module's saved data iterator as the loaded objects hold it: the shared position and
+    // the loaders by the saved DP rank that saved them (the templates request every saved DP
+    // rank's object). The canonical rebuild then runs as if the loaders were reset, without
+    // them, and each module's iterator is resumed here: by rank index where the DP size shrank,
+    // else by the load rules.
     std::vector<DataIteratorState> saved(now.size());
+    std::vector<std::map<int64_t, RankLoaderState>> saved_loaders(now.size());
     std::vector<ShardedStateDict> without_data = load.loaded;
     for (size_t r = 0; r < without_data.size(); ++r) {
       const int m = load.layout.ModuleOf(static_cast<int64_t>(r));
@@ -57,16 +60,14 @@ class LoaderByRankIndexFramework : public CanonicalFramework {
         }
         int64_t dp_size = 0;
         RankLoaderState loader;
-        const DataIteratorState loaders = saved[m];
         CKPTSPEC_RETURN_IF_ERROR(DataIteratorRankFromJson(
             nlohmann::json::parse(o.data, nullptr, false), &saved[m], &dp_size, &loader));
-        saved[m].loaders = loaders.loaders;
-        if (dp_size > 0) {
-          saved[m].loaders.resize(static_cast<size_t>(dp_size));
-          saved[m].loaders[static_cast<size_t>(o.spec.global_offset.at(0) % dp_size)] = loader;
-        }
+        if (dp_size > 0) saved_loaders[m][o.spec.global_offset.at(0)] = loader;
       }
       without_data[r].objects = std::move(kept);
+    }
+    for (size_t m = 0; m < now.size(); ++m) {
+      for (const auto& [dp, loader] : saved_loaders[m]) saved[m].loaders.push_back(loader);
     }
     LoadFlags reset = load.flags;
     reset.reset_dataloader = true;
@@ -84,8 +85,12 @@ class LoaderByRankIndexFramework : public CanonicalFramework {
       s.data.consumed_samples = saved[m].consumed_samples;
       s.data.epoch = saved[m].epoch;
       for (int64_t r = 0; r < c.dp_size; ++r) {
+        auto it = saved_loaders[m].find(r);
+        if (it == saved_loaders[m].end()) {
+          return Status::NotFound("no saved data loader state for DP rank " + std::to_string(r));
+        }
         RankLoaderState& l = s.data.loaders[static_cast<size_t>(r)];
-        l.position = saved[m].loaders[static_cast<size_t>(r)].position;
+        l.position = it->second.position;
         l.epoch = l.position / ShardSize(c.num_samples, l.shard, l.num_shards);
       }
     }
