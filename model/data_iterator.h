@@ -20,14 +20,14 @@
 // i with i % dp_size == s (ShardSize: N / dp_size, one more for s < N % dp_size). DP rank r's
 // loader reads shard r as its own endless stream: stream position q holds
 // s + dp_size * Permutation(a seed drawn from (seed, s, dp_size), epoch = q / shard size,
-// shard size)[q % shard size]: each shard shuffled on its own (unshuffled: in id order). Every iteration each loader draws grad_accum_steps *
-// micro_batch_size samples, micro-batch m of rank r the micro_batch_size stream positions from
-// position + m * micro_batch_size. The loaders' states differ by rank (shard, and the epoch
-// where shard sizes differ), so each DP rank saves its own; a loader's position means nothing
-// under another DP size (its shard changes), so a resume under another DP size is refused
-// unless the loaders start fresh (torchtitan asserts the saved dp world size; the spec names
-// it). consumed_samples still counts the run's samples (every loader's position is
-// consumed_samples / dp_size).
+// shard size)[q % shard size]: each shard shuffled on its own (unshuffled: in id order). Every
+// iteration each loader draws grad_accum_steps * micro_batch_size samples, micro-batch m of rank r
+// the micro_batch_size stream positions from position + m * micro_batch_size. The loaders'
+// states differ by rank (shard, and the epoch where shard sizes differ), so each DP rank saves its
+// own; a loader's position means nothing under another DP size (its shard changes), so a resume
+// under another DP size is refused unless the loaders start fresh (torchtitan asserts the saved
+// DP degree; the spec names it). consumed_samples still counts the run's samples (every loader's
+// position is consumed_samples / dp_size).
 //
 // State: (consumed_samples, epoch, seed) and, under kPerRank, one RankLoaderState per DP rank.
 // epoch == consumed_samples / N. The correct resume rule: the resumed run continues the exact
@@ -130,17 +130,16 @@ std::vector<int64_t> SequenceSamples(const DataConfig& c, int64_t first, int64_t
 // at o, each num_samples - o % num_samples long.
 int64_t SamplerPosition(const DataConfig& c, const DataIteratorState& s, int64_t consumed);
 
-// The samples at stream positions first .. first + count - 1 of `loader`'s shard stream (num_samples,
-// seed and shuffle of `c`; the shard and shard count of `loader`). Precondition: first >= 0,
-// count >= 0, 0 <= loader.shard < loader.num_shards <= c.num_samples.
+// The samples at stream positions first .. first + count - 1 of `loader`'s shard stream
+// (num_samples, seed and shuffle of `c`; the shard and shard count of `loader`). Precondition:
+// first >= 0, count >= 0, 0 <= loader.shard < loader.num_shards <= c.num_samples.
 std::vector<int64_t> ShardStreamSamples(const DataConfig& c, const RankLoaderState& loader,
                                         int64_t first, int64_t count);
 
 // The iteration's samples as the sampler of `s` draws them (the training step's input), in the
 // order of SamplesOfStep: under kGlobal FlatSamplesOfStep(c, s.consumed_samples) for a correct
 // sampler; under kPerRank micro-batch m of DP rank r is loader r's micro_batch_size samples from
-// its position + m * micro_batch_size. Precondition (kPerRank): s.loaders.size() == c.dp_size
-// (CheckDataIterator, which also checks the loaders can draw).
+// its position + m * micro_batch_size. Precondition: CheckDataIterator(c, s) is OK.
 std::vector<int64_t> FlatSamplesOfStep(const DataConfig& c, const DataIteratorState& s);
 
 // OK when `s` can draw under `c`: kPerRank holds one loader per DP rank, each reading a shard of
@@ -157,11 +156,11 @@ int64_t SamplesForIterations(const DataConfig& c, int64_t iterations);
 
 // The resume rule: checks the saved state against the config (seed must match; epoch must equal
 // consumed_samples / num_samples; consumed_samples >= 0) and returns the iterator positioned at
-// the saved consumed_samples. Under kPerRank the saved state must hold the loaders of exactly
-// c.dp_size DP ranks (else FailedPrecondition naming the saved DP size and the new one: a loader's
-// position cannot be carried to another shard), and loader r must read shard r of dp_size, at a
-// position >= 0 with a consistent epoch, equal to consumed_samples / dp_size (Corruption naming
-// the rank and field). The sampler kinds must agree: loaders saved and kGlobal now, or none saved
+// the saved consumed_samples, its sampler a correct one (pass_origin -1). Under kPerRank the saved
+// state must hold the loaders of exactly c.dp_size DP ranks (else FailedPrecondition naming the
+// saved DP size and the new one: a loader's position cannot be carried to another shard), and
+// loader r must read shard r of dp_size, at a position >= 0 with a consistent epoch, equal to
+// consumed_samples / dp_size (Corruption naming the rank and field). The sampler kinds must agree: loaders saved and kGlobal now, or none saved
 // and kPerRank now, is InvalidArgument naming both. Other errors: Corruption (inconsistent epoch,
 // negative count), InvalidArgument (seed differs from the config's).
 Status ResumeDataIterator(const DataConfig& c, const DataIteratorState& saved,

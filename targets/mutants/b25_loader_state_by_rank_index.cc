@@ -1,4 +1,5 @@
-// B25 loader-state-by-rank-index. Upstream: https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/5637.
+// B25 loader-state-by-rank-index. Upstream:
+// https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/5637.
 //
 // Mechanism: Megatron-Bridge saved one Energon dataloader state file per DP rank and, on resume,
 // checked only that the current rank's file existed. A DP=2 checkpoint resumed at DP=1 found
