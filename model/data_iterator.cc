@@ -275,11 +275,11 @@ Status ResumeDataIterator(const DataConfig& c, const DataIteratorState& saved,
                                   " puts every loader at consumed_samples / " +
                                   std::to_string(saved_dp));
       }
-      if (l.epoch != l.position / ShardSize(c.num_samples, l.shard, l.num_shards)) {
-        return Status::Corruption(who + "epoch = " + std::to_string(l.epoch) +
-                                  " is inconsistent with its position " +
-                                  std::to_string(l.position) + " over a shard of " +
-                                  std::to_string(ShardSize(c.num_samples, l.shard, l.num_shards)));
+      const int64_t shard_size = ShardSize(c.num_samples, l.shard, l.num_shards);
+      if (l.epoch != l.position / shard_size) {
+        return Status::Corruption(
+            who + "epoch = " + std::to_string(l.epoch) + " is inconsistent with its position " +
+            std::to_string(l.position) + " over a shard of " + std::to_string(shard_size));
       }
     }
   }

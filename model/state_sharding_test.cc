@@ -525,6 +525,11 @@ TEST(StateSharding, DpShardedObjectsAreRequestedWholeUnderASmallerDp) {
       }
     }
     EXPECT_EQ(objects, "") << DataSamplerName(sampler);
+    // Under the saved layout every DP rank's loader comes back to its rank.
+    TrainingState same;
+    const Status own = LoadOne(dicts, dp4, c, LoadFlags(), &same);
+    ASSERT_TRUE(own.ok()) << own.ToString();
+    EXPECT_EQ(same.data, s.data) << DataSamplerName(sampler);
     // The global sampler goes on under DP 2; the per-DP-rank loaders are refused naming DP 4.
     TrainingState back;
     const Status st = LoadOne(dicts, dp2, c2, LoadFlags(), &back);

@@ -50,18 +50,27 @@ std::string DeduplicatedDistinctObject(const std::vector<ShardedStateDict>& dict
   return "";
 }
 
-// The samples the run saved at `saved` (under `before`) draws in its next iterations, the first
-// `count` of them: the uninterrupted run, from the saved data config alone (not through the load
-// rules).
+// The samples `state` (under `c`) draws in its next `iterations` iterations, in order. Precondition:
+// CheckDataIterator(c, state) is OK.
+std::vector<int64_t> DrawIterations(const DataConfig& c, DataIteratorState state,
+                                    int64_t iterations) {
+  std::vector<int64_t> drawn;
+  for (int64_t it = 0; it < iterations; ++it) {
+    const std::vector<int64_t> step = FlatSamplesOfStep(c, state);
+    drawn.insert(drawn.end(), step.begin(), step.end());
+    AdvanceDataIterator(c, &state);
+  }
+  return drawn;
+}
+
+// The first `count` samples the run saved at `saved` (under `before`) draws next: the
+// uninterrupted run, from the saved data config alone (not through the load rules).
 std::vector<int64_t> UninterruptedSamples(const DataConfig& before, DataIteratorState saved,
                                           size_t count) {
   saved.pass_origin = -1;
-  std::vector<int64_t> out;
-  while (out.size() < count) {
-    const std::vector<int64_t> step = FlatSamplesOfStep(before, saved);
-    out.insert(out.end(), step.begin(), step.end());
-    AdvanceDataIterator(before, &saved);
-  }
+  const int64_t gbs = before.global_batch_size;
+  std::vector<int64_t> out =
+      DrawIterations(before, saved, (static_cast<int64_t>(count) + gbs - 1) / gbs);
   out.resize(count);
   return out;
 }
@@ -119,15 +128,10 @@ std::string DroppedAndRepeated(const std::vector<int64_t>& due, const std::vecto
 
 // The samples the resumed iterator `resumed` (under `now`) draws in `iterations` iterations, or
 // an error when it cannot draw under `now`.
-Status DrawnAfterResume(const DataConfig& now, DataIteratorState resumed, int64_t iterations,
+Status DrawnAfterResume(const DataConfig& now, const DataIteratorState& resumed, int64_t iterations,
                         std::vector<int64_t>* drawn) {
   CKPTSPEC_RETURN_IF_ERROR(CheckDataIterator(now, resumed));
-  drawn->clear();
-  for (int64_t it = 0; it < iterations; ++it) {
-    const std::vector<int64_t> step = FlatSamplesOfStep(now, resumed);
-    drawn->insert(drawn->end(), step.begin(), step.end());
-    AdvanceDataIterator(now, &resumed);
-  }
+  *drawn = DrawIterations(now, resumed, iterations);
   return Status::OK();
 }
 
@@ -143,11 +147,12 @@ std::string SamplesAfterResume(const DataConfig& before, const DataIteratorState
   const std::vector<int64_t> due = UninterruptedSamples(before, saved, drawn.size());
   for (size_t j = 0; j < drawn.size(); ++j) {
     if (drawn[j] != due[j]) {
+      const std::string accounting = DroppedAndRepeated(due, drawn, DrawnThisEpoch(before, saved));
       return "sample " + std::to_string(j) + " after the resume (after " +
              std::to_string(saved.consumed_samples) + " consumed samples, DP " +
              std::to_string(before.dp_size) + " -> " + std::to_string(now.dp_size) + ") is " +
              std::to_string(drawn[j]) + "; the uninterrupted run draws " + std::to_string(due[j]) +
-             ". " + DroppedAndRepeated(due, drawn, DrawnThisEpoch(before, saved));
+             (accounting.empty() ? " (the same samples, in another order)" : "; " + accounting);
     }
   }
   return "";
@@ -288,11 +293,20 @@ void CheckPerRankState(const TargetFactory& factory) {
       }
       if (s.rng[r] != expected[i].rng[r]) RC_FAIL(where + ": RNG differs from the spec's");
     }
-    if (same_layout && !flags.finetune && !flags.reset_dataloader && !(s.data == states[i].data)) {
-      RC_FAIL("module " + std::to_string(i) + ": data iterator is not at the saved position");
+    // What the wrong iterator draws next, where it was loaded ("" when the samples agree).
+    auto draws = [&] {
+      const std::string words = data_loaded
+                                    ? SamplesAfterResume(saved_run.configs[i].data, states[i].data,
+                                                         run.configs[i].data, s.data, m)
+                                    : "";
+      return words.empty() ? words : ": " + words;
+    };
+    if (same_layout && data_loaded && !(s.data == states[i].data)) {
+      RC_FAIL("module " + std::to_string(i) + ": data iterator is not at the saved position" +
+              draws());
     }
     if (!(s.data == expected[i].data)) {
-      RC_FAIL("module " + std::to_string(i) + ": data iterator differs from the spec's");
+      RC_FAIL("module " + std::to_string(i) + ": data iterator differs from the spec's" + draws());
     }
   }
   if (data_loaded) {

@@ -18,13 +18,10 @@
 #include <map>
 
 #include "model/load_semantics.h"
+#include "model/state_entries.h"
 
 namespace ckptspec {
 namespace {
-
-std::string DataIteratorKey(const std::string& module) {
-  return (module.empty() ? std::string() : module + ".") + "data_iterator";
-}
 
 class LoaderByRankIndexFramework : public CanonicalFramework {
  public:
@@ -48,6 +45,10 @@ class LoaderByRankIndexFramework : public CanonicalFramework {
     // rank's object). The canonical rebuild then runs as if the loaders were reset, without
     // them, and each module's iterator is resumed here: by rank index where the DP size shrank,
     // else by the load rules.
+    std::vector<std::string> data_key;
+    for (const ModuleLayout& ml : now) {
+      data_key.push_back(StatePlan::DataIteratorObjectSpec(ml.name, ml.layout, 0, {0}).key);
+    }
     std::vector<DataIteratorState> saved(now.size());
     std::vector<std::map<int64_t, RankLoaderState>> saved_loaders(now.size());
     std::vector<ShardedStateDict> without_data = load.loaded;
@@ -55,7 +56,7 @@ class LoaderByRankIndexFramework : public CanonicalFramework {
       const int m = load.layout.ModuleOf(static_cast<int64_t>(r));
       std::vector<ShardedObject> kept;
       for (ShardedObject& o : without_data[r].objects) {
-        if (o.spec.key != DataIteratorKey(now[m].name)) {
+        if (o.spec.key != data_key[m]) {
           kept.push_back(std::move(o));
           continue;
         }
