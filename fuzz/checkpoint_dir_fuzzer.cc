@@ -29,8 +29,8 @@ namespace {
 constexpr const char* kRoot = "/ckpt";
 constexpr int64_t kMaxTemplateBytes = int64_t{16} << 20;
 
-// One rank requesting every tensor whole and every object the metadata lists; false when the
-// templates would exceed kMaxTemplateBytes.
+// One rank requesting every tensor whole and every object the metadata lists (of the rank-local
+// ones, rank 0's); false when the templates would exceed kMaxTemplateBytes.
 bool TemplatesFromMetadata(const CheckpointMetadata& md, ShardedStateDict* out) {
   int64_t bytes = 0;
   for (const TensorEntry& t : md.tensors) {
@@ -51,9 +51,8 @@ bool TemplatesFromMetadata(const CheckpointMetadata& md, ShardedStateDict* out) 
   }
   for (const ObjectEntry& o : md.objects) {
     ShardedObject object;
-    object.spec.key = o.key;
-    object.spec.global_shape = o.global_shape;
-    object.spec.global_offset = o.global_offset;
+    object.spec = o.Spec();
+    if (IsRankLocal(object.spec) && o.rank != 0) continue;  // rank 0 reads its own only
     out->objects.push_back(std::move(object));
   }
   return true;

@@ -57,6 +57,15 @@ const std::vector<SeedRun>& SeedRuns() {
         // Small files: the fast seeds of checkpoint_dir_fuzzer.
         MakeSeedRun("dp2_tiny_fully", 2, {1, 1, 0, 1, 1, 0}, tiny,
                     OptimizerFormat::kFullyReshardable),
+        // Each rank's RNG saved rank-local (and distinct: data_parallel_random_init): rank-local
+        // objects in the index, the signature and the templates.
+        [&] {
+          SeedRun s = MakeSeedRun("dp2_tiny_rank_local_rng", 2, {1, 1, 0, 1, 1, 0}, tiny,
+                                  OptimizerFormat::kFullyReshardable);
+          s.run.configs[0].rng_saving = RngSaving::kRankLocal;
+          s.run.configs[0].data_parallel_random_init = true;
+          return s;
+        }(),
     };
   }();
   return runs;

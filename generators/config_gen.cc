@@ -103,6 +103,9 @@ rc::Gen<TrainingConfig> TrainingConfigFor(const Layout& layout, const ModelConfi
     // inRange narrows at small sizes), drawn after everything else for the same reason
     // (num_samples >= global_batch_size >= dp_size leaves no shard empty).
     if (*rc::gen::elementOf(std::vector<int>{0, 1, 2, 3}) == 0) d.sampler = DataSampler::kPerRank;
+    // The RNG saved rank-local (no sharding declared) in a quarter of the configs, drawn last.
+    if (*rc::gen::elementOf(std::vector<int>{0, 1, 2, 3}) == 0)
+      c.rng_saving = RngSaving::kRankLocal;
     const Status valid = ValidateTrainingConfig(c);
     if (!valid.ok()) RC_FAIL("TrainingConfigFor built an invalid config: " + valid.ToString());
     return c;

@@ -81,26 +81,17 @@ Status FillTensorFromChunks(const std::vector<const ShardedTensor*>& saved, Shar
   return Status::OK();
 }
 
-Status FillObjectFromSaved(const std::vector<const ShardedObject*>& saved, ShardedObject* target) {
-  const std::string want = target->spec.UniqueKey();
-  for (const ShardedObject* o : saved) {
-    if (o->spec.UniqueKey() == want) {
-      target->data = o->data;
-      return Status::OK();
-    }
-  }
-  return Status::NotFound("missing object '" + want + "'");
-}
-
-Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, ShardedStateDict* request) {
+Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, int64_t rank,
+                        ShardedStateDict* request) {
   std::map<std::string, std::vector<const ShardedTensor*>> tensors;
-  std::vector<const ShardedObject*> objects;
-  for (const ShardedStateDict& d : saved) {
-    for (const ShardedTensor& t : d.tensors) {
+  std::map<std::string, const ShardedObject*> objects;  // by StoredObjectKey
+  for (size_t r = 0; r < saved.size(); ++r) {
+    for (const ShardedTensor& t : saved[r].tensors) {
       if (IsMainReplica(t.spec.replica_id)) tensors[t.spec.key].push_back(&t);
     }
-    for (const ShardedObject& o : d.objects) {
-      if (IsMainReplica(o.spec.replica_id)) objects.push_back(&o);
+    for (const ShardedObject& o : saved[r].objects) {
+      if (IsMainReplica(o.spec.replica_id))
+        objects.emplace(StoredObjectKey(o.spec, static_cast<int64_t>(r)), &o);
     }
   }
   for (ShardedTensor& t : request->tensors) {
@@ -108,8 +99,15 @@ Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, ShardedState
     if (it == tensors.end()) return Status::NotFound("missing tensor '" + t.spec.key + "'");
     CKPTSPEC_RETURN_IF_ERROR(FillTensorFromChunks(it->second, &t));
   }
-  for (ShardedObject& o : request->objects)
-    CKPTSPEC_RETURN_IF_ERROR(FillObjectFromSaved(objects, &o));
+  for (ShardedObject& o : request->objects) {
+    auto it = objects.find(StoredObjectKey(o.spec, rank));
+    if (it == objects.end()) {
+      return Status::NotFound(
+          "missing object '" + o.spec.UniqueKey() + "'" +
+          (IsRankLocal(o.spec) ? " (rank-local) of rank " + std::to_string(rank) : std::string()));
+    }
+    o.data = it->second->data;
+  }
   request->common = saved.empty() ? nlohmann::json::object() : saved.front().common;
   return Status::OK();
 }

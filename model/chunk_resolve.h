@@ -1,7 +1,8 @@
 // Loading by chunk intersection, in memory: fills the chunks a rank requests (a template) from
 // the chunks a save wrote. This is the resharding rule of Megatron-core's load (docs/SEMANTICS.md §4):
 // tensors match by key and global shape and are copied element by element where the boxes
-// intersect, whatever the grids; objects match by unique key exactly and are never resharded.
+// intersect, whatever the grids; objects match by unique key exactly and are never resharded (a rank-local object: the value
+// of the same rank).
 //
 // Pure (no I/O): the reference checkpointer and the tests use it on chunks they hold.
 #pragma once
@@ -22,12 +23,12 @@ namespace ckptspec {
 // covered by several saved chunks take the last one (callers pass main replicas only).
 Status FillTensorFromChunks(const std::vector<const ShardedTensor*>& saved, ShardedTensor* target);
 
-// Copies the data of the saved object with target->spec's unique key (NotFound otherwise).
-Status FillObjectFromSaved(const std::vector<const ShardedObject*>& saved, ShardedObject* target);
-
 // What a checkpoint holds: the main replicas (IsMainReplica) of every rank's tensors and
-// objects, and the lowest rank's common state. Fills every entry of `request` from it and sets
-// request->common. Errors name the rank-independent key that failed.
-Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, ShardedStateDict* request);
+// objects (`saved` in global rank order), and the lowest rank's common state. Fills every entry of
+// `request`, the template of global rank `rank`, from it and sets request->common: a sharded
+// object by its unique key, a rank-local object from the one `rank` saved. Errors name the key
+// that failed.
+Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, int64_t rank,
+                        ShardedStateDict* request);
 
 }  // namespace ckptspec

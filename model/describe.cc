@@ -69,6 +69,7 @@ std::string DescribeTrainingConfig(const TrainingConfig& c) {
      << (c.data.sampler == DataSampler::kPerRank ? ", per-DP-rank loaders" : "") << "; rerun "
      << RerunModeName(c.rerun_mode);
   if (c.data_parallel_random_init) os << "; data_parallel_random_init";
+  if (c.rng_saving == RngSaving::kRankLocal) os << "; RNG saved rank-local";
   if (!c.frozen.empty()) {
     os << "; frozen";
     for (const auto& name : c.frozen) os << " " << name;

@@ -183,6 +183,11 @@ LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConf
   return c;
 }
 
+bool RankLocalRngLoads(const Layout& saved, int64_t saved_first_rank, const Layout& now,
+                       int64_t now_first_rank) {
+  return saved_first_rank == now_first_rank && saved.ToString() == now.ToString();
+}
+
 Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequest& req,
                               TrainingState* out) {
   const LoadFlags& f = req.flags;
@@ -257,7 +262,10 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   for (SubOptimizer& o : s.optimizers) ApplySchedule(s.scheduler, &o.groups);
 
   // L7.
-  if (load.rng && ckpt.has_rng) {
+  const bool rank_local_rng = ckpt.state.config.rng_saving == RngSaving::kRankLocal;
+  if (load.rng && ckpt.has_rng &&
+      (!rank_local_rng ||
+       RankLocalRngLoads(ckpt.layout, ckpt.first_rank, req.layout, req.first_rank))) {
     CKPTSPEC_RETURN_IF_ERROR(LoadRng(ckpt, req, &s));
   }
 

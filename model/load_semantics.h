@@ -48,6 +48,11 @@
 // |    |                  | with its (tp, pp, ep, etp) coordinates (and dp under                      |
 // |    |                  | data_parallel_random_init): the one at its own dp and cp if saved, else   |
 // |    |                  | the lowest dp; missing is an error. Otherwise each rank is freshly seeded.|
+// |    |                  | A checkpoint whose RNG is rank-local (rng_saving rank_local: a value per  |
+// |    |                  | rank, no sharding declared) loads it only when, besides, the module's     |
+// |    |                  | layout is unchanged and its ranks keep their global ranks: each rank then |
+// |    |                  | takes its own saved state (a rank-local value goes back only to the rank  |
+// |    |                  | of the same global rank). Otherwise each rank is freshly seeded.          |
 // | L8 | rerun state      | loaded (LoadRerunPayload) unless finetune or the new mode is DISABLED;    |
 // |    |                  | needs world, TP, PP and DP unchanged: under a change a sentinel payload is|
 // |    |                  | skipped and a pending rerun is an error. "World" is both the module's and |
@@ -89,6 +94,8 @@ struct CheckpointDescriptor {
   bool has_rng = true;
   // The saving run's world size (every module's ranks), for L8; 0: layout.world_size().
   int64_t run_world_size = 0;
+  // The module's first global rank in the saving run (L7's rank-local rule).
+  int64_t first_rank = 0;
 };
 
 struct ResumeRequest {
@@ -97,6 +104,8 @@ struct ResumeRequest {
   LoadFlags flags;
   // The resuming run's world size (every module's ranks), for L8; 0: layout.world_size().
   int64_t run_world_size = 0;
+  // The module's first global rank in the resuming run (L7's rank-local rule).
+  int64_t first_rank = 0;
 };
 
 // Which state classes a load takes from the checkpoint, by the flags, the new config and the two
@@ -121,6 +130,12 @@ Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& saved, c
 // L3's family rule alone: OK when the checkpoint's optimizer follows the run's freezing family,
 // else FailedPrecondition naming both.
 Status CheckFreezeFamily(FreezeFamily saved, FreezeFamily now);
+
+// L7's rank-local rule alone: whether a module's rank-local RNG (RngSaving::kRankLocal) can load,
+// given that L7 loads RNG at all (LoadedStateClasses::rng): the module layout is unchanged (sizes
+// and rank order) and its first global rank too, so that every rank keeps its global rank.
+bool RankLocalRngLoads(const Layout& saved, int64_t saved_first_rank, const Layout& now,
+                       int64_t now_first_rank);
 
 // L7's matching rule alone: the index in `saved` of the rank whose RNG state the rank at `want`
 // takes, or -1. Candidates have the same tp, pp, ep and etp (and dp under

@@ -364,6 +364,38 @@ TEST(LoadSemantics, L7RngOnlyWhereTheRankStillExists) {
   EXPECT_NE(s.message().find("pp=1"), std::string::npos) << s.ToString();
 }
 
+TEST(LoadSemantics, L7RankLocalRngOnlyWhereEveryRankKeepsItsGlobalRank) {
+  TrainingConfig local = Config();
+  local.data_parallel_random_init = true;
+  local.rng_saving = RngSaving::kRankLocal;
+  const CheckpointDescriptor ckpt = Checkpoint(3, local);
+  TrainingState fresh, out;
+  ASSERT_TRUE(InitialTrainingState(local, &fresh).ok());
+  ASSERT_NE(ckpt.state.rng, fresh.rng);
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(local), &out).ok());
+  EXPECT_EQ(out.rng, ckpt.state.rng);
+  // The module's ranks moved (another module before it grew): fresh.
+  ResumeRequest moved = Request(local);
+  moved.first_rank = 2;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, moved, &out).ok());
+  EXPECT_EQ(out.rng, fresh.rng);
+  // DP 2 -> 1 with TP unchanged: a sharded RNG loads, a rank-local one does not.
+  TrainingConfig dp1 = local;
+  dp1.data.dp_size = 1;
+  dp1.data.global_batch_size = 2;
+  dp1.ranks = {Coords(0, 0), Coords(1, 0)};
+  ResumeRequest shrunk = Request(dp1);
+  shrunk.layout = Sizes(2, 1);
+  TrainingState fresh_dp1;
+  ASSERT_TRUE(InitialTrainingState(dp1, &fresh_dp1).ok());
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, shrunk, &out).ok());
+  EXPECT_EQ(out.rng, fresh_dp1.rng);
+  CheckpointDescriptor sharded = ckpt;
+  sharded.state.config.rng_saving = RngSaving::kSharded;
+  ASSERT_TRUE(ExpectedStateAfterLoad(sharded, shrunk, &out).ok());
+  EXPECT_EQ(out.rng[1], ckpt.state.rng[1]);  // TP rank 1 at DP rank 0 takes its own
+}
+
 TEST(LoadSemantics, L8RerunStateOnlyUnderTheSameLayout) {
   CheckpointDescriptor ckpt = Checkpoint(3);
   TrainingState out;

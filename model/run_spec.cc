@@ -33,11 +33,13 @@ Status ExpectedResume(const RunSpec& saved_run, const std::vector<TrainingState>
     ckpt.layout = saved_run.layout.modules()[i].layout;
     ckpt.optimizer_format = saved_run.sharding.optimizer_format;
     ckpt.run_world_size = saved_run.layout.world_size();
+    ckpt.first_rank = saved_run.layout.modules()[i].first_rank;
     ResumeRequest request;
     request.config = run.configs[i];
     request.layout = run.layout.modules()[i].layout;
     request.flags = flags;
     request.run_world_size = run.layout.world_size();
+    request.first_rank = run.layout.modules()[i].first_rank;
     TrainingState expected;
     CKPTSPEC_RETURN_IF_ERROR(
         ExpectedStateAfterLoad(ckpt, request, &expected)

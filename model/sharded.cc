@@ -40,7 +40,26 @@ static std::string JoinDims(const Dims& dims) {
 }
 
 std::string ObjectSpec::UniqueKey() const {
+  if (IsRankLocal(*this)) return key;
   return key + "/shard_" + JoinDims(global_offset) + "_" + JoinDims(global_shape);
+}
+
+bool IsRankLocal(const ObjectSpec& spec) {
+  return spec.global_shape.empty() && spec.global_offset.empty() && spec.replica_id.empty();
+}
+
+ObjectSpec RankLocalObjectSpec(const std::string& key) {
+  ObjectSpec spec;
+  spec.key = key;
+  spec.global_shape.clear();
+  spec.global_offset.clear();
+  spec.replica_id.clear();
+  return spec;
+}
+
+std::string StoredObjectKey(const ObjectSpec& spec, int64_t rank) {
+  if (IsRankLocal(spec)) return spec.key + "/rank_" + std::to_string(rank);
+  return spec.UniqueKey();
 }
 
 bool ObjectSpec::operator==(const ObjectSpec& o) const {
@@ -124,7 +143,13 @@ Status ValidateObjectSpec(const ObjectSpec& spec) {
                  " lies outside global_shape " + DimsToString(spec.global_shape));
     }
   }
-  if (spec.replica_id.empty()) return bad("replica_id is an empty tuple");
+  if (spec.global_shape.empty() != spec.replica_id.empty()) {
+    return bad(spec.replica_id.empty()
+                   ? "replica_id is an empty tuple (only a rank-local object, of empty "
+                     "global_shape, declares none)"
+                   : "global_shape () declares no sharding (a rank-local object) but replica_id " +
+                         ReplicaIdToString(spec.replica_id) + " is set");
+  }
   return Status::OK();
 }
 

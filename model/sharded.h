@@ -49,6 +49,12 @@ struct TensorSpec {
   bool operator==(const TensorSpec& other) const;
 };
 
+// An object is either SHARDED (Megatron's ShardedObject: a global shape, this shard's offset in it
+// and a replica id; one main replica per offset is written) or RANK-LOCAL: global_shape,
+// global_offset and replica_id all empty, no sharding declared (PyTorch DCP's plain values, a
+// per-rank RNG field). Every rank may hold a rank-local object under the same key with its own
+// value: a checkpointer keeps each rank's value (never one per name) and a load returns to a rank
+// the value that the rank of the same global rank saved (docs/SEMANTICS.md §9).
 struct ObjectSpec {
   std::string key;
   Dims global_shape{1};
@@ -57,17 +63,29 @@ struct ObjectSpec {
   std::string origin;
   std::optional<uint64_t> digest;
 
-  // Megatron's storage key: "{key}/shard_{offsets joined by '.'}_{shape joined by '.'}".
+  // Megatron's storage key: "{key}/shard_{offsets joined by '.'}_{shape joined by '.'}"; the key
+  // alone for a rank-local object (every rank's is the same: see StoredObjectKey).
   std::string UniqueKey() const;
   bool operator==(const ObjectSpec& other) const;
 };
+
+// No sharding declared: global_shape, global_offset and replica_id are all empty.
+bool IsRankLocal(const ObjectSpec& spec);
+// The rank-local object spec of `key` (origin and digest unset).
+ObjectSpec RankLocalObjectSpec(const std::string& key);
+// Where a checkpointer keeps an object that global rank `rank` saves or requests: UniqueKey() for
+// a sharded object (one per shard, whichever rank writes it); "{key}/rank_{rank}" for a rank-local
+// one (one per rank). The two never collide: a sharded unique key ends in "/shard_...".
+std::string StoredObjectKey(const ObjectSpec& spec, int64_t rank);
 
 // Megatron's validate_metadata_integrity on one tensor spec: ranks agree (len(global_offset) ==
 // len(global_shape) == len(local_shape) + prepend_axis_num), non-negative extents, the chunk inside
 // the global shape without overflow, and on a regular grid each non-prepended offset a multiple of
 // the local extent. The error names the key and the offending field.
 Status ValidateTensorSpec(const TensorSpec& spec);
-// Ranks of shape and offset agree, the offsets lie inside the shape; named errors.
+// Ranks of shape and offset agree, the offsets lie inside the shape, and the replica id is empty
+// exactly when the shape is (a rank-local object: a sharded one needs a replica id, a 0-d shape
+// declares no sharding); named errors.
 Status ValidateObjectSpec(const ObjectSpec& spec);
 
 struct ShardedTensor {

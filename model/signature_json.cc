@@ -14,7 +14,13 @@ namespace {
 
 using nlohmann::json;
 
-Status ReadReplicaId(const JsonField& field, ReplicaId* out) {
+enum class EmptyReplicaId {
+  kRefused,           // a tensor's
+  kRefusedForShards,  // a sharded object's (global_shape not [])
+  kRankLocal,         // a rank-local object's (global_shape []): the one replica id allowed empty
+};
+
+Status ReadReplicaId(const JsonField& field, EmptyReplicaId empty, ReplicaId* out) {
   const json& value = field.value();
   if (value.is_number()) {
     int64_t v;
@@ -23,7 +29,12 @@ Status ReadReplicaId(const JsonField& field, ReplicaId* out) {
     return Status::OK();
   }
   if (!value.is_array()) return field.Expected("a non-negative integer or an array of them");
-  if (value.empty()) return field.Error("replica id is an empty array");
+  if (value.empty() && empty != EmptyReplicaId::kRankLocal) {
+    return field.Error(empty == EmptyReplicaId::kRefused
+                           ? "replica id is an empty array"
+                           : "replica id is an empty array (only a rank-local object, of "
+                             "global_shape [], declares none)");
+  }
   return field.GetNonNegativeInt64Array(out);
 }
 
@@ -83,7 +94,8 @@ Status ReadTensor(const JsonField& entry, TensorSpec* out) {
     return prepend.Error("value " + std::to_string(prepend_axis_num) + " is too large");
   }
   spec.prepend_axis_num = static_cast<int>(prepend_axis_num);
-  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(entry.Member("replica_id"), &spec.replica_id));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadReplicaId(entry.Member("replica_id"), EmptyReplicaId::kRefused, &spec.replica_id));
   CKPTSPEC_RETURN_IF_ERROR(entry.OptionalMember("origin").GetString(&spec.origin));
   CKPTSPEC_RETURN_IF_ERROR(ReadDigest(entry.OptionalMember("digest"), &spec.digest));
   const Status valid = ValidateTensorSpec(spec);
@@ -101,7 +113,10 @@ Status ReadObject(const JsonField& entry, ObjectSpec* out) {
       entry.Member("global_shape").GetNonNegativeInt64Array(&spec.global_shape));
   CKPTSPEC_RETURN_IF_ERROR(
       entry.Member("global_offset").GetNonNegativeInt64Array(&spec.global_offset));
-  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(entry.Member("replica_id"), &spec.replica_id));
+  CKPTSPEC_RETURN_IF_ERROR(ReadReplicaId(
+      entry.Member("replica_id"),
+      spec.global_shape.empty() ? EmptyReplicaId::kRankLocal : EmptyReplicaId::kRefusedForShards,
+      &spec.replica_id));
   CKPTSPEC_RETURN_IF_ERROR(entry.OptionalMember("origin").GetString(&spec.origin));
   CKPTSPEC_RETURN_IF_ERROR(ReadDigest(entry.OptionalMember("digest"), &spec.digest));
   const Status valid = ValidateObjectSpec(spec);

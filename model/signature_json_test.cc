@@ -62,8 +62,12 @@ rc::Gen<ObjectSpec> GenObjectSpec() {
       o.global_shape.push_back(extent);
       o.global_offset.push_back(*rc::gen::inRange<int64_t>(0, extent));
     }
-    o.replica_id = *rc::gen::container<std::vector<int64_t>>(*rc::gen::inRange<size_t>(1, 4),
-                                                             rc::gen::inRange<int64_t>(0, 3));
+    // A 0-d object is rank-local: no replica id either.
+    o.replica_id.clear();
+    if (rank > 0) {
+      o.replica_id = *rc::gen::container<std::vector<int64_t>>(*rc::gen::inRange<size_t>(1, 4),
+                                                               rc::gen::inRange<int64_t>(0, 3));
+    }
     o.origin = *rc::gen::element<std::string>("", "rng");
     if (*rc::gen::arbitrary<bool>()) o.digest = *rc::gen::arbitrary<uint64_t>();
     return o;

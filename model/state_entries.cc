@@ -182,16 +182,17 @@ Status StatePlan::SetOptimizerState(int module, const std::vector<bool>& present
 }
 
 ObjectSpec StatePlan::RngObjectSpec(const std::string& module, const Layout& layout,
-                                    bool data_parallel_random_init, int64_t local_rank,
-                                    std::vector<int64_t>* holders) {
+                                    RngSaving saving, bool data_parallel_random_init,
+                                    int64_t local_rank, std::vector<int64_t>* holders) {
   const RankCoords c = layout.Coords(local_rank);
   const bool by_dp = layout.ep() > 1 || layout.etp() != layout.tp() || data_parallel_random_init ||
                      ExpertCoordsVaryWithinDataContext(layout);
-  ObjectSpec o;
-  o.key = (module.empty() ? std::string() : module + ".") + "rng_state";
+  ObjectSpec o = RankLocalObjectSpec((module.empty() ? std::string() : module + ".") + "rng_state");
   o.origin = OriginModule(module) + ":rng";
   holders->clear();
-  if (by_dp) {
+  if (saving == RngSaving::kRankLocal) {
+    holders->push_back(local_rank);
+  } else if (by_dp) {
     o.global_shape = {layout.pp(), layout.tp(), layout.GroupSize(GroupKind::kDataContext)};
     o.global_offset = {c.pp, c.tp, c.dp_cp};
     o.replica_id = {0};
@@ -428,8 +429,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     ObjectRole role;
     role.kind = EntryKind::kRng;
     ShardedObject o;
-    o.spec = RngObjectSpec(ml.name, ml.layout, m.config.data_parallel_random_init, local,
-                           &role.saved_ranks);
+    o.spec = RngObjectSpec(ml.name, ml.layout, m.config.rng_saving,
+                           m.config.data_parallel_random_init, local, &role.saved_ranks);
     if (state) {
       int found = -1;
       for (size_t r = 0; r < state->config.ranks.size() && found < 0; ++r) {

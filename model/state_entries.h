@@ -111,8 +111,9 @@ class StatePlan {
                    RankEntries* out) const;
 
   // The rng_state object spec of the module-local `local_rank` under module layout `layout` of a
-  // run whose config is `config`, and the module-local ranks whose (identical) RNG it holds.
-  static ObjectSpec RngObjectSpec(const std::string& module, const Layout& layout,
+  // run that saves its RNG as `saving` (rank-local: `local_rank`'s own) with
+  // `data_parallel_random_init`, and the module-local ranks whose (identical) RNG it holds.
+  static ObjectSpec RngObjectSpec(const std::string& module, const Layout& layout, RngSaving saving,
                                   bool data_parallel_random_init, int64_t local_rank,
                                   std::vector<int64_t>* holders);
 

@@ -288,6 +288,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     vcfg.data.global_batch_size = was.layout.dp();
     vcfg.data.sampler = DataSampler::kGlobal;  // the loaded objects say which sampler saved them
     vcfg.data_parallel_random_init = info.data_parallel_random_init[m];
+    vcfg.rng_saving = info.rng_saving[m];
     // The saved optimizer's freezing family (the templates refused a change when it loads).
     const std::optional<std::vector<int64_t>>& saved_with_state = info.optimizer_state_params[m];
     if (load_optim) {
@@ -401,12 +402,14 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     ckpt.layout = was.layout;
     ckpt.optimizer_format = info.sharding.optimizer_format;
     ckpt.run_world_size = info.layout.world_size();
+    ckpt.first_rank = was.first_rank;
     ckpt.has_rng = true;
     ResumeRequest req;
     req.config = configs[m];
     req.layout = layout.modules()[m].layout;
     req.flags = flags;
     req.run_world_size = layout.world_size();
+    req.first_rank = layout.modules()[m].first_rank;
     TrainingState s;
     CKPTSPEC_RETURN_IF_ERROR(ExpectedStateAfterLoad(ckpt, req, &s).WithContext(label));
     result.push_back(std::move(s));

@@ -96,6 +96,14 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
   nlohmann::json dpri = nlohmann::json::array();
   for (const TrainingState& s : states) dpri.push_back(s.config.data_parallel_random_init);
   common["data_parallel_random_init"] = dpri;
+  // Written only when a module saves its RNG rank-local: other checkpoints keep their bytes.
+  nlohmann::json rng_saving = nlohmann::json::array();
+  bool any_rank_local = false;
+  for (const TrainingState& s : states) {
+    rng_saving.push_back(RngSavingName(s.config.rng_saving));
+    any_rank_local |= s.config.rng_saving == RngSaving::kRankLocal;
+  }
+  if (any_rank_local) common["rng_saving"] = std::move(rng_saving);
   if (!states.empty()) common["rerun_state_machine"] = RerunHead(states[0].rerun);
   if (states.size() == 1 && layout.modules()[0].name.empty()) {
     const nlohmann::json mc = StatePlan::ModuleCommon(states[0]);
@@ -169,6 +177,20 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
   for (const auto& b : *dpri) {
     if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
     info.data_parallel_random_init.push_back(b.get<bool>());
+  }
+  info.rng_saving.assign(info.layout.modules().size(), RngSaving::kSharded);
+  auto rs = common.find("rng_saving");
+  if (rs != common.end()) {
+    if (!rs->is_array() || rs->size() != info.layout.modules().size()) {
+      return Status::Corruption("common 'rng_saving' is not one name per module");
+    }
+    for (size_t m = 0; m < rs->size(); ++m) {
+      const nlohmann::json& name = (*rs)[m];
+      if (!name.is_string() || !ParseRngSaving(name.get<std::string>(), &info.rng_saving[m])) {
+        return Status::Corruption("common 'rng_saving' holds " + name.dump() +
+                                  ", not \"sharded\" or \"rank_local\"");
+      }
+    }
   }
   info.optimizer_state_params.assign(info.layout.modules().size(), std::nullopt);
   auto osp = common.find("optimizer_state_params");
@@ -279,14 +301,17 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
       e.dict.objects.push_back(std::move(o));
       e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
     }
-    if (load.rng) {
+    // L7: a rank-local RNG only where each rank keeps its global rank, its own value.
+    const bool rank_local_rng = saved.rng_saving[m] == RngSaving::kRankLocal;
+    if (load.rng && (!rank_local_rng || RankLocalRngLoads(was, was_modules[m].first_rank, now,
+                                                          now_modules[m].first_rank))) {
       const int s = MatchRngRank(RankCoordsOf(was), now.Coords(layout.LocalRank(r)),
                                  config.data_parallel_random_init);
       if (s >= 0) {
         ObjectRole role;
         role.kind = EntryKind::kRng;
         ShardedObject o;
-        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was,
+        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was, saved.rng_saving[m],
                                           saved.data_parallel_random_init[m], s, &role.saved_ranks);
         e.dict.objects.push_back(std::move(o));
         e.object_roles.push_back(std::move(role));
@@ -303,6 +328,7 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     for (size_t i = 0; i < e.dict.objects.size(); ++i) {
       if (e.object_roles[i].kind != EntryKind::kRng) continue;
       ObjectSpec& spec = e.dict.objects[i].spec;
+      if (IsRankLocal(spec)) continue;  // each rank's own
       const int64_t earlier = requests[spec.UniqueKey()]++;
       if (earlier > 0 && IsMainReplica(spec.replica_id)) spec.replica_id = {earlier};
     }
@@ -331,11 +357,11 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
         request(std::move(o), ObjectRole{EntryKind::kData, {}});
       }
     }
-    if (load.rng) {
+    if (load.rng && saved.rng_saving[m] == RngSaving::kSharded) {
       for (int64_t r = 0; r < was.world_size(); ++r) {
         std::vector<int64_t> holders;
         ShardedObject o;
-        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was,
+        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was, RngSaving::kSharded,
                                           saved.data_parallel_random_init[m], r, &holders);
         o.spec.replica_id = {0};  // the one request of a shard no rank takes is its main replica
         request(std::move(o), ObjectRole{EntryKind::kRng, {}});

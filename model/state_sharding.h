@@ -20,6 +20,7 @@
 // | dp_reshardable buffers   | C+O+"distributed.dp_group_idx_{mp}.gbuf_idx_0.dtype_{dt}.bucket_idx_{b}.{param,exp_avg,exp_avg_sq}", 1-D fp32 of numel_unpadded, irregular grid, the rank's DP slice (optimizer_buffers.h); "param" only with a 16-bit model dtype | (0, 0, 0) | M:optimizer.{state} |
 // | dp_reshardable slice index | object C+O+"distributed.dp_group_idx_{mp}.param_state", shape (dp,), offset (dp rank): the parameters and ranges of the rank's slices (rank-variant: B07) | (0, 0, 0) | M:optimizer.param_state |
 // | RNG                      | object P+"rng_state": shape (pp, tp), offset (pp, tp) when every DP-CP rank of a (pp, tp) shares its RNG; else (ep > 1, expert-TP != TP, data_parallel_random_init, or a rank order that puts ranks of different expert coordinates in one DP-CP group; Megatron does so for ep > 1) shape (pp, tp, dp_cp), offset (pp, tp, dp_cp) | (dp_cp) / (0) | M:rng |
+// | RNG, rng_saving rank_local | rank-local object P+"rng_state" (IsRankLocal: no shape, offset or replica id), the rank's own RNG | none | M:rng |
 // | rerun state machine      | object "rerun_state_machine_state", shape (world,), offset (global rank): the full payload, sentinel in steady state (B04) | (0) | run:rerun_state_machine |
 // | data iterator            | object P+"data_iterator", shape (dp,), offset (dp rank) | (pp, tp, cp) | M:data_iterator |
 // | module optimizer common  | named modules only: object O+"common_state", shape (1,): {param groups, scheduler} (B02) | (pp, tp, dp_cp) | M:optimizer.common |
@@ -32,7 +33,8 @@
 // otherwise, as Megatron always chains them).
 //
 // Common state (identical on every rank, P11): checkpoint_version, iteration, the layout of every
-// module ("parallel_layout"), param_state_sharding_type and the buffer config ("optimizer_sharding"),
+// module ("parallel_layout"), when a module saves its RNG rank-local "rng_saving" (per module:
+// "sharded" or "rank_local"; absent: every module sharded), param_state_sharding_type and the buffer config ("optimizer_sharding"),
 // when a module follows the torch_optim freezing family "optimizer_state_params" (per module: null
 // for the megatron family, else the ascending indices of the parameters with optimizer state, as
 // the keys of torch's optimizer "state"; the megatron family's every grouped parameter has state),
@@ -91,6 +93,7 @@ struct CheckpointInfo {
   HeterogeneousLayout layout;
   ShardingConfig sharding;
   std::vector<bool> data_parallel_random_init;  // per module: how its rng_state is keyed
+  std::vector<RngSaving> rng_saving;            // per module: sharded or rank-local RNG
   // Per module: nullopt for the megatron freezing family; for torch_optim the indices (ascending)
   // of the parameters that have optimizer state (common "optimizer_state_params").
   std::vector<std::optional<std::vector<int64_t>>> optimizer_state_params;
@@ -106,7 +109,8 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);
 // requested: no optimizer entries (nor scheduler / module common) under finetune or
 // no_load_optim, and under the torch_optim freezing family only those of the parameters the
 // checkpoint records as having optimizer state; no rng_state under finetune, no_load_rng or a
-// TP / PP change (otherwise each rank requests the saved object of the rank L7 assigns it); no
+// TP / PP change, nor a rank-local one under any change of the module's layout or first global
+// rank (otherwise each rank requests the saved object of the rank L7 assigns it); no
 // rerun object under finetune, a disabled rerun mode or a world / TP / PP / DP change; no data
 // iterator under finetune or reset_dataloader (under a DP change a saved DP rank's); no
 // dp_reshardable slice index under a DP change. An object sharded over DP ranks (the data

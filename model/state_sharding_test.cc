@@ -81,7 +81,9 @@ Status Load(const std::vector<ShardedStateDict>& saved, const HeterogeneousLayou
   CKPTSPEC_RETURN_IF_ERROR(ReadCheckpointInfo(saved.at(0).common, &info));
   std::vector<ShardedStateDict> request;
   CKPTSPEC_RETURN_IF_ERROR(StateTemplates(layout, configs, info, flags, &request));
-  for (ShardedStateDict& d : request) CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(saved, &d));
+  for (size_t r = 0; r < request.size(); ++r) {
+    CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(saved, static_cast<int64_t>(r), &request[r]));
+  }
   return RebuildTrainingState(request, layout, configs, flags, out);
 }
 
@@ -401,6 +403,72 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
   }
 }
 
+// rng_saving rank_local: each rank saves its own RNG as a rank-local object under one key; a load
+// under the same layout gives each rank its own back, a load under another layout requests none
+// (L7: freshly seeded), and a save whose rank-local values were merged by name is observable.
+TEST(StateSharding, RankLocalRngIsEachRanksOwnAndLoadsOnlyUnderItsLayout) {
+  const Layout l = MakeLayout(4, 2, 1);  // TP 2 x DP 2
+  TrainingConfig c = Config(l);
+  c.data_parallel_random_init = true;  // every rank's RNG differs
+  c.rng_saving = RngSaving::kRankLocal;
+  const TrainingState s = Trained(c, 2);
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
+  EXPECT_EQ(Violations(dicts), "");
+  std::set<std::string> values;
+  for (size_t r = 0; r < dicts.size(); ++r) {
+    int rng_objects = 0;
+    for (const ShardedObject& o : dicts[r].objects) {
+      if (o.spec.key != "rng_state") continue;
+      ++rng_objects;
+      EXPECT_TRUE(IsRankLocal(o.spec)) << "rank " << r;
+      values.insert(o.data);
+    }
+    EXPECT_EQ(rng_objects, 1) << "rank " << r;
+  }
+  EXPECT_EQ(values.size(), dicts.size()) << "each rank saves its own RNG";
+  EXPECT_EQ(dicts[0].common["rng_saving"], nlohmann::json::array({"rank_local"}));
+
+  TrainingState back;
+  ASSERT_TRUE(LoadOne(dicts, l, c, LoadFlags(), &back).ok());
+  EXPECT_EQ(FirstDifference(back, s), "");
+
+  // Merged by name (one rank's value for every rank, as a planner that deduplicates plain values
+  // by name keeps): the same-layout load no longer returns the saved state.
+  std::vector<ShardedStateDict> merged = dicts;
+  for (ShardedStateDict& d : merged) {
+    for (ShardedObject& o : d.objects) {
+      if (IsRankLocal(o.spec)) o.data = values.empty() ? "" : *values.begin();
+    }
+  }
+  ASSERT_TRUE(LoadOne(merged, l, c, LoadFlags(), &back).ok());
+  EXPECT_NE(FirstDifference(back, s), "");
+
+  // Another layout (DP 2 -> 1, TP and PP unchanged): no rank-local RNG is requested and the RNG is
+  // freshly seeded, as L7 says; a sharded RNG would have loaded.
+  const Layout l2 = MakeLayout(2, 2, 1);
+  TrainingConfig c2 = Config(l2);
+  c2.data_parallel_random_init = true;
+  LoadFlags reset;
+  reset.reset_dataloader = true;
+  CheckpointInfo info;
+  ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
+  std::vector<ShardedStateDict> templates;
+  ASSERT_TRUE(StateTemplates(HeterogeneousLayout::Single(l2), {c2}, info, reset, &templates).ok());
+  for (const ShardedStateDict& d : templates) {
+    for (const ShardedObject& o : d.objects) EXPECT_NE(o.spec.key, "rng_state");
+  }
+  TrainingState expected, got;
+  ASSERT_TRUE(ExpectedStateAfterLoad({s, l, OptimizerFormat::kFullyReshardable, true},
+                                     {c2, l2, reset}, &expected)
+                  .ok());
+  ASSERT_TRUE(LoadOne(dicts, l2, c2, reset, &got).ok());
+  EXPECT_EQ(FirstDifference(got, expected), "");
+  TrainingState fresh;
+  ASSERT_TRUE(InitialTrainingState(c2, &fresh).ok());
+  EXPECT_TRUE(got.rng == fresh.rng);
+}
+
 // The dp_reshardable section of docs/WORKED_EXAMPLE.md: TP2 x DP2, bucket_size 1000, alignment
 // 64. The figures here are the ones the document states.
 TEST(StateSharding, WorkedExampleDpReshardableBuckets) {
@@ -568,7 +636,9 @@ void SavedAndRequested(const Layout& l, const TrainingState& s,
   ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
   ASSERT_TRUE(
       StateTemplates(HeterogeneousLayout::Single(l), {s.config}, info, LoadFlags(), req).ok());
-  for (auto& d : *req) ASSERT_TRUE(ResolveFromSaved(dicts, &d).ok());
+  for (size_t r = 0; r < req->size(); ++r) {
+    ASSERT_TRUE(ResolveFromSaved(dicts, static_cast<int64_t>(r), &(*req)[r]).ok());
+  }
 }
 
 TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
@@ -678,6 +748,7 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
   TrainingConfig c1 = Config(l1, experts);
   c1.model.params_dtype = *rc::gen::element(DType::kBFloat16, DType::kFloat32);
   c1.data_parallel_random_init = *rc::gen::arbitrary<bool>();
+  c1.rng_saving = *rc::gen::element(RngSaving::kSharded, RngSaving::kRankLocal);
   c1.optimizer.cpu_offload_fraction = *rc::gen::element(0.0, 0.5);
   if (*rc::gen::arbitrary<bool>()) {
     for (const char* f : {"decoder.layers.0.self_attention.linear_proj.weight",
@@ -688,7 +759,7 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
   RC_LOG() << "save " << l1.ToString() << " -> load " << l2.ToString() << ", experts " << experts
            << ", " << OptimizerFormatName(sc.optimizer_format) << " bucket "
            << sc.buffers.bucket_size << " align " << sc.buffers.param_alignment << ", dtype "
-           << DTypeName(c1.model.params_dtype) << "\n";
+           << DTypeName(c1.model.params_dtype) << ", RNG " << RngSavingName(c1.rng_saving) << "\n";
   RC_PRE(ValidateModelForLayout(c1.model, l1).ok() && ValidateModelForLayout(c1.model, l2).ok());
   const TrainingState s = Trained(c1, *rc::gen::inRange(0, 3));
   std::vector<ShardedStateDict> dicts;

@@ -50,6 +50,20 @@ bool ParseFreezeFamily(const std::string& name, FreezeFamily* out) {
   return false;
 }
 
+const char* RngSavingName(RngSaving s) {
+  return s == RngSaving::kRankLocal ? "rank_local" : "sharded";
+}
+
+bool ParseRngSaving(const std::string& name, RngSaving* out) {
+  for (RngSaving s : {RngSaving::kSharded, RngSaving::kRankLocal}) {
+    if (name == RngSavingName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 Status ValidateTrainingConfig(const TrainingConfig& c) {
   CKPTSPEC_RETURN_IF_ERROR(ValidateModelConfig(c.model));
   const DType dt = c.model.params_dtype;

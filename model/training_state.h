@@ -62,6 +62,19 @@ struct OptimizerConfig {
   double cpu_offload_fraction = 0.0;
 };
 
+// How a run saves its RNG state (the state_sharding.h table; load rule L7).
+enum class RngSaving {
+  // Megatron's "rng_state" ShardedObject: sharded over (pp, tp[, dp_cp]), ranks that share their
+  // RNG are replicas of one shard.
+  kSharded,
+  // Each rank's own RNG as a rank-local object (no sharding declared, IsRankLocal), as trainers
+  // that hand torch.get_rng_state() to PyTorch DCP as a plain value save it; it loads back only
+  // into the rank of the same global rank.
+  kRankLocal,
+};
+const char* RngSavingName(RngSaving s);                        // "sharded" / "rank_local"
+bool ParseRngSaving(const std::string& name, RngSaving* out);  // false: no such name
+
 struct TrainingConfig {
   ModelConfig model;
   uint64_t seed = 1;
@@ -71,6 +84,7 @@ struct TrainingConfig {
   std::vector<std::string> frozen;              // parameter names frozen from the start
   std::vector<RankCoords> ranks{RankCoords{}};  // the ranks whose RNG streams the state holds
   bool data_parallel_random_init = false;
+  RngSaving rng_saving = RngSaving::kSharded;
   RerunMode rerun_mode = RerunMode::kValidateResults;
 };
 

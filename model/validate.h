@@ -76,7 +76,10 @@ inline constexpr int64_t kMaxCompressedCells = 1000000;
 //   with an overlap present in n-D the gap check is skipped (the overlap is reported).
 // - Objects: entries of a key agree on the global shape; every unique key has at most one main
 //   replica (kDuplicateMain) and every offset of the global shape has one (kMissingObject, the
-//   offsets listed up to the cap); offsets outside the shape are kExtraObject.
+//   offsets listed up to the cap); offsets outside the shape are kExtraObject. A rank-local key
+//   (IsRankLocal: no sharding declared) needs no coverage: each rank holds it at most once
+//   (kDuplicateMain otherwise), and a key rank-local on some ranks and sharded on others is a
+//   kGlobalShapeMismatch.
 // - Entries failing validation are kInvalidEntry and take no further part.
 // Ranks named for a gap or a missing object are those holding non-main replicas of it.
 std::vector<Violation> CheckShardingIntegrity(const GlobalSignature& signature);
@@ -85,6 +88,7 @@ std::vector<Violation> CheckShardingIntegrity(const GlobalSignature& signature);
 // - kKeyCollision: entries of one key with different non-empty origins (each origin named with its
 //   ranks); a key used both for a ShardedTensor and a ShardedObject; main replicas of one chunk
 //   (same key and box) whose digests differ (distinct state at one offset, docs/BUGS.md B08).
+//   Rank-local objects are each rank's own: their digests are not compared.
 // - kReplicaContentMismatch: replicas of one chunk whose digests are both present and differ,
 //   where the main replicas agree among themselves.
 // Entries are taken as they are (malformed ones are P4's to report).

@@ -498,6 +498,41 @@ Dims Unravel(int64_t index, const Dims& shape) {
   return at;
 }
 
+// Rank-local objects (IsRankLocal) of a key of valid entries: true when the key has any, after
+// reporting a key that is rank-local on some ranks and sharded on others (kGlobalShapeMismatch)
+// and a rank holding the key more than once (kDuplicateMain). Ranks may hold different values.
+bool CheckRankLocalObjects(std::string_view key, const std::vector<ObjectRef>& entries,
+                           std::vector<Violation>* out) {
+  std::vector<int64_t> local, sharded, duplicated;
+  for (const ObjectRef& e : entries) {
+    if (!IsRankLocal(*e.spec)) {
+      sharded.push_back(e.rank);
+    } else if (!local.empty() && local.back() == e.rank) {
+      duplicated.push_back(e.rank);  // entries come in rank order
+    } else {
+      local.push_back(e.rank);
+    }
+  }
+  if (local.empty()) return false;
+  if (!sharded.empty()) {
+    SortUnique(&sharded);
+    std::vector<int64_t> ranks = local;
+    ranks.insert(ranks.end(), sharded.begin(), sharded.end());
+    SortUnique(&ranks);
+    out->push_back(
+        MakeViolation(kP4, ViolationKind::kGlobalShapeMismatch, key, std::nullopt, std::move(ranks),
+                      "object " + Quoted(key) + " is rank-local (no global shape) on " +
+                          RanksToString(local) + " and sharded on " + RanksToString(sharded)));
+  }
+  SortUnique(&duplicated);
+  for (int64_t rank : duplicated) {
+    out->push_back(MakeViolation(kP4, ViolationKind::kDuplicateMain, key, std::nullopt, {rank},
+                                 "rank " + std::to_string(rank) + " holds the rank-local object " +
+                                     Quoted(key) + " more than once"));
+  }
+  return true;
+}
+
 void CheckObjectKey(std::string_view key, const std::vector<ObjectRef>& all,
                     std::vector<Violation>* out) {
   std::vector<ObjectRef> entries;
@@ -518,6 +553,7 @@ void CheckObjectKey(std::string_view key, const std::vector<ObjectRef>& all,
     }
   }
   if (entries.empty()) return;
+  if (CheckRankLocalObjects(key, entries, out)) return;
   if (ReportDisagreement(
           key, "ShardedObject", entries, "global shape", ViolationKind::kGlobalShapeMismatch,
           [](const ObjectSpec& a, const ObjectSpec& b) { return a.global_shape == b.global_shape; },

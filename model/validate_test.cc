@@ -231,6 +231,36 @@ TEST(Validate, RanksDisagreeOnDtypeOrGlobalShape) {
   EXPECT_EQ(v.key, "rng_state");
 }
 
+// Rank-local objects: one per rank, each rank's own value (no coverage, no digest comparison);
+// held twice by a rank, or sharded on another rank, is reported.
+TEST(Validate, RankLocalObjectsAreEachRanksOwn) {
+  GlobalSignature s = CleanTp2Dp2();
+  for (RankSignature& r : s.ranks) {
+    ObjectSpec o = RankLocalObjectSpec("local_rng");
+    o.digest = 100 + r.rank;  // every rank's value differs
+    o.origin = "model:rng";
+    r.objects.push_back(o);
+  }
+  EXPECT_TRUE(CheckShardingIntegrity(s).empty()) << FormatViolations(CheckShardingIntegrity(s));
+  EXPECT_TRUE(CheckKeyInjectivity(s).empty()) << FormatViolations(CheckKeyInjectivity(s));
+
+  GlobalSignature twice = s;
+  twice.ranks[2].objects.push_back(twice.ranks[2].objects.back());
+  Violation v = Only(CheckShardingIntegrity(twice));
+  EXPECT_EQ(v.kind, ViolationKind::kDuplicateMain);
+  EXPECT_EQ(v.ranks, R({2}));
+  EXPECT_EQ(v.message, "rank 2 holds the rank-local object 'local_rng' more than once");
+
+  GlobalSignature mixed = s;
+  mixed.ranks[3].objects.back() = Object("local_rng", {4}, {3}, {0});
+  v = Only(CheckShardingIntegrity(mixed));
+  EXPECT_EQ(v.kind, ViolationKind::kGlobalShapeMismatch);
+  EXPECT_EQ(v.ranks, R({0, 1, 2, 3}));
+  EXPECT_NE(v.message.find("rank-local (no global shape) on ranks 0-2 and sharded on rank 3"),
+            std::string::npos)
+      << v.message;
+}
+
 TEST(Validate, InvalidEntriesAreReportedAndSkipped) {
   GlobalSignature s = CleanTp2Dp2();
   Find(s, 0, "w")->local_shape = {4};  // rank mismatch
@@ -242,7 +272,10 @@ TEST(Validate, InvalidEntriesAreReportedAndSkipped) {
   EXPECT_EQ(v[1].kind, ViolationKind::kGap);  // rank 0 held the only main of cell 0
   EXPECT_EQ(*v[1].box, (Box{{0, 0}, {4, 4}}));
   EXPECT_EQ(v[2].kind, ViolationKind::kInvalidEntry);
-  EXPECT_EQ(v[2].message, "rank 1: object 'rng_state': replica_id is an empty tuple");
+  EXPECT_EQ(
+      v[2].message,
+      "rank 1: object 'rng_state': replica_id is an empty tuple (only a rank-local object, of "
+      "empty global_shape, declares none)");
   EXPECT_EQ(v[3].kind, ViolationKind::kMissingObject);  // rank 1's shard took no part
   EXPECT_EQ(*v[3].box, (Box{{1}, {1}}));
   // The other validators take malformed entries without crashing.

@@ -84,7 +84,7 @@ const std::vector<Property>& AllProperties() {
       {"P12", "per-rank state",
        "per-rank state (RNG, data iterator) returns to the rank that saved it; never deduplicated "
        "across distinct ranks; a layout change resets it explicitly or fails",
-       "B10 B11 B16 B17 B25 B26", NeedsObjects, CheckPerRankState},
+       "B10 B11 B16 B17 B25 B26 B27", NeedsObjects, CheckPerRankState},
       {"P13", "crash consistency",
        "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup "
        "never removes the last complete one",

@@ -74,8 +74,9 @@ Status JoinFromPeer(const FrameworkLayer& joiner, const RunSpec& run,
   if (peer_dicts.empty()) return Status::InvalidArgument("the peer handed over no state dicts");
   const FillTemplates from_peer = [&](std::vector<ShardedStateDict> templates,
                                       std::vector<ShardedStateDict>* loaded) -> Status {
-    for (ShardedStateDict& d : templates) {
-      CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(peer_dicts, &d).WithContext("peer state"));
+    for (size_t r = 0; r < templates.size(); ++r) {
+      CKPTSPEC_RETURN_IF_ERROR(ResolveFromSaved(peer_dicts, static_cast<int64_t>(r), &templates[r])
+                                   .WithContext("peer state"));
     }
     *loaded = std::move(templates);
     return Status::OK();

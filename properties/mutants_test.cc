@@ -25,6 +25,7 @@ struct Scenario {
   int64_t m = 0;  // iterations after the resume, on both sides, before comparing
   LoadFlags flags;
   SaveOptions save;
+  RngSaving rng_saving = RngSaving::kSharded;
 };
 
 RunSpec MakeRun(const Scenario& sc) {
@@ -44,6 +45,7 @@ RunSpec MakeRun(const Scenario& sc) {
   c.data.micro_batch_size = sc.micro_batch;
   c.data.num_samples = sc.num_samples;
   c.optimizer.cpu_offload_fraction = sc.offload;
+  c.rng_saving = sc.rng_saving;
   c.ranks = RankCoordsOf(layout);
   RunSpec run;
   run.layout = HeterogeneousLayout::Single(layout);
@@ -99,7 +101,7 @@ void ExpectSilentDeviation(const char* id, const Scenario& sc) {
 }
 
 TEST(Mutants, CatalogIsComplete) {
-  ASSERT_EQ(MutantCatalog().size(), 26u) << "one mutant per docs/BUGS.md entry, B01-B26";
+  ASSERT_EQ(MutantCatalog().size(), 27u) << "one mutant per docs/BUGS.md entry, B01-B27";
   for (size_t i = 0; i < MutantCatalog().size(); ++i) {
     const MutantInfo& m = MutantCatalog()[i];
     char id[8];
@@ -301,6 +303,16 @@ TEST(Mutants, B26GlobalSamplerPositionedByAPerRankCountUnderANewDp) {
   };
   EXPECT_EQ(consumed_after_resume(ReferenceTargetFactory()), 16);
   EXPECT_EQ(consumed_after_resume(Mutant("B26")), 8);
+}
+
+// TP 2 with the RNG saved rank-local: the two TP ranks' RNG states differ; the mutant writes rank
+// 0's for both, so the resumed TP rank 1 draws from rank 0's streams.
+TEST(Mutants, B27RankLocalValuesMergedByNameOnSave) {
+  Scenario sc;
+  sc.world = 2;
+  sc.tp = 2;
+  sc.rng_saving = RngSaving::kRankLocal;
+  ExpectSilentDeviation("B27", sc);
 }
 
 }  // namespace

@@ -49,7 +49,10 @@ const ReplicaId& ReplicaOf(const std::vector<ShardedStateDict>& d, const EntryRe
                      : d[e.rank].tensors[e.index].spec.replica_id;
 }
 
-std::vector<EntryRef> Entries(const std::vector<ShardedStateDict>& d, bool main) {
+// The main (or non-main) replicas of every rank's dict. Rank-local objects (IsRankLocal) count as
+// main unless `sharded_only`: they declare no replica id to demote.
+std::vector<EntryRef> Entries(const std::vector<ShardedStateDict>& d, bool main,
+                              bool sharded_only = false) {
   std::vector<EntryRef> out;
   for (size_t r = 0; r < d.size(); ++r) {
     for (size_t i = 0; i < d[r].tensors.size(); ++i) {
@@ -57,6 +60,7 @@ std::vector<EntryRef> Entries(const std::vector<ShardedStateDict>& d, bool main)
         out.push_back({int64_t(r), false, i});
     }
     for (size_t i = 0; i < d[r].objects.size(); ++i) {
+      if (sharded_only && IsRankLocal(d[r].objects[i].spec)) continue;
       if (IsMainReplica(d[r].objects[i].spec.replica_id) == main)
         out.push_back({int64_t(r), true, i});
     }
@@ -137,7 +141,8 @@ void CheckSaveShardingIntegrity(const TargetFactory& factory) {
   // (b) the engine and a broken save.
   std::vector<ShardedStateDict> bad = valid;
   Break applied = broken;
-  const std::vector<EntryRef> mains = Entries(valid, true), replicas = Entries(valid, false);
+  const std::vector<EntryRef> replicas = Entries(valid, false);
+  const std::vector<EntryRef> mains = Entries(valid, true, /*sharded_only=*/applied == Break::kGap);
   RC_PRE(!mains.empty());
   if (applied == Break::kOverlap && replicas.empty()) applied = Break::kDuplicateMain;
   std::string what;

@@ -1,12 +1,14 @@
 // P12, per-rank state: RNG and data-iterator state come back to the rank that saved it, rank-
 // distinct objects are never deduplicated, and a layout change resets them explicitly or fails.
 //  - Save side, on the target's framework dicts: two ranks' objects under one storage key
-//    (UniqueKey) hold the same bytes. A save keeps one replica per key, so ranks whose RNG (or
-//    data position) differ must not share a key, or one rank's state is silently dropped.
+//    (StoredObjectKey: a sharded object's unique key; a rank-local one's is per rank) hold the
+//    same bytes. A save keeps one replica per key, so ranks whose RNG (or data position) differ
+//    must not share a key, or one rank's state is silently dropped.
 //  - Same layout, RNG loaded: every rank's RNG equals its own saved RNG, and the data iterator
 //    its saved position (also with data_parallel_random_init, where DP ranks differ).
 //  - Under any layout change or flags: RNG and data iterator equal the spec's (L7: restored only
-//    where TP and PP are unchanged, else freshly seeded; L9: the data iterator continues under
+//    where TP and PP are unchanged, a rank-local RNG only under the saved layout, else freshly
+//    seeded; L9: the data iterator continues under
 //    any DP size), or both refuse. Then m more steps equal the spec's expected resume trained m,
 //    so the data order after the resume (epochs, offsets) is the spec's too.
 //  - Whenever the data iterator is loaded (any layout, DP changed or not): the samples the resumed
@@ -17,10 +19,12 @@
 //    those repeat the saved run's current epoch); so does a resume the spec refuses (per-DP-rank
 //    loaders under a new DP size) that the target accepted.
 // Half the cases give every module per-DP-rank loaders (data_iterator.h), whose state differs
-// by DP rank.
+// by DP rank; half the cases that keep the layout and a quarter of the others save every
+// module's RNG rank-local.
 // Catches: B11 (RNG reseeded after the load, or not saved), B17 (only one device's RNG
 // restored), B16 (sampler epoch reset on resume), B10 (resume offset applied on every epoch),
-// B25 (per-DP-rank loaders carried to a new DP size by rank index).
+// B25 (per-DP-rank loaders carried to a new DP size by rank index), B27 (rank-local values
+// merged by name on save).
 #include <map>
 #include <set>
 
@@ -38,7 +42,7 @@ std::string DeduplicatedDistinctObject(const std::vector<ShardedStateDict>& dict
   std::map<std::string, std::pair<size_t, const std::string*>> first;
   for (size_t r = 0; r < dicts.size(); ++r) {
     for (const ShardedObject& o : dicts[r].objects) {
-      const std::string key = o.spec.UniqueKey();
+      const std::string key = StoredObjectKey(o.spec, static_cast<int64_t>(r));
       auto [it, inserted] = first.emplace(key, std::make_pair(r, &o.data));
       if (!inserted && *it->second.second != o.data) {
         return "ranks " + std::to_string(it->second.first) + " and " + std::to_string(r) +
@@ -198,6 +202,14 @@ void CheckPerRankState(const TargetFactory& factory) {
   const Change change = factory.capabilities.resharding
                             ? *rc::gen::elementOf(std::vector<Change>{kSame, kFree, kOnlyDp})
                             : kSame;
+  // Every module's RNG saved rank-local in half the cases that keep the layout (where it loads,
+  // L7, with the RNG loaded: set below) and a quarter of the others (the config generator draws
+  // it in a quarter of the modules).
+  const bool force_rank_local =
+      *rc::gen::elementOf(std::vector<int>{0, 1, 2, 3}) < (change == kSame ? 2 : 1);
+  if (force_rank_local) {
+    for (TrainingConfig& c : saved_run.configs) c.rng_saving = RngSaving::kRankLocal;
+  }
   // Half the DP-only changes shrink the DP size: the saved run first moves to a larger one where
   // it fits (the drawn DP size is often 1, which only grows).
   const bool shrink = change == kOnlyDp && *rc::gen::arbitrary<bool>();
@@ -217,12 +229,14 @@ void CheckPerRankState(const TargetFactory& factory) {
       flags.no_load_rng = flags.no_load_rng || c.data_parallel_random_init;
     }
   }
+  if (force_rank_local && change == kSame) flags.finetune = flags.no_load_rng = false;
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
            << ", save, restart\n  resume: " << DescribeRun(run)
            << "\n  flags: " << DescribeLoadFlags(flags) << "\n  then train " << m << "\n";
 
   bool same_layout = true, dp_random = false, tp_pp_changed = false, dp_changed = false;
   bool per_rank = false, per_rank_dp_changed = false, per_rank_dp_shrunk = false;
+  bool rank_local_rng = false;
   for (size_t i = 0; i < run.configs.size(); ++i) {
     const Layout& a = saved_run.layout.modules()[i].layout;
     const Layout& b = run.layout.modules()[i].layout;
@@ -234,6 +248,7 @@ void CheckPerRankState(const TargetFactory& factory) {
     per_rank |= loaders;
     per_rank_dp_changed |= loaders && a.dp() != b.dp();
     per_rank_dp_shrunk |= loaders && a.dp() > b.dp();
+    rank_local_rng |= saved_run.configs[i].rng_saving == RngSaving::kRankLocal;
   }
   const bool rng_loaded = !flags.finetune && !flags.no_load_rng;
   RC_CLASSIFY(same_layout, "same layout");
@@ -241,6 +256,10 @@ void CheckPerRankState(const TargetFactory& factory) {
   RC_CLASSIFY(dp_changed, "DP changed");
   RC_CLASSIFY(dp_random, "data_parallel_random_init");
   RC_CLASSIFY(rng_loaded, "RNG loaded");
+  RC_CLASSIFY(rank_local_rng, "RNG saved rank-local");
+  // Where rank-local RNG loads (L7) and a merge by name shows (B27).
+  RC_CLASSIFY(rank_local_rng && same_layout && rng_loaded,
+              "RNG saved rank-local, loaded under its layout");
   RC_CLASSIFY(flags.reset_dataloader, "reset_dataloader");
   RC_CLASSIFY(flags.finetune, "finetune");
   const bool data_loaded = !flags.finetune && !flags.reset_dataloader;

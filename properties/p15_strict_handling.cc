@@ -65,12 +65,13 @@ std::string TensorPlace(const TensorSpec& spec) {
 
 SavedIndex IndexSaved(const std::vector<ShardedStateDict>& saved) {
   SavedIndex index;
-  for (const ShardedStateDict& d : saved) {
-    for (const ShardedTensor& t : d.tensors) {
+  for (size_t r = 0; r < saved.size(); ++r) {
+    for (const ShardedTensor& t : saved[r].tensors) {
       if (IsMainReplica(t.spec.replica_id)) index.tensors[TensorPlace(t.spec)] = &t.data;
     }
-    for (const ShardedObject& o : d.objects) {
-      if (IsMainReplica(o.spec.replica_id)) index.objects[o.spec.UniqueKey()] = &o.data;
+    for (const ShardedObject& o : saved[r].objects) {
+      if (IsMainReplica(o.spec.replica_id))
+        index.objects[StoredObjectKey(o.spec, static_cast<int64_t>(r))] = &o.data;
     }
   }
   return index;
@@ -87,11 +88,10 @@ std::string CompareWithSaved(const ShardedStateDict& got, const SavedIndex& save
       return who + "tensor '" + TensorPlace(t.spec) + "' differs from the saved data";
   }
   for (const ShardedObject& o : got.objects) {
-    auto it = saved.objects.find(o.spec.UniqueKey());
-    if (it == saved.objects.end())
-      return who + "loaded object '" + o.spec.UniqueKey() + "' was never saved";
-    if (*it->second != o.data)
-      return who + "object '" + o.spec.UniqueKey() + "' differs from the saved data";
+    const std::string key = StoredObjectKey(o.spec, static_cast<int64_t>(r));
+    auto it = saved.objects.find(key);
+    if (it == saved.objects.end()) return who + "loaded object '" + key + "' was never saved";
+    if (*it->second != o.data) return who + "object '" + key + "' differs from the saved data";
   }
   return "";
 }

@@ -205,8 +205,9 @@ Status DataFromJson(const JsonField& f, DataConfig* d) {
 }
 
 Status TrainingFromJson(const JsonField& f, TrainingConfig* c) {
-  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers({"seed", "optimizer", "scheduler", "data", "frozen",
-                                                "data_parallel_random_init", "rerun_mode"}));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.ExpectOnlyMembers({"seed", "optimizer", "scheduler", "data", "frozen",
+                           "data_parallel_random_init", "rng_saving", "rerun_mode"}));
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("seed").GetUint64(&c->seed));
   CKPTSPEC_RETURN_IF_ERROR(OptimizerFromJson(f.OptionalMember("optimizer"), &c->optimizer));
   CKPTSPEC_RETURN_IF_ERROR(SchedulerFromJson(f.OptionalMember("scheduler"), &c->scheduler));
@@ -219,6 +220,7 @@ Status TrainingFromJson(const JsonField& f, TrainingConfig* c) {
   }));
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("data_parallel_random_init").GetBool(&c->data_parallel_random_init));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("rng_saving").GetEnum(ParseRngSaving, &c->rng_saving));
   return f.OptionalMember("rerun_mode").GetEnum(ParseRerunMode, &c->rerun_mode);
 }
 
@@ -271,6 +273,7 @@ json TrainingToJson(const TrainingConfig& c) {
                 {"micro_batch_size", c.data.micro_batch_size}}},
               {"frozen", c.frozen},
               {"data_parallel_random_init", c.data_parallel_random_init},
+              {"rng_saving", RngSavingName(c.rng_saving)},
               {"rerun_mode", RerunModeName(c.rerun_mode)}};
 }
 

@@ -69,6 +69,8 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P12", "TP or PP changed (RNG reseeded)"},
       {"P12", "RNG loaded"},
       {"P12", "data_parallel_random_init"},
+      {"P12", "RNG saved rank-local"},
+      {"P12", "RNG saved rank-local, loaded under its layout"},
       {"P12", "per-DP-rank loaders"},
       {"P12", "per-DP-rank loaders continued"},
       {"P12", "per-DP-rank loaders, DP changed, data loaded"},

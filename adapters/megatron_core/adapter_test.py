@@ -79,6 +79,20 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         _, replies = self.load(g, [[], []])
         self.assertEqual([r.get("common") for r in replies], [{"iteration": 10}] * 2, replies)
 
+    def test_rank_local_objects_keep_each_ranks_value(self):
+        # A rank-local object (no sharding declared) under one key on both ranks becomes a
+        # one-shard ShardedObject under the rank's own key: each value comes back to its rank,
+        # and megatron's sharding validation of save and load accepts it.
+        local = {"key": "rng", "global_shape": [], "global_offset": [], "replica_id": []}
+        g = self.group(2)
+        objects = [[dict(local, bytes=f"rank {r} rng".encode())] for r in range(2)]
+        replies = self.save(g, [[], []], {}, objects)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        reqs, replies = self.load(g, [[], []], [[local], [local]], strict="raise_all")
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        got = [Path(req["objects"][0]["file"]).read_bytes() for req in reqs]
+        self.assertEqual(got, [b"rank 0 rng", b"rank 1 rng"])
+
     def test_irregular_grid_and_fully_parallel_load(self):
         data = {"buf": full("fp32", (10,), 4)}
         g = self.group(2)

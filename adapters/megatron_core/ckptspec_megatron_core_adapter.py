@@ -10,7 +10,8 @@ One process per rank, a gloo default process group over MASTER_ADDR:MASTER_PORT,
     absent: an irregular grid), replica_id (a tuple) and prepend_axis_num; several chunks of one
     key on a rank are several ShardedTensors;
   - each object entry becomes a ShardedObject(key, bytes, global_shape, global_offset, replica_id)
-    (megatron stores it under its unique key `{key}/shard_{offsets}_{shape}`);
+    (megatron stores it under its unique key `{key}/shard_{offsets}_{shape}`); a rank-local object
+    (no sharding declared) a one-shard ShardedObject under the key `{key}.rank_{rank}`;
   - the request's `common` is the state dict's non-sharded part, saved by megatron's common backend
     (0.16.1: common.pt by the torch common strategy; 0.19.2: the `common_state` ShardedObject) and
     read back with dist_checkpointing.load_common_state_dict.
@@ -45,8 +46,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: E402
-                                  iteration_to_load, iter_dir, read_bytes, refuse_overwrite,
-                                  write_tracker)
+                                  iteration_to_load, iter_dir, rank_local_as_shard, read_bytes,
+                                  refuse_overwrite, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
                                 torch_dtype, write_tensor)
@@ -279,6 +280,7 @@ class Engine:
             for i, t in enumerate(req["tensors"]):
                 entries[f"t{i}"] = sharded_tensor(t, read_tensor(t, list(t["local_shape"])))
             for i, o in enumerate(req["objects"]):
+                o = rank_local_as_shard(o, self.rank)
                 entries[f"o{i}"] = sharded_object(o, read_bytes(o["file"], f"object '{o['key']}'"))
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
@@ -346,7 +348,7 @@ class Engine:
                 entries[f"t{i}"] = sharded_tensor(t, torch.zeros(t["local_shape"], dtype=dtype),
                                                   shape_mismatch)
             for i, o in enumerate(objects):
-                entries[f"o{i}"] = sharded_object(o, None)
+                entries[f"o{i}"] = sharded_object(rank_local_as_shard(o, self.rank), None)
             return iteration, ckpt, common, entries
 
         self.group.ensure()

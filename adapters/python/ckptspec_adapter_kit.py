@@ -68,6 +68,22 @@ def unique_key(o):
             f"_{'.'.join(map(str, o['global_shape']))}")
 
 
+def rank_local_as_shard(o, rank):
+    """A rank-local object (global_shape, global_offset and replica_id all []: no sharding
+    declared; docs/PROTOCOL.md) as a ShardedObject a Megatron-style backend stores: the key
+    `{key}.rank_{rank}` (the rank's own key, as torchtitan keys per-rank loader state), one shard
+    (shape [1], offset [0], main replica), so that each rank's value is whole under its own key
+    and a load reads back the value of the same rank. (A shard (rank,) of (world,) would leave
+    the shards of ranks that hold no such key missing: a module's ranks are not the world. The
+    separator is '.': megatron-core's ShardedObject.empty_from_unique_key splits a unique key on
+    '/' and takes exactly two parts, so its strict load modes refuse a key holding a '/'.)
+    Other objects as they are."""
+    if o["global_shape"] or o["global_offset"] or o["replica_id"]:
+        return o
+    return dict(o, key=f"{o['key']}.rank_{rank}", global_shape=[1], global_offset=[0],
+                replica_id=[0])
+
+
 def read_bytes(path, what):
     try:
         return Path(path).read_bytes()

@@ -277,6 +277,27 @@ class TorchDcpAdapterTest(unittest.TestCase):
         self.assertTrue(replies[0]["ok"], replies)
         self.assertIn(self.loaded(reqs[0]), (raw(data["w"]), raw(torch.zeros(4))))
 
+    def test_rank_local_objects_keep_each_ranks_value(self):
+        # A rank-local object (no sharding declared) under one key on both ranks: by default each
+        # rank's value goes to DCP under a key of its own and comes back to its rank; with
+        # --rank-local plain DCP gets one plain value per key and dedup_save_plans keeps one
+        # rank's, which both ranks then load (docs/FINDINGS.md F7).
+        local = {"key": "rng", "global_shape": [], "global_offset": [], "replica_id": []}
+        objects = [[dict(local, bytes=f"rank {r} rng".encode())] for r in range(2)]
+        for mode, distinct in (("by-rank", True), ("plain", False)):
+            with self.subTest(mode=mode):
+                self.dir = str(Path(self.tmp.name) / f"ckpt-{mode}")
+                g = self.group(2, "--rank-local", mode)
+                replies = self.save(g, [[], []], {}, objects)
+                self.assertTrue(all(r["ok"] for r in replies), replies)
+                reqs, replies = self.load(g, [[], []], [[local], [local]])
+                self.assertTrue(all(r["ok"] for r in replies), replies)
+                got = [Path(req["objects"][0]["file"]).read_bytes() for req in reqs]
+                if distinct:
+                    self.assertEqual(got, [b"rank 0 rng", b"rank 1 rng"])
+                else:
+                    self.assertEqual(got[0], got[1])
+
     def test_gap_is_refused_by_the_planner(self):
         data = {"w": full("fp32", (4,), 1)}
         g = self.group(2)

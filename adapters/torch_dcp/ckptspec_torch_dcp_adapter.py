@@ -16,7 +16,10 @@ reaches DCP the way Megatron-core's torch_dist strategy hands it over
     keep_only_main_replica, its default); `--replicas all` hands every replica over and leaves the
     choice to DCP's planner, which keeps one copy of each (key, offset) chunk (dedup_save_plans);
   - an object is a bytes value under Megatron's unique key `{key}/shard_{offsets}_{shape}`
-    (DCP pickles it with torch.save; Megatron stores io.BytesIO of torch.save too);
+    (DCP pickles it with torch.save; Megatron stores io.BytesIO of torch.save too); a rank-local
+    object (no sharding declared) as the one shard of the key `{key}.rank_{rank}`, so each rank's
+    value has a key of its own; `--rank-local plain` hands it over as a plain value under
+    its one key instead, which DCP's dedup_save_plans merges across ranks (pytorch #120356);
   - rank 0 writes the common state beside the DCP files (common.json; Megatron: common.pt).
 
 Layout of a checkpoint directory:
@@ -54,8 +57,8 @@ from torch.distributed._shard.sharded_tensor.metadata import (  # noqa: E402
 from torch.distributed.checkpoint.api import CheckpointException  # noqa: E402
 
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  is_main, iter_dir, iteration_to_load, read_bytes,
-                                  refuse_overwrite, unique_key, write_tracker)
+                                  is_main, iter_dir, iteration_to_load, rank_local_as_shard,
+                                  read_bytes, refuse_overwrite, unique_key, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
                                 torch_dtype, write_tensor)
@@ -204,6 +207,12 @@ def resolve(directory, iteration):
     return iteration, ckpt, common
 
 
+def dcp_key(o):
+    """An object's key in DCP's state dict: Megatron's unique key of a shard; a rank-local object
+    left plain (--rank-local plain) its key alone, the same on every rank."""
+    return unique_key(o) if o["global_shape"] else o["key"]
+
+
 # ---------------------------------------------------------------------------------------------
 # The engine
 
@@ -213,6 +222,14 @@ class Engine:
         self.args, self.rank, self.world = args, rank, world
         self.group = GlooGroup(rank, world, args.pg_timeout)
         self.pending = None  # an async save: (future, commit)
+
+    def object_entry(self, o):
+        """How an object reaches DCP: a rank-local one (no sharding declared) under a key of its
+        rank's, unless --rank-local plain hands DCP the plain value under its one key (what DCP
+        then deduplicates by name: pytorch issue #120356)."""
+        if self.args.rank_local == "plain":
+            return o
+        return rank_local_as_shard(o, self.rank)
 
     # --- save ---
 
@@ -230,8 +247,9 @@ class Engine:
             sd = state_dict_of(keep, [read_tensor(t, box_of(t)[1]) for t in keep], self.rank,
                               self.world)
             for o in req["objects"]:
+                o = self.object_entry(o)
                 if self.args.replicas == "all" or is_main(o["replica_id"]):
-                    sd[unique_key(o)] = read_bytes(o["file"], f"object '{unique_key(o)}'")
+                    sd[dcp_key(o)] = read_bytes(o["file"], f"object '{dcp_key(o)}'")
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
                 (ckpt / COMMON).write_text(json.dumps(req.get("common", {}), sort_keys=True))
@@ -310,7 +328,8 @@ class Engine:
     def load(self, req):
         self.finalize()
         strict = req.get("strict", "assume_ok_unexpected")
-        tensors, objects = req.get("tensors", []), req.get("objects", [])
+        tensors = req.get("tensors", [])
+        objects = [self.object_entry(o) for o in req.get("objects", [])]
 
         def prepare():
             if strict not in STRICT_MODES:
@@ -323,7 +342,7 @@ class Engine:
                          for t in tensors]
             sd = state_dict_of(tensors, templates, self.rank, self.world)
             for o in objects:
-                sd[unique_key(o)] = b""
+                sd[dcp_key(o)] = b""
             return iteration, ckpt, common, sd, templates
 
         self.group.ensure()
@@ -340,9 +359,9 @@ class Engine:
         for t, x in zip(tensors, templates):  # the local shards are the templates themselves
             write_tensor(t["file"], x)
         for o in objects:
-            value = sd[unique_key(o)]
+            value = sd[dcp_key(o)]
             if not isinstance(value, (bytes, bytearray)):
-                raise AdapterError("Corruption", f"object '{unique_key(o)}' loaded as "
+                raise AdapterError("Corruption", f"object '{dcp_key(o)}' loaded as "
                                                  f"{type(value).__name__}, not bytes")
             Path(o["file"]).write_bytes(bytes(value))
         return {"iteration": iteration, "common": common}
@@ -364,6 +383,9 @@ def serve(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rank-local", choices=("by-rank", "plain"), default="by-rank",
+                   help="hand DCP a rank-local object keyed by its rank (Megatron's per-rank "
+                        "ShardedObject; the default) or as a plain value under its one key")
     p.add_argument("--replicas", choices=("main", "all"), default="main",
                    help="hand DCP only main replicas (Megatron's keep_only_main_replica) or all")
     p.add_argument("--async-stager", choices=("owned", "default"), default="owned",

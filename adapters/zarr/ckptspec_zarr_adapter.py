@@ -10,7 +10,8 @@ Stores sharded state the way Megatron-core's former zarr backend did
                                 regular grid (global_shape // axis_fragmentations), no compressor,
                                 fill_value None, write_empty_chunks; the main replica at offset 0
                                 creates it, then every main replica writes its chunk
-      <object key>/shard_<offsets>_<shape>.bin   a main-replica object's bytes (Megatron: .pt)
+      <object key>/shard_<offsets>_<shape>.bin   a main-replica object's bytes (Megatron: .pt); a
+                                rank-local object is <key>.rank_<rank>/shard_0_1.bin
       common.json               rank 0's common state (Megatron: common.pt)
       metadata.json             rank 0, after every rank wrote: the completion marker
 
@@ -47,8 +48,8 @@ import zarr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  is_main, iter_dir, iteration_to_load, read_bytes,
-                                  refuse_overwrite, serve, unique_key,
+                                  is_main, iter_dir, iteration_to_load, rank_local_as_shard,
+                                  read_bytes, refuse_overwrite, serve, unique_key,
                                   write_tracker)
 
 METADATA = "metadata.json"
@@ -266,6 +267,7 @@ def save(group, rank, req):
     # plans anew, as the backend did.
     directory, iteration = req["directory"], int(req["iteration"])
     ckpt = iter_dir(directory, iteration)
+    req["objects"] = [rank_local_as_shard(o, rank) for o in req["objects"]]
 
     def prepare():
         refuse_overwrite(directory, iteration)
@@ -389,7 +391,8 @@ def load(group, rank, req):
     strict = req.get("strict", "assume_ok_unexpected")
     if strict not in STRICT_MODES:
         raise AdapterError("InvalidArgument", f"unknown strict mode '{strict}'")
-    tensors, objects = req.get("tensors", []), req.get("objects", [])
+    tensors = req.get("tensors", [])
+    objects = [rank_local_as_shard(o, rank) for o in req.get("objects", [])]
     requested = sorted({t["key"] for t in tensors} | {o["key"] for o in objects})
 
     def inspect():

@@ -29,6 +29,7 @@
 #include "targets/mutants/b24_lazy_state_requested.h"
 #include "targets/mutants/b25_loader_state_by_rank_index.h"
 #include "targets/mutants/b26_per_rank_skip_rescaled.h"
+#include "targets/mutants/b27_rank_local_merged_by_name.h"
 
 namespace ckptspec {
 
@@ -145,6 +146,11 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the saving run (consumed_samples / saved DP size) times the new DP size, so a larger DP "
        "size skips samples and a smaller one replays them",
        "P12 P3", B26Parts},
+      {"B27", "rank-local-merged-by-name", "pytorch #120356",
+       "rank-local values saved under one key (no sharding declared) are deduplicated by name: "
+       "the lowest rank's value is written for every rank, so a resume gives every rank that "
+       "rank's RNG state",
+       "P12 P1", B27Parts},
   };
   return kCatalog;
 }

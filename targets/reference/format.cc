@@ -131,13 +131,16 @@ Status DecodeTracker(const std::string& text, const std::string& path, int64_t* 
   return Status::OK();
 }
 
-std::string ObjectEntry::UniqueKey() const {
+ObjectSpec ObjectEntry::Spec() const {
   ObjectSpec spec;
   spec.key = key;
   spec.global_shape = global_shape;
   spec.global_offset = global_offset;
-  return spec.UniqueKey();
+  if (global_shape.empty()) spec.replica_id.clear();  // rank-local
+  return spec;
 }
+
+std::string ObjectEntry::UniqueKey() const { return StoredObjectKey(Spec(), rank); }
 
 namespace {
 
@@ -494,16 +497,12 @@ class MetadataDecoder : public JsonStreamHandler {
     CKPTSPEC_RETURN_IF_ERROR(GetDims(o.Member("global_shape"), &e.global_shape));
     const JsonField global_offset = o.Member("global_offset");
     CKPTSPEC_RETURN_IF_ERROR(GetDims(global_offset, &e.global_offset));
-    ObjectSpec spec;
-    spec.key = e.key;
-    spec.global_shape = e.global_shape;
-    spec.global_offset = e.global_offset;
-    const Status valid = ValidateObjectSpec(spec);
+    const Status valid = ValidateObjectSpec(e.Spec());
     if (!valid.ok()) return global_offset.Error(valid.message());
+    CKPTSPEC_RETURN_IF_ERROR(o.Member("rank").GetInt64(&e.rank));
     if (!unique_keys_.insert(e.UniqueKey()).second) {
       return key.Error("duplicate object '" + e.UniqueKey() + "'");
     }
-    CKPTSPEC_RETURN_IF_ERROR(o.Member("rank").GetInt64(&e.rank));
     CKPTSPEC_RETURN_IF_ERROR(ReadExtent(o, &e.extent));
     m_->objects.push_back(std::move(e));
     return Status::OK();

@@ -118,12 +118,16 @@ struct TensorEntry {
   std::vector<ChunkEntry> chunks;  // pairwise disjoint
 };
 
+// An object as the index records it: a sharded object's shard, or a rank-local object (empty
+// global_shape and global_offset: no sharding declared), one per saving rank.
 struct ObjectEntry {
   std::string key;
   Dims global_shape;
   Dims global_offset;
-  int64_t rank = 0;
+  int64_t rank = 0;  // the rank that wrote it; a rank-local object's is the rank whose value it is
   Extent extent;
+  ObjectSpec Spec() const;  // the spec it was saved from (no origin or digest)
+  // Unique in an index: StoredObjectKey(Spec(), rank).
   std::string UniqueKey() const;
 };
 

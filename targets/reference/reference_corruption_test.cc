@@ -220,6 +220,16 @@ TEST_F(ReferenceCorruption, DuplicateKeys) {
               {"objects[1].key", "duplicate object 'rng_state/shard_0_2'"});
   ExpectError([](json& j) { j["objects"][0]["key"] = "w"; },
               {"objects[0].key", "also a tensor key"});
+  // Rank-local objects are unique per (key, rank).
+  ExpectError(
+      [](json& j) {
+        for (int i : {0, 1}) {
+          j["objects"][i]["global_shape"] = json::array();
+          j["objects"][i]["global_offset"] = json::array();
+          j["objects"][i]["rank"] = 0;
+        }
+      },
+      {"objects[1].key", "duplicate object 'rng_state/rank_0'"});
 }
 
 TEST_F(ReferenceCorruption, NewerFormatVersionIsNotSupported) {

@@ -689,10 +689,14 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
     }
     for (ShardedObject& o : request.templates[r].objects) {
       if (drop_unexpected && drop.count(o.spec.key)) continue;
-      auto it = object_by_unique_key.find(o.spec.UniqueKey());
+      // A rank-local object is the value this rank's global rank saved.
+      auto it = object_by_unique_key.find(StoredObjectKey(o.spec, static_cast<int64_t>(r)));
       if (it == object_by_unique_key.end()) {
-        return Status::NotFound(who + "object '" + o.spec.UniqueKey() +
-                                "' is not in the checkpoint " + dir);
+        return Status::NotFound(who + "object '" + o.spec.UniqueKey() + "'" +
+                                (IsRankLocal(o.spec)
+                                     ? " (rank-local) saved by rank " + std::to_string(r) + " is"
+                                     : " is") +
+                                " not in the checkpoint " + dir);
       }
       dict.objects.push_back(ShardedObject{o.spec, std::string()});
       CKPTSPEC_RETURN_IF_ERROR(reader.LoadObject(m.objects[it->second], &dict.objects.back()));

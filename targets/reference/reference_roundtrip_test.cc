@@ -86,6 +86,51 @@ TEST(ReferenceRoundTrip, HandBuiltDictWithObjectsAndCommonState) {
   EXPECT_EQ(m.files.size(), 2u);
 }
 
+// Rank-local objects (no sharding declared) under one key: each rank's value is kept, under both
+// index layouts, and comes back to the rank of the same global rank; a rank that saved none gets
+// NotFound naming the key and the rank.
+TEST(ReferenceRoundTrip, RankLocalObjectsKeepEveryRanksValue) {
+  for (IndexLayout layout : {IndexLayout::kSingle, IndexLayout::kPerWriter}) {
+    SCOPED_TRACE(IndexLayoutName(layout));
+    MemEnv env;
+    ASSERT_TRUE(env.CreateDir("/ckpt").ok());
+    auto engine = testing_util::EngineOn(&env, layout);
+    std::vector<ShardedStateDict> dicts = HandBuilt();
+    for (int64_t r = 0; r < 2; ++r) {
+      ShardedObject o;
+      o.spec = RankLocalObjectSpec("local_rng");
+      o.data = "rank-local value of rank " + std::to_string(r);
+      dicts[r].objects.push_back(std::move(o));
+    }
+    SaveOptions options;
+    options.validate = true;
+    Status s = engine->Save(3, dicts, options);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::vector<ShardedStateDict> templates;
+    for (const auto& d : dicts) templates.push_back(TemplateOf(d));
+    LoadResult result;
+    s = LoadInto(*engine, templates, &result);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(result.state[r].objects.back().data, dicts[r].objects.back().data) << "rank " << r;
+    }
+    CheckpointMetadata m;
+    ASSERT_TRUE(engine->ReadMetadata(3, &m).ok());
+    int local = 0;
+    for (const ObjectEntry& e : m.objects) local += e.key == "local_rng" ? 1 : 0;
+    EXPECT_EQ(local, 2);
+
+    // A third rank requests its own: rank 2 saved none.
+    templates.push_back(ShardedStateDict());
+    templates.back().objects.push_back(ShardedObject{RankLocalObjectSpec("local_rng"), ""});
+    s = LoadInto(*engine, templates, &result);
+    EXPECT_EQ(s.code(), Status::Code::kNotFound);
+    EXPECT_NE(s.message().find("rank 2: object 'local_rng' (rank-local) saved by rank 2"),
+              std::string::npos)
+        << s.ToString();
+  }
+}
+
 TEST(ReferenceRoundTrip, ReadsARowRangeAcrossTwoChunks) {
   MemHarness h;
   auto dicts = HandBuilt();

@@ -91,11 +91,7 @@ std::vector<Violation> ObjectCoverage(const std::vector<ObjectEntry>& objects) {
   for (const std::string& key : keys) {
     std::map<int64_t, RankSignature> ranks;
     for (const ObjectEntry* o : by_key[key]) {
-      ObjectSpec spec;
-      spec.key = o->key;
-      spec.global_shape = o->global_shape;
-      spec.global_offset = o->global_offset;
-      ranks[o->rank].objects.push_back(std::move(spec));
+      ranks[o->rank].objects.push_back(o->Spec());
     }
     GlobalSignature sig;
     for (auto& [r, rs] : ranks) {
