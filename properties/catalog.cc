@@ -52,7 +52,8 @@ const std::vector<Property>& AllProperties() {
        "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
       {"P4", "sharding integrity",
        "sharding integrity: exactly one main replica per element and object key; object counts "
-       "match their global shape; ranks agree on dtype and global shape",
+       "match their global shape (a rank-local object: at most one per rank); ranks agree on "
+       "dtype and global shape",
        "B02 B08", Always, CheckSaveShardingIntegrity},
       {"P5", "key injectivity",
        "key injectivity: distinct state never shares a key (modules, sub-optimizers, experts, "
