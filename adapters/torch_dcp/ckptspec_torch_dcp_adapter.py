@@ -384,8 +384,9 @@ def serve(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rank-local", choices=("by-rank", "plain"), default="by-rank",
-                   help="hand DCP a rank-local object keyed by its rank (Megatron's per-rank "
-                        "ShardedObject; the default) or as a plain value under its one key")
+                   help="hand DCP a rank-local object under a key of its rank's own, "
+                        "{key}.rank_{rank} (the default), or as a plain value under its one key "
+                        "(which DCP merges across ranks)")
     p.add_argument("--replicas", choices=("main", "all"), default="main",
                    help="hand DCP only main replicas (Megatron's keep_only_main_replica) or all")
     p.add_argument("--async-stager", choices=("owned", "default"), default="owned",
