@@ -29,6 +29,9 @@ enum class EntryKind {
   kRerun,
   kData,
   kModuleCommon,
+  // A shard requested only so that its object is read whole (a load may not read part of an
+  // object: megatron-core validates a load's accesses as a save's); parsed, not used.
+  kReadWhole,
 };
 
 // Per-parameter state classes ("slots").

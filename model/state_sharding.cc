@@ -368,6 +368,33 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
       }
     }
   }
+  // The rerun object is sharded over the run's world, and L8 has each module decide whether its
+  // ranks request their shards: when some module does and another does not (a heterogeneous
+  // layout where only one module changed), the shards no rank requests go to the first
+  // requesting rank, read and not used.
+  std::set<int64_t> rerun_offsets;
+  RankEntries* rerun_reader = nullptr;
+  for (RankEntries& e : all) {
+    for (size_t i = 0; i < e.dict.objects.size(); ++i) {
+      if (e.object_roles[i].kind != EntryKind::kRerun) continue;
+      rerun_offsets.insert(e.dict.objects[i].spec.global_offset.at(0));
+      if (rerun_reader == nullptr) rerun_reader = &e;
+    }
+  }
+  if (rerun_reader != nullptr) {
+    const int64_t saved_world = saved.layout.world_size();
+    for (int64_t r = 0; r < saved_world; ++r) {
+      if (rerun_offsets.count(r)) continue;
+      ShardedObject o;
+      o.spec.key = "rerun_state_machine_state";
+      o.spec.global_shape = {saved_world};
+      o.spec.global_offset = {r};
+      o.spec.replica_id = {0};
+      o.spec.origin = "run:rerun_state_machine";
+      rerun_reader->dict.objects.push_back(std::move(o));
+      rerun_reader->object_roles.push_back(ObjectRole{EntryKind::kReadWhole, {}});
+    }
+  }
   *out = std::move(all);
   return Status::OK();
 }

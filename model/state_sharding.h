@@ -115,7 +115,9 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);
 // iterator under finetune or reset_dataloader (under a DP change a saved DP rank's); no
 // dp_reshardable slice index under a DP change. An object sharded over DP ranks (the data
 // iterator, per-DP-rank RNG) that is requested at all is requested whole: the saved shards no
-// rank needs (a smaller DP size) are requested by the module's first rank as main replicas
+// rank needs (a smaller DP size) are requested by the module's first rank as main replicas, and
+// so is the rerun object: when some modules' ranks request their shards and others' do not,
+// the first requesting rank also requests the rest, read and not used
 // (megatron-core validates a load's object accesses as a save's, "N ShardedObject are missing").
 // Errors: dp_reshardable under a change other than
 // DP and a checkpoint of the other freezing family (L3's errors), a recorded parameter index

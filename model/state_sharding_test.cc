@@ -6,6 +6,7 @@
 #include <set>
 
 #include "model/chunk_resolve.h"
+#include "model/run_spec.h"
 #include "model/training_step.h"
 #include "model/validate.h"
 
@@ -401,6 +402,53 @@ TEST(StateSharding, CrossLayoutMatchesLoadSemantics) {
       EXPECT_EQ(FirstDifference(got, expected), "");
     }
   }
+}
+
+// The rerun object is sharded over the run's world; L8 has a module request its ranks' shards
+// only when its own layout (and the run's world) is unchanged. With one module's DP changed and
+// the other's not, the templates still read the object whole, one main replica per shard (a
+// megatron-core load refused a partial read: "4 ShardedObject are missing"), and the load keeps
+// to the spec.
+TEST(StateSharding, RerunObjectIsReadWholeWhenOnlySomeModulesRequestIt) {
+  ModuleLayout vision{"vision", 0, MakeLayout(2, 2, 1)};
+  ModuleLayout language{"language", 2, MakeLayout(4, 2, 1)};      // TP 2 x DP 2
+  ModuleLayout language_dp4{"language", 2, MakeLayout(4, 1, 1)};  // DP 4
+  HeterogeneousLayout saved_layout, now_layout;
+  ASSERT_TRUE(HeterogeneousLayout::Make({vision, language}, &saved_layout).ok());
+  ASSERT_TRUE(HeterogeneousLayout::Make({vision, language_dp4}, &now_layout).ok());
+  const std::vector<TrainingState> states = {Trained(Config(vision.layout, 0, "vision"), 1),
+                                             Trained(Config(language.layout, 0, "language"), 1)};
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(saved_layout, states, ShardingConfig(), &dicts).ok());
+  const std::vector<TrainingConfig> configs = {Config(vision.layout, 0, "vision"),
+                                               Config(language_dp4.layout, 0, "language")};
+  LoadFlags flags;
+  flags.reset_dataloader = true;
+  CheckpointInfo info;
+  ASSERT_TRUE(ReadCheckpointInfo(dicts.at(0).common, &info).ok());
+  std::vector<ShardedStateDict> templates;
+  ASSERT_TRUE(StateTemplates(now_layout, configs, info, flags, &templates).ok());
+  std::set<int64_t> shards;
+  for (const ShardedStateDict& d : templates) {
+    for (const ShardedObject& o : d.objects) {
+      if (o.spec.key != "rerun_state_machine_state") continue;
+      EXPECT_TRUE(IsMainReplica(o.spec.replica_id));
+      EXPECT_TRUE(shards.insert(o.spec.global_offset.at(0)).second) << "requested twice";
+    }
+  }
+  EXPECT_EQ(shards, (std::set<int64_t>{0, 1, 2, 3, 4, 5}));
+  for (const Violation& v : CheckShardingIntegrity(Sig(templates))) {
+    EXPECT_NE(v.key, "rerun_state_machine_state") << FormatViolations({v});
+  }
+  RunSpec saved_run, run;
+  saved_run.layout = saved_layout;
+  run.layout = now_layout;
+  run.configs = configs;
+  std::vector<TrainingState> expected, got;
+  ASSERT_TRUE(ExpectedResume(saved_run, states, run, flags, &expected).ok());
+  const Status st = Load(dicts, now_layout, configs, flags, &got);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (size_t m = 0; m < 2; ++m) EXPECT_EQ(FirstDifference(got[m], expected[m]), "") << m;
 }
 
 // rng_saving rank_local: each rank saves its own RNG as a rank-local object under one key; a load
