@@ -206,6 +206,10 @@ ObjectSpec StatePlan::RngObjectSpec(const std::string& module, const Layout& lay
   return o;
 }
 
+ObjectSpec StatePlan::RerunObjectSpec(int64_t world, int64_t rank) {
+  return Obj("rerun_state_machine_state", {world}, {rank}, {0}, "run:rerun_state_machine").spec;
+}
+
 ObjectSpec StatePlan::DataIteratorObjectSpec(const std::string& module, const Layout& layout,
                                              int64_t dp, const ReplicaId& replica) {
   return Obj((module.empty() ? std::string() : module + ".") + "data_iterator", {layout.dp()}, {dp},
@@ -446,8 +450,8 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     e.object_roles.push_back(std::move(role));
   }
   if (filter.rerun) {
-    ShardedObject o = Obj("rerun_state_machine_state", {layout_.world_size()}, {rank}, {0},
-                          "run:rerun_state_machine");
+    ShardedObject o;
+    o.spec = RerunObjectSpec(layout_.world_size(), rank);
     if (state) {
       nlohmann::json payload;
       CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(state->rerun, &payload));

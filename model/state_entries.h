@@ -120,6 +120,10 @@ class StatePlan {
                                   bool data_parallel_random_init, int64_t local_rank,
                                   std::vector<int64_t>* holders);
 
+  // The rerun_state_machine_state object spec of global rank `rank` in a run of `world` ranks
+  // (one shard per global rank, each its own main replica).
+  static ObjectSpec RerunObjectSpec(int64_t world, int64_t rank);
+
   // The data_iterator object spec that DP rank `dp` of module `module` saves under module layout
   // `layout` (one per DP rank, the same state on each; `replica` is the saving rank's (pp, tp,
   // cp)). A load under another DP size requests one of the saved DP ranks' objects by this spec.

@@ -386,11 +386,7 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     for (int64_t r = 0; r < saved_world; ++r) {
       if (rerun_offsets.count(r)) continue;
       ShardedObject o;
-      o.spec.key = "rerun_state_machine_state";
-      o.spec.global_shape = {saved_world};
-      o.spec.global_offset = {r};
-      o.spec.replica_id = {0};
-      o.spec.origin = "run:rerun_state_machine";
+      o.spec = StatePlan::RerunObjectSpec(saved_world, r);
       rerun_reader->dict.objects.push_back(std::move(o));
       rerun_reader->object_roles.push_back(ObjectRole{EntryKind::kReadWhole, {}});
     }
