@@ -46,6 +46,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                "a load request does not round-trip");
   ReadsAndRoundTrips<LoadReply>(message, LoadReplyFromJson, LoadReplyToJson,
                                 "a load reply does not round-trip");
+  ReadsAndRoundTrips<PollCall>(message, PollCallFromJson, PollCallToJson,
+                               "a poll request does not round-trip");
+  ReadsAndRoundTrips<PollReply>(message, PollReplyFromJson, PollReplyToJson,
+                                "a poll reply does not round-trip");
   Capabilities capabilities;
   if (CapabilitiesFromJson(message, &capabilities).ok()) {
     Capabilities again;

@@ -91,9 +91,10 @@ const std::vector<Property>& AllProperties() {
        "never removes the last complete one",
        "B19", NeedsFaultInjection, CheckCrashConsistency},
       {"P14", "async isolation",
-       "async isolation: later changes never reach an in-flight save; the tracker records the "
-       "scheduled iteration; async errors surface",
-       "B09 B19", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
+       "async isolation: what training writes into the save input's buffers after an async save "
+       "starts never reaches it; the tracker records the scheduled iteration; async errors "
+       "surface",
+       "B19 B28", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
       {"P15", "strict handling", "strict handling of missing and unexpected keys per mode", "B20",
        NeedsStrictModes, CheckStrictHandling},
       {"P16", "corruption",

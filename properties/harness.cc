@@ -1,5 +1,6 @@
 #include "properties/harness.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "model/chunk_resolve.h"
@@ -13,6 +14,27 @@ Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingSta
                                .ToStateDicts(run.layout, states, run.sharding, &dicts)
                                .WithContext("framework"));
   return target.engine().Save(iteration, dicts, options);
+}
+
+size_t WriteStateInPlace(const std::vector<ShardedStateDict>& fresh,
+                         std::vector<ShardedStateDict>* live) {
+  size_t written = 0;
+  for (size_t r = 0; r < fresh.size() && r < live->size(); ++r) {
+    ShardedStateDict& d = (*live)[r];
+    for (size_t i = 0; i < d.tensors.size() && i < fresh[r].tensors.size(); ++i) {
+      const ShardedTensor& from = fresh[r].tensors[i];
+      ShardedTensor& to = d.tensors[i];
+      if (!(from.spec == to.spec) || from.data.size() != to.data.size()) continue;
+      std::copy(from.data.begin(), from.data.end(), to.data.begin());
+      ++written;
+    }
+    for (size_t i = 0; i < d.objects.size() && i < fresh[r].objects.size(); ++i) {
+      if (fresh[r].objects[i].spec == d.objects[i].spec)
+        d.objects[i].data = fresh[r].objects[i].data;
+    }
+    d.common = fresh[r].common;
+  }
+  return written;
 }
 
 namespace {

@@ -22,6 +22,14 @@ namespace ckptspec {
 Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingState>& states,
                int64_t iteration, const SaveOptions& options);
 
+// Writes `fresh` into the caller's live save input `live` in place, as a training step writes into
+// the parameters its state dict's tensors are views of: where a rank's entry at the same position
+// has the same spec, a tensor's bytes go into the existing buffer (never reallocated) and an
+// object's bytes are replaced; every rank's common state is replaced. Entries that no longer match
+// (a structure changed since) are left as they are. Returns how many tensors were written.
+size_t WriteStateInPlace(const std::vector<ShardedStateDict>& fresh,
+                         std::vector<ShardedStateDict>* live);
+
 struct ResumeOptions {
   LoadFlags flags;
   StrictMode strict = StrictMode::kAssumeOkUnexpected;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "model/run_spec.h"
 #include "properties/harness.h"
@@ -101,7 +102,7 @@ void ExpectSilentDeviation(const char* id, const Scenario& sc) {
 }
 
 TEST(Mutants, CatalogIsComplete) {
-  ASSERT_EQ(MutantCatalog().size(), 27u) << "one mutant per docs/BUGS.md entry, B01-B27";
+  ASSERT_EQ(MutantCatalog().size(), 28u) << "one mutant per docs/BUGS.md entry, B01-B28";
   for (size_t i = 0; i < MutantCatalog().size(); ++i) {
     const MutantInfo& m = MutantCatalog()[i];
     char id[8];
@@ -313,6 +314,50 @@ TEST(Mutants, B27RankLocalValuesMergedByNameOnSave) {
   sc.tp = 2;
   sc.rng_saving = RngSaving::kRankLocal;
   ExpectSilentDeviation("B27", sc);
+}
+
+// An async save of iteration 2 whose save input is the caller's own dicts, every tensor on the
+// host; before it completes the caller writes iteration 3's state into those buffers in place. The
+// reference's checkpoint holds iteration 2; the mutant's holds iteration 3's tensors under
+// iteration 2's common state. With every tensor on the device the mutant copies them too.
+std::string AsyncSaveWithLaterStateWritten(const TargetFactory& factory, Placement placement) {
+  const RunSpec run = MakeRun(Scenario());
+  std::vector<TrainingState> states;
+  EXPECT_TRUE(InitialStates(run, &states).ok());
+  EXPECT_TRUE(TrainRun(&states, 2).ok());
+  auto under_test = factory.make(TargetOptions());
+  Target& target = under_test->target();
+  auto live = std::make_shared<std::vector<ShardedStateDict>>();
+  EXPECT_TRUE(target.framework().ToStateDicts(run.layout, states, run.sharding, &*live).ok());
+  std::vector<std::vector<Placement>> where;
+  for (const ShardedStateDict& d : *live) where.emplace_back(d.tensors.size(), placement);
+  SaveOptions async;
+  async.async = true;
+  EXPECT_TRUE(target.engine().Save(2, SaveInput(live, where), async).ok());
+  std::vector<TrainingState> later = states;
+  EXPECT_TRUE(TrainRun(&later, 1).ok());
+  std::vector<ShardedStateDict> fresh;
+  EXPECT_TRUE(target.framework().ToStateDicts(run.layout, later, run.sharding, &fresh).ok());
+  EXPECT_EQ(WriteStateInPlace(fresh, &*live), fresh[0].tensors.size());
+  bool complete = false;
+  const Status polled = target.engine().Poll(&complete);
+  EXPECT_TRUE(polled.ok()) << polled.ToString();
+  EXPECT_TRUE(complete);  // deferred: the poll runs the write
+  std::vector<TrainingState> resumed, expected;
+  const Status resume = ResumeRun(target, run, ResumeOptions(), &resumed);
+  EXPECT_TRUE(resume.ok()) << resume.ToString();
+  if (!resume.ok()) return "no resume";
+  std::vector<TrainingState> restarted;
+  for (const TrainingState& s : states) restarted.push_back(Restarted(s));
+  EXPECT_TRUE(ExpectedResume(run, restarted, run, LoadFlags(), &expected).ok());
+  return FirstRunDifference(resumed, expected);
+}
+
+TEST(Mutants, B28HostTensorsAliasedByTheAsyncStaging) {
+  EXPECT_EQ(AsyncSaveWithLaterStateWritten(ReferenceTargetFactory(), Placement::kHost), "");
+  EXPECT_EQ(AsyncSaveWithLaterStateWritten(ReferenceTargetFactory(), Placement::kDevice), "");
+  EXPECT_NE(AsyncSaveWithLaterStateWritten(Mutant("B28"), Placement::kHost), "");
+  EXPECT_EQ(AsyncSaveWithLaterStateWritten(Mutant("B28"), Placement::kDevice), "");
 }
 
 }  // namespace

@@ -1,14 +1,18 @@
 // P14, async isolation: an async save (completed under the test's control: deferred_async)
-// holds the state at scheduling time: the caller's dicts are overwritten and training goes on
-// before the save completes, and the checkpoint still resumes to the spec's state at the
-// scheduled iteration. Before completion the tracker still names the previous checkpoint (a
-// fresh process on a copy of the storage resumes it). A write failure injected into the
-// completion (one failing storage operation, or every write failing) surfaces at the next
-// Finalize / Save / Load call, which then must not report success — and a call that reports
-// success means the checkpoint is there (an async save completed by a later Save is loaded by its
-// iteration too, not only the tracker's); after a failure the previous checkpoint still loads.
-// Catches: B19 (async error swallowed), B09/B15-like aliasing of the caller's buffers, a tracker
+// holds the state at scheduling time. The save input is the training loop's own dicts (SaveInput
+// shared with the engine), with each tensor placed on the device or the host; after scheduling the
+// loop trains on, writes every step's state into those same buffers in place, and from a drawn
+// step on polls the engine after each step (Engine::Poll) as Megatron's and DCP's loops do; the
+// checkpoint still resumes to the spec's state at the scheduled iteration. Before completion the
+// tracker still names the previous checkpoint (a fresh process on a copy of the storage resumes
+// it). A write failure injected into the completion (one failing storage operation, or every
+// write failing) surfaces at the call that completes it (a Poll, or the next Finalize / Save /
+// Load), which then must not report success -- and a call that reports success means the
+// checkpoint is there (an async save completed by a later Save is loaded by its iteration too,
+// not only the tracker's); after a failure the previous checkpoint still loads.
+// Catches: B28 (host tensors aliased by the staging), B19 (async error swallowed), a tracker
 // written at scheduling time.
+#include <memory>
 #include <optional>
 
 #include "generators/run_gen.h"
@@ -51,16 +55,21 @@ const char* NextCallName(NextCall c) {
 void showValue(SaveFault f, std::ostream& os) { os << SaveFaultName(f); }
 void showValue(NextCall c, std::ostream& os) { os << NextCallName(c); }
 
-// Overwrites every byte the caller handed to the save.
-void Scribble(std::vector<ShardedStateDict>* dicts) {
-  for (ShardedStateDict& d : *dicts) {
-    for (ShardedTensor& t : d.tensors) {
-      for (uint8_t& byte : t.data) byte ^= 0xA5;
-    }
-    for (ShardedObject& o : d.objects) o.data = "scribbled after scheduling:" + o.data;
-    d.common["p14_scribbled"] = true;
+enum class Placing { kDevice, kHost, kMixed };
+
+const char* PlacingName(Placing p) {
+  switch (p) {
+    case Placing::kDevice:
+      return "every tensor on the device";
+    case Placing::kHost:
+      return "every tensor on the host";
+    case Placing::kMixed:
+      return "tensors on the device and the host";
   }
+  return "?";
 }
+
+void showValue(Placing p, std::ostream& os) { os << PlacingName(p); }
 
 // Resumes on a fresh target holding a copy of `from`'s storage, from the tracker's iteration or
 // from `iteration`; the resumed states.
@@ -90,7 +99,11 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   const RunSpec run = *gen::RunUpTo(8);
   const int64_t a = *rc::gen::inRange<int64_t>(0, 3);
   const int64_t b = a + *rc::gen::inRange<int64_t>(1, 3);
-  const int64_t m = *rc::gen::inRange<int64_t>(1, 3);  // training after scheduling
+  const int64_t m = *rc::gen::inRange<int64_t>(1, 4);  // training steps after scheduling
+  // The loop polls after every step from this one on; m + 1: it never polls.
+  const int64_t poll_from = *rc::gen::elementOf(std::vector<int64_t>{1, m, m + 1, m + 1, m + 1});
+  const Placing placing =
+      *rc::gen::elementOf(std::vector<Placing>{Placing::kDevice, Placing::kHost, Placing::kMixed});
   const SaveFault fault = *rc::gen::elementOf(std::vector<SaveFault>{
       SaveFault::kNone, SaveFault::kFailOneOperation, SaveFault::kFailEveryWrite});
   const NextCall next = *rc::gen::elementOf(
@@ -116,15 +129,6 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
     RC_PRE(completion_ops > 0);
     k = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(0, completion_ops));
   }
-  RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a << ", save (sync), train to "
-           << b << ", save (async), scribble over the dicts handed to it, train " << m << " more; "
-           << SaveFaultName(fault)
-           << (k >= 0 ? " (operation " + std::to_string(k) + " of the completion's " +
-                            std::to_string(completion_ops) + ")"
-                      : std::string())
-           << "; next call: " << NextCallName(next) << "\n";
-  RC_TAG(SaveFaultName(fault));
-  RC_TAG(std::string("completed by ") + NextCallName(next));
 
   auto under_test = factory.make(TargetOptions());
   Target& target = under_test->target();
@@ -132,72 +136,138 @@ void CheckAsyncIsolation(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(SaveRun(target, run, at_a, a, SaveOptions()));
   CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
 
-  std::vector<ShardedStateDict> dicts;
-  CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, at_b, run.sharding, &dicts));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Save(b, dicts, async));
-  Scribble(&dicts);
-  dicts.clear();
-  std::vector<TrainingState> later = at_b;
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&later, m));
-
-  // Not complete yet: a fresh process sees the previous checkpoint only.
-  {
-    const std::vector<TrainingState> before = ResumeCopy(factory, *under_test, run);
-    RC_LOG() << "  before completion a fresh process resumes iteration " << before.front().iteration
-             << "\n";
-    RC_ASSERT(before.front().iteration == a);
-    AssertSpecState(run, before, "resume before the async save completed");
+  // The loop's live dicts, shared with the engine, and where each tensor lives.
+  auto live = std::make_shared<std::vector<ShardedStateDict>>();
+  CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, at_b, run.sharding, &*live));
+  std::vector<std::vector<Placement>> placement;
+  size_t host_tensors = 0, tensors = 0;
+  for (const ShardedStateDict& d : *live) {
+    std::vector<bool> on_host(d.tensors.size(), placing == Placing::kHost);
+    if (placing == Placing::kMixed) {
+      on_host =
+          *rc::gen::container<std::vector<bool>>(d.tensors.size(), rc::gen::arbitrary<bool>());
+    }
+    placement.emplace_back();
+    for (bool host : on_host) {
+      placement.back().push_back(host ? Placement::kHost : Placement::kDevice);
+      host_tensors += host ? 1 : 0;
+    }
+    tensors += d.tensors.size();
   }
+  RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << a << ", save (sync), train to "
+           << b << ", save (async) from the loop's own dicts (" << host_tensors << " of " << tensors
+           << " tensors on the host), train " << m
+           << " more writing each step into those dicts in place"
+           << (poll_from <= m ? ", polling from step " + std::to_string(poll_from) : std::string())
+           << "; " << SaveFaultName(fault)
+           << (k >= 0 ? " (operation " + std::to_string(k) + " of the completion's " +
+                            std::to_string(completion_ops) + ")"
+                      : std::string())
+           << "; next call: " << NextCallName(next) << "\n";
+  RC_TAG(SaveFaultName(fault));
+  RC_CLASSIFY(host_tensors > 0, "host tensors in the save input");
+  RC_CLASSIFY(host_tensors > 0 && host_tensors < tensors, "device and host tensors in one save");
+  CKPTSPEC_RC_ASSERT_OK(target.engine().Save(b, SaveInput(live, placement), async));
 
-  env->ResetOpCount();
-  if (fault == SaveFault::kFailOneOperation) env->FailOp(k);
-  if (fault == SaveFault::kFailEveryWrite) env->FailWritesTo(under_test->root());
-  Status status;
+  // Arms the injected fault (once) before the first engine call that may complete the save.
+  bool armed = false;
+  const auto arm = [&] {
+    if (armed) return;
+    armed = true;
+    env->ResetOpCount();
+    if (fault == SaveFault::kFailOneOperation) env->FailOp(k);
+    if (fault == SaveFault::kFailEveryWrite) env->FailWritesTo(under_test->root());
+  };
+  std::vector<TrainingState> later = at_b;
+  std::optional<Status> status;  // of the call that completed the async save
+  const char* completed_by = nullptr;
+  int64_t completed_at_step = 0;
+  for (int64_t step = 1; step <= m; ++step) {
+    CKPTSPEC_RC_ASSERT_OK(TrainRun(&later, 1));
+    std::vector<ShardedStateDict> fresh;
+    CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, later, run.sharding, &fresh));
+    RC_ASSERT(WriteStateInPlace(fresh, &*live) == tensors);  // the structure stays
+    if (step == 1) {
+      // Not complete yet: a fresh process sees the previous checkpoint only.
+      const std::vector<TrainingState> before = ResumeCopy(factory, *under_test, run);
+      RC_LOG() << "  before completion a fresh process resumes iteration "
+               << before.front().iteration << "\n";
+      RC_ASSERT(before.front().iteration == a);
+      AssertSpecState(run, before, "resume before the async save completed");
+    }
+    if (status || step < poll_from) continue;
+    arm();
+    bool complete = false;
+    const Status polled = target.engine().Poll(&complete);
+    if (!polled.ok() || complete) {
+      status = polled;
+      completed_by = "Poll";
+      completed_at_step = step;
+    }
+  }
+  if (status) env->ClearFaults();
+
   std::vector<TrainingState> loaded;
   const int64_t c = later.front().iteration;
+  if (!status) arm();
+  Status next_status;
   switch (next) {
     case NextCall::kFinalize:
-      status = target.engine().Finalize();
+      next_status = target.engine().Finalize();
       break;
     case NextCall::kSave:
-      status = SaveRun(target, run, later, c, SaveOptions());
+      next_status = SaveRun(target, run, later, c, SaveOptions());
       break;
     case NextCall::kLoad:
-      status = ResumeRun(target, run, ResumeOptions(), &loaded);
+      next_status = ResumeRun(target, run, ResumeOptions(), &loaded);
       break;
   }
-  const std::vector<std::string> log = env->op_log();
   env->ClearFaults();
-  RC_LOG() << "  " << NextCallName(next) << " returned: " << status.ToString() << " after "
-           << log.size() << " operations\n";
-  RC_CLASSIFY(!status.ok(), "the failure surfaced");
-  if (fault == SaveFault::kNone) CKPTSPEC_RC_ASSERT_OK(status);
+  if (status) {
+    RC_LOG() << "  Poll after step " << completed_at_step
+             << " completed the async save: " << status->ToString() << "\n";
+    // Nothing was pending any more: the next call is an ordinary one.
+    CKPTSPEC_RC_ASSERT_OK(next_status);
+  } else {
+    status = next_status;
+    completed_by = NextCallName(next);
+  }
+  RC_LOG() << "  " << NextCallName(next) << " returned: " << next_status.ToString() << "\n";
+  RC_TAG(std::string("completed by ") + completed_by);
+  RC_CLASSIFY(!status->ok(), "the failure surfaced");
+  if (fault == SaveFault::kNone) CKPTSPEC_RC_ASSERT_OK(*status);
 
-  if (status.ok()) {
+  if (status->ok()) {
     // Success means the async save is complete (and a Save's own checkpoint too).
     if (next == NextCall::kLoad) {
       RC_ASSERT(loaded.front().iteration == b);
-      AssertSpecState(run, loaded, "the Load that completed the async save");
+      AssertSpecState(run, loaded, "the Load after the async save completed");
     }
     const std::vector<TrainingState> resumed = ResumeCopy(factory, *under_test, run);
     RC_LOG() << "  a fresh process resumes iteration " << resumed.front().iteration << "\n";
     RC_ASSERT(resumed.front().iteration == (next == NextCall::kSave ? c : b));
     AssertSpecState(run, resumed, "resume after the completed async save");
     if (next == NextCall::kSave) {
-      // The async save that the later Save completed holds iteration b's state too: loaded by
-      // its iteration, not through the tracker (which names c).
+      // The async save holds iteration b's state: loaded by its iteration, not through the
+      // tracker (which names c).
       const std::vector<TrainingState> explicit_b = ResumeCopy(factory, *under_test, run, b);
       RC_ASSERT(explicit_b.front().iteration == b);
-      AssertSpecState(run, explicit_b, "explicit load of the async save a later Save completed");
+      AssertSpecState(run, explicit_b, "explicit load of the async save before a later Save");
     }
   } else {
     // Reported; the previous checkpoint (or b's, if it committed before the failing operation)
-    // still loads, in this process and in a fresh one; a failed Save never saved its own data.
+    // still loads, in this process and in a fresh one; a failed Save never saved its own data,
+    // and a Save after the failed save's Poll saved c.
+    const bool saved_c = completed_by == std::string("Poll") && next == NextCall::kSave;
     std::vector<TrainingState> resumed;
     CKPTSPEC_RC_ASSERT_OK(ResumeRun(target, run, ResumeOptions(), &resumed));
     RC_LOG() << "  after the failure the same process resumes iteration "
              << resumed.front().iteration << "\n";
-    RC_ASSERT(resumed.front().iteration == a || resumed.front().iteration == b);
+    if (saved_c) {
+      RC_ASSERT(resumed.front().iteration == c);
+    } else {
+      RC_ASSERT(resumed.front().iteration == a || resumed.front().iteration == b);
+    }
     AssertSpecState(run, resumed, "resume after the failed async save");
     const std::vector<TrainingState> fresh = ResumeCopy(factory, *under_test, run);
     RC_ASSERT(fresh.front().iteration == resumed.front().iteration);

@@ -2,10 +2,12 @@
 //
 // | op            | the operation                                    | postconditions beyond the common ones          |
 // |---------------|--------------------------------------------------|------------------------------------------------|
-// | Train(n)      | n spec training steps on both sides              | the same status                                |
-// | Save(a, c)    | SaveRun at the current iteration, sync or async, | OK exactly when the spec says: the rerun state  |
-// |               | plan cache on or off                             | is persistable, a pending save's error surfaces,|
-// |               |                                                  | the tracker's iteration is never overwritten    |
+// | Train(n)      | n spec training steps on both sides; the SUT     | the same status                                |
+// |               | writes its new state into a pending async save's |                                                |
+// |               | input in place (a training loop's live dicts)    |                                                |
+// | Save(a, c)    | SaveRun at the current iteration, sync or async  | OK exactly when the spec says: the rerun state  |
+// |               | (async: the process's own dicts, tensors on the  | is persistable, a pending save's error surfaces,|
+// |               | host), plan cache on or off                      | the tracker's iteration is never overwritten    |
 // | Finalize      | Engine::Finalize                                 | OK exactly when the pending save commits        |
 // | RerunFault    | RerunFaultStep on both sides                     | WILL_RERUN_FROM_CHECKPOINT, exit code 16        |
 // | Crash(k)      | a sync save crashing at its storage op k (or a   | k < kMinSaveOps: nothing of it (nor of a pending|
@@ -27,6 +29,7 @@
 #include "properties/stateful_ops.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "model/describe.h"
 #include "model/layout.h"
@@ -174,8 +177,20 @@ std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut
   SaveOptions options;
   options.async = op.async;
   options.assume_constant_structure = op.cached;
-  const Status status =
-      SaveRun(sut->under_test->target(), sut->run, sut->states, Iteration(sut->states), options);
+  Target& target = sut->under_test->target();
+  auto dicts = std::make_shared<std::vector<ShardedStateDict>>();
+  Status status = target.framework()
+                      .ToStateDicts(sut->run.layout, sut->states, sut->run.sharding, &*dicts)
+                      .WithContext("framework");
+  if (status.ok()) {
+    sut->live.reset();  // the engine completes a pending save first
+    std::vector<std::vector<Placement>> on_host;
+    for (const ShardedStateDict& d : *dicts)
+      on_host.emplace_back(d.tensors.size(), Placement::kHost);
+    status =
+        target.engine().Save(Iteration(sut->states), SaveInput(dicts, std::move(on_host)), options);
+    if (status.ok() && op.async) sut->live = std::move(dicts);
+  }
   if (status.ok() && SomeTrainableParameterLacksState(sut->states)) {
     sut->events.insert("saved a trainable parameter without optimizer state (lazy)");
   }
@@ -200,6 +215,7 @@ std::string RunCrash(const StatefulOp& op, const StatefulModel& m, const Statefu
   // its destructor) reaches storage.
   if (!env->crashed()) env->CrashAtOp(env->op_count());
   sut->under_test->NewProcess();
+  sut->live.reset();
   env->SimulatePowerLoss();
   env->ClearFaults();
   sut->alive = false;
@@ -231,6 +247,7 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
     }
   }
   sut->under_test->NewProcess();
+  sut->live.reset();
   ResumeOptions options;
   options.flags = op.flags;
   std::vector<TrainingState> resumed;
@@ -296,6 +313,7 @@ std::string RunHeal(const StatefulModel& next, StatefulSut* sut) {
       return "Finalize at the peer's exit returned " + exit.ToString() + "; the spec expects OK";
     }
     sut->under_test->NewProcess();
+    sut->live.reset();
     std::vector<TrainingState> joined;
     status = JoinFromPeer(sut->under_test->target().framework(), sut->run, dicts, &joined);
     sut->alive = status.ok();
@@ -396,6 +414,14 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
     case OpKind::kTrain: {
       Count(sut, "Train");
       const Status status = TrainRun(&sut->states, op.n);
+      std::vector<ShardedStateDict> fresh;
+      if (status.ok() && sut->live &&
+          sut->under_test->target()
+              .framework()
+              .ToStateDicts(sut->run.layout, sut->states, sut->run.sharding, &fresh)
+              .ok()) {
+        WriteStateInPlace(fresh, sut->live.get());
+      }
       return CheckAfter("Train", status, next, *sut);
     }
     case OpKind::kSave:
@@ -403,6 +429,7 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
     case OpKind::kFinalize: {
       Count(sut, "Finalize");
       const Status status = sut->under_test->target().engine().Finalize();
+      sut->live.reset();
       return CheckAfter("Finalize", status, next, *sut);
     }
     case OpKind::kRerunFault: {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/run_spec.h"
+#include "model/sharded.h"
 #include "targets/target_factory.h"
 
 namespace ckptspec {
@@ -71,6 +72,10 @@ struct StatefulSut {
   RunSpec run;
   bool alive = true;
   std::vector<TrainingState> states;
+  // The last async save's input while it may still be pending: the process's own dicts, every
+  // tensor on the host, shared with the engine; each Train writes its new state into them in
+  // place (WriteStateInPlace) until a Save, Finalize, Crash, Restart or Heal completes it.
+  std::shared_ptr<std::vector<ShardedStateDict>> live;
   StatefulStats* stats = nullptr;  // counts executed operations when set
   std::set<std::string> events;    // case-level tags: crash, rerun fault, layout change, async save
 };

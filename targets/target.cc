@@ -8,6 +8,32 @@
 
 namespace ckptspec {
 
+const char* PlacementName(Placement placement) {
+  switch (placement) {
+    case Placement::kDevice:
+      return "device";
+    case Placement::kHost:
+      return "host";
+  }
+  return "?";
+}
+
+SaveInput::SaveInput(std::vector<ShardedStateDict>&& every_rank)
+    : every_rank_(std::make_shared<const std::vector<ShardedStateDict>>(std::move(every_rank))) {}
+
+SaveInput::SaveInput(const std::vector<ShardedStateDict>& every_rank)
+    : every_rank_(std::make_shared<const std::vector<ShardedStateDict>>(every_rank)) {}
+
+SaveInput::SaveInput(std::shared_ptr<const std::vector<ShardedStateDict>> live,
+                     std::vector<std::vector<Placement>> placement)
+    : every_rank_(live ? std::move(live) : std::make_shared<const std::vector<ShardedStateDict>>()),
+      placement_(std::move(placement)) {}
+
+Placement SaveInput::placement(size_t rank, size_t tensor) const {
+  if (rank >= placement_.size() || tensor >= placement_[rank].size()) return Placement::kDevice;
+  return placement_[rank][tensor];
+}
+
 ShardedStateDict TemplateOf(const ShardedStateDict& state) {
   ShardedStateDict t;
   t.tensors.reserve(state.tensors.size());

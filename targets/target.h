@@ -6,18 +6,21 @@
 //
 // Contracts of the engine layer (every implementation):
 //  - Every call returns a Status; nothing throws.
-//  - Save(iteration, every_rank, options) hands the engine one ShardedStateDict per rank, in rank
-//    order. A synchronous save returns once the checkpoint is committed and the tracker names it.
-//    An asynchronous save returns once the data is staged: later changes to `every_rank` never
-//    reach the checkpoint (P14). It completes at Finalize(), or at the next Save/Load, which
-//    finalize first; its error surfaces at that call and is never dropped (B19). The tracker
-//    names the iteration only after its files are complete.
+//  - Save(iteration, input, options) hands the engine one ShardedStateDict per rank, in rank
+//    order (SaveInput). A synchronous save returns once the checkpoint is committed and the
+//    tracker names it. An asynchronous save returns once the data is staged: the caller keeps
+//    the input's buffers and updates them in place as training goes on, and those later values
+//    never reach the checkpoint (P14). It completes at Finalize(), at a Poll() that finds its
+//    write finished, or at the next Save/Load, which finalize first; its error surfaces at that
+//    call and is never dropped (B19). The tracker names the iteration only after its files are
+//    complete.
 //  - Load(request, result) resolves the directory (an iteration or the tracker's), loads into
 //    copies of the templates and reports per StrictMode (docs/SEMANTICS.md §4).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +44,40 @@ struct SaveOptions {
   bool async = false;
   // Free-form description of the layout, stored in the metadata.
   nlohmann::json layout = nlohmann::json::object();
+};
+
+// Where a save input's tensor lives in the training process. Staging an async save copies a
+// device tensor into host memory; a host tensor (a CPU-offloaded optimizer state, a CPU-only run)
+// needs a copy too, or the write reads what training made of it after the save was scheduled
+// (docs/BUGS.md B28).
+enum class Placement : uint8_t { kDevice, kHost };
+
+const char* PlacementName(Placement placement);
+
+// What Engine::Save is handed: every rank's dict, in rank order, and where each tensor lives.
+// The dicts are shared with the caller, who may keep them and update their buffers in place as
+// soon as Save returns (a training loop whose state dict's tensors are views of its parameters):
+// an engine may hold the input past Save, but what an async save writes must be the values at
+// Save. Nothing here copies except the constructor from a const reference.
+class SaveInput {
+ public:
+  // Takes the dicts; every tensor on the device.
+  SaveInput(std::vector<ShardedStateDict>&& every_rank);  // NOLINT: implicit on purpose
+  // A copy of the dicts; every tensor on the device.
+  SaveInput(const std::vector<ShardedStateDict>& every_rank);  // NOLINT: implicit on purpose
+  // The caller's dicts `live` (null: no rank), shared: placement[r][i] is where
+  // (*live)[r].tensors[i] lives; a missing row or column means the device.
+  SaveInput(std::shared_ptr<const std::vector<ShardedStateDict>> live,
+            std::vector<std::vector<Placement>> placement);
+
+  const std::vector<ShardedStateDict>& every_rank() const { return *every_rank_; }
+  // The dicts as shared with the caller: holding this keeps the caller's buffers alive.
+  const std::shared_ptr<const std::vector<ShardedStateDict>>& shared() const { return every_rank_; }
+  Placement placement(size_t rank, size_t tensor) const;
+
+ private:
+  std::shared_ptr<const std::vector<ShardedStateDict>> every_rank_;
+  std::vector<std::vector<Placement>> placement_;
 };
 
 struct LoadRequest {
@@ -88,10 +125,15 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
   virtual ~Engine() = default;
   virtual Capabilities capabilities() const = 0;
-  virtual Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-                      const SaveOptions& options) = 0;
+  virtual Status Save(int64_t iteration, SaveInput input, const SaveOptions& options) = 0;
   // Completes a pending async save (no-op without one) and returns its status.
   virtual Status Finalize() = 0;
+  // What a training loop calls after each step while an async save is pending (Megatron's
+  // maybe_finalize_async_save(blocking=False), a DCP future's done()): never waits for the write.
+  // When the pending save's write has finished, completes it as Finalize does and returns
+  // Finalize's status with *complete true; while it is still running, OK with *complete false.
+  // Without a pending save: OK, *complete true.
+  virtual Status Poll(bool* complete) = 0;
   // Takes the request by value: move the templates in and their buffers are filled in place and
   // handed back in result->state (no copy of the state).
   virtual Status Load(LoadRequest request, LoadResult* result) = 0;

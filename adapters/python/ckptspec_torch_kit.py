@@ -35,6 +35,18 @@ def read_tensor(t, shape):
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
 
 
+def update_in_place(x, path, what):
+    """Overwrites x's elements in place with the raw bytes of the harness's file (a poll update,
+    protocol revision 3: what a training step writes into a parameter); x keeps its storage."""
+    raw = read_bytes(path, what)
+    size = x.element_size() * x.numel()
+    if len(raw) != size:
+        raise AdapterError("InvalidArgument", f"{what}: {path} holds {len(raw)} bytes, the tensor "
+                                              f"has {size}")
+    if size:
+        x.view(-1).copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(x.dtype))
+
+
 def write_tensor(path, x):
     """x's elements, raw, to the harness's file."""
     x = x.contiguous()
@@ -98,6 +110,17 @@ class GlooGroup:
         for r, err in enumerate(gathered):
             if err is not None:
                 raise AdapterError(err[0], f"rank {r} failed: {err[1]}")
+
+    def all_true(self, flag):
+        """Whether flag is true on every rank (a collective: every rank calls it)."""
+        self.ensure()
+        gathered = [None] * self.world
+        try:
+            dist.all_gather_object(gathered, bool(flag))
+        except Exception as e:
+            self.broken = f"{type(e).__name__}: {e}"[:300]
+            raise
+        return all(gathered)
 
     def refuse_reset_if_broken(self):
         if self.broken:

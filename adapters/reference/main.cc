@@ -2,7 +2,8 @@
 // Run one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (the harness
 // does). Rank 0 serves every call with the reference engine on the real disk; the other ranks
 // relay their requests and replies over TCP (rendezvous.h). --fault makes one rank misbehave in a
-// named way (adapter_fault_flags.h), for the harness's tests.
+// named way (adapter_fault_flags.h), for the harness's tests; --mutant serves a catalog mutant's
+// engine instead of the reference's, to show what the protocol path makes of it.
 //
 // Exit status: 0 after shutdown or end of input; 2 bad flags or environment; 3 the exit-save fault.
 #include <signal.h>
@@ -24,9 +25,15 @@
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/reference/rendezvous.h"
 #include "model/json_util.h"
+#include "targets/mutants/catalog.h"
 #include "targets/process/protocol.h"
 
 namespace {
+
+// A catalog mutant the adapter can serve: its engine replaced, its framework and plan cache not.
+bool ReplacesOnlyTheEngine(const ckptspec::ReplacedParts& parts) {
+  return parts.engine && !parts.framework && !parts.plan_cache;
+}
 
 using ckptspec::InjectedFault;
 using nlohmann::json;
@@ -183,6 +190,24 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--no-reset", no_reset,
       "do not declare the reset capability (the harness then starts processes per engine)");
+  bool no_poll = false;
+  app.add_flag("--no-poll", no_poll,
+               "do not declare the poll capability (the harness then completes async saves only "
+               "at finalize, save or load, and sends no in-place updates)");
+  std::string mutant, engine_mutants;
+  for (const ckptspec::MutantInfo& m : ckptspec::MutantCatalog()) {
+    if (ReplacesOnlyTheEngine(m.parts())) {
+      engine_mutants += (engine_mutants.empty() ? "" : ", ") + std::string(m.id);
+    }
+  }
+  app.add_option("--mutant", mutant,
+                 "serve with this catalog mutant's engine (the id or name of a mutant that "
+                 "replaces only the engine: " +
+                     engine_mutants + ")");
+  bool deferred_async = false;
+  app.add_flag("--deferred-async", deferred_async,
+               "write an async save inside the poll, finalize, save or load that completes it "
+               "(default: on a background thread at once)");
   CLI11_PARSE(app, argc, argv);
   if (!ckptspec::ParseInjectedFault(fault_name, &fault.kind)) {
     std::cerr << "--fault: unknown fault '" << fault_name
@@ -210,6 +235,20 @@ int main(int argc, char** argv) {
   // A fault keeps state of its own across calls (counts of saves and writes) that reset would not
   // forget: only a faultless adapter declares reset.
   options.reset = !no_reset && fault.kind == InjectedFault::kNone;
+  options.poll = !no_poll;
+  options.async_execution =
+      deferred_async ? ckptspec::AsyncExecution::kDeferred : ckptspec::AsyncExecution::kThread;
+  if (!mutant.empty()) {
+    const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
+    ckptspec::ReplacedParts parts;
+    if (info != nullptr) parts = info->parts();
+    if (info == nullptr || !ReplacesOnlyTheEngine(parts)) {
+      std::cerr << "--mutant: '" << mutant
+                << "' is not a catalog mutant that replaces only the engine\n";
+      return 2;
+    }
+    options.make_engine = parts.engine;
+  }
   ckptspec::ReferenceAdapter adapter(std::move(options));
 
   std::string line;

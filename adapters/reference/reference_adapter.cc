@@ -1,5 +1,7 @@
 #include "adapters/reference/reference_adapter.h"
 
+#include <algorithm>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -69,10 +71,15 @@ std::vector<json> ReferenceAdapter::Serve(const std::vector<json>& requests) {
       s = Save(requests);
     } else if (op == "finalize") {
       s = engine_ ? engine_->Finalize() : Status::OK();
+      live_.reset();
+    } else if (op == "poll" && options_.poll) {
+      s = Poll(requests, &replies);
     } else if (op == "load") {
       s = Load(requests, &replies);
+      live_.reset();  // the load completed the pending save first
     } else if (op == "reset" && options_.reset) {
       engine_.reset();
+      live_.reset();
       directory_.clear();
     } else if (op != "shutdown") {
       s = Status::NotSupported("unknown op \"" + op + "\"");
@@ -108,6 +115,7 @@ Status ReferenceAdapter::Hello(const std::vector<json>& requests, std::vector<js
   hello.adapter = "ckptspec-reference";
   hello.capabilities = ReferenceEngine(ReferenceOptions()).capabilities();
   hello.reset = options_.reset;
+  hello.poll = options_.poll;
   for (json& reply : *replies) HelloReplyToJson(hello, &reply);
   return Status::OK();
 }
@@ -118,8 +126,9 @@ Status ReferenceAdapter::EngineFor(const std::string& directory, ReferenceEngine
     ReferenceOptions options;
     options.env = options_.env;
     options.root = directory;
-    options.async_execution = AsyncExecution::kThread;
-    engine_ = std::make_unique<ReferenceEngine>(std::move(options));
+    options.async_execution = options_.async_execution;
+    engine_ = options_.make_engine ? options_.make_engine(std::move(options))
+                                   : std::make_unique<ReferenceEngine>(std::move(options));
     directory_ = directory;
   }
   *engine = engine_.get();
@@ -127,7 +136,9 @@ Status ReferenceAdapter::EngineFor(const std::string& directory, ReferenceEngine
 }
 
 Status ReferenceAdapter::Save(const std::vector<json>& requests) {
-  std::vector<ShardedStateDict> dicts(requests.size());
+  auto live = std::make_shared<std::vector<ShardedStateDict>>(requests.size());
+  std::vector<ShardedStateDict>& dicts = *live;
+  std::vector<std::vector<Placement>> placements(requests.size());
   SaveCall first;
   for (size_t r = 0; r < requests.size(); ++r) {
     SaveCall call;
@@ -145,6 +156,7 @@ Status ReferenceAdapter::Save(const std::vector<json>& requests) {
       dict.objects.push_back(std::move(o));
     }
     dict.common = std::move(call.common);
+    placements[r] = call.placements;
     if (r == 0) {
       first = std::move(call);
     } else if (call.directory != first.directory || call.iteration != first.iteration) {
@@ -156,7 +168,41 @@ Status ReferenceAdapter::Save(const std::vector<json>& requests) {
   }
   ReferenceEngine* engine;
   CKPTSPEC_RETURN_IF_ERROR(EngineFor(first.directory, &engine));
-  return engine->Save(first.iteration, dicts, first.options);
+  live_.reset();  // the save completes a pending one first
+  CKPTSPEC_RETURN_IF_ERROR(
+      engine->Save(first.iteration, SaveInput(live, std::move(placements)), first.options));
+  if (first.options.async) live_ = std::move(live);
+  return Status::OK();
+}
+
+Status ReferenceAdapter::Poll(const std::vector<json>& requests, std::vector<json>* replies) {
+  for (size_t r = 0; r < requests.size(); ++r) {
+    PollCall call;
+    const std::string where = "rank " + std::to_string(r);
+    CKPTSPEC_RETURN_IF_ERROR(PollCallFromJson(requests[r], &call).WithContext(where));
+    for (const PollUpdate& u : call.updates) {
+      const std::string what = where + ": poll update of tensor " + std::to_string(u.index);
+      if (!live_ || static_cast<size_t>(u.index) >= (*live_)[r].tensors.size()) {
+        return Status::InvalidArgument(what + ": the pending async save has no such tensor");
+      }
+      std::vector<uint8_t>& buffer = (*live_)[r].tensors[u.index].data;
+      std::string bytes;
+      CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(u.file, buffer.size(), &bytes).WithContext(what));
+      if (bytes.size() != buffer.size()) {
+        return Status::InvalidArgument(what + ": " + std::to_string(bytes.size()) +
+                                       " bytes, the tensor has " + std::to_string(buffer.size()));
+      }
+      std::copy(bytes.begin(), bytes.end(), buffer.begin());  // in place, as training writes
+    }
+  }
+  PollReply reply;
+  if (engine_) {
+    const Status s = engine_->Poll(&reply.complete);
+    if (!s.ok() || reply.complete) live_.reset();
+    CKPTSPEC_RETURN_IF_ERROR(s);
+  }
+  for (json& out : *replies) PollReplyToJson(reply, &out);
+  return Status::OK();
 }
 
 Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<json>* replies) {

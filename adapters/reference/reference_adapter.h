@@ -12,8 +12,13 @@
 //    save); a request naming another directory finalizes the old engine first.
 //  - reset (when options.reset declared it) drops the engine, as the end of the process does: its
 //    plan cache is forgotten, and its destructor completes a pending async save.
+//  - An async save's input dicts are the adapter's own, shared with the engine as the caller's
+//    live dicts (SaveInput) with the placements the request names; poll (when options.poll
+//    declared it) writes each update into its tensor's buffer in place, as training would, then
+//    asks the engine's Poll.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +37,13 @@ struct ReferenceAdapterOptions {
   // writes that rank's first kept tensor one byte short.
   int wrong_size_rank = -1;
   bool reset = true;  // declare the reset capability (protocol revision 2)
+  bool poll = true;   // declare the poll capability (protocol revision 3)
+  // Async saves write on a background thread (kThread), or inside the poll, finalize, save or
+  // load that completes them (kDeferred: what the in-process targets do).
+  AsyncExecution async_execution = AsyncExecution::kThread;
+  // Null: the reference engine; else the engine to serve with (a catalog mutant's, to show what
+  // the protocol path makes of it).
+  std::function<std::unique_ptr<ReferenceEngine>(ReferenceOptions)> make_engine;
 };
 
 class ReferenceAdapter {
@@ -42,12 +54,15 @@ class ReferenceAdapter {
  private:
   Status Hello(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   Status Save(const std::vector<nlohmann::json>& requests);
+  Status Poll(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   Status Load(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   Status EngineFor(const std::string& directory, ReferenceEngine** engine);
 
   ReferenceAdapterOptions options_;
   std::string directory_;
   std::unique_ptr<ReferenceEngine> engine_;
+  // The dicts of the engine's pending async save (null without one): poll updates them in place.
+  std::shared_ptr<std::vector<ShardedStateDict>> live_;
 };
 
 }  // namespace ckptspec

@@ -148,6 +148,71 @@ TEST_F(AdapterEngineTest, SavesLoadsReshardsAndReportsAdapterErrors) {
   ExpectNoProcessLeft(pids);
 }
 
+// Revision 3: an async save of the caller's own dicts, every tensor on the host; the caller then
+// writes other values into them in place, step after step, polling after each. The polls hand the
+// changed bytes to the adapter, which writes them into its save input: the reference's staging
+// copied, so the checkpoint holds the values at Save; served with B28's engine and writing at the
+// completing poll (--deferred-async), the checkpoint holds the last values the polls delivered.
+// Without the poll capability nothing is asked (the save reads incomplete until Finalize) and
+// nothing is delivered. Returns rank r's loaded tensor bytes.
+std::vector<std::vector<uint8_t>> AsyncSaveWithInPlaceUpdates(std::unique_ptr<ProcessEngine> engine,
+                                                              bool polls_declared,
+                                                              std::vector<ShardedStateDict>* last) {
+  const std::vector<ShardedStateDict> saved = Dicts(2, 10);
+  auto live = std::make_shared<std::vector<ShardedStateDict>>(saved);
+  const std::vector<std::vector<Placement>> on_host(2, {Placement::kHost});
+  SaveOptions async;
+  async.async = true;
+  EXPECT_TRUE(engine->Save(10, SaveInput(live, on_host), async).ok());
+  for (int step = 0; step < 3; ++step) {
+    for (ShardedStateDict& d : *live) {
+      for (uint8_t& byte : d.tensors[0].data) byte ^= 0x5A;  // a training step, in place
+    }
+    bool complete = true;
+    EXPECT_TRUE(engine->Poll(&complete).ok());
+    if (!polls_declared) EXPECT_FALSE(complete);
+    if (complete) break;
+  }
+  *last = *live;
+  EXPECT_TRUE(engine->Finalize().ok());
+  bool complete = false;
+  EXPECT_TRUE(engine->Poll(&complete).ok());
+  EXPECT_TRUE(complete);  // nothing pending
+  LoadRequest request;
+  for (const ShardedStateDict& d : saved) request.templates.push_back(TemplateOf(d));
+  LoadResult result;
+  const Status loaded = engine->Load(std::move(request), &result);
+  EXPECT_TRUE(loaded.ok()) << loaded.ToString();
+  EXPECT_EQ(result.iteration, 10);
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const ShardedStateDict& d : result.state) bytes.push_back(d.tensors.at(0).data);
+  const std::vector<pid_t> pids = engine->started_pids();
+  engine.reset();
+  ExpectNoProcessLeft(pids);
+  return bytes;
+}
+
+TEST_F(AdapterEngineTest, PollsCarryInPlaceUpdatesThatNeverReachTheStagedSave) {
+  const std::vector<ShardedStateDict> saved = Dicts(2, 10);
+  std::vector<ShardedStateDict> last;
+  for (const std::string flags : {"", "--deferred-async", "--no-poll", "--mutant B28 --no-poll"}) {
+    SCOPED_TRACE(flags);
+    (void)Env::Posix()->RemoveTree(JoinPath(dir_, "ckpt"));
+    const auto loaded = AsyncSaveWithInPlaceUpdates(
+        Engine(flags), flags.find("no-poll") == std::string::npos, &last);
+    ASSERT_EQ(loaded.size(), 2u);
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(loaded[r], saved[r].tensors[0].data);
+  }
+  (void)Env::Posix()->RemoveTree(JoinPath(dir_, "ckpt"));
+  const auto aliased =
+      AsyncSaveWithInPlaceUpdates(Engine("--mutant B28 --deferred-async"), true, &last);
+  ASSERT_EQ(aliased.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(aliased[r], saved[r].tensors[0].data);
+    EXPECT_EQ(aliased[r], last[r].tensors[0].data);  // the first poll's delivery, written by it
+  }
+}
+
 // Live groups (docs/PROTOCOL.md, revision 2): engine after engine, each over its own directory,
 // served by the same processes, reset in between.
 TEST_F(AdapterEngineTest, EnginesSharingAPoolReuseResetProcessesAcrossDirectories) {

@@ -207,8 +207,9 @@ class TorchDcpAdapterTest(unittest.TestCase):
         self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": True,
                                           "checksums": False, "plan_cache": True,
                                           "deterministic": False, "strict_modes": False,
-                                          "reset": True})
+                                          "reset": True, "poll": True})
         self.assertFalse(self.group(1, "--no-reset").capabilities["reset"])
+        self.assertFalse(self.group(1, "--no-async").capabilities["poll"])
 
     def test_save_then_reshard_on_load(self):
         data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2),
@@ -350,6 +351,37 @@ class TorchDcpAdapterTest(unittest.TestCase):
         for r, (req, reply) in enumerate(zip(reqs, replies)):
             self.assertEqual(reply["iteration"], 20, reply)
             self.assertEqual(self.loaded(req), raw(data["w"][2 * r:2 * r + 2]))
+
+    def poll_updates_after_async_save(self, *args):
+        """Saves w asynchronously, writes w + 100 into the handed-over tensors through a poll
+        update (protocol revision 3), polls until complete; each rank's loaded bytes."""
+        data = {"w": full("fp32", (4, 2), 1)}
+        g = self.group(2, *args)
+        specs = [[tensor("w", "fp32", (4, 2), (2 * r, 0), (2, 2), (2, 1))] for r in range(2)]
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data, **{"async": True})))
+        polls = []
+        for r in range(2):
+            path = Path(self.tmp.name) / f"update{r}"
+            path.write_bytes(raw(data["w"][2 * r:2 * r + 2] + 100))
+            polls.append({"tensors": [{"index": 0, "file": str(path)}]})
+        replies = g.call("poll", polls)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        for _ in range(200):
+            if all(r["complete"] for r in replies):
+                break
+            self.assertEqual(len({r["complete"] for r in replies}), 1, replies)
+            time.sleep(0.05)
+            replies = g.call("poll", [{"tensors": []}] * 2)
+            self.assertTrue(all(r["ok"] for r in replies), replies)
+        self.assertTrue(all(r["complete"] for r in replies), replies)
+        self.assertEqual(Path(self.dir, "latest_checkpointed_iteration.txt").read_text().strip(), "10")
+        self.assertEqual([r["complete"] for r in g.call("poll", [{}] * 2)], [True, True])
+        reqs, replies = self.load(g, specs)
+        return data, [self.loaded(req) for req in reqs]
+
+    def test_poll_updates_never_reach_the_staged_copy(self):
+        data, loaded = self.poll_updates_after_async_save()
+        self.assertEqual(loaded, [raw(data["w"][2 * r:2 * r + 2]) for r in range(2)])
 
     def test_plan_cache_saves(self):
         data = {"w": full("fp32", (4,), 1), "v": full("fp32", (2,), 5)}

@@ -30,8 +30,10 @@ Layout of a checkpoint directory:
       common.json  metadata.json                  rank 0 (metadata.json: Megatron's backend record)
 
 What DCP has, declared in hello: resharding (its load planner reads every requested chunk by
-intersecting it with the saved chunks), objects, async (dcp.async_save, its own gloo group, no
-staging copy: see OwnedCopyStager), plan
+intersecting it with the saved chunks), objects, async (dcp.async_save, its own gloo group, staged
+by CopyingStager; poll, protocol revision 3: the harness's in-place updates are written into the
+tensors handed to async_save, as training writes into its parameters, and the future is asked
+whether it is done), plan
 caching (DefaultSavePlanner(enable_plan_caching=True) for assume_constant_structure). What it has
 not: checksums, byte-identical saves, Megatron's StrictHandling (DCP's load raises on a requested
 key the checkpoint lacks unless allow_partial_load; the other modes are Megatron's, above DCP).
@@ -61,7 +63,7 @@ from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  
                                   read_bytes, refuse_overwrite, unique_key, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
-                                torch_dtype, write_tensor)
+                                torch_dtype, update_in_place, write_tensor)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
@@ -71,7 +73,8 @@ DCP_METADATA = ".metadata"
 def capabilities(args):
     return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
             "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": False,
-            "reset": not args.no_reset}  # protocol revision 2: Engine.reset forgets everything
+            "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
+            "poll": not args.no_async}  # protocol revision 3: poll requests
 
 
 # DCP's plan cache lives in class attributes of its SavePlanner, shared by every planner of the
@@ -101,12 +104,10 @@ def from_exception(e):
     return AdapterError("IOError", f"{type(e).__name__}: {e}")
 
 
-class OwnedCopyStager:
-    """An AsyncStager that hands the state dict over as it is: the adapter's tensors are its own
-    copies (read from the harness's files), so there is nothing to stage. DCP's DefaultStager
-    cannot stage a ShardedTensor (its deepcopy calls data_ptr(), which ShardedTensor refuses:
-    RuntimeError "torch function 'data_ptr' ... not supported for ShardedTensor!");
-    `--async-stager default` uses it anyway, to show that."""
+class AliasingStager:
+    """An AsyncStager that hands the state dict over as it is: the background write reads the
+    tensors the harness's poll updates write into, as DCP's staging did to CPU tensors before
+    pytorch PR #145408 (issue #144657). `--async-stager alias`, to show what P14 makes of it."""
 
     _synchronize_after_execute = False
 
@@ -122,6 +123,27 @@ class OwnedCopyStager:
 
     def close(self):
         pass
+
+
+class CopyingStager(AliasingStager):
+    """An AsyncStager that copies every ShardedTensor's local shards before async_save returns,
+    so that what training writes into the handed-over tensors afterwards never reaches the
+    checkpoint. DCP's DefaultStager cannot stage a ShardedTensor (its deepcopy calls data_ptr(),
+    which ShardedTensor refuses: RuntimeError "torch function 'data_ptr' ... not supported for
+    ShardedTensor!"); `--async-stager default` uses it anyway, to show that."""
+
+    def stage(self, state_dict):
+        staged = {}
+        for key, value in state_dict.items():
+            if isinstance(value, ShardedTensor):
+                shards = [Shard(s.tensor.clone(), s.metadata) for s in value.local_shards()]
+                value = ShardedTensor._init_from_local_shards_and_global_metadata(
+                    shards, value.metadata())
+            staged[key] = value  # bytes are immutable
+        return staged
+
+
+STAGERS = {"copy": CopyingStager, "alias": AliasingStager, "default": lambda: None}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,6 +244,7 @@ class Engine:
         self.args, self.rank, self.world = args, rank, world
         self.group = GlooGroup(rank, world, args.pg_timeout)
         self.pending = None  # an async save: (future, commit)
+        self.save_inputs = {}  # the pending save's tensors by their index in the save request
 
     def object_entry(self, o):
         """How an object reaches DCP: a rank-local one (no sharding declared) under a key of its
@@ -242,10 +265,12 @@ class Engine:
 
         def prepare():
             refuse_overwrite(directory, iteration)
-            keep = [t for t in req["tensors"]
+            keep = [(i, t) for i, t in enumerate(req["tensors"])
                     if self.args.replicas == "all" or is_main(t["replica_id"])]
-            sd = state_dict_of(keep, [read_tensor(t, box_of(t)[1]) for t in keep], self.rank,
+            inputs = {i: read_tensor(t, box_of(t)[1]) for i, t in keep}
+            sd = state_dict_of([t for _, t in keep], [inputs[i] for i, _ in keep], self.rank,
                               self.world)
+            self.save_inputs = inputs if use_async else {}
             for o in req["objects"]:
                 o = self.object_entry(o)
                 if self.args.replicas == "all" or is_main(o["replica_id"]):
@@ -271,7 +296,7 @@ class Engine:
 
         if use_async:
             try:
-                stager = OwnedCopyStager() if self.args.async_stager == "owned" else None
+                stager = STAGERS[self.args.async_stager]()
                 future = dcp.async_save(sd, checkpoint_id=str(ckpt), planner=planner,
                                         process_group=self.group.async_group(),
                                         async_stager=stager)
@@ -290,7 +315,35 @@ class Engine:
         commit()
         return {}
 
+    def poll(self, req):
+        """Protocol revision 3: writes the harness's updates into the pending save's tensors in
+        place, then completes the save as finalize does once every rank's future is done."""
+        def update():
+            for u in req.get("tensors", []):
+                if self.pending is None:
+                    raise AdapterError("InvalidArgument", f"poll: update of tensor {u['index']} but "
+                                                          f"no async save is pending")
+                x = self.save_inputs.get(int(u["index"]))
+                if x is not None:  # a replica not handed to DCP is not saved: nothing to update
+                    update_in_place(x, u["file"], f"poll update of tensor {u['index']}")
+
+        self.group.ensure()
+        _, error = attempt(update, from_exception)
+        try:
+            self.group.agree(error)
+        except AdapterError:
+            if self.pending is not None:  # the save ends with this reply's error
+                attempt(self.finalize, from_exception)
+            raise
+        if self.pending is None:
+            return {"complete": True}
+        if not self.group.all_true(self.pending[0].done()):
+            return {"complete": False}
+        self.finalize()
+        return {"complete": True}
+
     def finalize(self):
+        self.save_inputs = {}
         if self.pending is None:
             return {}
         (future, commit), self.pending = self.pending, None
@@ -375,6 +428,8 @@ def serve(args):
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     engine = Engine(args, rank, world)
     ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
+    if not args.no_async:
+        ops["poll"] = engine.poll
     if not args.no_reset:
         ops["reset"] = lambda req: engine.reset()
     serve_requests(rank, "torch_dcp", capabilities(args), ops, from_exception, engine.group.check)
@@ -389,8 +444,10 @@ def main():
                         "(which DCP merges across ranks)")
     p.add_argument("--replicas", choices=("main", "all"), default="main",
                    help="hand DCP only main replicas (Megatron's keep_only_main_replica) or all")
-    p.add_argument("--async-stager", choices=("owned", "default"), default="owned",
-                   help="async_save's stager: none needed (owned copies) or DCP's DefaultStager")
+    p.add_argument("--async-stager", choices=tuple(STAGERS), default="copy",
+                   help="async_save's stager: copy the local shards (the default), alias them "
+                        "(the write reads what later poll updates write into them), or DCP's "
+                        "DefaultStager (which cannot stage a ShardedTensor)")
     p.add_argument("--no-async", action="store_true", help="do not declare async saves")
     p.add_argument("--no-plan-cache", action="store_true", help="do not declare DCP's plan cache")
     p.add_argument("--no-reset", action="store_true",

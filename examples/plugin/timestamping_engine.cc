@@ -16,16 +16,16 @@ class TimestampingEngine : public ckptspec::Engine {
   explicit TimestampingEngine(std::unique_ptr<ckptspec::Engine> wrapped)
       : wrapped_(std::move(wrapped)) {}
   ckptspec::Capabilities capabilities() const override { return wrapped_->capabilities(); }
-  ckptspec::Status Save(int64_t iteration,
-                        const std::vector<ckptspec::ShardedStateDict>& every_rank,
+  ckptspec::Status Save(int64_t iteration, ckptspec::SaveInput input,
                         const ckptspec::SaveOptions& options) override {
     ckptspec::SaveOptions stamped = options;
     stamped.layout["saved_at_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
                                         .count();
-    return wrapped_->Save(iteration, every_rank, stamped);
+    return wrapped_->Save(iteration, std::move(input), stamped);
   }
   ckptspec::Status Finalize() override { return wrapped_->Finalize(); }
+  ckptspec::Status Poll(bool* complete) override { return wrapped_->Poll(complete); }
   ckptspec::Status Load(ckptspec::LoadRequest request, ckptspec::LoadResult* result) override {
     return wrapped_->Load(std::move(request), result);
   }

@@ -21,10 +21,11 @@ class StructureKeyedStagingEngine : public ReferenceEngine {
   using ReferenceEngine::ReferenceEngine;
 
  protected:
-  Status StageAsyncSave(const std::vector<ShardedStateDict>& every_rank, const SaveOptions& options,
+  Status StageAsyncSave(const SaveInput& input, const SaveOptions& options,
                         std::vector<ShardedStateDict>* staged) override {
-    CKPTSPEC_RETURN_IF_ERROR(ReferenceEngine::StageAsyncSave(every_rank, options, staged));
+    CKPTSPEC_RETURN_IF_ERROR(ReferenceEngine::StageAsyncSave(input, options, staged));
     if (!options.assume_constant_structure) return Status::OK();
+    const std::vector<ShardedStateDict>& every_rank = input.every_rank();
     const uint64_t fingerprint = StructureFingerprint(every_rank);
     if (!cached_ || fingerprint != fingerprint_) {
       cached_ = true;

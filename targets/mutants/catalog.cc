@@ -30,6 +30,7 @@
 #include "targets/mutants/b25_loader_state_by_rank_index.h"
 #include "targets/mutants/b26_per_rank_skip_rescaled.h"
 #include "targets/mutants/b27_rank_local_merged_by_name.h"
+#include "targets/mutants/b28_host_staging_aliased.h"
 
 namespace ckptspec {
 
@@ -151,6 +152,10 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the lowest rank's value is written for every rank, so a resume gives every rank that "
        "rank's RNG state",
        "P12 P1", B27Parts},
+      {"B28", "host-staging-aliased", "pytorch #144657",
+       "an async save copies its device tensors when it is scheduled and hands its host tensors "
+       "over as they are: the write reads what the training steps taken since made of them",
+       "P14 P20", B28Parts},
   };
   return kCatalog;
 }

@@ -3,7 +3,7 @@
 // the upstream thread; docs/MUTANTS.md for the table).
 //
 // Contracts:
-//  - ids are "B01".."B27" in docs/BUGS.md order, one entry each; a target built from an entry is named
+//  - ids are "B01".."B28" in docs/BUGS.md order, one entry each; a target built from an entry is named
 //    by its id.
 //  - killers are the properties that kill the mutant, the most direct first: `ckptspec run
 //    --target ID --seed 1` shows each of them K (properties/catalog_killers_test.cc proves it);

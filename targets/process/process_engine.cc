@@ -1,5 +1,6 @@
 #include "targets/process/process_engine.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <utility>
@@ -66,6 +67,7 @@ ProcessEngine::~ProcessEngine() {
 }
 
 Status ProcessEngine::ReleaseGroup() {
+  pending_.reset();  // a fresh group has no pending save
   if (!group_) return Status::OK();
   Status s;
   if (options_.pool) {
@@ -140,10 +142,12 @@ Status ProcessEngine::NewCallDir(std::unique_ptr<ScratchDir>* dir) {
   return scratch_->NewCallDir(dir).WithContext("adapter harness");
 }
 
-Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-                           const SaveOptions& options) {
+Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions& options) {
+  const std::vector<ShardedStateDict>& every_rank = input.every_rank();
   if (every_rank.empty()) return Status::InvalidArgument("save: no ranks");
   const int n = static_cast<int>(every_rank.size());
+  bool complete;
+  CKPTSPEC_RETURN_IF_ERROR(Poll(&complete));  // the pending save gets the latest values first
   CKPTSPEC_RETURN_IF_ERROR(EnsureGroup(n));
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
@@ -161,6 +165,7 @@ Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict
       CKPTSPEC_RETURN_IF_ERROR(
           scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
       call.tensors.push_back(WireTensor{dict.tensors[i].spec, scratch->PathOf(name)});
+      call.placements.push_back(input.placement(r, i));
     }
     for (size_t i = 0; i < dict.objects.size(); ++i) {
       const std::string name = EntryName(r, 'o', i);
@@ -173,10 +178,84 @@ Status ProcessEngine::Save(int64_t iteration, const std::vector<ShardedStateDict
   }
   std::vector<json> replies;
   CKPTSPEC_RETURN_IF_ERROR(CallGroup("save", std::move(requests), &replies));
-  return RanksErrors(replies);
+  CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
+  if (options.async && capabilities_.async) {
+    PendingSave pending{input.shared(), {}};
+    for (const ShardedStateDict& dict : every_rank) {
+      pending.held.emplace_back();
+      for (const ShardedTensor& t : dict.tensors) {
+        pending.held.back().push_back(ContentDigest(t.data.data(), t.data.size()));
+      }
+    }
+    pending_ = std::move(pending);
+  }
+  return Status::OK();
+}
+
+Status ProcessEngine::Poll(bool* complete) {
+  *complete = true;
+  if (!pending_) return Status::OK();
+  if (!group_ || !group_->alive()) {
+    pending_.reset();  // the group's fault was that call's error; its save is gone with it
+    return Status::OK();
+  }
+  if (!group_->hello().poll) {
+    *complete = false;  // not asked: the next Finalize, Save or Load completes it
+    return Status::OK();
+  }
+  // The caller updates the buffers in place and keeps the structure (SaveInput); entries beyond
+  // what was saved are not the save's and are not sent.
+  const std::vector<ShardedStateDict>& live = *pending_->live;
+  const int n = group_->world_size();
+  std::unique_ptr<ScratchDir> scratch;
+  CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
+  std::vector<json> requests(n, json::object());
+  for (int r = 0; r < n; ++r) {
+    PollCall call;
+    const size_t tensors =
+        r < static_cast<int>(live.size()) && r < static_cast<int>(pending_->held.size())
+            ? std::min(live[r].tensors.size(), pending_->held[r].size())
+            : 0;
+    for (size_t i = 0; i < tensors; ++i) {
+      const std::vector<uint8_t>& data = live[r].tensors[i].data;
+      const uint64_t digest = ContentDigest(data.data(), data.size());
+      if (digest == pending_->held[r][i]) continue;
+      const std::string name = EntryName(r, 't', i);
+      CKPTSPEC_RETURN_IF_ERROR(
+          scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
+      call.updates.push_back(PollUpdate{static_cast<int64_t>(i), scratch->PathOf(name)});
+      pending_->held[r][i] = digest;
+    }
+    PollCallToJson(call, &requests[r]);
+  }
+  std::vector<json> replies;
+  CKPTSPEC_RETURN_IF_ERROR(CallGroup("poll", std::move(requests), &replies));
+  const Status errors = RanksErrors(replies);
+  if (!errors.ok()) {
+    pending_.reset();  // the save ended with that error: reported here, once
+    return errors;
+  }
+  bool all = true, any = false;
+  for (int r = 0; r < n; ++r) {
+    PollReply reply;
+    const Status s = PollReplyFromJson(replies[r], &reply);
+    if (!s.ok()) return group_->Fault(r, AdapterFault::kMalformedReply, s.message());
+    all = all && reply.complete;
+    any = any || reply.complete;
+  }
+  if (any && !all) {
+    return group_->Fault(0, AdapterFault::kMalformedReply,
+                         "the ranks disagree on whether the async save is complete");
+  }
+  *complete = all;
+  if (all) pending_.reset();
+  return Status::OK();
 }
 
 Status ProcessEngine::Finalize() {
+  bool complete;
+  CKPTSPEC_RETURN_IF_ERROR(Poll(&complete));  // the latest values first; it may complete it
+  pending_.reset();
   if (!group_ || !group_->alive()) return Status::OK();
   std::vector<json> requests(group_->world_size(), json::object()), replies;
   CKPTSPEC_RETURN_IF_ERROR(CallGroup("finalize", std::move(requests), &replies));
@@ -187,6 +266,8 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   *result = LoadResult();
   if (request.templates.empty()) return Status::InvalidArgument("load: no ranks");
   const int n = static_cast<int>(request.templates.size());
+  bool complete;
+  CKPTSPEC_RETURN_IF_ERROR(Poll(&complete));  // the pending save gets the latest values first
   CKPTSPEC_RETURN_IF_ERROR(EnsureGroup(n));
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));

@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,9 +57,15 @@ class ProcessEngine : public Engine {
   ~ProcessEngine() override;
 
   Capabilities capabilities() const override { return capabilities_; }
-  Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-              const SaveOptions& options) override;
+  Status Save(int64_t iteration, SaveInput input, const SaveOptions& options) override;
   Status Finalize() override;
+  // Revision 3: an adapter that declared `poll` gets a poll request carrying the pending save's
+  // tensors whose bytes the caller changed in place since they last reached it (it writes them
+  // into the buffers it handed its checkpointer), and answers whether the save is complete. An
+  // adapter that did not declare it is not asked: a pending save reads incomplete until the next
+  // Finalize, Save or Load. Finalize, Save and Load send such a poll first while a save is
+  // pending, so the adapter has the caller's latest values before the save completes.
+  Status Poll(bool* complete) override;
   Status Load(LoadRequest request, LoadResult* result) override;
 
   // Starts a one-rank group of `command`, says hello, shuts it down (processes left behind are
@@ -84,8 +91,15 @@ class ProcessEngine : public Engine {
   Status ReadLoadedEntries(int rank, const LoadReply& reply, const ScratchDir& dir,
                            ShardedStateDict* state);
 
+  // The async save a group staged and did not complete yet (see Poll).
+  struct PendingSave {
+    std::shared_ptr<const std::vector<ShardedStateDict>> live;  // the caller's dicts
+    std::vector<std::vector<uint64_t>> held;  // per rank and tensor: the bytes the adapter has
+  };
+
   ProcessEngineOptions options_;
   Capabilities capabilities_;
+  std::optional<PendingSave> pending_;
   RequestIds ids_;  // without a pool
   std::unique_ptr<ScratchSpace> scratch_;
   std::unique_ptr<RankGroup> group_;

@@ -150,6 +150,7 @@ void HelloReplyToJson(const HelloReply& hello, json* reply) {
   (*reply)["adapter"] = hello.adapter;
   (*reply)["capabilities"] = CapabilitiesToJson(hello.capabilities);
   if (hello.reset) (*reply)["capabilities"]["reset"] = true;
+  if (hello.poll) (*reply)["capabilities"]["poll"] = true;
 }
 
 Status HelloReplyFromJson(const json& reply, HelloReply* out) {
@@ -169,12 +170,19 @@ Status HelloReplyFromJson(const json& reply, HelloReply* out) {
   const json* caps;
   CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "capabilities", &caps));
   json engine_caps = *caps;
-  out->reset = false;
-  if (engine_caps.is_object() && engine_caps.contains("reset")) {
-    const json& reset = engine_caps["reset"];
-    if (!reset.is_boolean()) return Bad("hello.capabilities.reset", "true or false", reset);
-    out->reset = reset.get<bool>();
-    engine_caps.erase("reset");
+  // The harness's own capabilities (not the engine's): revision 2's reset, revision 3's poll.
+  for (const auto& [name, member] :
+       {std::pair<const char*, bool HelloReply::*>{"reset", &HelloReply::reset},
+        std::pair<const char*, bool HelloReply::*>{"poll", &HelloReply::poll}}) {
+    out->*member = false;
+    if (engine_caps.is_object() && engine_caps.contains(name)) {
+      const json& value = engine_caps[name];
+      if (!value.is_boolean()) {
+        return Bad(std::string("hello.capabilities.") + name, "true or false", value);
+      }
+      out->*member = value.get<bool>();
+      engine_caps.erase(name);
+    }
   }
   return CapabilitiesFromJson(engine_caps, &out->capabilities).WithContext("hello");
 }
@@ -188,12 +196,47 @@ void SaveCallToJson(const SaveCall& call, json* request) {
   r["async"] = call.options.async;
   r["layout"] = call.options.layout;
   r["tensors"] = EntriesToJson(call.tensors, TensorSpecToJson);
+  for (size_t i = 0; i < call.tensors.size(); ++i) {
+    r["tensors"][i]["placement"] =
+        PlacementName(i < call.placements.size() ? call.placements[i] : Placement::kDevice);
+  }
   r["objects"] = EntriesToJson(call.objects, ObjectSpecToJson);
   r["common"] = call.common;
 }
 
-Status SaveCallFromJson(const json& r, SaveCall* out) {
-  if (!r.is_object()) return Bad("save", "an object", r);
+namespace {
+
+// Takes the optional "placement" member out of each entry of request["tensors"] (an array of
+// objects, else left for GetEntries to refuse) into *placements.
+Status TakePlacements(json* request, std::vector<Placement>* placements) {
+  placements->clear();
+  json* tensors =
+      request->is_object() && request->contains("tensors") ? &(*request)["tensors"] : nullptr;
+  if (tensors == nullptr || !tensors->is_array()) return Status::OK();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    json& entry = (*tensors)[i];
+    Placement placement = Placement::kDevice;
+    if (entry.is_object() && entry.contains("placement")) {
+      const json& name = entry["placement"];
+      const std::string at = "save.tensors[" + std::to_string(i) + "].placement";
+      if (name == PlacementName(Placement::kHost)) {
+        placement = Placement::kHost;
+      } else if (name != PlacementName(Placement::kDevice)) {
+        return Bad(at, "\"device\" or \"host\"", name);
+      }
+      entry.erase("placement");
+    }
+    placements->push_back(placement);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status SaveCallFromJson(const json& request, SaveCall* out) {
+  if (!request.is_object()) return Bad("save", "an object", request);
+  json r = request;
+  CKPTSPEC_RETURN_IF_ERROR(TakePlacements(&r, &out->placements));
   CKPTSPEC_RETURN_IF_ERROR(GetString(r, "save", "directory", &out->directory));
   CKPTSPEC_RETURN_IF_ERROR(GetInt(r, "save", "iteration", &out->iteration));
   out->options = SaveOptions();
@@ -206,6 +249,43 @@ Status SaveCallFromJson(const json& r, SaveCall* out) {
   CKPTSPEC_RETURN_IF_ERROR(GetEntries(r, "save", "objects", ObjectSpecFromJson, &out->objects));
   out->common = json::object();
   if (const json* common = Find(r, "common")) out->common = *common;
+  return Status::OK();
+}
+
+void PollCallToJson(const PollCall& call, json* request) {
+  json updates = json::array();
+  for (const PollUpdate& u : call.updates)
+    updates.push_back({{"index", u.index}, {"file", u.file}});
+  (*request)["tensors"] = std::move(updates);
+}
+
+Status PollCallFromJson(const json& r, PollCall* out) {
+  if (!r.is_object()) return Bad("poll", "an object", r);
+  out->updates.clear();
+  const json* m = Find(r, "tensors");
+  if (m == nullptr) return Status::OK();
+  if (!m->is_array()) return Bad("poll.tensors", "an array of updates", *m);
+  for (size_t i = 0; i < m->size(); ++i) {
+    const std::string at = "poll.tensors[" + std::to_string(i) + "]";
+    const json& entry = (*m)[i];
+    if (!entry.is_object()) return Bad(at, "an object", entry);
+    PollUpdate u;
+    CKPTSPEC_RETURN_IF_ERROR(GetInt(entry, at, "index", &u.index));
+    if (u.index < 0)
+      return Bad(at + ".index", "a tensor index of the pending save", entry["index"]);
+    CKPTSPEC_RETURN_IF_ERROR(GetString(entry, at, "file", &u.file));
+    out->updates.push_back(std::move(u));
+  }
+  return Status::OK();
+}
+
+void PollReplyToJson(const PollReply& poll, json* reply) { (*reply)["complete"] = poll.complete; }
+
+Status PollReplyFromJson(const json& r, PollReply* out) {
+  const json* m;
+  CKPTSPEC_RETURN_IF_ERROR(Need(r, "poll reply", "complete", &m));
+  if (!m->is_boolean()) return Bad("poll reply.complete", "true or false", *m);
+  out->complete = m->get<bool>();
   return Status::OK();
 }
 

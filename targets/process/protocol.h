@@ -24,8 +24,9 @@ namespace ckptspec {
 
 inline constexpr int kProtocolVersion = 1;
 // Revisions add what an adapter opts into and keep the version (docs/PROTOCOL.md, "Revisions").
-// Revision 2: the reset request and capability, live groups.
-inline constexpr int kProtocolRevision = 2;
+// Revision 2: the reset request and capability, live groups. Revision 3: the poll request and
+// capability, tensor placements in save.
+inline constexpr int kProtocolRevision = 3;
 
 // An entry and the scratch file that holds (save) or receives (load) its bytes.
 struct WireTensor {
@@ -44,6 +45,8 @@ struct HelloReply {
   // Revision 2: "reset" among the capabilities: the process serves case after case, forgetting
   // everything at each reset request. Not an engine capability (target.h): the harness's.
   bool reset = false;
+  // Revision 3: "poll" among the capabilities: the process answers poll requests (PollCall).
+  bool poll = false;
 };
 
 // Engine::Save's arguments for one rank.
@@ -52,8 +55,27 @@ struct SaveCall {
   int64_t iteration = 0;
   SaveOptions options;
   std::vector<WireTensor> tensors;
+  // Revision 3: where each tensor lives in the training process (SaveInput::placement), one per
+  // tensor; the member "placement" of each tensor entry, "device" when absent.
+  std::vector<Placement> placements;
   std::vector<WireObject> objects;
   nlohmann::json common = nlohmann::json::object();
+};
+
+// Revision 3, Engine::Poll for one rank: the tensors of the pending async save whose values the
+// training loop changed in place since the save was scheduled, by their index in the save's
+// "tensors", each with a scratch file holding its current bytes. The adapter writes them into
+// the buffers it handed its checkpointer (as training would), then reports without waiting
+// whether the save is complete.
+struct PollUpdate {
+  int64_t index = 0;
+  std::string file;
+};
+struct PollCall {
+  std::vector<PollUpdate> updates;
+};
+struct PollReply {
+  bool complete = true;
 };
 
 // Engine::Load's request for one rank.
@@ -83,6 +105,10 @@ void HelloReplyToJson(const HelloReply& hello, nlohmann::json* reply);
 Status HelloReplyFromJson(const nlohmann::json& reply, HelloReply* out);
 void SaveCallToJson(const SaveCall& call, nlohmann::json* request);
 Status SaveCallFromJson(const nlohmann::json& request, SaveCall* out);
+void PollCallToJson(const PollCall& call, nlohmann::json* request);
+Status PollCallFromJson(const nlohmann::json& request, PollCall* out);
+void PollReplyToJson(const PollReply& poll, nlohmann::json* reply);
+Status PollReplyFromJson(const nlohmann::json& reply, PollReply* out);
 void LoadCallToJson(const LoadCall& call, nlohmann::json* request);
 Status LoadCallFromJson(const nlohmann::json& request, LoadCall* out);
 void LoadReplyToJson(const LoadReply& load, nlohmann::json* reply);

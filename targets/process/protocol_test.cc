@@ -52,6 +52,66 @@ TEST(Protocol, SaveCallsRoundTrip) {
   EXPECT_EQ(back.common, call.common);
 }
 
+// Revision 3: each save tensor's placement, the poll request and reply, the poll capability.
+TEST(Protocol, PlacementsPollsAndThePollCapabilityRoundTrip) {
+  SaveCall call;
+  call.tensors.push_back({Spec("w"), "/s/t0"});
+  call.tensors.push_back({Spec("v"), "/s/t1"});
+  call.placements = {Placement::kHost};  // the second tensor's is left to the default
+  json j = json::object();
+  SaveCallToJson(call, &j);
+  EXPECT_EQ(j["tensors"][0]["placement"], "host");
+  EXPECT_EQ(j["tensors"][1]["placement"], "device");
+  SaveCall back;
+  ASSERT_TRUE(SaveCallFromJson(j, &back).ok());
+  EXPECT_EQ(back.placements, (std::vector<Placement>{Placement::kHost, Placement::kDevice}));
+  EXPECT_EQ(back.tensors[1].spec, call.tensors[1].spec);
+  j["tensors"][1].erase("placement");  // revision 2 requests: the device
+  ASSERT_TRUE(SaveCallFromJson(j, &back).ok());
+  EXPECT_EQ(back.placements[1], Placement::kDevice);
+  j["tensors"][0]["placement"] = "gpu";
+  const Status bad = SaveCallFromJson(j, &back);
+  EXPECT_NE(bad.message().find("save.tensors[0].placement"), std::string::npos) << bad.ToString();
+
+  PollCall poll;
+  poll.updates.push_back({3, "/s/r0.t3"});
+  json pj = json::object();
+  PollCallToJson(poll, &pj);
+  PollCall poll_back;
+  ASSERT_TRUE(PollCallFromJson(pj, &poll_back).ok());
+  ASSERT_EQ(poll_back.updates.size(), 1u);
+  EXPECT_EQ(poll_back.updates[0].index, 3);
+  EXPECT_EQ(poll_back.updates[0].file, "/s/r0.t3");
+  pj["tensors"][0]["index"] = -1;
+  EXPECT_NE(PollCallFromJson(pj, &poll_back).message().find("poll.tensors[0].index"),
+            std::string::npos);
+  EXPECT_TRUE(PollCallFromJson(json::object(), &poll_back).ok());  // no updates
+  EXPECT_TRUE(poll_back.updates.empty());
+
+  PollReply reply;
+  reply.complete = false;
+  json rj = json::object();
+  PollReplyToJson(reply, &rj);
+  PollReply reply_back;
+  ASSERT_TRUE(PollReplyFromJson(rj, &reply_back).ok());
+  EXPECT_FALSE(reply_back.complete);
+  EXPECT_NE(PollReplyFromJson(json::object(), &reply_back).message().find("complete"),
+            std::string::npos);
+
+  HelloReply hello;
+  hello.poll = true;
+  json hj = json::object();
+  HelloReplyToJson(hello, &hj);
+  EXPECT_EQ(hj["capabilities"]["poll"], true);
+  HelloReply hello_back;
+  ASSERT_TRUE(HelloReplyFromJson(hj, &hello_back).ok());
+  EXPECT_TRUE(hello_back.poll);
+  EXPECT_FALSE(hello_back.reset);
+  hj["capabilities"]["poll"] = "yes";
+  EXPECT_NE(HelloReplyFromJson(hj, &hello_back).message().find("hello.capabilities.poll"),
+            std::string::npos);
+}
+
 TEST(Protocol, LoadCallsAndRepliesRoundTrip) {
   LoadCall call;
   call.directory = "/d";

@@ -1,6 +1,11 @@
 // Async saves (P14, docs/BUGS.md B19) and retention (P13's cleanup clause).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
 #include "targets/reference/reference_test_util.h"
 
 namespace ckptspec {
@@ -82,6 +87,57 @@ TEST_P(ReferenceAsync, AWriteErrorSurfacesAtTheNextCall) {
     ASSERT_TRUE(LoadInto(*h.engine, TemplatesOf(sharding), &result).ok());
     EXPECT_EQ(CheckContent(result.state, 1), "");
   }
+}
+
+// Polls until the pending save is complete (deferred: the first poll writes it; a thread: it
+// finishes on its own) and returns the completing poll's status.
+Status PollUntilComplete(Engine* engine) {
+  for (int i = 0; i < 10000; ++i) {
+    bool complete = false;
+    const Status s = engine->Poll(&complete);
+    if (complete || !s.ok()) {
+      EXPECT_TRUE(complete) << "a poll that fails completes the save";
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return Status::IOError("the async save did not complete within 10 s of polling");
+}
+
+TEST_P(ReferenceAsync, PollCompletesTheSaveOnceWrittenAndReportsItsErrorOnce) {
+  MemHarness h(0, GetParam());
+  const ParameterSharding sharding = MakeSharding(2, 2, 1);
+  bool complete = false;
+  ASSERT_TRUE(h.engine->Poll(&complete).ok());
+  EXPECT_TRUE(complete);  // nothing pending
+  ASSERT_TRUE(h.engine->Save(1, DictsOf(sharding, 1), SaveOptions()).ok());
+  // The caller's own dicts, kept and written in place after scheduling, tensors on the host.
+  auto live = std::make_shared<std::vector<ShardedStateDict>>(DictsOf(sharding, 2));
+  std::vector<std::vector<Placement>> on_host;
+  for (const ShardedStateDict& d : *live) on_host.emplace_back(d.tensors.size(), Placement::kHost);
+  ASSERT_TRUE(h.engine->Save(2, SaveInput(live, on_host), Async()).ok());
+  for (auto& d : *live) {
+    for (auto& t : d.tensors) std::fill(t.data.begin(), t.data.end(), 0xAB);
+  }
+  ASSERT_TRUE(PollUntilComplete(h.engine.get()).ok());
+  EXPECT_FALSE(h.engine->has_pending_save());
+  int64_t latest;
+  ASSERT_TRUE(h.engine->LatestIteration(&latest).ok());
+  EXPECT_EQ(latest, 2);
+  LoadResult result;
+  ASSERT_TRUE(LoadInto(*h.engine, TemplatesOf(sharding), &result).ok());
+  EXPECT_EQ(CheckContent(result.state, 2), "");
+
+  h.env.FailWritesTo("iter_0000003.tmp/shard_00001.bin");
+  ASSERT_TRUE(h.engine->Save(3, DictsOf(sharding, 3), Async()).ok());
+  const Status failed = PollUntilComplete(h.engine.get());
+  EXPECT_EQ(failed.code(), Status::Code::kIOError) << failed.ToString();
+  EXPECT_NE(failed.message().find("async save of iteration 3"), std::string::npos)
+      << failed.ToString();
+  h.env.ClearFaults();
+  EXPECT_TRUE(h.engine->Finalize().ok());  // reported once
+  ASSERT_TRUE(h.engine->LatestIteration(&latest).ok());
+  EXPECT_EQ(latest, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ReferenceAsync,

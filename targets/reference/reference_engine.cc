@@ -2,6 +2,7 @@
 #include "targets/reference/reference_engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 namespace ckptspec {
@@ -14,6 +15,7 @@ struct ReferenceEngine::PendingSave {
   std::thread thread;
   Status status;
   bool ran = false;
+  std::atomic<bool> written{false};  // the background write has set `status`
 };
 
 ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(options)) {
@@ -53,16 +55,15 @@ Status ReferenceEngine::PlanSave(const std::vector<ShardedStateDict>& every_rank
   return Status::OK();
 }
 
-Status ReferenceEngine::StageAsyncSave(const std::vector<ShardedStateDict>& every_rank,
-                                       const SaveOptions& /*options*/,
+Status ReferenceEngine::StageAsyncSave(const SaveInput& input, const SaveOptions& /*options*/,
                                        std::vector<ShardedStateDict>* staged) {
-  *staged = every_rank;  // deep copy of every byte
+  *staged = input.every_rank();  // deep copy of every byte, host and device alike
   return Status::OK();
 }
 
-Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-                             const SaveOptions& options) {
+Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptions& options) {
   CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  const std::vector<ShardedStateDict>& every_rank = input.every_rank();
   if (iteration < 0 || iteration > kMaxIteration) {
     return Status::InvalidArgument("iteration " + std::to_string(iteration) + " out of range");
   }
@@ -84,7 +85,7 @@ Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDi
   CKPTSPEC_RETURN_IF_ERROR(RefuseOverwriteOfLatest(iteration));
   auto pending = std::make_unique<PendingSave>();
   pending->iteration = iteration;
-  CKPTSPEC_RETURN_IF_ERROR(StageAsyncSave(every_rank, options, &pending->staged));
+  CKPTSPEC_RETURN_IF_ERROR(StageAsyncSave(input, options, &pending->staged));
   pending->options = options;
   pending->plan = std::move(plan);
   pending_ = std::move(pending);
@@ -93,9 +94,20 @@ Status ReferenceEngine::Save(int64_t iteration, const std::vector<ShardedStateDi
     p->thread = std::thread([this, p] {
       p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan);
       p->ran = true;
+      p->written.store(true, std::memory_order_release);
     });
   }
   return Status::OK();
+}
+
+Status ReferenceEngine::Poll(bool* complete) {
+  *complete = true;
+  if (!pending_) return Status::OK();
+  if (pending_->thread.joinable() && !pending_->written.load(std::memory_order_acquire)) {
+    *complete = false;  // still writing
+    return Status::OK();
+  }
+  return Finalize();  // a finished thread is joined; a deferred write runs now
 }
 
 Status ReferenceEngine::ReportAsyncSave(int64_t iteration, Status status) {

@@ -24,8 +24,9 @@
 //     removed.
 //
 // Async: Save with SaveOptions::async stages (step 3) and plans before it returns. With
-// AsyncExecution::kThread steps 4-5 run on a background thread at once; with kDeferred they run
-// inside the next Finalize/Save/Load call, so tests decide when. Finalize() waits and returns what
+// AsyncExecution::kThread steps 4-5 run on a background thread at once (Poll completes the save
+// once the thread has finished); with kDeferred they run inside the next Poll/Finalize/Save/Load
+// call, so tests decide when. Finalize() waits and returns what
 // ReportAsyncSave makes of the save's status; Save and Load finalize first and return a pending
 // save's error instead of proceeding (B19: an async error is never dropped). The tracker names the
 // iteration only after its files are complete.
@@ -83,9 +84,9 @@ class ReferenceEngine : public Engine {
   ~ReferenceEngine() override;
 
   Capabilities capabilities() const override;
-  Status Save(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-              const SaveOptions& options) override;
+  Status Save(int64_t iteration, SaveInput input, const SaveOptions& options) override;
   Status Finalize() override;
+  Status Poll(bool* complete) override;
   Status Load(LoadRequest request, LoadResult* result) override;
   // Load, except that every loaded tensor's bytes go to the destination `provider` opens for it
   // (tensor_destination.h; host or device memory) instead of the template's buffer. Templates'
@@ -134,10 +135,10 @@ class ReferenceEngine : public Engine {
                           const SaveOptions& options, const SavePlan* cached, uint64_t fingerprint,
                           SavePlan* plan);
   // Step 3, async saves only, on the caller's thread before Save returns: *staged gets what the
-  // background write will write. The default deep-copies every byte of every_rank (the caller may
-  // change its buffers as soon as Save returns: P14).
-  virtual Status StageAsyncSave(const std::vector<ShardedStateDict>& every_rank,
-                                const SaveOptions& options, std::vector<ShardedStateDict>* staged);
+  // background write will write. The default deep-copies every byte of the input, whatever its
+  // placement (the caller updates its buffers in place as soon as Save returns: P14).
+  virtual Status StageAsyncSave(const SaveInput& input, const SaveOptions& options,
+                                std::vector<ShardedStateDict>* staged);
   // Step 4a. Makes the root if needed, refuses an iteration the tracker names
   // (FailedPrecondition), removes leftovers of interrupted saves (iter_N.tmp/, iter_N.deleting/)
   // and creates the empty staging directory `*staging` for `iteration`.

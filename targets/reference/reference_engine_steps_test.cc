@@ -31,10 +31,10 @@ class RecordingEngine : public ReferenceEngine {
     CKPTSPEC_RETURN_IF_ERROR(Step(cached ? "PlanSave(cached)" : "PlanSave"));
     return ReferenceEngine::PlanSave(every_rank, options, cached, fingerprint, plan);
   }
-  Status StageAsyncSave(const std::vector<ShardedStateDict>& every_rank, const SaveOptions& options,
+  Status StageAsyncSave(const SaveInput& input, const SaveOptions& options,
                         std::vector<ShardedStateDict>* staged) override {
     CKPTSPEC_RETURN_IF_ERROR(Step("StageAsyncSave"));
-    return ReferenceEngine::StageAsyncSave(every_rank, options, staged);
+    return ReferenceEngine::StageAsyncSave(input, options, staged);
   }
   Status BeginCheckpoint(int64_t iteration, std::string* staging) override {
     CKPTSPEC_RETURN_IF_ERROR(Step("BeginCheckpoint"));
