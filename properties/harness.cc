@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 #include "model/chunk_resolve.h"
 
@@ -13,7 +14,7 @@ Status SaveRun(Target& target, const RunSpec& run, const std::vector<TrainingSta
   CKPTSPEC_RETURN_IF_ERROR(target.framework()
                                .ToStateDicts(run.layout, states, run.sharding, &dicts)
                                .WithContext("framework"));
-  return target.engine().Save(iteration, dicts, options);
+  return target.engine().Save(iteration, std::move(dicts), options);
 }
 
 size_t WriteStateInPlace(const std::vector<ShardedStateDict>& fresh,
