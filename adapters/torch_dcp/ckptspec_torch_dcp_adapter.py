@@ -107,7 +107,7 @@ def from_exception(e):
 class AliasingStager:
     """An AsyncStager that hands the state dict over as it is: the background write reads the
     tensors the harness's poll updates write into, as DCP's staging did to CPU tensors before
-    pytorch PR #145408 (issue #144657). `--async-stager alias`, to show what P14 makes of it."""
+    pytorch PR #145408 (issue #144657). `--async-stager alias`, to show what P20 makes of it."""
 
     _synchronize_after_execute = False
 
