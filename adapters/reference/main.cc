@@ -203,7 +203,9 @@ int main(int argc, char** argv) {
   app.add_option("--mutant", mutant,
                  "serve with this catalog mutant's engine (the id or name of a mutant that "
                  "replaces only the engine: " +
-                     engine_mutants + ")");
+                     engine_mutants +
+                     "); implies --deferred-async, so that a mutant reading the adapter's save "
+                     "input never races the poll that writes into it");
   bool deferred_async = false;
   app.add_flag("--deferred-async", deferred_async,
                "write an async save inside the poll, finalize, save or load that completes it "
@@ -236,8 +238,8 @@ int main(int argc, char** argv) {
   // forget: only a faultless adapter declares reset.
   options.reset = !no_reset && fault.kind == InjectedFault::kNone;
   options.poll = !no_poll;
-  options.async_execution =
-      deferred_async ? ckptspec::AsyncExecution::kDeferred : ckptspec::AsyncExecution::kThread;
+  options.async_execution = deferred_async || !mutant.empty() ? ckptspec::AsyncExecution::kDeferred
+                                                              : ckptspec::AsyncExecution::kThread;
   if (!mutant.empty()) {
     const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
     ckptspec::ReplacedParts parts;

@@ -175,24 +175,36 @@ Status ReferenceAdapter::Save(const std::vector<json>& requests) {
   return Status::OK();
 }
 
+Status ReferenceAdapter::UpdateInPlace(size_t rank, const PollUpdate& update) {
+  const std::string what = "poll update of tensor " + std::to_string(update.index);
+  if (!live_ || rank >= live_->size() ||
+      static_cast<size_t>(update.index) >= (*live_)[rank].tensors.size()) {
+    return Status::InvalidArgument(what + ": the pending async save has no such tensor");
+  }
+  std::vector<uint8_t>& buffer = (*live_)[rank].tensors[update.index].data;
+  std::string bytes;
+  CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(update.file, buffer.size(), &bytes).WithContext(what));
+  if (bytes.size() != buffer.size()) {
+    return Status::InvalidArgument(what + ": " + std::to_string(bytes.size()) +
+                                   " bytes, the tensor has " + std::to_string(buffer.size()));
+  }
+  std::copy(bytes.begin(), bytes.end(), buffer.begin());  // in place, as training writes
+  return Status::OK();
+}
+
 Status ReferenceAdapter::Poll(const std::vector<json>& requests, std::vector<json>* replies) {
   for (size_t r = 0; r < requests.size(); ++r) {
     PollCall call;
     const std::string where = "rank " + std::to_string(r);
     CKPTSPEC_RETURN_IF_ERROR(PollCallFromJson(requests[r], &call).WithContext(where));
     for (const PollUpdate& u : call.updates) {
-      const std::string what = where + ": poll update of tensor " + std::to_string(u.index);
-      if (!live_ || static_cast<size_t>(u.index) >= (*live_)[r].tensors.size()) {
-        return Status::InvalidArgument(what + ": the pending async save has no such tensor");
+      const Status updated = UpdateInPlace(r, u);
+      if (!updated.ok()) {
+        // The save ends with this reply's error (docs/PROTOCOL.md, poll): it is completed here.
+        if (engine_) engine_->Finalize().IgnoreError();
+        live_.reset();
+        return updated.WithContext(where);
       }
-      std::vector<uint8_t>& buffer = (*live_)[r].tensors[u.index].data;
-      std::string bytes;
-      CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(u.file, buffer.size(), &bytes).WithContext(what));
-      if (bytes.size() != buffer.size()) {
-        return Status::InvalidArgument(what + ": " + std::to_string(bytes.size()) +
-                                       " bytes, the tensor has " + std::to_string(buffer.size()));
-      }
-      std::copy(bytes.begin(), bytes.end(), buffer.begin());  // in place, as training writes
     }
   }
   PollReply reply;

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "targets/env/env.h"
+#include "targets/process/protocol.h"
 #include "targets/reference/reference_engine.h"
 
 namespace ckptspec {
@@ -55,6 +56,8 @@ class ReferenceAdapter {
   Status Hello(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   Status Save(const std::vector<nlohmann::json>& requests);
   Status Poll(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
+  // Writes one poll update into rank `rank`'s tensor of the pending save's input, in place.
+  Status UpdateInPlace(size_t rank, const PollUpdate& update);
   Status Load(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   Status EngineFor(const std::string& directory, ReferenceEngine** engine);
 
