@@ -329,11 +329,10 @@ std::string AsyncSaveWithLaterStateWritten(const TargetFactory& factory, Placeme
   Target& target = under_test->target();
   auto live = std::make_shared<std::vector<ShardedStateDict>>();
   EXPECT_TRUE(target.framework().ToStateDicts(run.layout, states, run.sharding, &*live).ok());
-  std::vector<std::vector<Placement>> where;
-  for (const ShardedStateDict& d : *live) where.emplace_back(d.tensors.size(), placement);
   SaveOptions async;
   async.async = true;
-  EXPECT_TRUE(target.engine().Save(2, SaveInput(live, where), async).ok());
+  EXPECT_TRUE(
+      target.engine().Save(2, SaveInput(live, EveryTensorOn(*live, placement)), async).ok());
   std::vector<TrainingState> later = states;
   EXPECT_TRUE(TrainRun(&later, 1).ok());
   std::vector<ShardedStateDict> fresh;

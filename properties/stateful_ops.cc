@@ -184,11 +184,8 @@ std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut
                       .WithContext("framework");
   if (status.ok()) {
     sut->live.reset();  // the engine completes a pending save first
-    std::vector<std::vector<Placement>> on_host;
-    for (const ShardedStateDict& d : *dicts)
-      on_host.emplace_back(d.tensors.size(), Placement::kHost);
-    status =
-        target.engine().Save(Iteration(sut->states), SaveInput(dicts, std::move(on_host)), options);
+    status = target.engine().Save(
+        Iteration(sut->states), SaveInput(dicts, EveryTensorOn(*dicts, Placement::kHost)), options);
     if (status.ok() && op.async) sut->live = std::move(dicts);
   }
   if (status.ok() && SomeTrainableParameterLacksState(sut->states)) {

@@ -34,6 +34,13 @@ Placement SaveInput::placement(size_t rank, size_t tensor) const {
   return placement_[rank][tensor];
 }
 
+std::vector<std::vector<Placement>> EveryTensorOn(const std::vector<ShardedStateDict>& every_rank,
+                                                  Placement where) {
+  std::vector<std::vector<Placement>> placement;
+  for (const ShardedStateDict& d : every_rank) placement.emplace_back(d.tensors.size(), where);
+  return placement;
+}
+
 ShardedStateDict TemplateOf(const ShardedStateDict& state) {
   ShardedStateDict t;
   t.tensors.reserve(state.tensors.size());

@@ -80,6 +80,10 @@ class SaveInput {
   std::vector<std::vector<Placement>> placement_;
 };
 
+// A placement for SaveInput: every tensor of every rank of `every_rank` on `where`.
+std::vector<std::vector<Placement>> EveryTensorOn(const std::vector<ShardedStateDict>& every_rank,
+                                                  Placement where);
+
 struct LoadRequest {
   // The iteration to load; nullopt: the one the tracker names.
   std::optional<int64_t> iteration;

@@ -160,10 +160,10 @@ std::vector<std::vector<uint8_t>> AsyncSaveWithInPlaceUpdates(std::unique_ptr<Pr
                                                               std::vector<ShardedStateDict>* last) {
   const std::vector<ShardedStateDict> saved = Dicts(2, 10);
   auto live = std::make_shared<std::vector<ShardedStateDict>>(saved);
-  const std::vector<std::vector<Placement>> on_host(2, {Placement::kHost});
   SaveOptions async;
   async.async = true;
-  EXPECT_TRUE(engine->Save(10, SaveInput(live, on_host), async).ok());
+  EXPECT_TRUE(
+      engine->Save(10, SaveInput(live, EveryTensorOn(*live, Placement::kHost)), async).ok());
   for (int step = 0; step < 3; ++step) {
     for (ShardedStateDict& d : *live) {
       for (uint8_t& byte : d.tensors[0].data) byte ^= 0x5A;  // a training step, in place

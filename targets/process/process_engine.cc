@@ -181,10 +181,12 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   if (options.async && capabilities_.async) {
     PendingSave pending{input.shared(), {}};
-    for (const ShardedStateDict& dict : every_rank) {
-      pending.held.emplace_back();
-      for (const ShardedTensor& t : dict.tensors) {
-        pending.held.back().push_back(ContentDigest(t.data.data(), t.data.size()));
+    if (group_->hello().poll) {  // what the adapter holds matters only when Poll sends changes
+      for (const ShardedStateDict& dict : every_rank) {
+        pending.held.emplace_back();
+        for (const ShardedTensor& t : dict.tensors) {
+          pending.held.back().push_back(ContentDigest(t.data.data(), t.data.size()));
+        }
       }
     }
     pending_ = std::move(pending);

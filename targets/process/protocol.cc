@@ -70,7 +70,8 @@ Status GetStrings(const json& object, const std::string& where, const char* name
   return Status::OK();
 }
 
-// The entry without its "file" member goes to the signature reader.
+// The entry without its wire-only members ("file"; a save tensor's "placement", read by
+// ReadPlacements) goes to the signature reader.
 template <typename Wire, typename Reader>
 Status GetEntries(const json& object, const std::string& where, const char* name, Reader read,
                   std::vector<Wire>* out) {
@@ -87,6 +88,7 @@ Status GetEntries(const json& object, const std::string& where, const char* name
     CKPTSPEC_RETURN_IF_ERROR(GetString(entry, at, "file", &(*out)[i].file));
     json spec = entry;
     spec.erase("file");
+    spec.erase("placement");
     CKPTSPEC_RETURN_IF_ERROR(read(spec, &(*out)[i].spec).WithContext(at));
   }
   return Status::OK();
@@ -206,25 +208,22 @@ void SaveCallToJson(const SaveCall& call, json* request) {
 
 namespace {
 
-// Takes the optional "placement" member out of each entry of request["tensors"] (an array of
-// objects, else left for GetEntries to refuse) into *placements.
-Status TakePlacements(json* request, std::vector<Placement>* placements) {
+// The optional "placement" member of each entry of request["tensors"] (an array of objects, else
+// left for GetEntries to refuse), "device" when absent, into *placements.
+Status ReadPlacements(const json& request, std::vector<Placement>* placements) {
   placements->clear();
-  json* tensors =
-      request->is_object() && request->contains("tensors") ? &(*request)["tensors"] : nullptr;
+  const json* tensors = Find(request, "tensors");
   if (tensors == nullptr || !tensors->is_array()) return Status::OK();
   for (size_t i = 0; i < tensors->size(); ++i) {
-    json& entry = (*tensors)[i];
+    const json& entry = (*tensors)[i];
     Placement placement = Placement::kDevice;
-    if (entry.is_object() && entry.contains("placement")) {
-      const json& name = entry["placement"];
-      const std::string at = "save.tensors[" + std::to_string(i) + "].placement";
-      if (name == PlacementName(Placement::kHost)) {
+    if (const json* name = entry.is_object() ? Find(entry, "placement") : nullptr) {
+      if (*name == PlacementName(Placement::kHost)) {
         placement = Placement::kHost;
-      } else if (name != PlacementName(Placement::kDevice)) {
-        return Bad(at, "\"device\" or \"host\"", name);
+      } else if (*name != PlacementName(Placement::kDevice)) {
+        return Bad("save.tensors[" + std::to_string(i) + "].placement", "\"device\" or \"host\"",
+                   *name);
       }
-      entry.erase("placement");
     }
     placements->push_back(placement);
   }
@@ -233,10 +232,9 @@ Status TakePlacements(json* request, std::vector<Placement>* placements) {
 
 }  // namespace
 
-Status SaveCallFromJson(const json& request, SaveCall* out) {
-  if (!request.is_object()) return Bad("save", "an object", request);
-  json r = request;
-  CKPTSPEC_RETURN_IF_ERROR(TakePlacements(&r, &out->placements));
+Status SaveCallFromJson(const json& r, SaveCall* out) {
+  if (!r.is_object()) return Bad("save", "an object", r);
+  CKPTSPEC_RETURN_IF_ERROR(ReadPlacements(r, &out->placements));
   CKPTSPEC_RETURN_IF_ERROR(GetString(r, "save", "directory", &out->directory));
   CKPTSPEC_RETURN_IF_ERROR(GetInt(r, "save", "iteration", &out->iteration));
   out->options = SaveOptions();

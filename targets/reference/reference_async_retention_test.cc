@@ -113,9 +113,8 @@ TEST_P(ReferenceAsync, PollCompletesTheSaveOnceWrittenAndReportsItsErrorOnce) {
   ASSERT_TRUE(h.engine->Save(1, DictsOf(sharding, 1), SaveOptions()).ok());
   // The caller's own dicts, kept and written in place after scheduling, tensors on the host.
   auto live = std::make_shared<std::vector<ShardedStateDict>>(DictsOf(sharding, 2));
-  std::vector<std::vector<Placement>> on_host;
-  for (const ShardedStateDict& d : *live) on_host.emplace_back(d.tensors.size(), Placement::kHost);
-  ASSERT_TRUE(h.engine->Save(2, SaveInput(live, on_host), Async()).ok());
+  ASSERT_TRUE(
+      h.engine->Save(2, SaveInput(live, EveryTensorOn(*live, Placement::kHost)), Async()).ok());
   for (auto& d : *live) {
     for (auto& t : d.tensors) std::fill(t.data.begin(), t.data.end(), 0xAB);
   }
