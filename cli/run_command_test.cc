@@ -213,7 +213,7 @@ TEST(RunCommand, JobsGiveTheSerialReport) {
   o.details = true;
   o.targets = {"reference", "B04", "B09", "B15", "B19"};
   o.properties = "P1,P2,P7,P13,P14";
-  o.budget = "30";
+  o.budget = "10";
   o.jobs = 1;
   std::ostringstream serial, serial_err;
   const int serial_code = RunRunCommand(o, serial, serial_err);
