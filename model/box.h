@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "model/small_vector.h"
+
 namespace ckptspec {
 
-using Dims = std::vector<int64_t>;
+// Up to 6 axes inline (model/small_vector.h): no allocation for the shapes of real tensors.
+using Dims = SmallVector<int64_t, 6>;
 
 struct Box {
   Dims offset;

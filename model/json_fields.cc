@@ -233,10 +233,10 @@ Status JsonField::GetString(std::string* out) const {
   return Status::OK();
 }
 
-Status JsonField::GetNonNegativeInt64Array(std::vector<int64_t>* out) const {
+Status JsonField::GetNonNegativeInt64Array(Dims* out) const {
   if (!present()) return Absent();
   if (!value_->is_array()) return Expected("an array of non-negative integers");
-  std::vector<int64_t> values;
+  Dims values;
   values.reserve(value_->size());
   for (size_t i = 0; i < value_->size(); ++i) {
     const JsonField element = Element(i);

@@ -51,6 +51,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/box.h"
+
 #include "model/json_util.h"
 #include "model/status.h"
 
@@ -117,7 +119,7 @@ class JsonField {
   Status GetBool(bool* out) const;
   Status GetString(std::string* out) const;
   // An array of non-negative integers ("expected an array of non-negative integers, got ...").
-  Status GetNonNegativeInt64Array(std::vector<int64_t>* out) const;
+  Status GetNonNegativeInt64Array(Dims* out) const;
   // A string that parse(text, out) maps to a value; parse returns false for a name it does not
   // know ("unknown value \"sometimes\"").
   template <typename T, typename Parse>

@@ -70,7 +70,7 @@ class StreamedReader : public JsonStreamHandler {
     const JsonField tensor(value, path);
     const JsonField chunks = tensor.Member("chunks");
     const JsonField chunk = chunks.Element(0);
-    std::vector<int64_t> offset;
+    Dims offset;
     errors.push_back(chunk.Member("offset").GetNonNegativeInt64Array(&offset).message());
     paths.push_back(tensor.Path());
     return Status::OK();
@@ -138,7 +138,7 @@ TEST(JsonField, AnOptionalMemberLeftOutReadsAsNothing) {
   std::optional<double> od = 8.0;
   bool b = true;
   std::string s = "kept";
-  std::vector<int64_t> dims = {1};
+  Dims dims = {1};
   int small = 9;
   EXPECT_TRUE(gone.ExpectPresent().ok());
   EXPECT_TRUE(gone.ExpectObject().ok());
@@ -367,7 +367,7 @@ TEST(JsonField, GetString) {
 }
 
 TEST(JsonField, GetNonNegativeInt64Array) {
-  std::vector<int64_t> v;
+  Dims v;
   const auto get = &JsonField::GetNonNegativeInt64Array;
   EXPECT_EQ(GetError("[4, 0, 9223372036854775807]", get, &v), "");
   EXPECT_EQ(v, (std::vector<int64_t>{4, 0, INT64_MAX}));

@@ -20,7 +20,7 @@
 namespace ckptspec {
 
 // A replica id is a tuple (Megatron's convention is (pp-copy, tp, dp)); a single int is a 1-tuple.
-using ReplicaId = std::vector<int64_t>;
+using ReplicaId = Dims;
 
 // The main-replica rule: the one copy that is written is the one whose replica id is all zeros.
 bool IsMainReplica(const ReplicaId& replica_id);

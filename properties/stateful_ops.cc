@@ -69,7 +69,8 @@ void ApplySave(StatefulModel* m, bool async) {
     return;
   }
   ResolvePending(m);
-  StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen, m->states,
+  StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen,
+                          std::make_shared<const std::vector<TrainingState>>(m->states),
                           Iteration(m->states)};
   // The tracker's iteration is never overwritten: a save of it is refused when called, sync or
   // async (nothing is staged).
@@ -149,7 +150,7 @@ void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   } else {
     std::vector<TrainingState> expected;
     m->expect_ok =
-        ExpectedResume(m->committed->run, m->committed->states, resume_run, op.flags, &expected)
+        ExpectedResume(m->committed->run, *m->committed->states, resume_run, op.flags, &expected)
             .ok();
     m->alive = m->expect_ok;
     m->states = m->expect_ok ? std::move(expected) : std::vector<TrainingState>();
@@ -253,7 +254,7 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
   sut->states = std::move(resumed);
   if (!next.committed && !status.ok()) sut->alive = InitialStates(resume_run, &sut->states).ok();
   if (sut->alive) sut->run = resume_run;
-  if (status.ok() && m.committed && FrozenNames(m.committed->states) != FrozenNames(sut->states)) {
+  if (status.ok() && m.committed && FrozenNames(*m.committed->states) != FrozenNames(sut->states)) {
     sut->events.insert("frozen set changed across a restart");
   }
   if (!next.expect_ok && sut->stats) ++sut->stats->by_kind["  (restart refused by the spec)"];
@@ -273,7 +274,7 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
       status.ok()) {
     if (sut->stats) ++sut->stats->by_kind["  (P1 checked across the restart)"];
     std::vector<TrainingState> uninterrupted;
-    for (const TrainingState& s : next.committed->states) uninterrupted.push_back(Restarted(s));
+    for (const TrainingState& s : *next.committed->states) uninterrupted.push_back(Restarted(s));
     const std::string difference = FirstRunDifference(sut->states, uninterrupted);
     if (!difference.empty()) {
       return "P1: the resumed process differs from the checkpoint's run: " + difference;

@@ -35,7 +35,9 @@ struct StatefulCheckpoint {
   RunSpec run;
   int64_t run_version = 0;      // StatefulModel::run_version when it was saved
   bool runtime_frozen = false;  // StatefulModel::runtime_frozen when it was saved
-  std::vector<TrainingState> states;
+  // The states saved, never changed after the save: RapidCheck copies the model for every
+  // command it generates, and the copies share them.
+  std::shared_ptr<const std::vector<TrainingState>> states;
   int64_t iteration = 0;
 };
 
