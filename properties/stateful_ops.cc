@@ -69,8 +69,7 @@ void ApplySave(StatefulModel* m, bool async) {
     return;
   }
   ResolvePending(m);
-  StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen,
-                          std::make_shared<const std::vector<TrainingState>>(m->states),
+  StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen, m->states.Share(),
                           Iteration(m->states)};
   // The tracker's iteration is never overwritten: a save of it is refused when called, sync or
   // async (nothing is staged).
@@ -146,7 +145,7 @@ void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   if (!m->committed) {
     // Nothing to resume: the resume fails and the new process starts from scratch.
     m->expect_ok = false;
-    m->alive = InitialStates(resume_run, &m->states).ok();
+    m->alive = InitialStates(resume_run, m->states.Mutable()).ok();
   } else {
     std::vector<TrainingState> expected;
     m->expect_ok =
@@ -369,7 +368,7 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
 void ApplyOp(const StatefulOp& op, StatefulModel* m) {
   switch (op.kind) {
     case OpKind::kTrain:
-      m->expect_ok = TrainRun(&m->states, op.n).ok();
+      m->expect_ok = TrainRun(m->states.Mutable(), op.n).ok();
       if (!m->expect_ok) m->must_exit = true;
       return;
     case OpKind::kSave:
@@ -381,7 +380,8 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       return;
     case OpKind::kRerunFault:
       m->expect_ok = true;
-      for (TrainingState& s : m->states) m->expect_ok = RerunFaultStep(&s).ok() && m->expect_ok;
+      for (TrainingState& s : *m->states.Mutable())
+        m->expect_ok = RerunFaultStep(&s).ok() && m->expect_ok;
       m->must_exit = true;
       return;
     case OpKind::kCrash:
@@ -392,7 +392,7 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       return;
     case OpKind::kFreeze:
     case OpKind::kUnfreeze:
-      m->expect_ok = ChangeKeyFrozen(op, &m->states[op.module]).ok();
+      m->expect_ok = ChangeKeyFrozen(op, &(*m->states.Mutable())[op.module]).ok();
       m->run.configs[op.module].frozen = m->states[op.module].config.frozen;
       ++m->run_version;
       // Only Megatron's freezing changes the groups (torch.optim's keep every parameter).
@@ -516,7 +516,7 @@ Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulM
   model->capabilities = factory.capabilities;
   model->fault_injection = factory.fault_injection;
   model->run = run;
-  CKPTSPEC_RETURN_IF_ERROR(InitialStates(run, &model->states));
+  CKPTSPEC_RETURN_IF_ERROR(InitialStates(run, model->states.Mutable()));
   sut->under_test = factory.make(TargetOptions());
   sut->run = run;
   sut->alive = true;

@@ -41,6 +41,38 @@ struct StatefulCheckpoint {
   int64_t iteration = 0;
 };
 
+// The model's training states, shared by the copies of a model until one of them changes them
+// (copy on write): RapidCheck copies the model for every command it generates and every one it
+// runs, and most commands leave the states alone. Reads see a const vector; writes go through
+// Mutable(), which copies first when another model or a checkpoint shares them.
+class SharedStates {
+ public:
+  SharedStates() : states_(std::make_shared<std::vector<TrainingState>>()) {}
+
+  operator const std::vector<TrainingState>&() const { return *states_; }  // NOLINT: a view
+  const std::vector<TrainingState>& get() const { return *states_; }
+  size_t size() const { return states_->size(); }
+  bool empty() const { return states_->empty(); }
+  const TrainingState& operator[](size_t i) const { return (*states_)[i]; }
+  std::vector<TrainingState>::const_iterator begin() const { return states_->begin(); }
+  std::vector<TrainingState>::const_iterator end() const { return states_->end(); }
+
+  std::vector<TrainingState>* Mutable() {
+    if (states_.use_count() > 1) states_ = std::make_shared<std::vector<TrainingState>>(*states_);
+    return states_.get();
+  }
+  SharedStates& operator=(std::vector<TrainingState>&& states) {
+    states_ = std::make_shared<std::vector<TrainingState>>(std::move(states));
+    return *this;
+  }
+  void clear() { states_ = std::make_shared<std::vector<TrainingState>>(); }
+  // The states as they are now, for a checkpoint: later writes through Mutable() copy first.
+  std::shared_ptr<const std::vector<TrainingState>> Share() const { return states_; }
+
+ private:
+  std::shared_ptr<std::vector<TrainingState>> states_;
+};
+
 struct StatefulModel {
   Capabilities capabilities;
   bool fault_injection = false;  // the target's storage is a MemEnv: Crash applies
@@ -56,7 +88,7 @@ struct StatefulModel {
   bool runtime_frozen = false;
   bool alive = true;       // a process holds training states
   bool must_exit = false;  // the rerun machine asked to checkpoint and exit, or a step failed
-  std::vector<TrainingState> states;
+  SharedStates states;
   std::optional<StatefulCheckpoint> committed;
   std::optional<StatefulCheckpoint> pending;  // an async save staged, not yet written
   // What the last operation's target calls must return (set by ApplyOp).
