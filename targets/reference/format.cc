@@ -144,53 +144,6 @@ std::string ObjectEntry::UniqueKey() const { return StoredObjectKey(Spec(), rank
 
 namespace {
 
-json ExtentToJson(const Extent& e, json j) {
-  j["file"] = e.file;
-  j["byte_offset"] = e.offset;
-  j["byte_size"] = e.size;
-  j["xxh3"] = ChecksumHex(e.checksum);
-  return j;
-}
-
-}  // namespace
-
-std::string EncodeMetadata(const CheckpointMetadata& m) {
-  json j = json::object();
-  j["format"] = kReferenceFormatName;
-  j["format_version"] = m.format_version;
-  j["iteration"] = m.iteration;
-  j["world_size"] = m.world_size;
-  j["layout"] = m.layout;
-  j["common"] = m.common;
-  json files = json::array();
-  for (const FileEntry& f : m.files) files.push_back({{"name", f.name}, {"size", f.size}});
-  j["files"] = std::move(files);
-  json tensors = json::array();
-  for (const TensorEntry& t : m.tensors) {
-    json chunks = json::array();
-    for (const ChunkEntry& c : t.chunks) {
-      chunks.push_back(ExtentToJson(
-          c.extent, {{"offset", c.box.offset}, {"shape", c.box.shape}, {"rank", c.rank}}));
-    }
-    tensors.push_back({{"key", t.key},
-                       {"dtype", DTypeName(t.dtype)},
-                       {"global_shape", t.global_shape},
-                       {"chunks", std::move(chunks)}});
-  }
-  j["tensors"] = std::move(tensors);
-  json objects = json::array();
-  for (const ObjectEntry& o : m.objects) {
-    objects.push_back(ExtentToJson(o.extent, {{"key", o.key},
-                                              {"global_shape", o.global_shape},
-                                              {"global_offset", o.global_offset},
-                                              {"rank", o.rank}}));
-  }
-  j["objects"] = std::move(objects);
-  return j.dump(1) + "\n";
-}
-
-namespace {
-
 using Action = JsonStreamHandler::Action;
 using namespace std::string_view_literals;
 

@@ -142,7 +142,9 @@ struct CheckpointMetadata {
   std::vector<ObjectEntry> objects;
 };
 
-// Deterministic JSON text (sorted object keys, no whitespace variation).
+// Deterministic JSON text: exactly nlohmann::json's dump(1) of the index as a tree (sorted
+// members, one-space indentation), then a newline; written directly (metadata_encoder.cc). Throws
+// nlohmann::json::type_error for a name that is not valid UTF-8, as dump does.
 std::string EncodeMetadata(const CheckpointMetadata& metadata);
 // Parses and validates; `path` names the file in errors. Never throws. A text the JSON reader
 // refuses gives "<path>: <its message>": "...: parse error at byte 18, line 1, column 18: ...",
