@@ -47,16 +47,15 @@ class Assembly {
       }
     }
   }
-  Status Put(int slot, int param, int64_t index, uint64_t bits, const std::string& where) {
+  // False, changing nothing, when another loaded replica put different bits at the element.
+  bool Put(int slot, int param, int64_t index, uint64_t bits) {
     uint64_t& v = values_[slot][param][static_cast<size_t>(index)];
     std::vector<bool>& filled = filled_[slot][param];
     const size_t i = static_cast<size_t>(index);
-    if (filled[i] && v != bits) {
-      return Status::Corruption(where + ": replicas disagree at element " + std::to_string(index));
-    }
+    if (filled[i] && v != bits) return false;
     v = bits;
     filled[i] = true;
-    return Status::OK();
+    return true;
   }
   // NotFound naming the parameter and the first element no loaded entry held.
   Status Complete(int slot, int param, const std::string& what) const {
@@ -77,6 +76,12 @@ class Assembly {
 
 std::string TensorWhere(int64_t rank, const TensorSpec& t) {
   return "rank " + std::to_string(rank) + " tensor '" + t.key + "' " + BoxToString(t.box());
+}
+
+// The error of an Assembly::Put that found replicas disagreeing (spelled only then).
+Status ReplicasDisagree(int64_t rank, const TensorSpec& t, int64_t index) {
+  return Status::Corruption(TensorWhere(rank, t) + ": replicas disagree at element " +
+                            std::to_string(index));
 }
 
 // Pairs the loaded dict of `rank` with its template; out[i] = loaded index of template entry i.
@@ -195,26 +200,31 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
       const TensorRole& role = e.tensor_roles[i];
       const ShardedTensor& t = *tensors[i];
       const int size = DTypeSize(t.spec.dtype);
-      const std::string where = TensorWhere(r, t.spec);
       if (role.kind == EntryKind::kBucket) {
         for (const BucketPiece& piece : role.pieces) {
           const ParamChunk& ch = e.chunks[piece.chunk];
           for (int64_t k = 0; k < piece.length; ++k) {
-            CKPTSPEC_RETURN_IF_ERROR(a.Put(role.slot, ch.param, ch.instance_index[piece.src + k],
-                                           GetLE(t.data.data() + (piece.dst + k) * size, size),
-                                           where));
+            const int64_t index = ch.instance_index[piece.src + k];
+            if (!a.Put(role.slot, ch.param, index,
+                       GetLE(t.data.data() + (piece.dst + k) * size, size))) {
+              return ReplicasDisagree(r, t.spec, index);
+            }
           }
         }
         continue;
       }
       const ParamChunk& ch = e.chunks[role.chunk];
       if (role.kind == EntryKind::kOptimStep) {
-        CKPTSPEC_RETURN_IF_ERROR(a.Put(kSlotStep, ch.param, 0, GetLE(t.data.data(), size), where));
+        if (!a.Put(kSlotStep, ch.param, 0, GetLE(t.data.data(), size))) {
+          return ReplicasDisagree(r, t.spec, 0);
+        }
         continue;
       }
       for (size_t k = 0; k < ch.instance_index.size(); ++k) {
-        CKPTSPEC_RETURN_IF_ERROR(a.Put(role.slot, ch.param, ch.instance_index[k],
-                                       GetLE(t.data.data() + k * size, size), where));
+        if (!a.Put(role.slot, ch.param, ch.instance_index[k],
+                   GetLE(t.data.data() + k * size, size))) {
+          return ReplicasDisagree(r, t.spec, ch.instance_index[k]);
+        }
       }
     }
     ModuleLoaded& g = got[e.module];
