@@ -72,10 +72,14 @@ class IndexWriter {
   void Value(const nlohmann::json& value) {
     const std::string text = value.dump(1);
     const size_t depth = first_.size();
-    for (const char c : text) {
-      *out_ += c;
-      if (c == '\n') Indent(depth);  // raw newlines are structure: strings escape theirs
+    // Raw newlines are structure (strings escape theirs): each is followed by the indentation.
+    size_t from = 0;
+    for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
+      out_->append(text, from, nl + 1 - from);
+      Indent(depth);
+      from = nl + 1;
     }
+    out_->append(text, from, std::string::npos);
   }
 
  private:
