@@ -3,7 +3,7 @@
 // indentation), without building that tree first: a save writes one index, and the tree of every
 // chunk's members cost more than the text. The layout and the common state are JSON values and
 // are spelled by nlohmann::json itself. metadata_encoder_test.cc compares the text with the
-// tree's dump for saved checkpoints and for hand-made strings.
+// tree's dump for random indexes, and with the committed golden checkpoints' index files.
 #include <cstdint>
 #include <string>
 #include <vector>
