@@ -111,8 +111,9 @@ class SmallVector {
   void clear() { size_ = 0; }
   void resize(size_t n) { resize(n, T()); }
   void resize(size_t n, const T& value) {
+    const T copy = value;  // `value` may live in this vector, which reserve may move
     reserve(n);
-    for (size_t i = size_; i < n; ++i) data_[i] = value;
+    for (size_t i = size_; i < n; ++i) data_[i] = copy;
     size_ = n;
   }
   void assign(size_t n, const T& value) {

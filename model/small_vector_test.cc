@@ -24,12 +24,25 @@ struct Op {
 };
 
 std::string Describe(const std::vector<Op>& ops) {
-  static const char* const kNames[] = {"push_back",    "pop_back",     "resize",
-                                       "resize(n, v)", "assign(n, v)", "assign(own range)",
-                                       "insert(v)",    "insert(n, v)", "insert(own range)",
-                                       "erase(one)",   "erase(range)", "clear",
-                                       "copy",         "move",         "reserve",
-                                       "assign(list)", "self-copy"};
+  static const char* const kNames[] = {"push_back",
+                                       "pop_back",
+                                       "resize",
+                                       "resize(n, v)",
+                                       "assign(n, v)",
+                                       "assign(own range)",
+                                       "insert(v)",
+                                       "insert(n, v)",
+                                       "insert(own range)",
+                                       "erase(one)",
+                                       "erase(range)",
+                                       "clear",
+                                       "copy",
+                                       "move",
+                                       "reserve",
+                                       "assign(list)",
+                                       "self-copy",
+                                       "resize(n, own element)",
+                                       "assign(n, own element)"};
   std::ostringstream out;
   for (const Op& op : ops) {
     out << kNames[op.kind] << "(" << op.value << ", " << op.a << ", " << op.b << ") ";
@@ -123,12 +136,26 @@ void Apply(const Op& op, std::vector<int64_t>* v, Small* s) {
       *s = self;
       break;
     }
+    case 17:  // a value taken from the vector itself, as the vector grows
+      if (n > 0) {
+        const int64_t value = (*v)[at % n];
+        v->resize(n + op.b % 9, value);
+        s->resize(n + op.b % 9, (*s)[at % n]);
+      }
+      break;
+    case 18:
+      if (n > 0) {
+        const int64_t value = (*v)[at % n];
+        v->assign(op.b % 12, value);
+        s->assign(op.b % 12, (*s)[at % n]);
+      }
+      break;
   }
 }
 
 RC_GTEST_PROP(SmallVector, ActsAsStdVector, ()) {
   const auto ops = *rc::gen::container<std::vector<Op>>(
-      rc::gen::build<Op>(rc::gen::set(&Op::kind, rc::gen::inRange(0, 17)),
+      rc::gen::build<Op>(rc::gen::set(&Op::kind, rc::gen::inRange(0, 19)),
                          rc::gen::set(&Op::value, rc::gen::arbitrary<int64_t>()),
                          rc::gen::set(&Op::a, rc::gen::inRange<size_t>(0, 20)),
                          rc::gen::set(&Op::b, rc::gen::inRange<size_t>(0, 20))));
