@@ -85,9 +85,8 @@ std::map<std::string, double>& Seconds() {
 // checkpoint while the previous one still exists (it is removed once the new one is complete), so
 // its first two runs take memory the process and the page cache have not used before; on a
 // virtual machine whose memory the host has not yet backed (a freshly started one), every such
-// page costs the host's first touch too, and those runs measured the hypervisor: the engine's
-// first save on ext4 ran at 0.38 GB/s per write where the plain write, which rewrites its own
-// files in place, reused its pages at 4 GB/s. Two runs reach the steady state a training loop
+// page costs the host's first touch too, and those runs measure the hypervisor more than the
+// save (docs/PERFORMANCE.md has the figures). Two runs reach the steady state a training loop
 // that saves every N steps is in; the first run's time is kept as "<name>_first".
 constexpr int kWarmUpRuns = 2;
 
@@ -130,7 +129,10 @@ void PlainWriteFiles(benchmark::State& state, const std::string& dir) {
   for (int64_t r = 0; r < kRanks; ++r) {
     const std::string path = dir + "/rank_" + std::to_string(r);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) state.SkipWithError("open failed");
+    if (fd < 0) {
+      state.SkipWithError("open failed");
+      return;
+    }
     for (const ShardedTensor& t : State()[r].tensors) {
       if (::write(fd, t.data.data(), t.data.size()) != static_cast<ssize_t>(t.data.size())) {
         state.SkipWithError("write failed");
@@ -139,7 +141,11 @@ void PlainWriteFiles(benchmark::State& state, const std::string& dir) {
     ::fdatasync(fd);
     ::close(fd);
   }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    state.SkipWithError("open of the directory failed");
+    return;
+  }
   ::fsync(dfd);
   ::close(dfd);
 }
