@@ -14,15 +14,14 @@
 #include <malloc.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_ratios.h"
 #include "formats/dcp_checks.h"
 #include "formats/dcp_metadata.h"
 #include "ondisk/checkpoint_kind.h"
@@ -54,12 +53,6 @@ void ResetPeak() {
   malloc_trim(0);
   std::ofstream clear("/proc/self/clear_refs");
   clear << "5";
-}
-
-// Seconds per iteration of each benchmark, for the ratios printed at the end.
-std::map<std::string, double>& Seconds() {
-  static std::map<std::string, double> seconds;
-  return seconds;
 }
 
 void BM_CkptspecReadAndCheckMetadata(benchmark::State& state) {
@@ -100,7 +93,7 @@ void BM_CkptspecReadAndCheckMetadata(benchmark::State& state) {
   state.counters["metadata_MiB"] = static_cast<double>(bytes) / (1 << 20);
   state.counters["peak_rss_over_metadata"] =
       static_cast<double>(peak_growth) / static_cast<double>(bytes);
-  Seconds()["ckptspec_metadata"] = total / static_cast<double>(state.iterations());
+  BenchSeconds()["ckptspec_metadata"] = total / static_cast<double>(state.iterations());
 }
 
 void BM_PythonPickleLoadAndCheck(benchmark::State& state) {
@@ -130,7 +123,7 @@ void BM_PythonPickleLoadAndCheck(benchmark::State& state) {
     state.SetIterationTime(seconds);
     total += seconds;
   }
-  Seconds()["python_metadata"] = total / static_cast<double>(state.iterations());
+  BenchSeconds()["python_metadata"] = total / static_cast<double>(state.iterations());
 }
 
 void BM_CkptspecVerifyData(benchmark::State& state) {
@@ -159,7 +152,7 @@ void BM_CkptspecVerifyData(benchmark::State& state) {
     bytes = report.bytes_read;
   }
   state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
-  Seconds()["verify_data"] = total / static_cast<double>(state.iterations());
+  BenchSeconds()["verify_data"] = total / static_cast<double>(state.iterations());
 }
 
 void BM_PlainSequentialRead(benchmark::State& state) {
@@ -196,7 +189,7 @@ void BM_PlainSequentialRead(benchmark::State& state) {
     total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
-  Seconds()["plain_read"] = total / static_cast<double>(state.iterations());
+  BenchSeconds()["plain_read"] = total / static_cast<double>(state.iterations());
 }
 
 BENCHMARK(BM_CkptspecReadAndCheckMetadata)->Unit(benchmark::kMillisecond)->Iterations(3);
@@ -215,15 +208,9 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  auto& s = ckptspec::Seconds();
-  if (s.count("python_metadata") && s.count("ckptspec_metadata")) {
-    std::printf("ratio python_over_ckptspec (metadata read and checked): %.2f (%.2f s / %.2f s)\n",
-                s["python_metadata"] / s["ckptspec_metadata"], s["python_metadata"],
-                s["ckptspec_metadata"]);
-  }
-  if (s.count("plain_read") && s.count("verify_data")) {
-    std::printf("ratio data_over_plain_read (verify --data speed / plain read speed): %.2f\n",
-                s["plain_read"] / s["verify_data"]);
-  }
+  ckptspec::PrintRatio("python_over_ckptspec (metadata read and checked)", "ckptspec_metadata",
+                       "python_metadata");
+  ckptspec::PrintRatio("data_over_plain_read (verify --data speed / plain read speed)",
+                       "verify_data", "plain_read");
   return 0;
 }

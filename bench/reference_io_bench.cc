@@ -18,13 +18,12 @@
 
 #include <cstdlib>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/bench_ratios.h"
 #include "targets/env/mem_env.h"
 #include "targets/reference/reference_engine.h"
 
@@ -75,12 +74,6 @@ std::vector<ShardedStateDict>& Templates() {
   return *templates;
 }
 
-// Seconds per iteration of each benchmark that ran, for the ratios printed at the end.
-std::map<std::string, double>& Seconds() {
-  static auto* seconds = new std::map<std::string, double>();
-  return *seconds;
-}
-
 // Untimed runs of each benchmark's body before its timed ones. A save needs pages for the new
 // checkpoint while the previous one still exists (it is removed once the new one is complete), so
 // its first two runs take memory the process and the page cache have not used before; on a
@@ -98,7 +91,7 @@ void TimedLoop(benchmark::State& state, const char* name, Body body) {
     const auto start = std::chrono::steady_clock::now();
     body();
     if (run == 0) {
-      Seconds()[std::string(name) + "_first"] =
+      BenchSeconds()[std::string(name) + "_first"] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
@@ -108,7 +101,7 @@ void TimedLoop(benchmark::State& state, const char* name, Body body) {
     body();
     total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  Seconds()[name] = total / static_cast<double>(state.iterations());
+  BenchSeconds()[name] = total / static_cast<double>(state.iterations());
   state.SetBytesProcessed(state.iterations() * kTotalBytes);
 }
 
@@ -291,14 +284,6 @@ BENCHMARK(BM_ReferenceLoadPosix)->Unit(benchmark::kMillisecond)->Iterations(3)->
 BENCHMARK(BM_PlainCopyToFreshMemory)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_ReferenceSaveMemEnv)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_ReferenceLoadMemEnv)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
-
-// One line per ratio whose two benchmarks ran: the engine's speed over the baseline's.
-void PrintRatio(const char* what, const char* engine, const char* baseline) {
-  const auto& s = Seconds();
-  if (!s.count(engine) || !s.count(baseline)) return;
-  std::printf("ratio %s: %.2f (%.3f s against %.3f s per GiB)\n", what,
-              s.at(baseline) / s.at(engine), s.at(engine), s.at(baseline));
-}
 
 }  // namespace
 }  // namespace ckptspec
