@@ -11,14 +11,10 @@
 #include "targets/env/env.h"
 #include "targets/process/harness_registry.h"
 #include "targets/process/process_target.h"
+#include "targets/process/rank_group_pool.h"
 
 namespace ckptspec {
 namespace {
-
-// Idle rank processes a target keeps between cases (rank_group_pool.h): enough for the small
-// worlds most cases use (1, 2, 4 ranks...); bigger worlds start fresh each time. The bound is in
-// ranks because each idle rank holds its memory: a Python rank that imported torch, about 600 MB.
-constexpr size_t kLiveRanksPerTarget = 8;
 
 // A fresh directory "ckptspec-adapter-<pid>-XXXXXX" (mode 0700) under `root`, registered for
 // removal on a termination signal (targets/process/harness_registry.h).
@@ -147,7 +143,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   std::shared_ptr<RankGroupPool> pool;
   if (hello.reset && !options.fresh_processes) {
     pool = std::make_shared<RankGroupPool>(RankGroupOptions{options.command, 0, options.timeout_s},
-                                           kLiveRanksPerTarget);
+                                           kAdapterTargetIdleBounds);
   }
   factory.make = [name, copy, declared,
                   pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {

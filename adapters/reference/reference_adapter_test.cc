@@ -216,7 +216,8 @@ TEST_F(AdapterEngineTest, PollsCarryInPlaceUpdatesThatNeverReachTheStagedSave) {
 // Live groups (docs/PROTOCOL.md, revision 2): engine after engine, each over its own directory,
 // served by the same processes, reset in between.
 TEST_F(AdapterEngineTest, EnginesSharingAPoolReuseResetProcessesAcrossDirectories) {
-  auto pool = std::make_shared<RankGroupPool>(RankGroupOptions{kAdapter, 0, 20}, 4);
+  auto pool = std::make_shared<RankGroupPool>(RankGroupOptions{kAdapter, 0, 20},
+                                              IdleBounds{4, UINT64_MAX, 0});
   const auto engine_over = [&](const std::string& name) {
     ProcessEngineOptions o;
     o.command = kAdapter;
@@ -261,7 +262,8 @@ TEST_F(AdapterEngineTest, EnginesSharingAPoolReuseResetProcessesAcrossDirectorie
 }
 
 TEST_F(AdapterEngineTest, WithoutResetEachEngineStartsItsOwnProcesses) {
-  auto pool = std::make_shared<RankGroupPool>(RankGroupOptions{kAdapter + " --no-reset", 0, 20}, 4);
+  auto pool = std::make_shared<RankGroupPool>(RankGroupOptions{kAdapter + " --no-reset", 0, 20},
+                                              IdleBounds{4, UINT64_MAX, 0});
   std::vector<pid_t> pids;
   for (int i = 0; i < 2; ++i) {
     ProcessEngineOptions o;

@@ -11,11 +11,17 @@
 //    afterwards; otherwise it is shut down (or, after a fault, already dead) and dropped, and the
 //    reset's error or the leftovers (the fault kLeftBehind, after they were killed) are returned.
 //    A group whose ranks did not declare "reset" is shut down as before the pool existed.
-//  - Idle groups hold at most `max_idle_ranks` rank processes in all, at most one group per world
-//    size: a group of more ranks is shut down rather than kept, and keeping one shuts down the
-//    groups idle longest until it fits. The bound is in ranks, not groups, because an idle rank
-//    costs its memory (a Python rank that imported torch holds about 600 MB). The destructor
-//    shuts every idle group down.
+//  - Idle groups hold at most `bounds.max_ranks` rank processes and `bounds.max_bytes` of memory in
+//    all, at most one group per world size. A group's memory is measured when it is kept, after
+//    its reset: the memory of its ranks and of everything they started (the measure given; by
+//    default their resident anonymous memory, ResidentTreeBytes of process_tree.h); where that
+//    cannot be measured, each rank counts as `bounds.unmeasured_rank_bytes`. While the idle groups exceed
+//    either bound, the group whose world size Acquire was asked for least often over the pool's
+//    life is shut down, among equals the one idle longest (the group just released counts as idle
+//    the shortest time; it may be the one shut down): a world size most cases use outlives a big
+//    one that a single resharding case asked for. The bound is in memory because that is what an idle rank costs: a
+//    rank of the built-in adapter holds a few MB, a Python rank that imported torch about 0.85 GB.
+//    The destructor shuts every idle group down.
 //  - Request ids come from one counter for every group of the pool (ids()).
 //  - Not thread-safe: one pool serves one target, whose cases run one after another.
 #pragma once
@@ -23,6 +29,9 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -32,10 +41,31 @@
 
 namespace ckptspec {
 
+// What idle groups may hold in all (see the contracts above).
+struct IdleBounds {
+  size_t max_ranks = 0;
+  uint64_t max_bytes = 0;
+  uint64_t unmeasured_rank_bytes = 0;
+};
+
+// What the idle groups of one adapter target (properties/adapter_target.h) may hold: 8 GiB of
+// memory, at most 64 ranks. A rank of the built-in adapter holds a few MB, so every world size a
+// run uses stays live; a Python rank that imported torch and megatron-core holds about 0.85 GB,
+// so about nine of those do. Where memory cannot be measured a rank counts as 1 GiB (eight in
+// 8 GiB). docs/PROTOCOL.md states these figures (checked by a test).
+inline constexpr IdleBounds kAdapterTargetIdleBounds{64, uint64_t{8} << 30, uint64_t{1} << 30};
+
+// The memory a group holds, or nullopt where it cannot be measured.
+using GroupMemoryMeasure = std::function<std::optional<uint64_t>(const RankGroup&)>;
+
+// Sums ResidentTreeBytes over the group's rank processes (nullopt when any cannot be read).
+std::optional<uint64_t> ResidentGroupBytes(const RankGroup& group);
+
 class RankGroupPool {
  public:
   // `options.world_size` is ignored: each group gets the size asked for.
-  RankGroupPool(RankGroupOptions options, size_t max_idle_ranks);
+  RankGroupPool(RankGroupOptions options, IdleBounds bounds,
+                GroupMemoryMeasure measure = ResidentGroupBytes);
   ~RankGroupPool();
   RankGroupPool(const RankGroupPool&) = delete;
   RankGroupPool& operator=(const RankGroupPool&) = delete;
@@ -54,14 +84,23 @@ class RankGroupPool {
   // Idle groups now held, and their ranks (for tests).
   size_t idle() const { return idle_.size(); }
   size_t idle_ranks() const;
+  // The memory idle groups hold, as measured when each was kept.
+  uint64_t idle_bytes() const;
   // Groups started over the pool's life (for tests and reports).
   size_t started() const { return started_; }
 
  private:
+  struct IdleGroup {
+    std::unique_ptr<RankGroup> group;
+    uint64_t bytes = 0;
+  };
+
   RankGroupOptions options_;
-  size_t max_idle_ranks_;
+  IdleBounds bounds_;
+  GroupMemoryMeasure measure_;
   RequestIds ids_;
-  std::vector<std::unique_ptr<RankGroup>> idle_;  // longest idle first
+  std::vector<IdleGroup> idle_;    // longest idle first
+  std::map<int, uint64_t> asked_;  // world size -> Acquire calls for it
   size_t started_ = 0;
 };
 

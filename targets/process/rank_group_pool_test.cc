@@ -4,10 +4,20 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "targets/process/harness_registry.h"
 #include "targets/process/process_test_util.h"
+
+#ifndef CKPTSPEC_SOURCE_DIR
+#error "CKPTSPEC_SOURCE_DIR must name the source tree (set by targets/CMakeLists.txt)"
+#endif
 
 namespace ckptspec {
 namespace {
@@ -32,10 +42,21 @@ const std::string kNoReset = "{\"objects\":true}";
 
 std::vector<pid_t> Pids(const RankGroup& group) { return group.pids(); }
 
+// Bounds in ranks alone: memory unbounded.
+IdleBounds Ranks(size_t n) { return IdleBounds{n, UINT64_MAX, 0}; }
+
+// A measure that says each rank holds `bytes`, or nullopt when `bytes` is nullopt.
+GroupMemoryMeasure EachRankHolds(std::optional<uint64_t> bytes) {
+  return [bytes](const RankGroup& group) -> std::optional<uint64_t> {
+    if (!bytes) return std::nullopt;
+    return *bytes * static_cast<uint64_t>(group.world_size());
+  };
+}
+
 TEST(RankGroupPool, AGroupThatResetsServesTheNextEngine) {
   std::vector<pid_t> first;
   {
-    RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 5);
+    RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, Ranks(5));
     std::unique_ptr<RankGroup> group;
     ASSERT_TRUE(pool.Acquire(2, &group).ok());
     EXPECT_TRUE(group->hello().reset);
@@ -61,7 +82,7 @@ TEST(RankGroupPool, AGroupThatResetsServesTheNextEngine) {
 }
 
 TEST(RankGroupPool, AGroupWithoutResetIsShutDown) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kNoReset), 0, 5}, 3);
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kNoReset), 0, 5}, Ranks(3));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(2, &group).ok());
   EXPECT_FALSE(group->hello().reset);
@@ -75,7 +96,7 @@ TEST(RankGroupPool, AGroupWithoutResetIsShutDown) {
 }
 
 TEST(RankGroupPool, AGroupOfMoreRanksThanTheBoundIsNotKept) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 3);
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, Ranks(3));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(4, &group).ok());
   const std::vector<pid_t> pids = Pids(*group);
@@ -85,7 +106,7 @@ TEST(RankGroupPool, AGroupOfMoreRanksThanTheBoundIsNotKept) {
 }
 
 TEST(RankGroupPool, NoRanksToKeepKeepsNothing) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 0);
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, Ranks(0));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(1, &group).ok());
   const std::vector<pid_t> pids = Pids(*group);
@@ -94,22 +115,97 @@ TEST(RankGroupPool, NoRanksToKeepKeepsNothing) {
   ExpectNoProcessLeft(pids);
 }
 
-TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondTheBoundInRanks) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 5);
+// Acquires groups of 1, 2 and 3 ranks (each size asked for once), then releases them in that
+// order; the pids of the 1-rank group, released first.
+std::vector<pid_t> ReleaseOneTwoThree(RankGroupPool* pool) {
   std::unique_ptr<RankGroup> a, b, c;
-  ASSERT_TRUE(pool.Acquire(1, &a).ok());
-  ASSERT_TRUE(pool.Acquire(2, &b).ok());
-  ASSERT_TRUE(pool.Acquire(3, &c).ok());
+  EXPECT_TRUE(pool->Acquire(1, &a).ok());
+  EXPECT_TRUE(pool->Acquire(2, &b).ok());
+  EXPECT_TRUE(pool->Acquire(3, &c).ok());
   const std::vector<pid_t> oldest = Pids(*a);
-  ASSERT_TRUE(pool.Release(std::move(a)).ok());
-  ASSERT_TRUE(pool.Release(std::move(b)).ok());
-  ASSERT_TRUE(pool.Release(std::move(c)).ok());
+  EXPECT_TRUE(pool->Release(std::move(a)).ok());
+  EXPECT_TRUE(pool->Release(std::move(b)).ok());
+  EXPECT_TRUE(pool->Release(std::move(c)).ok());
+  return oldest;
+}
+
+TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondTheBoundInRanks) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, Ranks(5));
+  const std::vector<pid_t> oldest = ReleaseOneTwoThree(&pool);
   EXPECT_EQ(pool.idle(), 2u);
   EXPECT_EQ(pool.idle_ranks(), 5u) << "2 + 3 ranks: the 1-rank group had to go";
   ExpectNoProcessLeft(oldest);
   std::unique_ptr<RankGroup> again;
   ASSERT_TRUE(pool.Acquire(1, &again).ok());
   EXPECT_EQ(pool.started(), 4u) << "the 1-rank group was shut down, not kept";
+}
+
+TEST(RankGroupPool, TheGroupIdleLongestGivesWayBeyondTheBoundInMemory) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, IdleBounds{64, 500, 0},
+                     EachRankHolds(100));
+  const std::vector<pid_t> oldest = ReleaseOneTwoThree(&pool);
+  EXPECT_EQ(pool.idle(), 2u);
+  EXPECT_EQ(pool.idle_bytes(), 500u) << "200 + 300 bytes: the 1-rank group had to go";
+  ExpectNoProcessLeft(oldest);
+}
+
+TEST(RankGroupPool, AWorldSizeAskedForOftenOutlivesARarerOne) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, IdleBounds{64, 700, 0},
+                     EachRankHolds(100));
+  std::unique_ptr<RankGroup> common, rare;
+  for (int i = 0; i < 2; ++i) {  // the 3-rank size, asked for twice
+    ASSERT_TRUE(pool.Acquire(3, &common).ok());
+    ASSERT_TRUE(pool.Release(std::move(common)).ok());
+  }
+  ASSERT_TRUE(pool.Acquire(3, &common).ok());
+  const std::vector<pid_t> kept = Pids(*common);
+  ASSERT_TRUE(pool.Release(std::move(common)).ok());
+  ASSERT_TRUE(pool.Acquire(5, &rare).ok());
+  const std::vector<pid_t> rare_pids = Pids(*rare);
+  ASSERT_TRUE(pool.Release(std::move(rare)).ok());
+  EXPECT_EQ(pool.idle(), 1u) << "300 + 500 bytes exceed 700: the 5-rank group, just released, goes";
+  ExpectNoProcessLeft(rare_pids);
+  ASSERT_TRUE(pool.Acquire(3, &common).ok());
+  EXPECT_EQ(Pids(*common), kept) << "the 3-rank group stayed";
+  EXPECT_EQ(pool.started(), 2u);
+}
+
+TEST(RankGroupPool, AGroupOverTheMemoryBoundAloneIsNotKept) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, IdleBounds{64, 250, 0},
+                     EachRankHolds(100));
+  std::unique_ptr<RankGroup> small, big;
+  ASSERT_TRUE(pool.Acquire(2, &small).ok());
+  ASSERT_TRUE(pool.Acquire(3, &big).ok());
+  const std::vector<pid_t> big_pids = Pids(*big);
+  ASSERT_TRUE(pool.Release(std::move(small)).ok());
+  ASSERT_TRUE(pool.Release(std::move(big)).ok());
+  EXPECT_EQ(pool.idle(), 1u) << "the 3-rank group (300 bytes) is shut down, the other kept";
+  EXPECT_EQ(pool.idle_ranks(), 2u);
+  ExpectNoProcessLeft(big_pids);
+}
+
+TEST(RankGroupPool, AGroupWhoseMemoryCannotBeMeasuredCountsTheAssumedBytesPerRank) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, IdleBounds{64, 1000, 400},
+                     EachRankHolds(std::nullopt));
+  std::unique_ptr<RankGroup> two, three;
+  ASSERT_TRUE(pool.Acquire(2, &two).ok());
+  ASSERT_TRUE(pool.Acquire(3, &three).ok());
+  ASSERT_TRUE(pool.Release(std::move(two)).ok());
+  EXPECT_EQ(pool.idle_bytes(), 800u);
+  ASSERT_TRUE(pool.Release(std::move(three)).ok());
+  EXPECT_EQ(pool.idle(), 1u) << "3 ranks at 400 bytes each exceed 1000 bytes on their own";
+  EXPECT_EQ(pool.idle_bytes(), 800u);
+}
+
+TEST(RankGroupPool, TheDefaultMeasureReadsTheRanksMemory) {
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, IdleBounds{64, UINT64_MAX, 0});
+  std::unique_ptr<RankGroup> group;
+  ASSERT_TRUE(pool.Acquire(2, &group).ok());
+  const std::optional<uint64_t> measured = ResidentGroupBytes(*group);
+  ASSERT_TRUE(measured.has_value());
+  EXPECT_GT(*measured, 2u * 4096u) << "two shells hold more than a page each";
+  ASSERT_TRUE(pool.Release(std::move(group)).ok());
+  EXPECT_GT(pool.idle_bytes(), 2u * 4096u);
 }
 
 TEST(RankGroupPool, ARefusedResetEndsTheGroupWithTheAdaptersError) {
@@ -120,7 +216,7 @@ TEST(RankGroupPool, ARefusedResetEndsTheGroupWithTheAdaptersError) {
               "printf '{\"id\":%s,\"rank\":%s,\"ok\":false,\"error\":{\"code\":\"IOError\","
               "\"message\":\"cannot forget\"}}\\n' \"$id\" \"$RANK\""),
           0, 5},
-      3);
+      Ranks(3));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(2, &group).ok());
   const std::vector<pid_t> pids = Pids(*group);
@@ -132,7 +228,7 @@ TEST(RankGroupPool, ARefusedResetEndsTheGroupWithTheAdaptersError) {
 }
 
 TEST(RankGroupPool, AResetThatHangsIsTimedOutAndDropped) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets, "sleep 30; "), 0, 0.3}, 3);
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets, "sleep 30; "), 0, 0.3}, Ranks(3));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(1, &group).ok());
   const std::vector<pid_t> pids = Pids(*group);
@@ -151,7 +247,7 @@ TEST(RankGroupPool, AProcessLeftRunningAtResetIsAVerdictAndKilled) {
   RankGroupPool pool(
       RankGroupOptions{
           ShellAdapter(kResets, "if [ \"$RANK\" = 0 ]; then (setsid sleep 30 &); fi; "), 0, 5},
-      3);
+      Ranks(3));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(2, &group).ok());
   const std::vector<pid_t> pids = Pids(*group);
@@ -166,12 +262,36 @@ TEST(RankGroupPool, AProcessLeftRunningAtResetIsAVerdictAndKilled) {
 }
 
 TEST(RankGroupPool, ADeadGroupIsNotKept) {
-  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, 3);
+  RankGroupPool pool(RankGroupOptions{ShellAdapter(kResets), 0, 5}, Ranks(3));
   std::unique_ptr<RankGroup> group;
   ASSERT_TRUE(pool.Acquire(2, &group).ok());
   (void)group->Fault(1, AdapterFault::kWrongSize, "a test says so");
   EXPECT_TRUE(pool.Release(std::move(group)).ok()) << "its fault was the case's already";
   EXPECT_EQ(pool.idle(), 0u);
+}
+
+// "4 GiB" for a whole number of GiB, else "N MiB".
+std::string Binary(uint64_t bytes) {
+  return bytes % (uint64_t{1} << 30) == 0 ? std::to_string(bytes >> 30) + " GiB"
+                                          : std::to_string(bytes >> 20) + " MiB";
+}
+
+TEST(RankGroupPool, TheProtocolDocumentStatesTheAdapterTargetsBounds) {
+  std::ifstream in(std::string(CKPTSPEC_SOURCE_DIR) + "/docs/PROTOCOL.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string flat;  // line breaks and indentation as single spaces
+  for (char c : text.str()) {
+    if (c == '\n' || c == ' ') {
+      if (!flat.empty() && flat.back() != ' ') flat += ' ';
+    } else {
+      flat += c;
+    }
+  }
+  const std::string stated =
+      "idle groups of at most " + Binary(kAdapterTargetIdleBounds.max_bytes) +
+      " of resident memory and " + std::to_string(kAdapterTargetIdleBounds.max_ranks) + " ranks";
+  EXPECT_NE(flat.find(stated), std::string::npos) << "docs/PROTOCOL.md should say: " << stated;
 }
 
 }  // namespace

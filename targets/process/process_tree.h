@@ -1,0 +1,35 @@
+// The process tree below a process, read from /proc (Linux): its children, and how much memory it
+// and what it started hold. The harness finds what adapters left behind from the first
+// (harness_registry.h) and bounds what idle ranks keep in memory with the second
+// (rank_group_pool.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ckptspec {
+
+// The children of process `pid` (of each of its threads: a child belongs to the thread that
+// started it, an orphan to the thread that adopted it), from /proc/PID/task/TID/children. A
+// process that is gone has none. nullopt when the kernel does not list children
+// (CONFIG_PROC_CHILDREN) or there is no /proc.
+std::optional<std::vector<pid_t>> ChildPids(pid_t pid);
+
+// The memory that process `pid` and every process below it hold: its children (ChildPids),
+// theirs, and so on (an adapter rank is often a shell that started the adapter, which may fork
+// workers of its own). Each process counts its resident anonymous and shared-memory pages
+// (RssAnon + RssShmem of /proc/PID/status: what its end gives back; pages of files it maps, its
+// libraries among them, are left out, as the page cache keeps them), or its whole resident set
+// (/proc/PID/statm) on kernels without those lines. Pages a fork shares copy-on-write count once
+// per process, so the sum may exceed what the processes free, never fall short of it. Cheap: no
+// page table is walked. A process that ends while it is read is left out; at most
+// kMaxProcessesInTree processes are read. nullopt when `pid` cannot be read (it is gone, or there
+// is no /proc) or the kernel does not list children (CONFIG_PROC_CHILDREN).
+std::optional<uint64_t> ResidentTreeBytes(pid_t pid);
+
+inline constexpr int kMaxProcessesInTree = 4096;
+
+}  // namespace ckptspec
