@@ -12,10 +12,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "targets/env/env.h"
+#include "targets/process/process_tree.h"
 
 namespace ckptspec {
 namespace {
@@ -60,7 +62,9 @@ bool ReadStat(pid_t pid, std::string* name, char* state, pid_t* ppid, pid_t* pgr
   return true;
 }
 
-// Every child of this process, with its command name, state and process group.
+// Every child of this process, with its command name, state and process group: read from the
+// kernel's list of this process's children where it keeps one (process_tree.h), else found by
+// reading every process's /proc/PID/stat (a cost in the number of processes on the machine).
 struct Child {
   pid_t pid;
   std::string name;
@@ -69,18 +73,25 @@ struct Child {
 };
 std::vector<Child> Children() {
   std::vector<Child> out;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
   const pid_t self = getpid();
-  while (const dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || pid <= 0) continue;
-    Child child{static_cast<pid_t>(pid), "", 0, 0};
+  const auto add_if_child = [&](pid_t pid) {
+    Child child{pid, "", 0, 0};
     pid_t ppid = 0;
     if (ReadStat(child.pid, &child.name, &child.state, &ppid, &child.pgrp) && ppid == self) {
       out.push_back(child);
     }
+  };
+  if (const std::optional<std::vector<pid_t>> listed = ChildPids(self)) {
+    for (pid_t pid : *listed) add_if_child(pid);
+    return out;
+  }
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || pid <= 0) continue;
+    add_if_child(static_cast<pid_t>(pid));
   }
   closedir(proc);
   return out;
