@@ -1,7 +1,6 @@
 #include "targets/process/harness_registry.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -38,14 +37,8 @@ constexpr int kTerminationSignals[] = {SIGINT, SIGTERM, SIGHUP};
 // One line of /proc/PID/stat: "pid (comm) state ppid pgrp ...". The command name may hold spaces
 // and parentheses, so the fields after it are found from the last ')'.
 bool ReadStat(pid_t pid, std::string* name, char* state, pid_t* ppid, pid_t* pgrp) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buffer[1024];
-  const ssize_t got = read(fd, buffer, sizeof(buffer) - 1);
-  close(fd);
-  if (got <= 0) return false;
-  const std::string text(buffer, static_cast<size_t>(got));
+  std::string text;
+  if (!ReadProcFile("/proc/" + std::to_string(pid) + "/stat", &text) || text.empty()) return false;
   const size_t open_paren = text.find('(');
   const size_t close_paren = text.rfind(')');
   if (open_paren == std::string::npos || close_paren == std::string::npos ||

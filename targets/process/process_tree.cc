@@ -4,26 +4,31 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace ckptspec {
-namespace {
 
-// The whole of a small /proc file, or false when it cannot be read.
-bool ReadSmallFile(const std::string& path, std::string* out) {
+bool ReadProcFile(const std::string& path, std::string* out) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   out->clear();
   char buffer[4096];
-  ssize_t got = 0;
-  while ((got = read(fd, buffer, sizeof(buffer))) > 0)
+  for (;;) {
+    const ssize_t got = read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      close(fd);
+      return got == 0;
+    }
     out->append(buffer, static_cast<size_t>(got));
-  close(fd);
-  return got == 0;
+  }
 }
+
+namespace {
 
 // The value in kB of the line "<name>:" of a /proc/PID/status text, or nullopt.
 std::optional<uint64_t> StatusKb(const std::string& text, const char* name) {
@@ -44,12 +49,12 @@ std::optional<uint64_t> StatusKb(const std::string& text, const char* name) {
 std::optional<uint64_t> ProcessBytes(pid_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
   std::string text;
-  if (ReadSmallFile(dir + "/status", &text)) {
+  if (ReadProcFile(dir + "/status", &text)) {
     const std::optional<uint64_t> anon = StatusKb(text, "RssAnon");
     const std::optional<uint64_t> shmem = StatusKb(text, "RssShmem");
     if (anon && shmem) return (*anon + *shmem) * 1024;
   }
-  if (!ReadSmallFile(dir + "/statm", &text)) return std::nullopt;
+  if (!ReadProcFile(dir + "/statm", &text)) return std::nullopt;
   char* end = nullptr;
   (void)strtoull(text.c_str(), &end, 10);  // the total program size
   const char* resident = end;
@@ -84,7 +89,7 @@ std::optional<std::vector<pid_t>> ChildPids(pid_t pid) {
   while (const dirent* entry = readdir(dir)) {
     if (entry->d_name[0] == '.') continue;
     std::string text;
-    if (!ReadSmallFile(tasks + "/" + entry->d_name + "/children", &text)) continue;
+    if (!ReadProcFile(tasks + "/" + entry->d_name + "/children", &text)) continue;
     listed = true;
     AppendPids(text, &out);
   }

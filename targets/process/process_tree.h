@@ -8,9 +8,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ckptspec {
+
+// The whole of a /proc file (stat gives such files no size, so they are read to the end), or
+// false when it cannot be opened or read.
+bool ReadProcFile(const std::string& path, std::string* out);
 
 // The children of process `pid` (of each of its threads: a child belongs to the thread that
 // started it, an orphan to the thread that adopted it), from /proc/PID/task/TID/children. A
