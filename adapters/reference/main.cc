@@ -194,6 +194,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-poll", no_poll,
                "do not declare the poll capability (the harness then completes async saves only "
                "at finalize, save or load, and sends no in-place updates)");
+  bool no_packed = false;
+  app.add_flag("--no-packed", no_packed,
+               "do not declare the packed capability (the harness then passes every entry "
+               "through a file of its own)");
   std::string mutant, engine_mutants;
   for (const ckptspec::MutantInfo& m : ckptspec::MutantCatalog()) {
     if (ReplacesOnlyTheEngine(m.parts())) {
@@ -238,6 +242,7 @@ int main(int argc, char** argv) {
   // forget: only a faultless adapter declares reset.
   options.reset = !no_reset && fault.kind == InjectedFault::kNone;
   options.poll = !no_poll;
+  options.packed = !no_packed;
   options.async_execution = deferred_async || !mutant.empty() ? ckptspec::AsyncExecution::kDeferred
                                                               : ckptspec::AsyncExecution::kThread;
   if (!mutant.empty()) {
@@ -253,6 +258,8 @@ int main(int argc, char** argv) {
   }
   ckptspec::ReferenceAdapter adapter(std::move(options));
 
+  // Buffered request lines: stdin synchronised with C stdio is read a character at a time.
+  std::ios::sync_with_stdio(false);
   std::string line;
   while (std::getline(std::cin, line)) {
     const json request = ParseOrNull(line);

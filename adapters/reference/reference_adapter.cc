@@ -116,6 +116,7 @@ Status ReferenceAdapter::Hello(const std::vector<json>& requests, std::vector<js
   hello.capabilities = ReferenceEngine(ReferenceOptions()).capabilities();
   hello.reset = options_.reset;
   hello.poll = options_.poll;
+  hello.packed = options_.packed;
   for (json& reply : *replies) HelloReplyToJson(hello, &reply);
   return Status::OK();
 }
@@ -145,14 +146,15 @@ Status ReferenceAdapter::Save(const std::vector<json>& requests) {
     CKPTSPEC_RETURN_IF_ERROR(
         SaveCallFromJson(requests[r], &call).WithContext("rank " + std::to_string(r)));
     ShardedStateDict& dict = dicts[r];
+    EntryReader reader(kMaxEntryBytes);
     for (const WireTensor& w : call.tensors) {
       std::string bytes;
-      CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(w.file, kMaxEntryBytes, &bytes));
+      CKPTSPEC_RETURN_IF_ERROR(reader.Read(w.file, w.range, &bytes));
       dict.tensors.push_back({w.spec, std::vector<uint8_t>(bytes.begin(), bytes.end())});
     }
     for (const WireObject& w : call.objects) {
       ShardedObject o{w.spec, std::string()};
-      CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(w.file, kMaxEntryBytes, &o.data));
+      CKPTSPEC_RETURN_IF_ERROR(reader.Read(w.file, w.range, &o.data));
       dict.objects.push_back(std::move(o));
     }
     dict.common = std::move(call.common);
@@ -175,7 +177,7 @@ Status ReferenceAdapter::Save(const std::vector<json>& requests) {
   return Status::OK();
 }
 
-Status ReferenceAdapter::UpdateInPlace(size_t rank, const PollUpdate& update) {
+Status ReferenceAdapter::UpdateInPlace(size_t rank, const PollUpdate& update, EntryReader* reader) {
   const std::string what = "poll update of tensor " + std::to_string(update.index);
   if (!live_ || rank >= live_->size() ||
       static_cast<size_t>(update.index) >= (*live_)[rank].tensors.size()) {
@@ -183,7 +185,7 @@ Status ReferenceAdapter::UpdateInPlace(size_t rank, const PollUpdate& update) {
   }
   std::vector<uint8_t>& buffer = (*live_)[rank].tensors[update.index].data;
   std::string bytes;
-  CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(update.file, buffer.size(), &bytes).WithContext(what));
+  CKPTSPEC_RETURN_IF_ERROR(reader->Read(update.file, update.range, &bytes).WithContext(what));
   if (bytes.size() != buffer.size()) {
     return Status::InvalidArgument(what + ": " + std::to_string(bytes.size()) +
                                    " bytes, the tensor has " + std::to_string(buffer.size()));
@@ -197,8 +199,9 @@ Status ReferenceAdapter::Poll(const std::vector<json>& requests, std::vector<jso
     PollCall call;
     const std::string where = "rank " + std::to_string(r);
     CKPTSPEC_RETURN_IF_ERROR(PollCallFromJson(requests[r], &call).WithContext(where));
+    EntryReader reader(kMaxEntryBytes);
     for (const PollUpdate& u : call.updates) {
-      const Status updated = UpdateInPlace(r, u);
+      const Status updated = UpdateInPlace(r, u, &reader);
       if (!updated.ok()) {
         // The save ends with this reply's error (docs/PROTOCOL.md, poll): it is completed here.
         if (engine_) engine_->Finalize().IgnoreError();
@@ -254,15 +257,16 @@ Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<jso
     // Entries keep their template order, minus dropped keys: match them up by position.
     size_t t = 0, o = 0;
     bool falsify = static_cast<int>(r) == options_.wrong_size_rank;
+    EntryWriter writer(kMaxEntryBytes);
     for (const WireTensor& w : calls[r].tensors) {
       if (t < state.tensors.size() && state.tensors[t].spec == w.spec) {
         const auto& data = state.tensors[t++].data;
         static const uint8_t kExtra = 0;
         // The fault: one byte short, or one byte where none belongs.
-        const Status written = !falsify ? WriteScratchFile(w.file, data.data(), data.size())
+        const Status written = !falsify ? writer.Write(w.file, w.range, data.data(), data.size())
                                : data.empty()
-                                   ? WriteScratchFile(w.file, &kExtra, 1)
-                                   : WriteScratchFile(w.file, data.data(), data.size() - 1);
+                                   ? writer.Write(w.file, w.range, &kExtra, 1)
+                                   : writer.Write(w.file, w.range, data.data(), data.size() - 1);
         falsify = false;
         CKPTSPEC_RETURN_IF_ERROR(written);
       }
@@ -270,9 +274,10 @@ Status ReferenceAdapter::Load(const std::vector<json>& requests, std::vector<jso
     for (const WireObject& w : calls[r].objects) {
       if (o < state.objects.size() && state.objects[o].spec == w.spec) {
         const std::string& data = state.objects[o++].data;
-        CKPTSPEC_RETURN_IF_ERROR(WriteScratchFile(w.file, data.data(), data.size()));
+        CKPTSPEC_RETURN_IF_ERROR(writer.Write(w.file, w.range, data.data(), data.size()));
       }
     }
+    CKPTSPEC_RETURN_IF_ERROR(writer.Finish());
     LoadReply reply;
     reply.iteration = result.iteration;
     reply.common = state.common;

@@ -7,7 +7,8 @@
 //    returns one reply per rank, never throws. Requests must agree on "op" and "id"; a malformed
 //    request gets an InvalidArgument error reply naming the member, sent to every rank.
 //  - save reads every rank's entry files before the engine runs (so the harness may delete them as
-//    soon as the reply is out, async saves included); load writes every kept entry's file.
+//    soon as the reply is out, async saves included); load writes every kept entry's file (or
+//    its range of the rank's packed file, revision 4).
 //  - One ReferenceEngine per checkpoint directory, kept across calls (plan cache, pending async
 //    save); a request naming another directory finalizes the old engine first.
 //  - reset (when options.reset declared it) drops the engine, as the end of the process does: its
@@ -27,6 +28,7 @@
 
 #include "targets/env/env.h"
 #include "targets/process/protocol.h"
+#include "targets/process/scratch_file.h"
 #include "targets/reference/reference_engine.h"
 
 namespace ckptspec {
@@ -37,8 +39,9 @@ struct ReferenceAdapterOptions {
   // Fault injection (tests of the harness's verdicts): with wrong_size_rank >= 0, every load
   // writes that rank's first kept tensor one byte short.
   int wrong_size_rank = -1;
-  bool reset = true;  // declare the reset capability (protocol revision 2)
-  bool poll = true;   // declare the poll capability (protocol revision 3)
+  bool reset = true;   // declare the reset capability (protocol revision 2)
+  bool poll = true;    // declare the poll capability (protocol revision 3)
+  bool packed = true;  // declare the packed capability (protocol revision 4)
   // Async saves write on a background thread (kThread), or inside the poll, finalize, save or
   // load that completes them (kDeferred: what the in-process targets do).
   AsyncExecution async_execution = AsyncExecution::kThread;
@@ -57,7 +60,7 @@ class ReferenceAdapter {
   Status Save(const std::vector<nlohmann::json>& requests);
   Status Poll(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   // Writes one poll update into rank `rank`'s tensor of the pending save's input, in place.
-  Status UpdateInPlace(size_t rank, const PollUpdate& update);
+  Status UpdateInPlace(size_t rank, const PollUpdate& update, EntryReader* reader);
   Status Load(const std::vector<nlohmann::json>& requests, std::vector<nlohmann::json>* replies);
   Status EngineFor(const std::string& directory, ReferenceEngine** engine);
 

@@ -195,7 +195,8 @@ std::vector<std::vector<uint8_t>> AsyncSaveWithInPlaceUpdates(std::unique_ptr<Pr
 TEST_F(AdapterEngineTest, PollsCarryInPlaceUpdatesThatNeverReachTheStagedSave) {
   const std::vector<ShardedStateDict> saved = Dicts(2, 10);
   std::vector<ShardedStateDict> last;
-  for (const std::string flags : {"", "--deferred-async", "--no-poll", "--mutant B28 --no-poll"}) {
+  for (const std::string flags :
+       {"", "--no-packed", "--deferred-async", "--no-poll", "--mutant B28 --no-poll"}) {
     SCOPED_TRACE(flags);
     (void)Env::Posix()->RemoveTree(JoinPath(dir_, "ckpt"));
     const auto loaded = AsyncSaveWithInPlaceUpdates(
@@ -355,6 +356,8 @@ INSTANTIATE_TEST_SUITE_P(
         InjectedCase{"--fault malformed --fault-rank 1", AdapterFault::kMalformedReply, 1,
                      "no boolean \"ok\""},
         InjectedCase{"--fault wrong-size --fault-rank 1", AdapterFault::kWrongSize, 1,
+                     "/r1.load, where tensor 'w' (template entry 0) lies at [0, 16)"},
+        InjectedCase{"--fault wrong-size --fault-rank 1 --no-packed", AdapterFault::kWrongSize, 1,
                      "wrote 15 bytes for tensor 'w' (template entry 0), expected 16"}),
     [](const ::testing::TestParamInfo<InjectedCase>& info) {  // "crash_save_rank_1"
       std::string name = std::string(info.param.flags).substr(std::string("--fault ").size());
@@ -462,16 +465,17 @@ TEST_P(HostileLoadTest, ALoadedFileThatIsNotARegularFileIsAnUnsafeFile) {
   EXPECT_EQ(s.message().find("precious"), std::string::npos) << s.ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Hostile, HostileLoadTest,
-                         ::testing::Values(HostileLoadCase{"fifo-load", "left a FIFO at "},
-                                           HostileLoadCase{"link-load",
-                                                           "left a symbolic link at "}),
-                         [](const ::testing::TestParamInfo<HostileLoadCase>& info) {
-                           std::string name = info.param.fault;
-                           for (char& ch : name)
-                             ch = isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Hostile, HostileLoadTest,
+    ::testing::Values(HostileLoadCase{"fifo-load", "left a FIFO at "},
+                      HostileLoadCase{"link-load", "left a symbolic link at "},
+                      HostileLoadCase{"fifo-load --no-packed", "left a FIFO at "},
+                      HostileLoadCase{"link-load --no-packed", "left a symbolic link at "}),
+    [](const ::testing::TestParamInfo<HostileLoadCase>& info) {
+      std::string name = info.param.fault;
+      for (char& ch : name) ch = isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      return name;
+    });
 
 // A load reply whose common state nests 200,000 objects deep is a verdict, not a crash of the
 // harness.

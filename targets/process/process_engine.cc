@@ -54,6 +54,57 @@ std::string EntryName(int rank, char kind, size_t index) {
   return "r" + std::to_string(rank) + "." + kind + std::to_string(index);
 }
 
+// The scratch file that holds a rank's entries of one request when the adapter declared packed
+// (revision 4): "r3.save", "r3.poll", "r3.load".
+std::string PackedName(int rank, const char* op) { return "r" + std::to_string(rank) + "." + op; }
+
+// One rank's outgoing entry bytes (save, poll): a file each, or, packed, ranges of one file
+// written by Finish. Entries are laid out in the order they are added, without gaps.
+class OutgoingEntries {
+ public:
+  // `packed_op`: null for a file per entry, else the request's op naming the packed file.
+  OutgoingEntries(ScratchDir* dir, int rank, const char* packed_op)
+      : dir_(dir),
+        rank_(rank),
+        packed_name_(packed_op ? PackedName(rank, packed_op) : std::string()),
+        packed_path_(packed_op ? dir->PathOf(packed_name_) : std::string()) {}
+
+  // Adds entry `index` of `kind` ('t' or 'o'); *file and *range are what its wire entry names.
+  Status Add(char kind, size_t index, const void* data, size_t size, std::string* file,
+             std::optional<FileRange>* range) {
+    if (packed_path_.empty()) {
+      const std::string name = EntryName(rank_, kind, index);
+      *file = dir_->PathOf(name);
+      range->reset();
+      return dir_->Write(name, data, size).WithContext("adapter harness");
+    }
+    *file = packed_path_;
+    *range = FileRange{bytes_.size(), size};
+    bytes_.append(static_cast<const char*>(data), size);
+    any_ = true;
+    return Status::OK();
+  }
+
+  // Writes the packed file, when entries were added to it.
+  Status Finish() {
+    if (!any_) return Status::OK();
+    return dir_->Write(packed_name_, bytes_.data(), bytes_.size()).WithContext("adapter harness");
+  }
+
+ private:
+  ScratchDir* dir_;
+  int rank_;
+  std::string packed_name_, packed_path_;
+  std::string bytes_;
+  bool any_ = false;
+};
+
+// The bytes of a tensor's local chunk.
+uint64_t ExpectedBytes(const TensorSpec& spec) {
+  return static_cast<uint64_t>(DTypeSize(spec.dtype)) *
+         static_cast<uint64_t>(Volume(spec.local_shape));
+}
+
 }  // namespace
 
 ProcessEngine::ProcessEngine(ProcessEngineOptions options)
@@ -152,6 +203,7 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
   std::vector<json> requests(n, json::object());
+  const bool packed = group_->hello().packed;
   for (int r = 0; r < n; ++r) {
     const ShardedStateDict& dict = every_rank[r];
     SaveCall call;
@@ -159,21 +211,23 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
     call.iteration = iteration;
     call.options = options;
     call.common = dict.common;
+    OutgoingEntries out(scratch.get(), r, packed ? "save" : nullptr);
+    call.tensors.resize(dict.tensors.size());
     for (size_t i = 0; i < dict.tensors.size(); ++i) {
-      const std::string name = EntryName(r, 't', i);
       const auto& data = dict.tensors[i].data;
-      CKPTSPEC_RETURN_IF_ERROR(
-          scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
-      call.tensors.push_back(WireTensor{dict.tensors[i].spec, scratch->PathOf(name)});
+      WireTensor& w = call.tensors[i];
+      w.spec = dict.tensors[i].spec;
+      CKPTSPEC_RETURN_IF_ERROR(out.Add('t', i, data.data(), data.size(), &w.file, &w.range));
       call.placements.push_back(input.placement(r, i));
     }
+    call.objects.resize(dict.objects.size());
     for (size_t i = 0; i < dict.objects.size(); ++i) {
-      const std::string name = EntryName(r, 'o', i);
       const auto& data = dict.objects[i].data;
-      CKPTSPEC_RETURN_IF_ERROR(
-          scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
-      call.objects.push_back(WireObject{dict.objects[i].spec, scratch->PathOf(name)});
+      WireObject& w = call.objects[i];
+      w.spec = dict.objects[i].spec;
+      CKPTSPEC_RETURN_IF_ERROR(out.Add('o', i, data.data(), data.size(), &w.file, &w.range));
     }
+    CKPTSPEC_RETURN_IF_ERROR(out.Finish());
     SaveCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
@@ -214,6 +268,7 @@ Status ProcessEngine::Poll(bool* complete) {
   std::vector<json> requests(n, json::object());
   for (int r = 0; r < n; ++r) {
     PollCall call;
+    OutgoingEntries out(scratch.get(), r, group_->hello().packed ? "poll" : nullptr);
     const size_t tensors =
         r < static_cast<int>(live.size()) && r < static_cast<int>(pending_->held.size())
             ? std::min(live[r].tensors.size(), pending_->held[r].size())
@@ -222,12 +277,12 @@ Status ProcessEngine::Poll(bool* complete) {
       const std::vector<uint8_t>& data = live[r].tensors[i].data;
       const uint64_t digest = ContentDigest(data.data(), data.size());
       if (digest == pending_->held[r][i]) continue;
-      const std::string name = EntryName(r, 't', i);
-      CKPTSPEC_RETURN_IF_ERROR(
-          scratch->Write(name, data.data(), data.size()).WithContext("adapter harness"));
-      call.updates.push_back(PollUpdate{static_cast<int64_t>(i), scratch->PathOf(name)});
+      PollUpdate& u = call.updates.emplace_back();
+      u.index = static_cast<int64_t>(i);
+      CKPTSPEC_RETURN_IF_ERROR(out.Add('t', i, data.data(), data.size(), &u.file, &u.range));
       pending_->held[r][i] = digest;
     }
+    CKPTSPEC_RETURN_IF_ERROR(out.Finish());
     PollCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
@@ -282,11 +337,25 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
     call.strict = request.strict;
     call.allow_shape_mismatch = request.allow_shape_mismatch;
     const ShardedStateDict& t = request.templates[r];
+    // Packed (revision 4): the tensors' ranges of one file, in template order; objects, whose
+    // length is not known before, keep a file each.
+    const std::string packed_path =
+        group_->hello().packed ? scratch->PathOf(PackedName(r, "load")) : std::string();
+    uint64_t packed_end = 0;
     for (size_t i = 0; i < t.tensors.size(); ++i) {
-      call.tensors.push_back({t.tensors[i].spec, scratch->PathOf(EntryName(r, 't', i))});
+      WireTensor& w = call.tensors.emplace_back();
+      w.spec = t.tensors[i].spec;
+      if (packed_path.empty()) {
+        w.file = scratch->PathOf(EntryName(r, 't', i));
+        continue;
+      }
+      w.file = packed_path;
+      w.range = FileRange{packed_end, ExpectedBytes(w.spec)};
+      packed_end = w.range->end();
     }
     for (size_t i = 0; i < t.objects.size(); ++i) {
-      call.objects.push_back({t.objects[i].spec, scratch->PathOf(EntryName(r, 'o', i))});
+      call.objects.push_back(
+          {t.objects[i].spec, scratch->PathOf(EntryName(r, 'o', i)), std::nullopt});
     }
     LoadCallToJson(call, &requests[r]);
   }
@@ -311,7 +380,8 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   for (const LoadReply& l : loaded) any_unexpected = any_unexpected || !l.unexpected.empty();
   if (returns || any_unexpected) result->unexpected.resize(n);
   for (int r = 0; r < n; ++r) {
-    CKPTSPEC_RETURN_IF_ERROR(ReadLoadedEntries(r, loaded[r], *scratch, &result->state[r]));
+    CKPTSPEC_RETURN_IF_ERROR(
+        ReadLoadedEntries(r, calls[r], loaded[r], *scratch, &result->state[r]));
     result->state[r].common = std::move(loaded[r].common);
     if (!result->unexpected.empty()) result->unexpected[r] = std::move(loaded[r].unexpected);
     for (std::string& w : loaded[r].warnings) result->warnings.push_back(std::move(w));
@@ -320,8 +390,8 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   return Status::OK();
 }
 
-Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const ScratchDir& dir,
-                                        ShardedStateDict* state) {
+Status ProcessEngine::ReadLoadedEntries(int rank, const LoadCall& call, const LoadReply& reply,
+                                        const ScratchDir& dir, ShardedStateDict* state) {
   const std::set<std::string> dropped(reply.dropped.begin(), reply.dropped.end());
   // Reads entry file `name`, of at most `max_size` bytes, into *bytes; a fault names `what`.
   const auto read = [&](const std::string& name, uint64_t max_size, const std::string& what,
@@ -346,14 +416,35 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadReply& reply, const 
     }
     return Status::IOError("adapter harness: " + detail);
   };
+  // The packed file (revision 4), read whole at the first kept tensor that lies in it.
+  const std::string packed_name = PackedName(rank, "load");
+  std::optional<std::string> packed;
   std::vector<ShardedTensor> tensors;
   for (size_t i = 0; i < state->tensors.size(); ++i) {
     ShardedTensor& t = state->tensors[i];
     if (dropped.count(t.spec.key)) continue;
-    const uint64_t expected = static_cast<uint64_t>(DTypeSize(t.spec.dtype)) *
-                              static_cast<uint64_t>(Volume(t.spec.local_shape));
+    const uint64_t expected = ExpectedBytes(t.spec);
     const std::string what =
         "tensor '" + t.spec.key + "' (template entry " + std::to_string(i) + ")";
+    const std::optional<FileRange>& range = call.tensors[i].range;
+    if (range) {
+      if (!packed) {
+        const uint64_t size = call.tensors.back().range->end();  // laid out in order by Load
+        CKPTSPEC_RETURN_IF_ERROR(
+            read(packed_name, size, what + " in the packed file", &packed.emplace()));
+      }
+      if (range->end() > packed->size()) {
+        return group_->Fault(rank, AdapterFault::kWrongSize,
+                             "wrote " + std::to_string(packed->size()) + " bytes to " +
+                                 dir.PathOf(packed_name) + ", where " + what + " lies at [" +
+                                 std::to_string(range->offset) + ", " +
+                                 std::to_string(range->end()) + ")");
+      }
+      t.data.assign(packed->begin() + static_cast<ptrdiff_t>(range->offset),
+                    packed->begin() + static_cast<ptrdiff_t>(range->end()));
+      tensors.push_back(std::move(t));
+      continue;
+    }
     std::string bytes;
     CKPTSPEC_RETURN_IF_ERROR(read(EntryName(rank, 't', i), expected, what, &bytes));
     if (bytes.size() != expected) {

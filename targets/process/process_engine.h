@@ -10,7 +10,9 @@
 //    one (options.pool), groups are acquired from it and released to it (rank_group_pool.h): an
 //    adapter that declared reset serves engine after engine, each in its own directory.
 //  - Entry bytes travel through files of a fresh call directory under work_dir, named
-//    "r<rank>.t<i>" (tensors) and "r<rank>.o<i>" (objects) and removed when the call returns (so
+//    "r<rank>.t<i>" (tensors) and "r<rank>.o<i>" (objects), or, for an adapter that declared
+//    packed (revision 4), ranges of "r<rank>.<op>" (save and poll: every entry; load: the
+//    tensors), removed when the call returns (so
 //    an async save must have read them before it replied). The adapter is not trusted with them
 //    (scratch_dir.h): inputs are created exclusively, never through a planted link; a loaded
 //    entry is read back only from a regular file of the call directory, size-capped, without
@@ -88,8 +90,9 @@ class ProcessEngine : public Engine {
   // group_->Call, with a timeout recorded in options_.events.
   Status CallGroup(const std::string& op, std::vector<nlohmann::json> requests,
                    std::vector<nlohmann::json>* replies);
-  Status ReadLoadedEntries(int rank, const LoadReply& reply, const ScratchDir& dir,
-                           ShardedStateDict* state);
+  // Fills rank `rank`'s template *state from the files the adapter wrote for `call`.
+  Status ReadLoadedEntries(int rank, const LoadCall& call, const LoadReply& reply,
+                           const ScratchDir& dir, ShardedStateDict* state);
 
   // The async save a group staged and did not complete yet (see Poll).
   struct PendingSave {

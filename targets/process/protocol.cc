@@ -70,8 +70,35 @@ Status GetStrings(const json& object, const std::string& where, const char* name
   return Status::OK();
 }
 
-// The entry without its wire-only members ("file"; a save tensor's "placement", read by
-// ReadPlacements) goes to the signature reader.
+// The optional "offset" and "length" of an entry at `at` (revision 4): both or neither, integers
+// >= 0 whose sum is at most INT64_MAX.
+Status GetRange(const json& entry, const std::string& at, std::optional<FileRange>* out) {
+  out->reset();
+  const json* offset = Find(entry, "offset");
+  const json* length = Find(entry, "length");
+  if (offset == nullptr && length == nullptr) return Status::OK();
+  if (offset == nullptr || length == nullptr) {
+    return Status::InvalidArgument(at + ": \"offset\" and \"length\" come together, got only \"" +
+                                   (offset ? "offset" : "length") + "\"");
+  }
+  int64_t o = 0, n = 0;
+  CKPTSPEC_RETURN_IF_ERROR(GetInt(entry, at, "offset", &o));
+  CKPTSPEC_RETURN_IF_ERROR(GetInt(entry, at, "length", &n));
+  if (o < 0) return Bad(at + ".offset", "an offset >= 0", *offset);
+  if (n < 0) return Bad(at + ".length", "a length >= 0", *length);
+  if (n > INT64_MAX - o) return Bad(at + ".length", "a range that ends before 2^63", *length);
+  *out = FileRange{static_cast<uint64_t>(o), static_cast<uint64_t>(n)};
+  return Status::OK();
+}
+
+void RangeToJson(const std::optional<FileRange>& range, json* entry) {
+  if (!range) return;
+  (*entry)["offset"] = range->offset;
+  (*entry)["length"] = range->length;
+}
+
+// The entry without its wire-only members ("file", "offset", "length"; a save tensor's
+// "placement", read by ReadPlacements) goes to the signature reader.
 template <typename Wire, typename Reader>
 Status GetEntries(const json& object, const std::string& where, const char* name, Reader read,
                   std::vector<Wire>* out) {
@@ -86,9 +113,9 @@ Status GetEntries(const json& object, const std::string& where, const char* name
     const json& entry = (*m)[i];
     if (!entry.is_object()) return Bad(at, "an object", entry);
     CKPTSPEC_RETURN_IF_ERROR(GetString(entry, at, "file", &(*out)[i].file));
+    CKPTSPEC_RETURN_IF_ERROR(GetRange(entry, at, &(*out)[i].range));
     json spec = entry;
-    spec.erase("file");
-    spec.erase("placement");
+    for (const char* wire_only : {"file", "offset", "length", "placement"}) spec.erase(wire_only);
     CKPTSPEC_RETURN_IF_ERROR(read(spec, &(*out)[i].spec).WithContext(at));
   }
   return Status::OK();
@@ -100,6 +127,7 @@ json EntriesToJson(const std::vector<Wire>& entries, Writer write) {
   for (const Wire& e : entries) {
     json j = write(e.spec);
     j["file"] = e.file;
+    RangeToJson(e.range, &j);
     list.push_back(std::move(j));
   }
   return list;
@@ -153,6 +181,7 @@ void HelloReplyToJson(const HelloReply& hello, json* reply) {
   (*reply)["capabilities"] = CapabilitiesToJson(hello.capabilities);
   if (hello.reset) (*reply)["capabilities"]["reset"] = true;
   if (hello.poll) (*reply)["capabilities"]["poll"] = true;
+  if (hello.packed) (*reply)["capabilities"]["packed"] = true;
 }
 
 Status HelloReplyFromJson(const json& reply, HelloReply* out) {
@@ -172,10 +201,12 @@ Status HelloReplyFromJson(const json& reply, HelloReply* out) {
   const json* caps;
   CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "capabilities", &caps));
   json engine_caps = *caps;
-  // The harness's own capabilities (not the engine's): revision 2's reset, revision 3's poll.
+  // The harness's own capabilities (not the engine's): revision 2's reset, revision 3's poll,
+  // revision 4's packed.
   for (const auto& [name, member] :
        {std::pair<const char*, bool HelloReply::*>{"reset", &HelloReply::reset},
-        std::pair<const char*, bool HelloReply::*>{"poll", &HelloReply::poll}}) {
+        std::pair<const char*, bool HelloReply::*>{"poll", &HelloReply::poll},
+        std::pair<const char*, bool HelloReply::*>{"packed", &HelloReply::packed}}) {
     out->*member = false;
     if (engine_caps.is_object() && engine_caps.contains(name)) {
       const json& value = engine_caps[name];
@@ -252,8 +283,11 @@ Status SaveCallFromJson(const json& r, SaveCall* out) {
 
 void PollCallToJson(const PollCall& call, json* request) {
   json updates = json::array();
-  for (const PollUpdate& u : call.updates)
-    updates.push_back({{"index", u.index}, {"file", u.file}});
+  for (const PollUpdate& u : call.updates) {
+    json update = {{"index", u.index}, {"file", u.file}};
+    RangeToJson(u.range, &update);
+    updates.push_back(std::move(update));
+  }
   (*request)["tensors"] = std::move(updates);
 }
 
@@ -272,6 +306,7 @@ Status PollCallFromJson(const json& r, PollCall* out) {
     if (u.index < 0)
       return Bad(at + ".index", "a tensor index of the pending save", entry["index"]);
     CKPTSPEC_RETURN_IF_ERROR(GetString(entry, at, "file", &u.file));
+    CKPTSPEC_RETURN_IF_ERROR(GetRange(entry, at, &u.range));
     out->updates.push_back(std::move(u));
   }
   return Status::OK();

@@ -25,17 +25,30 @@ namespace ckptspec {
 inline constexpr int kProtocolVersion = 1;
 // Revisions add what an adapter opts into and keep the version (docs/PROTOCOL.md, "Revisions").
 // Revision 2: the reset request and capability, live groups. Revision 3: the poll request and
-// capability, tensor placements in save.
-inline constexpr int kProtocolRevision = 3;
+// capability, tensor placements in save. Revision 4: the packed capability, entries at ranges of
+// one file per rank and request.
+inline constexpr int kProtocolRevision = 4;
 
-// An entry and the scratch file that holds (save) or receives (load) its bytes.
+// Revision 4: where an entry's bytes lie in a file that holds several entries (the members
+// "offset" and "length" of the entry, both or neither).
+struct FileRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t end() const { return offset + length; }
+  bool operator==(const FileRange& o) const { return offset == o.offset && length == o.length; }
+};
+
+// An entry and the scratch file that holds (save) or receives (load) its bytes: the whole file,
+// or (revision 4, only to an adapter that declared packed) `range` of it.
 struct WireTensor {
   TensorSpec spec;
   std::string file;
+  std::optional<FileRange> range;
 };
 struct WireObject {
   ObjectSpec spec;
   std::string file;
+  std::optional<FileRange> range;
 };
 
 struct HelloReply {
@@ -47,6 +60,10 @@ struct HelloReply {
   bool reset = false;
   // Revision 3: "poll" among the capabilities: the process answers poll requests (PollCall).
   bool poll = false;
+  // Revision 4: "packed" among the capabilities: the process reads each entry's bytes from its
+  // range of a file shared by the rank's entries of one request, and writes loaded tensors
+  // into their ranges of one file (objects keep a file each).
+  bool packed = false;
 };
 
 // Engine::Save's arguments for one rank.
@@ -70,6 +87,7 @@ struct SaveCall {
 struct PollUpdate {
   int64_t index = 0;
   std::string file;
+  std::optional<FileRange> range;  // revision 4, as WireTensor's
 };
 struct PollCall {
   std::vector<PollUpdate> updates;

@@ -28,12 +28,12 @@ TEST(Protocol, SaveCallsRoundTrip) {
   call.options.async = true;
   call.options.validate = false;
   call.options.layout = {{"tp", 2}};
-  call.tensors.push_back({Spec("w"), "/s/t0"});
+  call.tensors.push_back({Spec("w"), "/s/t0", std::nullopt});
   ObjectSpec o;
   o.key = "rng";
   o.global_shape = {2};
   o.global_offset = {1};
-  call.objects.push_back({o, "/s/o0"});
+  call.objects.push_back({o, "/s/o0", std::nullopt});
   call.common = {{"iteration", 12}};
   json j = json::object();
   SaveCallToJson(call, &j);
@@ -55,8 +55,8 @@ TEST(Protocol, SaveCallsRoundTrip) {
 // Revision 3: each save tensor's placement, the poll request and reply, the poll capability.
 TEST(Protocol, PlacementsPollsAndThePollCapabilityRoundTrip) {
   SaveCall call;
-  call.tensors.push_back({Spec("w"), "/s/t0"});
-  call.tensors.push_back({Spec("v"), "/s/t1"});
+  call.tensors.push_back({Spec("w"), "/s/t0", std::nullopt});
+  call.tensors.push_back({Spec("v"), "/s/t1", std::nullopt});
   call.placements = {Placement::kHost};  // the second tensor's is left to the default
   json j = json::object();
   SaveCallToJson(call, &j);
@@ -74,7 +74,7 @@ TEST(Protocol, PlacementsPollsAndThePollCapabilityRoundTrip) {
   EXPECT_NE(bad.message().find("save.tensors[0].placement"), std::string::npos) << bad.ToString();
 
   PollCall poll;
-  poll.updates.push_back({3, "/s/r0.t3"});
+  poll.updates.push_back({3, "/s/r0.t3", std::nullopt});
   json pj = json::object();
   PollCallToJson(poll, &pj);
   PollCall poll_back;
@@ -112,11 +112,84 @@ TEST(Protocol, PlacementsPollsAndThePollCapabilityRoundTrip) {
             std::string::npos);
 }
 
+// Revision 4: an entry's range of a packed file, in save, load and poll; the packed capability.
+TEST(Protocol, RangesOfPackedFilesAndThePackedCapabilityRoundTrip) {
+  SaveCall save;
+  save.tensors.push_back({Spec("w"), "/s/r0.save", FileRange{0, 16}});
+  save.tensors.push_back({Spec("v"), "/s/r0.t1", std::nullopt});  // a file of its own
+  ObjectSpec o;
+  o.key = "rng";
+  save.objects.push_back({o, "/s/r0.save", FileRange{16, 5}});
+  json j = json::object();
+  SaveCallToJson(save, &j);
+  EXPECT_EQ(j["tensors"][0]["offset"], 0);
+  EXPECT_EQ(j["tensors"][0]["length"], 16);
+  EXPECT_FALSE(j["tensors"][1].contains("offset"));
+  SaveCall back;
+  ASSERT_TRUE(SaveCallFromJson(j, &back).ok());
+  EXPECT_EQ(back.tensors[0].range, (FileRange{0, 16}));
+  EXPECT_EQ(back.tensors[0].spec, save.tensors[0].spec);  // the range is not the signature's
+  EXPECT_FALSE(back.tensors[1].range.has_value());
+  EXPECT_EQ(back.objects[0].range, (FileRange{16, 5}));
+  EXPECT_EQ(back.objects[0].spec, o);
+
+  LoadCall load;
+  load.tensors.push_back({Spec("w"), "/s/r0.load", FileRange{32, 16}});
+  json lj = json::object();
+  LoadCallToJson(load, &lj);
+  LoadCall load_back;
+  ASSERT_TRUE(LoadCallFromJson(lj, &load_back).ok());
+  EXPECT_EQ(load_back.tensors[0].range, (FileRange{32, 16}));
+
+  PollCall poll;
+  poll.updates.push_back({2, "/s/r0.poll", FileRange{8, 4}});
+  json pj = json::object();
+  PollCallToJson(poll, &pj);
+  PollCall poll_back;
+  ASSERT_TRUE(PollCallFromJson(pj, &poll_back).ok());
+  EXPECT_EQ(poll_back.updates[0].range, (FileRange{8, 4}));
+
+  // Both members or neither; integers >= 0 whose range ends before 2^63.
+  const auto refusal = [](json entry) {
+    json request = {{"directory", "/d"}, {"iteration", 1}, {"tensors", json::array({entry})}};
+    SaveCall out;
+    return SaveCallFromJson(request, &out).message();
+  };
+  json entry = j["tensors"][0];
+  entry.erase("length");
+  EXPECT_NE(refusal(entry).find("save.tensors[0]: \"offset\" and \"length\" come together"),
+            std::string::npos)
+      << refusal(entry);
+  entry = j["tensors"][0];
+  entry["offset"] = -1;
+  EXPECT_NE(refusal(entry).find("save.tensors[0].offset"), std::string::npos) << refusal(entry);
+  entry["offset"] = "0";
+  EXPECT_NE(refusal(entry).find("save.tensors[0].offset"), std::string::npos) << refusal(entry);
+  entry["offset"] = INT64_MAX;
+  EXPECT_NE(refusal(entry).find("save.tensors[0].length"), std::string::npos) << refusal(entry);
+  pj["tensors"][0]["length"] = -4;
+  EXPECT_NE(PollCallFromJson(pj, &poll_back).message().find("poll.tensors[0].length"),
+            std::string::npos);
+
+  HelloReply hello;
+  hello.packed = true;
+  json hj = json::object();
+  HelloReplyToJson(hello, &hj);
+  EXPECT_EQ(hj["capabilities"]["packed"], true);
+  HelloReply hello_back;
+  ASSERT_TRUE(HelloReplyFromJson(hj, &hello_back).ok());
+  EXPECT_TRUE(hello_back.packed);
+  EXPECT_FALSE(hello_back.poll);
+  hj["capabilities"].erase("packed");
+  ASSERT_TRUE(HelloReplyFromJson(hj, &hello_back).ok());
+  EXPECT_FALSE(hello_back.packed);  // an adapter of revision 3 or before
+}
+
 TEST(Protocol, LoadCallsAndRepliesRoundTrip) {
   LoadCall call;
   call.directory = "/d";
   call.strict = StrictMode::kReturnAll;
-  call.tensors.push_back({Spec("w"), "/s/t0"});
+  call.tensors.push_back({Spec("w"), "/s/t0", std::nullopt});
   json j = json::object();
   LoadCallToJson(call, &j);
   EXPECT_TRUE(j["iteration"].is_null());

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace ckptspec {
@@ -66,6 +67,48 @@ Status ReadScratchFile(const std::string& path, uint64_t max_size, std::string* 
   close(fd);
   out->resize(done);
   return Status::OK();
+}
+
+Status EntryReader::Read(const std::string& file, const std::optional<FileRange>& range,
+                         std::string* out) {
+  if (!range) return ReadScratchFile(file, max_size_, out);
+  if (path_ != file) {
+    path_.reset();
+    CKPTSPEC_RETURN_IF_ERROR(ReadScratchFile(file, max_size_, &bytes_));
+    path_ = file;
+  }
+  if (range->end() > bytes_.size()) {
+    return Status::InvalidArgument(file + ": bytes [" + std::to_string(range->offset) + ", " +
+                                   std::to_string(range->end()) + ") asked of a file of " +
+                                   std::to_string(bytes_.size()) + " bytes");
+  }
+  out->assign(bytes_, static_cast<size_t>(range->offset), static_cast<size_t>(range->length));
+  return Status::OK();
+}
+
+Status EntryWriter::Write(const std::string& file, const std::optional<FileRange>& range,
+                          const void* data, size_t size) {
+  if (!range) return WriteScratchFile(file, data, size);
+  if (path_ && *path_ != file) {
+    return Status::InvalidArgument(
+        file + ": a second packed file in one request (the first: " + *path_ + ")");
+  }
+  if (range->offset > max_size_ || size > max_size_ - range->offset) {
+    return Status::InvalidArgument(file + ": " + std::to_string(size) + " bytes at offset " +
+                                   std::to_string(range->offset) + " end past " +
+                                   std::to_string(max_size_));
+  }
+  path_ = file;
+  const uint64_t end = range->offset + size;
+  if (end > bytes_.size()) bytes_.resize(static_cast<size_t>(end), '\0');
+  std::copy_n(static_cast<const char*>(data), size,
+              bytes_.begin() + static_cast<ptrdiff_t>(range->offset));
+  return Status::OK();
+}
+
+Status EntryWriter::Finish() {
+  if (!path_) return Status::OK();
+  return WriteScratchFile(*path_, bytes_.data(), bytes_.size());
 }
 
 }  // namespace ckptspec
