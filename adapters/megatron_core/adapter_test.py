@@ -38,7 +38,7 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": False,
                                           "checksums": False, "plan_cache": True,
                                           "deterministic": False, "strict_modes": True,
-                                          "reset": True})
+                                          "reset": True, "packed": True})
 
     def test_save_then_reshard_on_load(self):
         data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2),

@@ -46,8 +46,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: E402
-                                  iteration_to_load, iter_dir, rank_local_as_shard, read_bytes,
-                                  refuse_overwrite, write_tracker)
+                                  entry_bytes, iteration_to_load, iter_dir, rank_local_as_shard,
+                                  refuse_overwrite, write_entry, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
                                 torch_dtype, write_tensor)
@@ -281,7 +281,7 @@ class Engine:
                 entries[f"t{i}"] = sharded_tensor(t, read_tensor(t, list(t["local_shape"])))
             for i, o in enumerate(req["objects"]):
                 o = rank_local_as_shard(o, self.rank)
-                entries[f"o{i}"] = sharded_object(o, read_bytes(o["file"], f"object '{o['key']}'"))
+                entries[f"o{i}"] = sharded_object(o, entry_bytes(o, f"object '{o['key']}'"))
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
             return {COMMON_KEY: req.get("common", {}), ENTRIES_KEY: entries}
@@ -386,7 +386,7 @@ class Engine:
                 if x is None:
                     dropped.append(t["key"])
                     continue
-                write_tensor(t["file"], x)
+                write_tensor(t, x)
             for i, o in enumerate(objects):
                 if f"o{i}" not in got:
                     dropped.append(o["key"])
@@ -395,7 +395,7 @@ class Engine:
                 if not isinstance(value, (bytes, bytearray)):
                     raise AdapterError("Corruption", f"object '{o['key']}' loaded as "
                                                      f"{type(value).__name__}, not bytes")
-                Path(o["file"]).write_bytes(bytes(value))
+                write_entry(o, bytes(value))
 
         if error is None:
             _, error = attempt(write, from_exception)
@@ -409,7 +409,8 @@ class Engine:
 def capabilities(args):
     return {"resharding": True, "objects": True, "async": False, "checksums": False,
             "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": True,
-            "reset": not args.no_reset}
+            "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
+            "packed": True}  # protocol revision 4: entries at ranges of one file per request
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """What every Python adapter of ckptspec shares (standard library only): the request loop of the
-adapter protocol (docs/PROTOCOL.md, version 1 revision 2), its error type, the protocol's entries,
+adapter protocol (docs/PROTOCOL.md, version 1 revision 4), its error type, the protocol's entries,
 and the Megatron-style checkpoint directory that the adapters write:
 
   <directory>/latest_checkpointed_iteration.txt   the tracker: rank 0, once every rank is done
@@ -89,6 +89,62 @@ def read_bytes(path, what):
         return Path(path).read_bytes()
     except OSError as e:
         raise AdapterError("IOError", f"{what}: cannot read {path}: {e.strerror}") from e
+
+
+class PackedFiles:
+    """The packed files of one request (protocol revision 4, capability "packed": an entry with
+    "offset" and "length" is that range of a file it shares with the rank's other entries). A
+    packed file is read once and kept for the entries after it; a load's packed file is written
+    through one descriptor. serve() calls finish() after every request."""
+
+    def __init__(self):
+        self.read = {}   # path -> its bytes
+        self.write = {}  # path -> an open descriptor
+
+    def finish(self):
+        """Closes the written files and forgets the read ones; the first error is raised."""
+        fds, self.write, self.read = list(self.write.values()), {}, {}
+        error = None
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError as e:
+                error = error or e
+        if error is not None:
+            raise AdapterError("IOError", f"closing a packed file: {error.strerror}")
+
+
+PACKED = PackedFiles()
+
+
+def entry_bytes(entry, what):
+    """An entry's bytes: its whole "file", or (packed) its "length" bytes at "offset" of it."""
+    path = entry["file"]
+    if "offset" not in entry:
+        return read_bytes(path, what)
+    data = PACKED.read.get(path)
+    if data is None:
+        data = PACKED.read[path] = read_bytes(path, what)
+    begin, end = entry["offset"], entry["offset"] + entry["length"]
+    if end > len(data):
+        raise AdapterError("InvalidArgument", f"{what}: bytes [{begin}, {end}) asked of {path}, "
+                                              f"which holds {len(data)}")
+    return data[begin:end]
+
+
+def write_entry(entry, data):
+    """Writes a loaded entry's bytes: its whole "file", or (packed) at its "offset" of it."""
+    path = entry["file"]
+    if "offset" not in entry:
+        Path(path).write_bytes(data)
+        return
+    fd = PACKED.write.get(path)
+    if fd is None:
+        fd = PACKED.write[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    view, at = memoryview(data).cast("B"), entry["offset"]
+    while view:
+        n = os.pwrite(fd, view, at)
+        view, at = view[n:], at + n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +244,9 @@ def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=
                 reply.update(ops[op](req))
             else:
                 raise AdapterError("InvalidArgument", f"unknown op '{op}'")
+            PACKED.finish()
         except Exception as e:
+            attempt(PACKED.finish)
             if not isinstance(e, AdapterError):
                 traceback.print_exc(file=sys.stderr)
                 if on_unexpected is not None:

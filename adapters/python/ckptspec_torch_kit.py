@@ -4,12 +4,10 @@ process group with its agreement step. Imported by path beside ckptspec_adapter_
 """
 import datetime
 import math
-from pathlib import Path
-
 import torch
 import torch.distributed as dist
 
-from ckptspec_adapter_kit import AdapterError, read_bytes
+from ckptspec_adapter_kit import AdapterError, entry_bytes, write_entry
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
           "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
@@ -23,34 +21,35 @@ def torch_dtype(name, key):
 
 
 def read_tensor(t, shape):
-    """The entry's tensor of `shape` from its file (raw little-endian elements)."""
+    """The entry's tensor of `shape` from its file or range (raw little-endian elements)."""
     dtype = torch_dtype(t["dtype"], t["key"])
-    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
+    raw = entry_bytes(t, f"tensor '{t['key']}'")
     size = torch.empty((), dtype=dtype).element_size() * math.prod(shape)
     if len(raw) != size:
-        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
-                                              f"bytes, local shape {t['local_shape']} needs {size}")
+        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {len(raw)} bytes in "
+                                              f"{t['file']}, local shape {t['local_shape']} "
+                                              f"needs {size}")
     if size == 0:
         return torch.empty(shape, dtype=dtype)
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-def update_in_place(x, path, what):
-    """Overwrites x's elements in place with the raw bytes of the harness's file (a poll update,
-    protocol revision 3: what a training step writes into a parameter); x keeps its storage."""
-    raw = read_bytes(path, what)
+def update_in_place(x, update, what):
+    """Overwrites x's elements in place with the raw bytes of a poll update's file or range
+    (protocol revision 3: what a training step writes into a parameter); x keeps its storage."""
+    raw = entry_bytes(update, what)
     size = x.element_size() * x.numel()
     if len(raw) != size:
-        raise AdapterError("InvalidArgument", f"{what}: {path} holds {len(raw)} bytes, the tensor "
-                                              f"has {size}")
+        raise AdapterError("InvalidArgument", f"{what}: {update['file']} holds {len(raw)} bytes, "
+                                              f"the tensor has {size}")
     if size:
         x.view(-1).copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(x.dtype))
 
 
-def write_tensor(path, x):
-    """x's elements, raw, to the harness's file."""
+def write_tensor(t, x):
+    """x's elements, raw, to the load entry's file or range."""
     x = x.contiguous()
-    Path(path).write_bytes(b"" if x.numel() == 0 else x.view(-1).view(torch.uint8).numpy().tobytes())
+    write_entry(t, b"" if x.numel() == 0 else x.view(-1).view(torch.uint8).numpy().tobytes())
 
 
 def exception_text(e):

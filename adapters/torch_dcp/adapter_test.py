@@ -207,7 +207,7 @@ class TorchDcpAdapterTest(unittest.TestCase):
         self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": True,
                                           "checksums": False, "plan_cache": True,
                                           "deterministic": False, "strict_modes": False,
-                                          "reset": True, "poll": True})
+                                          "reset": True, "poll": True, "packed": True})
         self.assertFalse(self.group(1, "--no-reset").capabilities["reset"])
         self.assertFalse(self.group(1, "--no-async").capabilities["poll"])
 

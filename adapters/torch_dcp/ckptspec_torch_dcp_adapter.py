@@ -59,8 +59,9 @@ from torch.distributed._shard.sharded_tensor.metadata import (  # noqa: E402
 from torch.distributed.checkpoint.api import CheckpointException  # noqa: E402
 
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  is_main, iter_dir, iteration_to_load, rank_local_as_shard,
-                                  read_bytes, refuse_overwrite, unique_key, write_tracker)
+                                  entry_bytes, is_main, iter_dir, iteration_to_load,
+                                  rank_local_as_shard, refuse_overwrite, unique_key, write_entry,
+                                  write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
                                 torch_dtype, update_in_place, write_tensor)
@@ -74,7 +75,8 @@ def capabilities(args):
     return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
             "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": False,
             "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
-            "poll": not args.no_async}  # protocol revision 3: poll requests
+            "poll": not args.no_async,  # protocol revision 3: poll requests
+            "packed": True}  # protocol revision 4: entries at ranges of one file per request
 
 
 # DCP's plan cache lives in class attributes of its SavePlanner, shared by every planner of the
@@ -274,7 +276,7 @@ class Engine:
             for o in req["objects"]:
                 o = self.object_entry(o)
                 if self.args.replicas == "all" or is_main(o["replica_id"]):
-                    sd[dcp_key(o)] = read_bytes(o["file"], f"object '{dcp_key(o)}'")
+                    sd[dcp_key(o)] = entry_bytes(o, f"object '{dcp_key(o)}'")
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
                 (ckpt / COMMON).write_text(json.dumps(req.get("common", {}), sort_keys=True))
@@ -325,7 +327,7 @@ class Engine:
                                                           f"no async save is pending")
                 x = self.save_inputs.get(int(u["index"]))
                 if x is not None:  # a replica not handed to DCP is not saved: nothing to update
-                    update_in_place(x, u["file"], f"poll update of tensor {u['index']}")
+                    update_in_place(x, u, f"poll update of tensor {u['index']}")
 
         self.group.ensure()
         _, error = attempt(update, from_exception)
@@ -410,13 +412,13 @@ class Engine:
                 raise
             raise from_exception(e) from e
         for t, x in zip(tensors, templates):  # the local shards are the templates themselves
-            write_tensor(t["file"], x)
+            write_tensor(t, x)
         for o in objects:
             value = sd[dcp_key(o)]
             if not isinstance(value, (bytes, bytearray)):
                 raise AdapterError("Corruption", f"object '{dcp_key(o)}' loaded as "
                                                  f"{type(value).__name__}, not bytes")
-            Path(o["file"]).write_bytes(bytes(value))
+            write_entry(o, bytes(value))
         return {"iteration": iteration, "common": common}
 
 

@@ -38,6 +38,7 @@ class Group:
                       for r in range(world)]
         replies = self.call("hello", [{"protocol": 1, "rank": r, "world_size": world} for r in range(world)])
         assert all(r["ok"] and r["protocol"] == 1 for r in replies), replies
+        self.capabilities = replies[0]["capabilities"]
 
     def call(self, op, per_rank=None):
         rid, self.next_id = self.next_id, self.next_id + 1
@@ -158,6 +159,50 @@ class ZarrAdapterTest(unittest.TestCase):
         self.assertEqual(meta["dtype"], "bfloat16")
         self.assertEqual(meta["chunks"], [4])
         self.assertEqual(json.loads(Path(self.dir, "iter_0000010", "w", ".zarray").read_text())["chunks"], [2, 6])
+
+    def test_packed_files(self):
+        """Protocol revision 4: a rank's entries at ranges of one file (save), its loaded tensors
+        written at the ranges laid out in one file (load), objects of a load in files of their own."""
+        data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2)}
+        g = self.group(2)
+        self.assertTrue(g.capabilities["packed"])
+        reqs = []
+        for r in range(2):
+            w = tensor("w", "fp32", (4, 6), (2 * r, 0), (2, 6), (2, 1))
+            b = tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,))
+            rng = {"key": "rng", "global_shape": [2], "global_offset": [r], "replica_id": [0]}
+            parts = [data["w"][2 * r:2 * r + 2].tobytes(), data["b"].tobytes(), f"rank {r} rng".encode()]
+            path = g.write(f"r{r}.save", b"junk" + b"".join(parts))  # ranges need not start at 0
+            at = [4, 4 + len(parts[0]), 4 + len(parts[0]) + len(parts[1])]
+            entries = [dict(e, file=path, offset=o, length=len(p)) for e, o, p in zip((w, b, rng), at, parts)]
+            reqs.append({"directory": self.dir, "iteration": 10, "validate": True, "async": False,
+                         "assume_constant_structure": False, "layout": {}, "tensors": entries[:2],
+                         "objects": entries[2:], "common": {"iteration": 10}})
+        self.assertTrue(all(r["ok"] for r in g.call("save", reqs)))
+        lw = tensor("w", "fp32", (4, 6), (0, 0), (4, 6), (1, 1))
+        gone = tensor("gone", "fp32", (2,), (0,), (2,), (1,))
+        lb = tensor("b", "bf16", (4,), (0,), (4,), (1,))
+        path = str(Path(self.tmp.name) / "r0.load")
+        load = {"directory": self.dir, "iteration": None, "strict": "return_unexpected",
+                "allow_shape_mismatch": False,
+                "tensors": [dict(lw, file=path, offset=0, length=96), dict(gone, file=path, offset=96, length=8),
+                            dict(lb, file=path, offset=104, length=8)],
+                "objects": [{"key": "rng", "global_shape": [2], "global_offset": [1], "replica_id": [0],
+                             "file": str(Path(self.tmp.name) / "r0.o0")}]}
+        (reply,) = self.group(1).call("load", [load])
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["dropped"], ["gone"])
+        packed = Path(path).read_bytes()
+        self.assertEqual(len(packed), 112)
+        self.assertEqual(packed[:96], data["w"].tobytes())
+        self.assertEqual(packed[104:], data["b"].tobytes())  # the dropped range is left as it was
+        self.assertEqual(Path(self.tmp.name, "r0.o0").read_bytes(), b"rank 1 rng")
+        # A range past the end of the file is the request's error, naming the entry.
+        bad = dict(reqs[0], iteration=20)
+        bad["tensors"] = [dict(bad["tensors"][0], length=10 ** 6)] + bad["tensors"][1:]
+        replies = g.call("save", [bad, dict(reqs[1], iteration=20)])
+        self.assertEqual(replies[0]["error"]["code"], "InvalidArgument", replies)
+        self.assertIn("tensor 'w': bytes [4, 1000004) asked of", replies[0]["error"]["message"])
 
     def test_irregular_grid(self):
         data = {"buf": full("fp32", (10,), 4)}

@@ -48,15 +48,16 @@ import zarr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  is_main, iter_dir, iteration_to_load, rank_local_as_shard,
-                                  read_bytes, refuse_overwrite, serve, unique_key,
-                                  write_tracker)
+                                  entry_bytes, is_main, iter_dir, iteration_to_load,
+                                  rank_local_as_shard, refuse_overwrite, serve, unique_key,
+                                  write_entry, write_tracker)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
 CAPABILITIES = {"resharding": True, "objects": True, "async": False, "checksums": False,
                 "plan_cache": False, "deterministic": False, "strict_modes": True,
-                "reset": True}  # protocol revision 2: nothing is kept between requests to forget
+                "reset": True,  # protocol revision 2: nothing is kept between requests to forget
+                "packed": True}  # protocol revision 4: entries at ranges of one file per request
 BF16 = np.dtype(ml_dtypes.bfloat16)
 # Megatron's torch_to_numpy_dtype_dict (bfloat16 only with tensorstore's dtype registered).
 DTYPES = {"fp32": np.dtype("float32"), "fp16": np.dtype("float16"), "int32": np.dtype("int32"),
@@ -163,11 +164,11 @@ def numpy_dtype(name, key):
 
 def read_tensor(t):
     dtype = numpy_dtype(t["dtype"], t["key"])
-    raw = read_bytes(t["file"], f"tensor '{t['key']}'")
+    raw = entry_bytes(t, f"tensor '{t['key']}'")
     shape = tuple(t["local_shape"])
     if len(raw) != dtype.itemsize * math.prod(shape):
-        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {t['file']} holds {len(raw)} "
-                                              f"bytes, local shape {list(shape)} needs "
+        raise AdapterError("InvalidArgument", f"tensor '{t['key']}': {len(raw)} bytes in "
+                                              f"{t['file']}, local shape {list(shape)} needs "
                                               f"{dtype.itemsize * math.prod(shape)}")
     return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
@@ -272,7 +273,7 @@ def save(group, rank, req):
     def prepare():
         refuse_overwrite(directory, iteration)
         data = [read_tensor(t) for t in req["tensors"]]
-        objs = [read_bytes(o["file"], f"object '{unique_key(o)}'") for o in req["objects"]]
+        objs = [entry_bytes(o, f"object '{unique_key(o)}'") for o in req["objects"]]
         return data, objs
 
     def signature():
@@ -445,7 +446,7 @@ def load(group, rank, req):
             x = read_box(arr, t, dtype, req.get("allow_shape_mismatch", False))
         except (ValueError, TypeError) as e:
             raise AdapterError("Corruption", f"{ckpt / t['key']}: {type(e).__name__}: {e}") from e
-        Path(t["file"]).write_bytes(x.tobytes())
+        write_entry(t, x.tobytes())
     for o in objects:
         if o["key"] in drop:
             continue
