@@ -62,6 +62,21 @@ std::string OpOf(const json& request) {
              : std::string();
 }
 
+// Rank 0 relays each peer's reply line behind "1 " when its own request was shutdown, else "0 ":
+// a peer that commits no fault prints the reply as it came and exits on the flag, parsing
+// neither its request nor the reply.
+std::string Relay(bool shutdown, const json& reply) {
+  return (shutdown ? "1 " : "0 ") + ckptspec::DumpLine(reply);
+}
+bool ParseRelay(const std::string& message, bool* shutdown, std::string* reply_line) {
+  if (message.size() < 2 || (message[0] != '0' && message[0] != '1') || message[1] != ' ') {
+    return false;
+  }
+  *shutdown = message[0] == '1';
+  *reply_line = message.substr(2);
+  return true;
+}
+
 // After losing a peer: the harness names the rank that failed; this one waits for its end.
 [[noreturn]] void Abandon(const ckptspec::Status& why) {
   std::cerr << "reference adapter: " << why.ToString() << "; waiting for the harness\n";
@@ -260,8 +275,23 @@ int main(int argc, char** argv) {
 
   // Buffered request lines: stdin synchronised with C stdio is read a character at a time.
   std::ios::sync_with_stdio(false);
+  // Only a rank that commits a fault needs its request and reply as JSON (Attack, Output).
+  const bool faulty = fault.kind != InjectedFault::kNone && fault.rank == me;
   std::string line;
   while (std::getline(std::cin, line)) {
+    if (me != 0 && !faulty) {
+      std::string relayed, reply_line;
+      bool shutdown = false;
+      ckptspec::Status s = star.Send(0, line);
+      if (s.ok()) s = star.Receive(0, &relayed);
+      if (s.ok() && !ParseRelay(relayed, &shutdown, &reply_line)) {
+        s = ckptspec::Status::Corruption("rank 0 relayed a malformed reply");
+      }
+      if (!s.ok()) Abandon(s);
+      std::cout << reply_line << std::endl;
+      if (shutdown) return 0;
+      continue;
+    }
     const json request = ParseOrNull(line);
     const std::string op = OpOf(request);
     if (op == "save" && fault.Here(me, InjectedFault::kExitSave)) {
@@ -279,7 +309,7 @@ int main(int argc, char** argv) {
       }
       std::vector<json> replies = adapter.Serve(requests);
       for (int peer = 1; peer < world; ++peer) {
-        const ckptspec::Status sent = star.Send(peer, ckptspec::DumpLine(replies[peer]));
+        const ckptspec::Status sent = star.Send(peer, Relay(op == "shutdown", replies[peer]));
         if (!sent.ok()) std::cerr << "reference adapter: " << sent.ToString() << "\n";
       }
       reply = replies[0];
@@ -289,8 +319,12 @@ int main(int argc, char** argv) {
         std::cerr << "fault crash-save: killing myself mid-save\n" << std::flush;
         kill(getpid(), SIGKILL);
       }
-      std::string reply_line;
-      if (s.ok()) s = star.Receive(0, &reply_line);
+      std::string relayed, reply_line;
+      bool shutdown = false;
+      if (s.ok()) s = star.Receive(0, &relayed);
+      if (s.ok() && !ParseRelay(relayed, &shutdown, &reply_line)) {
+        s = ckptspec::Status::Corruption("rank 0 relayed a malformed reply");
+      }
       if (!s.ok()) Abandon(s);
       reply = ParseOrNull(reply_line);
     }
