@@ -55,19 +55,21 @@ bool ReadStat(pid_t pid, std::string* name, char* state, pid_t* ppid, pid_t* pgr
   return true;
 }
 
-// Every child of this process, with its command name, state and process group: read from the
-// kernel's list of this process's children where it keeps one (process_tree.h), else found by
-// reading every process's /proc/PID/stat (a cost in the number of processes on the machine).
+// Every child of this process but those in `skip`, with its command name, state and process
+// group: read from the kernel's list of this process's children where it keeps one
+// (process_tree.h), else found by reading every process's /proc/PID/stat (a cost in the number of
+// processes on the machine). A skipped pid's /proc/PID/stat is not read.
 struct Child {
   pid_t pid;
   std::string name;
   char state;
   pid_t pgrp;
 };
-std::vector<Child> Children() {
+std::vector<Child> Children(const std::set<pid_t>& skip = {}) {
   std::vector<Child> out;
   const pid_t self = getpid();
   const auto add_if_child = [&](pid_t pid) {
+    if (skip.count(pid)) return;
     Child child{pid, "", 0, 0};
     pid_t ppid = 0;
     if (ReadStat(child.pid, &child.name, &child.state, &ppid, &child.pgrp) && ppid == self) {
@@ -181,10 +183,9 @@ std::vector<LeftoverProcess> FindLeftoverChildren() {
     groups = registry.groups;
   }
   std::vector<LeftoverProcess> out;
-  for (const Child& c : Children()) {
-    // A rank process leads its registered group. Any other child was reparented here: an
-    // orphan, even while it is still in a rank's group (it may not have left it yet).
-    if (groups.count(c.pid)) continue;
+  // A rank process leads its registered group. Any other child was reparented here: an orphan,
+  // even while it is still in a rank's group (it may not have left it yet).
+  for (const Child& c : Children(groups)) {
     if (c.state == 'Z') {
       (void)waitpid(c.pid, nullptr, WNOHANG);
       continue;
