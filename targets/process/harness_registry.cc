@@ -125,19 +125,23 @@ void KillAndReap(pid_t pid, pid_t pgrp) {
 
 }  // namespace
 
-pid_t ForkRegisteredGroup() {
+int SpawnRegisteredGroup(const char* path, const posix_spawn_file_actions_t* actions,
+                         posix_spawnattr_t* attr, char* const argv[], char* const envp[],
+                         pid_t* pid) {
   // Orphaned descendants of adapter processes are reparented to this process instead of init,
   // so that they can be found (FindLeftoverChildren) and reaped.
   static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
   (void)subreaper;
+  short flags = 0;
+  int error = posix_spawnattr_getflags(attr, &flags);
+  if (error == 0) error = posix_spawnattr_setflags(attr, flags | POSIX_SPAWN_SETPGROUP);
+  if (error == 0) error = posix_spawnattr_setpgroup(attr, 0);  // a group led by the child
+  if (error != 0) return error;
   Registry& registry = TheRegistry();
   std::lock_guard<std::mutex> lock(registry.mutex);
-  const pid_t pid = fork();
-  if (pid > 0) {
-    setpgid(pid, pid);  // also done by the child; here so the group exists once fork returns
-    registry.groups.insert(pid);
-  }
-  return pid;
+  error = posix_spawn(pid, path, actions, attr, argv, envp);
+  if (error == 0) registry.groups.insert(*pid);
+  return error;
 }
 
 void UnregisterProcessGroup(pid_t pgid) {

@@ -4,8 +4,8 @@
 //
 // Contracts:
 //  - Registration is thread-safe. Subprocess registers each rank's process group for as long as
-//    it lives (forking under the registry's lock, so a signal never finds a process started but
-//    not yet recorded); the adapter targets register their temporary directories.
+//    it lives (starting it under the registry's lock, so a signal never finds a process started
+//    but not yet recorded); the adapter targets register their temporary directories.
 //  - InstallTerminationCleanup() must be called by main() before any thread is started: it blocks
 //    SIGINT, SIGTERM and SIGHUP in the calling thread (so in every thread started later) and
 //    starts a thread that waits for them. On one, that thread kills every registered process
@@ -21,6 +21,7 @@
 //    reported by the group that is reset or shut down next.
 #pragma once
 
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <string>
@@ -28,10 +29,14 @@
 
 namespace ckptspec {
 
-// Forks a process (fork(2)) under the registry's lock and records `pid` as the leader of a
-// process group of its own before the lock is released. Returns fork's value; the child must
-// only call async-signal-safe functions (it is expected to setpgid(0, 0) and exec).
-pid_t ForkRegisteredGroup();
+// Starts `path` (posix_spawn(3): the child shares the parent's memory until it execs, so no page
+// tables are copied) in a process group of its own (POSIX_SPAWN_SETPGROUP is added to `attr`'s
+// flags), under the registry's lock, and records the pid as the leader of that group before the
+// lock is released. Returns posix_spawn's value (0, or the error number, exec's failure
+// included); *pid is the child's on success.
+int SpawnRegisteredGroup(const char* path, const posix_spawn_file_actions_t* actions,
+                         posix_spawnattr_t* attr, char* const argv[], char* const envp[],
+                         pid_t* pid);
 // Forgets a process group once its members are all killed and reaped.
 void UnregisterProcessGroup(pid_t pgid);
 

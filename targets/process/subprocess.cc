@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "targets/process/harness_registry.h"
 
@@ -55,29 +57,45 @@ Status Subprocess::Start(const std::string& command, const std::vector<std::stri
     for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
     return s;
   }
-  // Everything the child needs is built before fork: only async-signal-safe calls follow.
   const std::vector<std::string> env = ChildEnvironment(extra_env);
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-  sigset_t default_mask;
-  sigemptyset(&default_mask);
-
-  const pid_t pid = ForkRegisteredGroup();
-  if (pid < 0) {
-    const Status s = Status::IOError(Errno("fork"));
+  // The child's stdin, stdout and stderr are the pipes (dup2 clears close-on-exec on the copies;
+  // everything else is closed by exec), SIGPIPE has its default action and the signal mask is
+  // empty (ckptspec blocks the termination signals).
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  sigset_t no_signals, sigpipe;
+  sigemptyset(&no_signals);
+  sigemptyset(&sigpipe);
+  sigaddset(&sigpipe, SIGPIPE);
+  int error = posix_spawn_file_actions_init(&actions);
+  if (error == 0) {
+    error = posix_spawnattr_init(&attr);
+    if (error != 0) posix_spawn_file_actions_destroy(&actions);
+  }
+  pid_t pid = -1;
+  if (error == 0) {
+    for (const auto& [from, to] : {std::pair{in[0], 0}, {out[1], 1}, {err[1], 2}}) {
+      if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, from, to);
+    }
+    if (error == 0) error = posix_spawnattr_setsigmask(&attr, &no_signals);
+    if (error == 0) error = posix_spawnattr_setsigdefault(&attr, &sigpipe);
+    if (error == 0)
+      error = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (error == 0) {
+      error = SpawnRegisteredGroup("/bin/sh", &actions, &attr, const_cast<char* const*>(argv),
+                                   envp.data(), &pid);
+    }
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  if (error != 0) {
+    const Status s = Status::IOError(std::string("posix_spawn: ") + strerror(error));
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
     return s;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    // dup2 clears close-on-exec on the copies; everything else is closed by exec.
-    if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &default_mask, nullptr);  // ckptspec blocks termination signals
-    execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
-    _exit(127);
   }
   close(in[0]);
   close(out[1]);

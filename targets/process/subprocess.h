@@ -7,9 +7,10 @@
 //  - stderr is read by the harness (DrainStderr, called while it waits on the rank) into a
 //    CappedLog: the head and the tail are kept, the rest counted. A rank that writes to stderr
 //    while nobody drains it blocks once the pipe is full, until the next drain.
-//  - The process group is recorded in the harness registry (harness_registry.h) from the fork
-//    until Kill(), so a termination signal to ckptspec kills it too. The child starts with the
-//    default signal mask.
+//  - The process group is recorded in the harness registry (harness_registry.h) from the start
+//    (posix_spawn, which copies no page tables of the harness) until Kill(), so a termination
+//    signal to ckptspec kills it too. The child starts with an empty signal mask and SIGPIPE's
+//    default action. A shell that cannot be started is an IOError naming posix_spawn's error.
 //  - Kill() sends SIGKILL to the whole process group (the shell and whatever it started) and reaps
 //    the child and its descendants in the group; the destructor does the same, so a Subprocess
 //    never leaves a process behind in its group, not even a zombie. Descendants that left the
