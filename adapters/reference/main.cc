@@ -194,6 +194,9 @@ std::string Output(json reply, const std::string& op, int me, int world, const F
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Buffered request lines: stdin synchronised with C stdio is read a character at a time. Set
+  // before any use of the standard streams.
+  std::ios::sync_with_stdio(false);
   CLI::App app{"The reference engine behind the ckptspec adapter protocol (one process per rank)"};
   std::string fault_name = "none";
   Fault fault;
@@ -273,8 +276,6 @@ int main(int argc, char** argv) {
   }
   ckptspec::ReferenceAdapter adapter(std::move(options));
 
-  // Buffered request lines: stdin synchronised with C stdio is read a character at a time.
-  std::ios::sync_with_stdio(false);
   // Only a rank that commits a fault needs its request and reply as JSON (Attack, Output).
   const bool faulty = fault.kind != InjectedFault::kNone && fault.rank == me;
   std::string line;
