@@ -68,14 +68,6 @@ std::string OpOf(const json& request) {
 std::string Relay(bool shutdown, const json& reply) {
   return (shutdown ? "1 " : "0 ") + ckptspec::DumpLine(reply);
 }
-bool ParseRelay(const std::string& message, bool* shutdown, std::string* reply_line) {
-  if (message.size() < 2 || (message[0] != '0' && message[0] != '1') || message[1] != ' ') {
-    return false;
-  }
-  *shutdown = message[0] == '1';
-  *reply_line = message.substr(2);
-  return true;
-}
 
 // After losing a peer: the harness names the rank that failed; this one waits for its end.
 [[noreturn]] void Abandon(const ckptspec::Status& why) {
@@ -84,6 +76,20 @@ bool ParseRelay(const std::string& message, bool* shutdown, std::string* reply_l
   while (std::getline(std::cin, ignored)) {
   }
   std::exit(1);
+}
+
+// A peer's end of Relay: the reply line rank 0 relayed, and whether it was the shutdown's;
+// abandons when the relay fails or is malformed.
+void ReceiveRelay(ckptspec::Star& star, bool* shutdown, std::string* reply_line) {
+  std::string message;
+  ckptspec::Status s = star.Receive(0, &message);
+  if (s.ok() &&
+      (message.size() < 2 || (message[0] != '0' && message[0] != '1') || message[1] != ' ')) {
+    s = ckptspec::Status::Corruption("rank 0 relayed a malformed reply");
+  }
+  if (!s.ok()) Abandon(s);
+  *shutdown = message[0] == '1';
+  *reply_line = message.substr(2);
 }
 
 struct Fault {
@@ -281,14 +287,11 @@ int main(int argc, char** argv) {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (me != 0 && !faulty) {
-      std::string relayed, reply_line;
+      const ckptspec::Status sent = star.Send(0, line);
+      if (!sent.ok()) Abandon(sent);
       bool shutdown = false;
-      ckptspec::Status s = star.Send(0, line);
-      if (s.ok()) s = star.Receive(0, &relayed);
-      if (s.ok() && !ParseRelay(relayed, &shutdown, &reply_line)) {
-        s = ckptspec::Status::Corruption("rank 0 relayed a malformed reply");
-      }
-      if (!s.ok()) Abandon(s);
+      std::string reply_line;
+      ReceiveRelay(star, &shutdown, &reply_line);
       std::cout << reply_line << std::endl;
       if (shutdown) return 0;
       continue;
@@ -320,13 +323,10 @@ int main(int argc, char** argv) {
         std::cerr << "fault crash-save: killing myself mid-save\n" << std::flush;
         kill(getpid(), SIGKILL);
       }
-      std::string relayed, reply_line;
-      bool shutdown = false;
-      if (s.ok()) s = star.Receive(0, &relayed);
-      if (s.ok() && !ParseRelay(relayed, &shutdown, &reply_line)) {
-        s = ckptspec::Status::Corruption("rank 0 relayed a malformed reply");
-      }
       if (!s.ok()) Abandon(s);
+      bool shutdown = false;  // a faulty peer goes by its own request's op
+      std::string reply_line;
+      ReceiveRelay(star, &shutdown, &reply_line);
       reply = ParseOrNull(reply_line);
     }
     Attack(request, op, me, fault);
