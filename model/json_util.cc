@@ -547,6 +547,31 @@ bool JsonDeeperThan(const nlohmann::json& value, int max_depth) {
   return false;
 }
 
+uint64_t JsonTreeBytes(const nlohmann::json& value) {
+  uint64_t bytes = 0;
+  std::vector<const nlohmann::json*> stack{&value};
+  while (!stack.empty()) {
+    const nlohmann::json* node = stack.back();
+    stack.pop_back();
+    if (node->is_string()) {
+      bytes += kStringBytes + HeapBytes(node->get_ref<const std::string&>());
+    } else if (node->is_object()) {
+      bytes += kContainerBytes;
+      for (const auto& [key, child] : node->items()) {
+        bytes += kMemberBytes + HeapBytes(key);
+        stack.push_back(&child);
+      }
+    } else if (node->is_array()) {
+      bytes += kContainerBytes;
+      for (const auto& child : *node) {
+        bytes += kElementBytes;
+        stack.push_back(&child);
+      }
+    }
+  }
+  return bytes;
+}
+
 std::string JsonPointerToken(const std::string& name) {
   std::string out;
   out.reserve(name.size());

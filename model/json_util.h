@@ -118,6 +118,11 @@ const char* JsonTypeName(const nlohmann::json& value);
 // depth 1). Iterative: safe on any tree.
 bool JsonDeeperThan(const nlohmann::json& value, int max_depth);
 
+// What the reader charges against JsonLimits::max_tree_bytes for keeping `value` as a tree, as
+// the value of a document (a member's or an element's own slot not included). Iterative: safe on
+// any tree. json_util_test.cc checks it against the reader's own count.
+uint64_t JsonTreeBytes(const nlohmann::json& value);
+
 // One JSON-pointer reference token (RFC 6901): '~' becomes "~0", '/' becomes "~1".
 std::string JsonPointerToken(const std::string& name);
 

@@ -166,6 +166,23 @@ TEST(ParseJson, ATreeBeyondItsMemoryBoundIsRefused) {
   EXPECT_FALSE(Parse(many, nullptr, limits).ok());
 }
 
+TEST(JsonTreeBytes, IsWhatTheReaderChargesForTheTree) {
+  for (const char* text :
+       {"1", R"("a string longer than fifteen bytes")", "[]", "{}", "[1, 2.5, null, true]",
+        R"({"a": {}, "a key longer than fifteen bytes": [[], [{}], "short"]})",
+        R"([{"k": [1, {"deep": [[[]]]}]}, "x", {"": ""}])"}) {
+    json value;
+    ASSERT_TRUE(Parse(text, &value).ok()) << text;
+    const uint64_t bytes = JsonTreeBytes(value);
+    JsonLimits limits;
+    limits.max_tree_bytes = bytes;
+    EXPECT_TRUE(Parse(text, nullptr, limits).ok()) << text << " within " << bytes;
+    if (bytes == 0) continue;  // a number kept alone costs nothing
+    limits.max_tree_bytes = bytes - 1;
+    EXPECT_FALSE(Parse(text, nullptr, limits).ok()) << text << " within " << bytes - 1;
+  }
+}
+
 // Streams the elements of "items", skips "skipped", keeps the rest.
 class Recorder : public JsonStreamHandler {
  public:

@@ -523,6 +523,11 @@ Status InFile(const std::string& file, const Status& s) {
 
 }  // namespace
 
+uint64_t MetadataTreeBound(const JsonLimits& limits, size_t text_size) {
+  return std::min(limits.max_tree_bytes,
+                  kMaxMetadataTreeBytesPerByte * text_size + kMetadataTreeAllowance);
+}
+
 Status DecodeMetadata(const std::string& text, const std::string& path, CheckpointMetadata* out) {
   JsonLimits limits;
   limits.max_bytes = kMaxMetadataBytes;
@@ -535,8 +540,7 @@ Status DecodeMetadata(const std::string& text, const std::string& path, const Js
     CheckpointMetadata m;
     MetadataDecoder decoder(&m);
     JsonLimits bounded = limits;
-    bounded.max_tree_bytes = std::min(
-        limits.max_tree_bytes, kMaxMetadataTreeBytesPerByte * text.size() + kMetadataTreeAllowance);
+    bounded.max_tree_bytes = MetadataTreeBound(limits, text.size());
     json top;
     Status s = ParseJsonStreamed(text, bounded, &decoder, &top);
     if (s.ok()) s = DecodeTopLevel(top, &m);

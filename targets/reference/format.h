@@ -156,5 +156,18 @@ Status DecodeMetadata(const std::string& text, const std::string& path, Checkpoi
 // The same under the reader's `limits` instead of the defaults (max_bytes kMaxMetadataBytes).
 Status DecodeMetadata(const std::string& text, const std::string& path, const JsonLimits& limits,
                       CheckpointMetadata* out);
+// What DecodeMetadata lets the layout and the common state take as trees in memory
+// (JsonLimits::max_tree_bytes) when it reads a text of `text_size` bytes under `limits`.
+uint64_t MetadataTreeBound(const JsonLimits& limits, size_t text_size);
+
+// What DecodeMetadata(EncodeMetadata(m), path, limits, out) gives, made from `m` without reading
+// the text (decoded_form.cc): the layout and the common state with their numbers typed as the JSON
+// reader types them (an integer >= 0 unsigned, a non-finite number null, as dump spells it). It
+// holds for an index the decoder accepts, as every index the reference engine writes is
+// (decoded_form_test.cc loads checkpoints through both for random runs). False, *out unspecified,
+// when the text might be refused under `limits` (over max_bytes; nesting or trees near their
+// bounds) or `m` holds a JSON value its text cannot carry back (binary): decode the text instead.
+bool DecodedFormOf(const CheckpointMetadata& m, size_t text_size, const JsonLimits& limits,
+                   CheckpointMetadata* out);
 
 }  // namespace ckptspec

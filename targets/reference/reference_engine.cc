@@ -15,7 +15,8 @@ struct ReferenceEngine::PendingSave {
   std::thread thread;
   Status status;
   bool ran = false;
-  std::atomic<bool> written{false};  // the background write has set `status`
+  std::atomic<bool> written{false};     // the background write has set `status`
+  std::vector<DecodedIndex> committed;  // WriteCheckpoint's, kept by Finalize
 };
 
 ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(options)) {
@@ -78,7 +79,12 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
   CKPTSPEC_RETURN_IF_ERROR(ValidateSave(every_rank, options.validate && cached == nullptr));
   SavePlan plan;
   CKPTSPEC_RETURN_IF_ERROR(PlanSave(every_rank, options, cached, fingerprint, &plan));
-  if (!options.async) return WriteCheckpoint(iteration, every_rank, options, plan);
+  if (!options.async) {
+    std::vector<DecodedIndex> committed;
+    const Status written = WriteCheckpoint(iteration, every_rank, options, plan, &committed);
+    for (DecodedIndex& index : committed) KeepDecoded(std::move(index));
+    return written;
+  }
 
   // Refused when called, as a sync save is, not when the background write reaches
   // BeginCheckpoint (which checks again).
@@ -92,7 +98,7 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
   if (options_.async_execution == AsyncExecution::kThread) {
     PendingSave* p = pending_.get();
     p->thread = std::thread([this, p] {
-      p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan);
+      p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
       p->ran = true;
       p->written.store(true, std::memory_order_release);
     });
@@ -121,9 +127,10 @@ Status ReferenceEngine::Finalize() {
   if (p->thread.joinable()) {
     p->thread.join();
   } else if (!p->ran) {
-    p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan);
+    p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
     p->ran = true;
   }
+  for (DecodedIndex& index : p->committed) KeepDecoded(std::move(index));
   return ReportAsyncSave(p->iteration, std::move(p->status));
 }
 
@@ -255,7 +262,8 @@ Status ReferenceEngine::UpdateTracker(int64_t iteration) {
 
 Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
                                         const std::vector<ShardedStateDict>& every_rank,
-                                        const SaveOptions& options, const SavePlan& plan) {
+                                        const SaveOptions& options, const SavePlan& plan,
+                                        std::vector<DecodedIndex>* committed) {
   CKPTSPEC_RETURN_IF_ERROR(ResolvePlan(plan, every_rank));
   std::string staging;
   CKPTSPEC_RETURN_IF_ERROR(BeginCheckpoint(iteration, &staging));
@@ -265,22 +273,23 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
   m.layout = options.layout;
   m.common = every_rank.front().common;
   CKPTSPEC_RETURN_IF_ERROR(WriteShardFiles(staging, every_rank, plan, &m));
+  written_indexes_.clear();
   CKPTSPEC_RETURN_IF_ERROR(WriteIndex(staging, m));
   CKPTSPEC_RETURN_IF_ERROR(options_.env->SyncDir(staging));
   CKPTSPEC_RETURN_IF_ERROR(CommitCheckpoint(iteration, staging));
+  // Whatever a later step does, these texts are at these paths unless something rewrites them;
+  // a read compares the text before it takes the decoded form.
+  const std::string final_dir = JoinPath(options_.root, IterationDirName(iteration));
+  for (DecodedIndex& index : written_indexes_) {
+    index.path = JoinPath(final_dir, index.path);
+    committed->push_back(std::move(index));
+  }
+  written_indexes_.clear();
   CKPTSPEC_RETURN_IF_ERROR(UpdateTracker(iteration));
   return ApplyRetention();
 }
 
 namespace {
-
-Status WriteIndexFiles(Env* env, const std::string& dir, const char* name,
-                       const char* checksum_name, const CheckpointMetadata& m) {
-  const std::string text = EncodeMetadata(m);
-  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(dir, name), text));
-  return WriteFileSynced(env, JoinPath(dir, checksum_name),
-                         ChecksumHex(Checksum(text.data(), text.size())) + "\n");
-}
 
 // The part of `m` that lives in file `file` (its index in m.files), as a writer's own index whose
 // one file is its shard; an empty index (no file) when file < 0.
@@ -312,10 +321,29 @@ CheckpointMetadata WriterPart(const CheckpointMetadata& m, int64_t file) {
 
 }  // namespace
 
+Status ReferenceEngine::WriteIndexFiles(const std::string& staging, const std::string& subdir,
+                                        const char* name, const char* checksum_name,
+                                        const CheckpointMetadata& m) {
+  Env* env = options_.env;
+  const std::string dir = JoinPath(staging, subdir);
+  std::string text = EncodeMetadata(m);
+  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(dir, name), text));
+  CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(dir, checksum_name),
+                                           ChecksumHex(Checksum(text.data(), text.size())) + "\n"));
+  DecodedIndex written;
+  if (text.size() <= kMaxCachedIndexBytes &&
+      DecodedFormOf(m, text.size(), options_.limits.json(), &written.metadata)) {
+    written.path = JoinPath(subdir, name);
+    written.text = std::move(text);
+    written_indexes_.push_back(std::move(written));
+  }
+  return Status::OK();
+}
+
 Status ReferenceEngine::WriteIndex(const std::string& staging, const CheckpointMetadata& m) {
   Env* env = options_.env;
   if (options_.index_layout == IndexLayout::kSingle) {
-    return WriteIndexFiles(env, staging, kMetadataFileName, kMetadataChecksumFileName, m);
+    return WriteIndexFiles(staging, "", kMetadataFileName, kMetadataChecksumFileName, m);
   }
   // Files are "writer_NNNNN/shard.bin", one per writing rank, in rank order. Rank 0 always has a
   // writer directory (possibly without a shard), so a checkpoint that wrote nothing still has one.
@@ -325,18 +353,17 @@ Status ReferenceEngine::WriteIndex(const std::string& staging, const CheckpointM
     int64_t rank = -1;
     ParseWriterDirName(writer, &rank);
     rank0 = rank0 || rank == 0;
-    const std::string dir = JoinPath(staging, writer);
-    CKPTSPEC_RETURN_IF_ERROR(WriteIndexFiles(env, dir, kWriterIndexFileName,
+    CKPTSPEC_RETURN_IF_ERROR(WriteIndexFiles(staging, writer, kWriterIndexFileName,
                                              kWriterIndexChecksumFileName,
                                              WriterPart(m, static_cast<int64_t>(f))));
-    CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(dir));
+    CKPTSPEC_RETURN_IF_ERROR(env->SyncDir(JoinPath(staging, writer)));
   }
   if (rank0) return Status::OK();
-  const std::string dir = JoinPath(staging, WriterDirName(0));
-  CKPTSPEC_RETURN_IF_ERROR(env->CreateDir(dir));
-  CKPTSPEC_RETURN_IF_ERROR(WriteIndexFiles(env, dir, kWriterIndexFileName,
+  const std::string writer = WriterDirName(0);
+  CKPTSPEC_RETURN_IF_ERROR(env->CreateDir(JoinPath(staging, writer)));
+  CKPTSPEC_RETURN_IF_ERROR(WriteIndexFiles(staging, writer, kWriterIndexFileName,
                                            kWriterIndexChecksumFileName, WriterPart(m, -1)));
-  return env->SyncDir(dir);
+  return env->SyncDir(JoinPath(staging, writer));
 }
 
 Status ReferenceEngine::LatestIteration(int64_t* iteration) {

@@ -176,8 +176,21 @@ class ReferenceEngine : public Engine {
 
  private:
   struct PendingSave;
+  // An index file as read or written: its path, its text, and its decoded form.
+  struct DecodedIndex {
+    std::string path;
+    std::string text;
+    CheckpointMetadata metadata;
+  };
+  // Steps 4a-5 of a save. The indexes it wrote, at their committed paths, are appended to
+  // *committed, for the thread that owns the engine to keep (KeepDecoded).
   Status WriteCheckpoint(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
-                         const SaveOptions& options, const SavePlan& plan);
+                         const SaveOptions& options, const SavePlan& plan,
+                         std::vector<DecodedIndex>* committed);
+  // Writes the index of `m` and its checksum file into directory `subdir` of `staging`, and
+  // notes it in written_indexes_ when DecodedFormOf gives its decoded form.
+  Status WriteIndexFiles(const std::string& staging, const std::string& subdir, const char* name,
+                         const char* checksum_name, const CheckpointMetadata& m);
   Status EnsureRoot();
   // FailedPrecondition naming the directory when the tracker names `iteration`.
   Status RefuseOverwriteOfLatest(int64_t iteration);
@@ -196,19 +209,22 @@ class ReferenceEngine : public Engine {
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;
   std::unique_ptr<PendingSave> pending_;
-  // The index files this engine decoded last (at most kDecodedIndexes, newest last): reading one
-  // whose text is byte-for-byte the same again (a resume's probe load, then its load) takes the
-  // decoded copy instead of parsing it anew. The text is still read and checked against its
-  // checksum every time; only texts up to kMaxCachedIndexBytes are kept. A new engine (a new
-  // process) starts empty.
-  struct DecodedIndex {
-    std::string path;
-    std::string text;
-    CheckpointMetadata metadata;
-  };
-  static constexpr size_t kDecodedIndexes = 8;
+  // The index files this engine wrote or decoded last, newest last: reading one whose text is
+  // byte-for-byte the same takes the decoded copy instead of parsing it anew (a resume's probe
+  // load, then its load; a load of the checkpoint this engine saved). The text is still read and
+  // checked against its checksum every time. A save keeps each index it wrote, in the form
+  // DecodedFormOf gives, once its checkpoint is committed; an index it cannot give that form is
+  // decoded when read. At most kDecodedIndexes are kept, texts of kMaxCachedIndexBytes each and
+  // kMaxCachedIndexTotalBytes together. A new engine (a new process) starts empty.
+  static constexpr size_t kDecodedIndexes = 64;
   static constexpr size_t kMaxCachedIndexBytes = size_t{4} << 20;
+  static constexpr size_t kMaxCachedIndexTotalBytes = size_t{32} << 20;
+  // Keeps `index`, replacing one of the same path, dropping the oldest over the bounds.
+  void KeepDecoded(DecodedIndex index);
   std::vector<DecodedIndex> decoded_;
+  // The indexes the save in progress wrote (WriteIndex), each path relative to its staging
+  // directory, until WriteCheckpoint hands them on with the committed checkpoint's paths.
+  std::vector<DecodedIndex> written_indexes_;
 };
 
 // Every check a save input must pass before anything is written: per-entry integrity, data sizes

@@ -344,11 +344,23 @@ Status ReferenceEngine::ReadIndexFile(const std::string& dir, const char* name,
     }
   }
   CKPTSPEC_RETURN_IF_ERROR(DecodeMetadata(text, path, limits.json(), m));
-  if (text.size() <= kMaxCachedIndexBytes) {
-    if (decoded_.size() == kDecodedIndexes) decoded_.erase(decoded_.begin());
-    decoded_.push_back(DecodedIndex{path, std::move(text), *m});
-  }
+  if (text.size() <= kMaxCachedIndexBytes) KeepDecoded(DecodedIndex{path, std::move(text), *m});
   return Status::OK();
+}
+
+void ReferenceEngine::KeepDecoded(DecodedIndex index) {
+  decoded_.erase(std::remove_if(decoded_.begin(), decoded_.end(),
+                                [&](const DecodedIndex& d) { return d.path == index.path; }),
+                 decoded_.end());
+  decoded_.push_back(std::move(index));
+  size_t total = 0;
+  for (const DecodedIndex& d : decoded_) total += d.text.size();
+  size_t dropped = 0;
+  while (decoded_.size() - dropped > kDecodedIndexes || total > kMaxCachedIndexTotalBytes) {
+    total -= decoded_[dropped].text.size();
+    ++dropped;
+  }
+  decoded_.erase(decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(dropped));
 }
 
 Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* layout) {
