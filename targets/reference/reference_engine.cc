@@ -82,7 +82,7 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
   if (!options.async) {
     std::vector<DecodedIndex> committed;
     const Status written = WriteCheckpoint(iteration, every_rank, options, plan, &committed);
-    for (DecodedIndex& index : committed) KeepDecoded(std::move(index));
+    for (DecodedIndex& index : committed) DecodedIndexCache::Shared().Keep(std::move(index));
     return written;
   }
 
@@ -130,7 +130,7 @@ Status ReferenceEngine::Finalize() {
     p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
     p->ran = true;
   }
-  for (DecodedIndex& index : p->committed) KeepDecoded(std::move(index));
+  for (DecodedIndex& index : p->committed) DecodedIndexCache::Shared().Keep(std::move(index));
   return ReportAsyncSave(p->iteration, std::move(p->status));
 }
 
@@ -331,8 +331,9 @@ Status ReferenceEngine::WriteIndexFiles(const std::string& staging, const std::s
   CKPTSPEC_RETURN_IF_ERROR(WriteFileSynced(env, JoinPath(dir, checksum_name),
                                            ChecksumHex(Checksum(text.data(), text.size())) + "\n"));
   DecodedIndex written;
-  if (text.size() <= kMaxCachedIndexBytes &&
-      DecodedFormOf(m, text.size(), options_.limits.json(), &written.metadata)) {
+  written.limits = options_.limits.json();
+  if (text.size() <= DecodedIndexCache::kMaxTextBytes &&
+      DecodedFormOf(m, text.size(), written.limits, &written.metadata)) {
     written.path = JoinPath(subdir, name);
     written.text = std::move(text);
     written_indexes_.push_back(std::move(written));

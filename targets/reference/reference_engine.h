@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "targets/env/env.h"
+#include "targets/reference/decoded_index_cache.h"
 #include "targets/reference/format.h"
 #include "targets/reference/resource_limits.h"
 #include "targets/reference/save_plan.h"
@@ -176,14 +177,8 @@ class ReferenceEngine : public Engine {
 
  private:
   struct PendingSave;
-  // An index file as read or written: its path, its text, and its decoded form.
-  struct DecodedIndex {
-    std::string path;
-    std::string text;
-    CheckpointMetadata metadata;
-  };
   // Steps 4a-5 of a save. The indexes it wrote, at their committed paths, are appended to
-  // *committed, for the thread that owns the engine to keep (KeepDecoded).
+  // *committed, for the thread that owns the engine to keep (DecodedIndexCache).
   Status WriteCheckpoint(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
                          const SaveOptions& options, const SavePlan& plan,
                          std::vector<DecodedIndex>* committed);
@@ -209,21 +204,10 @@ class ReferenceEngine : public Engine {
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;
   std::unique_ptr<PendingSave> pending_;
-  // The index files this engine wrote or decoded last, newest last: reading one whose text is
-  // byte-for-byte the same takes the decoded copy instead of parsing it anew (a resume's probe
-  // load, then its load; a load of the checkpoint this engine saved). The text is still read and
-  // checked against its checksum every time. A save keeps each index it wrote, in the form
-  // DecodedFormOf gives, once its checkpoint is committed; an index it cannot give that form is
-  // decoded when read. At most kDecodedIndexes are kept, texts of kMaxCachedIndexBytes each and
-  // kMaxCachedIndexTotalBytes together. A new engine (a new process) starts empty.
-  static constexpr size_t kDecodedIndexes = 64;
-  static constexpr size_t kMaxCachedIndexBytes = size_t{4} << 20;
-  static constexpr size_t kMaxCachedIndexTotalBytes = size_t{32} << 20;
-  // Keeps `index`, replacing one of the same path, dropping the oldest over the bounds.
-  void KeepDecoded(DecodedIndex index);
-  std::vector<DecodedIndex> decoded_;
-  // The indexes the save in progress wrote (WriteIndex), each path relative to its staging
-  // directory, until WriteCheckpoint hands them on with the committed checkpoint's paths.
+  // The indexes the save in progress wrote (WriteIndex) in the form DecodedFormOf gives, each
+  // path relative to its staging directory, until WriteCheckpoint hands them on with the
+  // committed checkpoint's paths to be kept in DecodedIndexCache::Shared(); an index that form
+  // cannot be given for is decoded when read.
   std::vector<DecodedIndex> written_indexes_;
 };
 

@@ -337,30 +337,11 @@ Status ReferenceEngine::ReadIndexFile(const std::string& dir, const char* name,
     return Status::Corruption(path + ": fails its XXH3 checksum: " + sum_path + " says " +
                               ChecksumHex(stored));
   }
-  for (const DecodedIndex& d : decoded_) {
-    if (d.path == path && d.text == text) {
-      *m = d.metadata;
-      return Status::OK();
-    }
-  }
+  DecodedIndexCache& cache = DecodedIndexCache::Shared();
+  if (cache.Find(path, text, limits.json(), m)) return Status::OK();
   CKPTSPEC_RETURN_IF_ERROR(DecodeMetadata(text, path, limits.json(), m));
-  if (text.size() <= kMaxCachedIndexBytes) KeepDecoded(DecodedIndex{path, std::move(text), *m});
+  cache.Keep(DecodedIndex{path, std::move(text), limits.json(), *m});
   return Status::OK();
-}
-
-void ReferenceEngine::KeepDecoded(DecodedIndex index) {
-  decoded_.erase(std::remove_if(decoded_.begin(), decoded_.end(),
-                                [&](const DecodedIndex& d) { return d.path == index.path; }),
-                 decoded_.end());
-  decoded_.push_back(std::move(index));
-  size_t total = 0;
-  for (const DecodedIndex& d : decoded_) total += d.text.size();
-  size_t dropped = 0;
-  while (decoded_.size() - dropped > kDecodedIndexes || total > kMaxCachedIndexTotalBytes) {
-    total -= decoded_[dropped].text.size();
-    ++dropped;
-  }
-  decoded_.erase(decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(dropped));
 }
 
 Status ReferenceEngine::ProbeIndexLayout(const std::string& dir, IndexLayout* layout) {
