@@ -4,6 +4,8 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "model/float_codec.h"
 #include "model/json_util.h"
@@ -142,6 +144,26 @@ Status ParseStoredJson(const std::string& bytes, const std::string& what, json* 
   return Status::OK();
 }
 
+// Objects' bytes as JSON, each distinct text parsed once: replicated objects (a module's common
+// state, the rerun state) hold the same bytes on every rank. The bytes read must outlive the
+// reader (they key it); a text that fails to parse is not kept, so every copy reports its error.
+class StoredJsonReader {
+ public:
+  Status Read(const std::string& bytes, const std::string& what, json* out) {
+    const auto kept = parsed_.find(std::string_view(bytes));
+    if (kept != parsed_.end()) {
+      *out = kept->second;
+      return Status::OK();
+    }
+    CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(bytes, what, out));
+    parsed_.emplace(std::string_view(bytes), *out);
+    return Status::OK();
+  }
+
+ private:
+  std::unordered_map<std::string_view, json> parsed_;
+};
+
 // A value every loaded copy must agree on.
 Status Agree(std::optional<json>* slot, json value, const std::string& what) {
   if (*slot && **slot != value) return Status::Corruption(what + " differs between ranks");
@@ -189,6 +211,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     assembly.emplace_back(structures[m]);
   }
   std::vector<ModuleLoaded> got(nmod);
+  StoredJsonReader stored;  // over `loaded` and `templ`, which outlive it
 
   for (int64_t r = 0; r < layout.world_size(); ++r) {
     const RankEntries& e = templ[r];
@@ -233,7 +256,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
       const ShardedObject& o = *objects[i];
       const std::string what = "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
       json j;
-      CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(o.data, what, &j));
+      CKPTSPEC_RETURN_IF_ERROR(stored.Read(o.data, what, &j));
       switch (role.kind) {
         case EntryKind::kModuleCommon:
           CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what));
@@ -263,7 +286,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
         }
         case EntryKind::kSliceIndex: {
           json want;
-          CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(e.dict.objects[i].data, what, &want));
+          CKPTSPEC_RETURN_IF_ERROR(stored.Read(e.dict.objects[i].data, what, &want));
           if (j != want) {
             return Status::Corruption(what +
                                       ": the dp_reshardable slice index differs from this layout's "
