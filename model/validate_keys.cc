@@ -150,14 +150,6 @@ void CheckDigests(const KeyGroup<Spec>& group, const char* noun, std::vector<Vio
   }
 }
 
-template <typename Spec>
-std::vector<int64_t> RanksOf(const KeyGroup<Spec>& group) {
-  std::vector<int64_t> ranks;
-  for (const auto& e : group.entries) ranks.push_back(e.rank);
-  SortUnique(&ranks);
-  return ranks;
-}
-
 }  // namespace
 
 std::vector<Violation> CheckKeyInjectivity(const GlobalSignature& signature) {

@@ -47,14 +47,6 @@ std::string DescribeChunks(const std::vector<EntryRef<Spec>>& entries, size_t be
 }
 
 template <typename Spec>
-std::vector<int64_t> RanksOf(const KeyGroup<Spec>& group) {
-  std::vector<int64_t> ranks;
-  for (const auto& e : group.entries) ranks.push_back(e.rank);
-  SortUnique(&ranks);
-  return ranks;
-}
-
-template <typename Spec>
 std::vector<EntryRef<Spec>> SortedByRank(const KeyGroup<Spec>& group) {
   std::vector<EntryRef<Spec>> entries = group.entries;
   std::sort(entries.begin(), entries.end(), [](const EntryRef<Spec>& a, const EntryRef<Spec>& b) {

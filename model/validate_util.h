@@ -37,6 +37,15 @@ std::vector<KeyGroup<ObjectSpec>> GroupObjectsByKey(const GlobalSignature& signa
 // Sorts and deduplicates.
 void SortUnique(std::vector<int64_t>* ranks);
 
+// The ranks that hold an entry of `group`, ascending, each once.
+template <typename Spec>
+std::vector<int64_t> RanksOf(const KeyGroup<Spec>& group) {
+  std::vector<int64_t> ranks;
+  for (const auto& e : group.entries) ranks.push_back(e.rank);
+  SortUnique(&ranks);
+  return ranks;
+}
+
 // "rank 3", "ranks 0-3, 8, 10-15"; long lists end with "... (N ranks)". Expects sorted unique.
 std::string RanksToString(const std::vector<int64_t>& ranks);
 
