@@ -572,6 +572,20 @@ uint64_t JsonTreeBytes(const nlohmann::json& value) {
   return bytes;
 }
 
+void AppendJsonString(const std::string& s, nlohmann::json::error_handler_t handler,
+                      std::string* out) {
+  for (const char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
+      *out += nlohmann::json(s).dump(-1, ' ', false, handler);
+      return;
+    }
+  }
+  *out += '"';
+  *out += s;
+  *out += '"';
+}
+
 std::string JsonPointerToken(const std::string& name) {
   std::string out;
   out.reserve(name.size());

@@ -123,6 +123,13 @@ bool JsonDeeperThan(const nlohmann::json& value, int max_depth);
 // any tree. json_util_test.cc checks it against the reader's own count.
 uint64_t JsonTreeBytes(const nlohmann::json& value);
 
+// Appends `s` as a JSON string value: between quotes as it is when it is printable ASCII without
+// '"' or '\\', else as nlohmann::json(s).dump(-1, ' ', false, handler) spells it (escapes, UTF-8;
+// invalid UTF-8 replaced, or thrown as nlohmann::json::type_error under error_handler_t::strict).
+// For writers that spell JSON text directly, as a tree's dump would.
+void AppendJsonString(const std::string& s, nlohmann::json::error_handler_t handler,
+                      std::string* out);
+
 // One JSON-pointer reference token (RFC 6901): '~' becomes "~0", '/' becomes "~1".
 std::string JsonPointerToken(const std::string& name);
 

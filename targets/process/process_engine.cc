@@ -7,6 +7,7 @@
 
 #include "model/box.h"
 #include "targets/env/env.h"
+#include "targets/process/request_writer.h"
 
 namespace ckptspec {
 namespace {
@@ -157,6 +158,14 @@ Status ProcessEngine::CallGroup(const std::string& op, std::vector<json> request
   return s;
 }
 
+Status ProcessEngine::CallGroupWithLines(const std::string& op,
+                                         const RankGroup::RequestLine& line_of,
+                                         std::vector<json>* replies) {
+  const Status s = group_->CallWithLines(op, line_of, replies);
+  NoteTimeout(s);
+  return s;
+}
+
 Status ProcessEngine::EnsureGroup(int world_size) {
   if (group_ && group_->alive() && group_->world_size() == world_size) return Status::OK();
   if (options_.directory.empty() || options_.work_dir.empty()) {
@@ -202,11 +211,11 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
   CKPTSPEC_RETURN_IF_ERROR(EnsureGroup(n));
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
-  std::vector<json> requests(n, json::object());
+  std::vector<SaveCall> calls(n);
   const bool packed = group_->hello().packed;
   for (int r = 0; r < n; ++r) {
     const ShardedStateDict& dict = every_rank[r];
-    SaveCall call;
+    SaveCall& call = calls[r];
     call.directory = options_.directory;
     call.iteration = iteration;
     call.options = options;
@@ -228,10 +237,10 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
       CKPTSPEC_RETURN_IF_ERROR(out.Add('o', i, data.data(), data.size(), &w.file, &w.range));
     }
     CKPTSPEC_RETURN_IF_ERROR(out.Finish());
-    SaveCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(CallGroup("save", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(CallGroupWithLines(
+      "save", [&](size_t r, int64_t id) { return SaveRequestLine(calls[r], id); }, &replies));
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   if (options.async && capabilities_.async) {
     PendingSave pending{input.shared(), {}};
@@ -329,7 +338,6 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
   std::vector<LoadCall> calls(n);
-  std::vector<json> requests(n, json::object());
   for (int r = 0; r < n; ++r) {
     LoadCall& call = calls[r];
     call.directory = options_.directory;
@@ -357,10 +365,10 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
       call.objects.push_back(
           {t.objects[i].spec, scratch->PathOf(EntryName(r, 'o', i)), std::nullopt});
     }
-    LoadCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(CallGroup("load", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(CallGroupWithLines(
+      "load", [&](size_t r, int64_t id) { return LoadRequestLine(calls[r], id); }, &replies));
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   std::vector<LoadReply> loaded(n);
   for (int r = 0; r < n; ++r) {

@@ -90,6 +90,9 @@ class ProcessEngine : public Engine {
   // group_->Call, with a timeout recorded in options_.events.
   Status CallGroup(const std::string& op, std::vector<nlohmann::json> requests,
                    std::vector<nlohmann::json>* replies);
+  // CallGroup with each rank's request written as its line (RankGroup::CallWithLines).
+  Status CallGroupWithLines(const std::string& op, const RankGroup::RequestLine& line_of,
+                            std::vector<nlohmann::json>* replies);
   // Fills rank `rank`'s template *state from the files the adapter wrote for `call`.
   Status ReadLoadedEntries(int rank, const LoadCall& call, const LoadReply& reply,
                            const ScratchDir& dir, ShardedStateDict* state);

@@ -195,13 +195,25 @@ Status RankGroup::Call(const std::string& op, std::vector<json> requests,
     return Status::InvalidArgument("adapter call '" + op + "': " + std::to_string(requests.size()) +
                                    " requests for " + std::to_string(ranks_.size()) + " ranks");
   }
-  const int64_t id = ids_->next++;
-  std::vector<std::string> lines(requests.size());
-  for (size_t r = 0; r < requests.size(); ++r) {
-    requests[r]["id"] = id;
-    requests[r]["op"] = op;
-    lines[r] = DumpLine(requests[r]) + "\n";
+  return CallWithLines(
+      op,
+      [&](size_t r, int64_t id) {
+        requests[r]["id"] = id;
+        requests[r]["op"] = op;
+        return DumpLine(requests[r]);
+      },
+      replies, timeout_s);
+}
+
+Status RankGroup::CallWithLines(const std::string& op, const RequestLine& line_of,
+                                std::vector<json>* replies, double timeout_s) {
+  if (!alive_) {
+    return Status::FailedPrecondition("adapter group is not running (started: " +
+                                      std::string(ranks_.empty() ? "no" : "yes, then ended") + ")");
   }
+  const int64_t id = ids_->next++;
+  std::vector<std::string> lines(ranks_.size());
+  for (size_t r = 0; r < ranks_.size(); ++r) lines[r] = line_of(r, id) + "\n";
   const std::string during = op + " (request " + std::to_string(id) + ")";
   std::vector<std::string> raw;
   CKPTSPEC_RETURN_IF_ERROR(

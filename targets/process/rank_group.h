@@ -21,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,11 @@ class RankGroup {
   // every reply. `timeout_s` <= 0 means the group's.
   Status Call(const std::string& op, std::vector<nlohmann::json> requests,
               std::vector<nlohmann::json>* replies, double timeout_s = 0);
+  // Call with each request given as its line: line_of(r, id) is rank r's request, one JSON
+  // object with members "id" (this call's id) and "op" (`op`), without the newline.
+  using RequestLine = std::function<std::string(size_t rank, int64_t id)>;
+  Status CallWithLines(const std::string& op, const RequestLine& line_of,
+                       std::vector<nlohmann::json>* replies, double timeout_s = 0);
 
   // Declares a fault found in a reply's content (e.g. a wrong size): kills the group and returns
   // the fault's Status, as Call does for the faults it finds.

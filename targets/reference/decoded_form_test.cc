@@ -6,12 +6,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "generators/json_gen.h"
 #include "targets/reference/reference_test_util.h"
 
 namespace ckptspec {
@@ -69,42 +69,8 @@ std::string IndexDifference(const CheckpointMetadata& a, const CheckpointMetadat
   return !layout.empty() ? layout : JsonDifference(a.common, b.common, "common");
 }
 
-// A JSON value of any type the reader tells apart: integers of both signs, unsigned beyond
-// int64, doubles with -0.0 and the non-finite ones, strings that need escapes, nested containers.
-json ArbitraryJson(int depth) {
-  const int kind = *rc::gen::inRange(0, depth > 0 ? 9 : 7);
-  switch (kind) {
-    case 0:
-      return nullptr;
-    case 1:
-      return *rc::gen::arbitrary<bool>();
-    case 2:
-      return *rc::gen::arbitrary<int64_t>();
-    case 3:
-      return *rc::gen::arbitrary<uint64_t>();
-    case 4:
-      return *rc::gen::elementOf(std::vector<double>{
-          0.5, -0.0, 3.0, 1e300, -2.5e-310, std::numeric_limits<double>::quiet_NaN(),
-          std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
-    case 5:
-      return *rc::gen::arbitrary<double>();
-    case 6:
-      return *rc::gen::elementOf(std::vector<std::string>{
-          "", "lr", "a longer string than fifteen bytes", "quote \" and \\ and \n", "caf\xc3\xa9"});
-    case 7: {
-      json array = json::array();
-      const int n = *rc::gen::inRange(0, 4);
-      for (int i = 0; i < n; ++i) array.push_back(ArbitraryJson(depth - 1));
-      return array;
-    }
-    default: {
-      json object = json::object();
-      const int n = *rc::gen::inRange(0, 4);
-      for (int i = 0; i < n; ++i) object["k" + std::to_string(i)] = ArbitraryJson(depth - 1);
-      return object;
-    }
-  }
-}
+// A JSON value of any type the reader tells apart; only valid UTF-8, which the encoder needs.
+json ArbitraryJson(int depth) { return *gen::JsonValue(depth, /*invalid_utf8=*/false); }
 
 RC_GTEST_PROP(DecodedForm, IsWhatDecodingTheEncodedTextGives, ()) {
   CheckpointMetadata m;

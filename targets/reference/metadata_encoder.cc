@@ -10,94 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_text_writer.h"
 #include "targets/reference/format.h"
 
 namespace ckptspec {
 namespace {
 
-// Writes JSON at a depth of nesting: each value starts where its member's name ended, and a
-// container's own lines are indented by one space per level, as dump(1) does.
-class IndexWriter {
- public:
-  explicit IndexWriter(std::string* out) : out_(out) {}
-
-  void Open(char bracket) {
-    *out_ += bracket;
-    first_.push_back(true);
-  }
-  // Closes the innermost container: "{}" / "[]" when it is empty.
-  void Close(char bracket) {
-    const bool empty = first_.back();
-    first_.pop_back();
-    if (!empty) {
-      *out_ += '\n';
-      Indent(first_.size());
-    }
-    *out_ += bracket;
-  }
-  // Starts the next element of an array.
-  void Element() { Separate(); }
-  // Starts the next member of an object: its name and ": ".
-  void Member(const char* name) {
-    Separate();
-    *out_ += '"';
-    *out_ += name;
-    *out_ += "\": ";
-  }
-
-  void Int(int64_t v) { *out_ += std::to_string(v); }
-  void Uint(uint64_t v) { *out_ += std::to_string(v); }
-  void String(const std::string& s) {
-    for (const char c : s) {
-      const unsigned char u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
-        // Escapes, and UTF-8 (which dump checks and rejects when invalid): as nlohmann spells it.
-        *out_ += nlohmann::json(s).dump();
-        return;
-      }
-    }
-    *out_ += '"';
-    *out_ += s;
-    *out_ += '"';
-  }
-  void Dims(const ckptspec::Dims& dims) {
-    Open('[');
-    for (const int64_t d : dims) {
-      Element();
-      Int(d);
-    }
-    Close(']');
-  }
-  // A JSON value at the current depth: dump(1) indents from depth 0, so its lines are moved in.
-  void Value(const nlohmann::json& value) {
-    const std::string text = value.dump(1);
-    const size_t depth = first_.size();
-    // Raw newlines are structure (strings escape theirs): each is followed by the indentation.
-    size_t from = 0;
-    for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
-      out_->append(text, from, nl + 1 - from);
-      Indent(depth);
-      from = nl + 1;
-    }
-    out_->append(text, from, std::string::npos);
-  }
-
- private:
-  void Separate() {
-    if (!first_.back()) *out_ += ',';
-    first_.back() = false;
-    *out_ += '\n';
-    Indent(first_.size());
-  }
-  void Indent(size_t depth) { out_->append(depth, ' '); }
-
-  std::string* out_;
-  std::vector<bool> first_;  // per open container: no element written yet
-};
-
 // An extent's byte_offset and byte_size members, which sort first in every entry that has them;
 // its file and xxh3 members sort among the entry's others and are written in their places.
-void ByteRange(IndexWriter* w, const Extent& e) {
+void ByteRange(JsonTextWriter* w, const Extent& e) {
   w->Member("byte_offset");
   w->Uint(e.offset);
   w->Member("byte_size");
@@ -108,7 +29,7 @@ void ByteRange(IndexWriter* w, const Extent& e) {
 
 std::string EncodeMetadata(const CheckpointMetadata& m) {
   std::string out;
-  IndexWriter w(&out);
+  JsonTextWriter w(&out, 1, nlohmann::json::error_handler_t::strict);
   w.Open('{');
   w.Member("common");
   w.Value(m.common);
