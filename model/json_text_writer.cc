@@ -1,5 +1,7 @@
 #include "model/json_text_writer.h"
 
+#include <charconv>
+
 #include "model/json_util.h"
 
 namespace ckptspec {
@@ -29,8 +31,14 @@ void JsonTextWriter::Member(const char* name) {
   *out_ += indent_ >= 0 ? "\": " : "\":";
 }
 
-void JsonTextWriter::Int(int64_t v) { *out_ += std::to_string(v); }
-void JsonTextWriter::Uint(uint64_t v) { *out_ += std::to_string(v); }
+void JsonTextWriter::Int(int64_t v) {
+  char digits[24];
+  out_->append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
+void JsonTextWriter::Uint(uint64_t v) {
+  char digits[24];
+  out_->append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
 void JsonTextWriter::Bool(bool v) { *out_ += v ? "true" : "false"; }
 
 void JsonTextWriter::String(const std::string& s) { AppendJsonString(s, handler_, out_); }

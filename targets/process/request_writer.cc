@@ -106,10 +106,15 @@ void Objects(JsonTextWriter* w, const std::vector<WireObject>& objects) {
   w->Close(']');
 }
 
+// Room for a request of `tensors` and `objects` entries without regrowing the line: an entry's
+// members take a few hundred bytes, its path and key most of them.
+size_t RoomFor(size_t tensors, size_t objects) { return 1024 + 512 * (tensors + objects); }
+
 }  // namespace
 
 std::string SaveRequestLine(const SaveCall& call, int64_t id) {
   std::string out;
+  out.reserve(RoomFor(call.tensors.size(), call.objects.size()));
   JsonTextWriter w(&out, -1, nlohmann::json::error_handler_t::replace);
   w.Open('{');
   w.Member("assume_constant_structure");
@@ -144,6 +149,7 @@ std::string SaveRequestLine(const SaveCall& call, int64_t id) {
 
 std::string LoadRequestLine(const LoadCall& call, int64_t id) {
   std::string out;
+  out.reserve(RoomFor(call.tensors.size(), call.objects.size()));
   JsonTextWriter w(&out, -1, nlohmann::json::error_handler_t::replace);
   w.Open('{');
   w.Member("allow_shape_mismatch");
