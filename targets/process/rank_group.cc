@@ -187,11 +187,7 @@ Status RankGroup::Reset() {
 
 Status RankGroup::Call(const std::string& op, std::vector<json> requests,
                        std::vector<json>* replies, double timeout_s) {
-  if (!alive_) {
-    return Status::FailedPrecondition("adapter group is not running (started: " +
-                                      std::string(ranks_.empty() ? "no" : "yes, then ended") + ")");
-  }
-  if (requests.size() != ranks_.size()) {
+  if (alive_ && requests.size() != ranks_.size()) {
     return Status::InvalidArgument("adapter call '" + op + "': " + std::to_string(requests.size()) +
                                    " requests for " + std::to_string(ranks_.size()) + " ranks");
   }
@@ -213,7 +209,10 @@ Status RankGroup::CallWithLines(const std::string& op, const RequestLine& line_o
   }
   const int64_t id = ids_->next++;
   std::vector<std::string> lines(ranks_.size());
-  for (size_t r = 0; r < ranks_.size(); ++r) lines[r] = line_of(r, id) + "\n";
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    lines[r] = line_of(r, id);
+    lines[r] += '\n';
+  }
   const std::string during = op + " (request " + std::to_string(id) + ")";
   std::vector<std::string> raw;
   CKPTSPEC_RETURN_IF_ERROR(
