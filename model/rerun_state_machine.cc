@@ -1,10 +1,10 @@
 #include "model/rerun_state_machine.h"
 
-#include <cstring>
-
 #include <cmath>
 #include <limits>
 #include <tuple>
+
+#include "model/same_bits.h"
 
 namespace ckptspec {
 
@@ -55,12 +55,9 @@ bool ValidationCall::operator<(const ValidationCall& o) const {
 
 namespace {
 
-// Results compare by bits, as FirstDifference compares floats: a NaN result (the usual fault) is
-// equal to itself, so a state is equal to its own copy.
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-bool SameBits(const std::optional<double>& a, const std::optional<double>& b) {
-  return a.has_value() == b.has_value() && (!a || SameBits(*a, *b));
-}
+// Results compare by bits (model/same_bits.h), as FirstDifference compares floats: a NaN result
+// (the usual fault) is equal to itself, so a state is equal to its own copy.
+using ckptspec::SameBits;
 bool SameBits(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
   if (a.size() != b.size()) return false;
   for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
