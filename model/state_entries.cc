@@ -1,7 +1,10 @@
 #include "model/state_entries.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 
+#include "model/config_identity.h"
 #include "model/data_iterator.h"
 #include "model/rerun_state_machine.h"
 #include "model/rng_streams.h"
@@ -37,22 +40,34 @@ uint32_t FloatBits(float f) {
   return u;
 }
 
-// The value of slot `slot` of parameter `p` at instance index `i`, as raw bits of the entry dtype.
-uint64_t SlotBits(const TrainingState& s, int p, int slot, int64_t i) {
+// Writes `n` elements of slot `slot` of parameter `p`, element k little-endian in `size` bytes at
+// out + k * size: the slot's value at instance index index[k], as raw bits of the entry dtype
+// (the step slot: the parameter's step; `index` unused). One loop per slot, so that the slot is
+// decided once per run of elements.
+void PutSlot(const TrainingState& s, int p, int slot, int size, int64_t n, const int64_t* index,
+             uint8_t* out) {
   const ParamState& ps = s.params[p];
   switch (slot) {
     case kSlotModel:
-      return ps.model[i];
+      for (int64_t k = 0; k < n; ++k) PutLE(ps.model[index[k]], size, out + k * size);
+      return;
     case kSlotExpAvg:
-      return FloatBits(ps.exp_avg[i]);
+      for (int64_t k = 0; k < n; ++k) PutLE(FloatBits(ps.exp_avg[index[k]]), size, out + k * size);
+      return;
     case kSlotExpAvgSq:
-      return FloatBits(ps.exp_avg_sq[i]);
+      for (int64_t k = 0; k < n; ++k) {
+        PutLE(FloatBits(ps.exp_avg_sq[index[k]]), size, out + k * size);
+      }
+      return;
     case kSlotMaster:
-      return FloatBits(static_cast<float>(MasterValue(s, p, i)));
+      for (int64_t k = 0; k < n; ++k) {
+        PutLE(FloatBits(static_cast<float>(MasterValue(s, p, index[k]))), size, out + k * size);
+      }
+      return;
     case kSlotStep:
-      return static_cast<uint64_t>(ps.step);
+      for (int64_t k = 0; k < n; ++k) PutLE(static_cast<uint64_t>(ps.step), size, out + k * size);
+      return;
   }
-  return 0;
 }
 
 ShardedTensor Sized(TensorSpec spec) {
@@ -76,9 +91,138 @@ bool IsExpertSub(const SubOptimizer& s) { return s.name == "expert"; }
 
 }  // namespace
 
+struct StatePlan::Fixed {
+  HeterogeneousLayout layout;
+  ShardingConfig sharding;
+  ParameterSharding params;
+  std::vector<Module> modules;
+  std::vector<std::vector<bool>> initial_has_state;  // per module: the config's presence
+  int64_t elements = 0;                              // parameter elements of every module
+  bool keeps_ranks = false;                          // a shared plan: keeps rank structures
+
+  // Kept rank structures, by rank, one per optimizer-state presence of the rank's module.
+  struct KeptRank {
+    std::vector<bool> has_state;
+    std::shared_ptr<const RankEntries> entries;
+  };
+  mutable std::mutex mu;
+  mutable std::map<int64_t, std::vector<KeptRank>> kept;  // guarded by mu
+  mutable size_t kept_bytes = 0;                          // guarded by mu
+};
+
+namespace {
+
+// The bytes a kept structure holds, roughly: its buffers and index vectors.
+size_t EntriesBytes(const RankEntries& e) {
+  size_t bytes = sizeof e;
+  for (const ShardedTensor& t : e.dict.tensors) {
+    bytes += sizeof t + t.data.size() + t.spec.key.size() + t.spec.origin.size();
+  }
+  for (const ShardedObject& o : e.dict.objects) {
+    bytes += sizeof o + o.data.size() + o.spec.key.size() + o.spec.origin.size();
+  }
+  for (const TensorRole& r : e.tensor_roles)
+    bytes += sizeof r + r.pieces.size() * sizeof(BucketPiece);
+  for (const ParamChunk& c : e.chunks) {
+    bytes += sizeof c + c.instance_index.size() * sizeof(int64_t) + c.spec.key.size();
+  }
+  return bytes;
+}
+
+// Whether BuildRank under `filter` emits an entry of `kind`.
+bool Admits(const EntryFilter& filter, EntryKind kind) {
+  switch (kind) {
+    case EntryKind::kModel:
+      return filter.model;
+    case EntryKind::kOptimState:
+    case EntryKind::kOptimStep:
+    case EntryKind::kBucket:
+    case EntryKind::kModuleCommon:
+      return filter.optimizer;
+    case EntryKind::kSliceIndex:
+      return filter.optimizer && filter.slice_index;
+    case EntryKind::kRng:
+      return filter.rng;
+    case EntryKind::kRerun:
+      return filter.rerun;
+    case EntryKind::kData:
+      return filter.data;
+    case EntryKind::kReadWhole:  // the templates' own requests, never a rank's entry
+      return false;
+  }
+  return false;
+}
+
+// The entries of `all` (built under every filter) that `filter` admits, in their order: what
+// building under `filter` gives, since each entry class is appended independently of the others.
+RankEntries Filtered(const RankEntries& all, const EntryFilter& filter) {
+  RankEntries e;
+  e.module = all.module;
+  e.chunks = all.chunks;
+  e.dict.tensors.reserve(all.dict.tensors.size());
+  e.tensor_roles.reserve(all.dict.tensors.size());
+  e.dict.objects.reserve(all.dict.objects.size());
+  e.object_roles.reserve(all.dict.objects.size());
+  for (size_t i = 0; i < all.dict.tensors.size(); ++i) {
+    if (!Admits(filter, all.tensor_roles[i].kind)) continue;
+    e.dict.tensors.push_back(all.dict.tensors[i]);
+    e.tensor_roles.push_back(all.tensor_roles[i]);
+  }
+  for (size_t i = 0; i < all.dict.objects.size(); ++i) {
+    if (!Admits(filter, all.object_roles[i].kind)) continue;
+    e.dict.objects.push_back(all.dict.objects[i]);
+    e.object_roles.push_back(all.object_roles[i]);
+  }
+  return e;
+}
+
+// The process's shared plans (StatePlan::Sharing::kShared), the most recently used first.
+struct SharedPlans {
+  std::mutex mu;
+  std::vector<std::shared_ptr<const StatePlan::Fixed>> plans;
+};
+
+SharedPlans& TheSharedPlans() {
+  static SharedPlans* plans = new SharedPlans();  // never destroyed: plans may be made at exit
+  return *plans;
+}
+
+}  // namespace
+
+std::shared_ptr<const StatePlan::Fixed> StatePlan::FindShared(
+    const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+    const ShardingConfig& sharding) {
+  SharedPlans& shared = TheSharedPlans();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  for (size_t i = 0; i < shared.plans.size(); ++i) {
+    const std::shared_ptr<const Fixed>& plan = shared.plans[i];
+    if (plan->modules.size() != configs.size() || !Identical(plan->sharding, sharding) ||
+        !Identical(plan->layout, layout)) {
+      continue;
+    }
+    bool same = true;
+    for (size_t m = 0; m < configs.size() && same; ++m) {
+      same = Identical(plan->modules[m].config, configs[m]);
+    }
+    if (!same) continue;
+    std::shared_ptr<const Fixed> found = plan;
+    std::rotate(shared.plans.begin(), shared.plans.begin() + static_cast<std::ptrdiff_t>(i),
+                shared.plans.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    return found;
+  }
+  return nullptr;
+}
+
+void StatePlan::KeepShared(std::shared_ptr<const Fixed> fixed) {
+  SharedPlans& shared = TheSharedPlans();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  shared.plans.insert(shared.plans.begin(), std::move(fixed));
+  if (shared.plans.size() > kMaxSharedPlans) shared.plans.resize(kMaxSharedPlans);
+}
+
 Status StatePlan::Make(const HeterogeneousLayout& layout,
                        const std::vector<TrainingConfig>& configs, const ShardingConfig& sharding,
-                       StatePlan* out) {
+                       StatePlan* out, Sharing sharing) {
   if (configs.size() != layout.modules().size()) {
     return Status::InvalidArgument(std::to_string(configs.size()) + " configs for " +
                                    std::to_string(layout.modules().size()) + " layout modules");
@@ -86,12 +230,20 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
   if (sharding.optimizer_format == OptimizerFormat::kDpReshardable) {
     CKPTSPEC_RETURN_IF_ERROR(ValidateBufferConfig(sharding.buffers));
   }
-  StatePlan plan;
-  plan.layout_ = layout;
-  plan.sharding_ = sharding;
+  if (sharing == Sharing::kShared) {
+    // Identical inputs made this plan before, so they pass the checks below again.
+    if (std::shared_ptr<const Fixed> kept = FindShared(layout, configs, sharding)) {
+      out->has_state_ = kept->initial_has_state;
+      out->fixed_ = std::move(kept);
+      return Status::OK();
+    }
+  }
+  auto plan = std::make_shared<Fixed>();
+  plan->layout = layout;
+  plan->sharding = sharding;
   std::vector<ModelConfig> models;
   for (const TrainingConfig& c : configs) models.push_back(c.model);
-  CKPTSPEC_RETURN_IF_ERROR(ParameterSharding::Make(layout, models, &plan.params_));
+  CKPTSPEC_RETURN_IF_ERROR(ParameterSharding::Make(layout, models, &plan->params));
   for (size_t i = 0; i < configs.size(); ++i) {
     const ModuleLayout& ml = layout.modules()[i];
     const std::string label = "module '" + ml.name + "'";
@@ -127,7 +279,12 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
           ": the torch_optim freezing family has no dp_reshardable format (its buffers are "
           "Megatron's distributed optimizer's)");
     }
-    for (const ParamState& p : m.structure.params) m.has_state.push_back(HasOptimizerState(p));
+    std::vector<bool> has_state;
+    for (const ParamState& p : m.structure.params) {
+      has_state.push_back(HasOptimizerState(p));
+      plan->elements += static_cast<int64_t>(p.model.size());
+    }
+    plan->initial_has_state.push_back(std::move(has_state));
     m.sub_of_param.assign(m.structure.specs.size(), -1);
     for (size_t o = 0; o < m.structure.optimizers.size(); ++o) {
       const SubOptimizer& sub = m.structure.optimizers[o];
@@ -145,11 +302,21 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
         }
       }
     }
-    plan.modules_.push_back(std::move(m));
+    plan->modules.push_back(std::move(m));
   }
-  *out = std::move(plan);
+  plan->keeps_ranks = sharing == Sharing::kShared && plan->elements <= kMaxSharedElements;
+  out->has_state_ = plan->initial_has_state;
+  out->fixed_ = plan;
+  if (plan->keeps_ranks) KeepShared(std::move(plan));
   return Status::OK();
 }
+
+const HeterogeneousLayout& StatePlan::layout() const { return fixed_->layout; }
+const TrainingConfig& StatePlan::config(int module) const { return fixed_->modules[module].config; }
+const TrainingState& StatePlan::structure(int module) const {
+  return fixed_->modules[module].structure;
+}
+const ShardingConfig& StatePlan::sharding() const { return fixed_->sharding; }
 
 // True when two ranks of one DP-CP group differ in their expert coordinates (ep, etp), so their
 // expert RNG trackers differ and one (pp, tp) cell cannot hold them all. With pp last this follows
@@ -164,20 +331,20 @@ static bool ExpertCoordsVaryWithinDataContext(const Layout& layout) {
 }
 
 Status StatePlan::SetOptimizerState(int module, const std::vector<bool>& present) {
-  if (module < 0 || module >= static_cast<int>(modules_.size())) {
+  if (module < 0 || module >= static_cast<int>(fixed_->modules.size())) {
     return Status::InvalidArgument("no module " + std::to_string(module));
   }
-  Module& m = modules_[module];
+  const Module& m = fixed_->modules[module];
   if (m.config.optimizer.freeze_family != FreezeFamily::kTorchOptim) {
     return Status::InvalidArgument(
         "which parameters have optimizer state is the config's under the megatron freezing family");
   }
-  if (present.size() != m.has_state.size()) {
+  if (present.size() != has_state_[module].size()) {
     return Status::InvalidArgument(std::to_string(present.size()) + " optimizer state flags for " +
-                                   std::to_string(m.has_state.size()) + " parameters");
+                                   std::to_string(has_state_[module].size()) + " parameters");
   }
   CKPTSPEC_RETURN_IF_ERROR(CheckStackedKeysWhole(m.structure.specs, present));
-  m.has_state = present;
+  has_state_[module] = present;
   return Status::OK();
 }
 
@@ -223,8 +390,9 @@ nlohmann::json StatePlan::ModuleCommon(const TrainingState& s) {
 }
 
 void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local_rank, bool moments,
-                                RankEntries* out) const {
-  const ModuleLayout& ml = layout_.modules()[module_index];
+                                const std::vector<bool>& has_state, RankEntries* out) const {
+  const ShardingConfig& sharding = fixed_->sharding;
+  const ModuleLayout& ml = fixed_->layout.modules()[module_index];
   const RankCoords c = ml.layout.Coords(local_rank);
   const bool mixed = m.config.model.params_dtype != DType::kFloat32;
   const size_t nsubs = m.structure.optimizers.size();
@@ -233,10 +401,10 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
   for (size_t k = 0; k < nchunks; ++k) {
     const int p = out->chunks[k].param;
     const int sub = m.sub_of_param[p];
-    if (sub < 0 || !m.has_state[p]) continue;
+    if (sub < 0 || !has_state[p]) continue;
     const bool chained =
-        nsubs > 1 && (sharding_.optimizer_format != OptimizerFormat::kFullyReshardable ||
-                      !sharding_.chained_avoid_prefix);
+        nsubs > 1 && (sharding.optimizer_format != OptimizerFormat::kFullyReshardable ||
+                      !sharding.chained_avoid_prefix);
     const std::string prefix = (chained ? "chained_" + std::to_string(sub) + "." : std::string()) +
                                OptimizerPrefix(ml.name);
     const TensorSpec& model = out->chunks[k].spec;
@@ -285,7 +453,7 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
 
 void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_rank,
                               bool slice_index, RankEntries* out) const {
-  const ModuleLayout& ml = layout_.modules()[module_index];
+  const ModuleLayout& ml = fixed_->layout.modules()[module_index];
   const Layout& L = ml.layout;
   const RankCoords c = L.Coords(local_rank);
   const bool mixed = m.config.model.params_dtype != DType::kFloat32;
@@ -306,7 +474,7 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
       chunk_of.push_back(static_cast<int>(k));
       numels.push_back(Volume(out->chunks[k].spec.local_shape));
     }
-    const BufferLayout buf = LayoutBuffer(numels, sharding_.buffers, dp_size);
+    const BufferLayout buf = LayoutBuffer(numels, fixed_->sharding.buffers, dp_size);
     nlohmann::json index = nlohmann::json::array();
     for (size_t b = 0; b < buf.buckets.size(); ++b) {
       int64_t begin = 0, end = 0;
@@ -366,17 +534,18 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
   }
 }
 
-Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const TrainingState* state,
-                            RankEntries* out) const {
+Status StatePlan::BuildStructure(int64_t rank, const EntryFilter& filter,
+                                 const std::vector<bool>& has_state, RankEntries* out) const {
+  const HeterogeneousLayout& layout = fixed_->layout;
   RankEntries e;
-  e.module = layout_.ModuleOf(rank);
-  const ModuleLayout& ml = layout_.modules()[e.module];
-  const Module& m = modules_[e.module];
-  const int64_t local = layout_.LocalRank(rank);
+  e.module = layout.ModuleOf(rank);
+  const ModuleLayout& ml = layout.modules()[e.module];
+  const Module& m = fixed_->modules[e.module];
+  const int64_t local = layout.LocalRank(rank);
   const RankCoords c = ml.layout.Coords(local);
 
   // Model chunks (always computed: the optimizer entries derive from them).
-  for (TensorSpec& t : params_.RankTensors(rank)) {
+  for (TensorSpec& t : fixed_->params.RankTensors(rank)) {
     ParamChunk chunk;
     const Dims pre(t.global_offset.begin(), t.global_offset.begin() + t.prepend_axis_num);
     auto it = m.instance.find({t.key, pre});
@@ -415,17 +584,16 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     }
   }
   if (filter.optimizer) {
-    if (sharding_.optimizer_format == OptimizerFormat::kFullyReshardable) {
-      AppendOptimizer(m, e.module, local, /*moments=*/true, &e);
+    if (fixed_->sharding.optimizer_format == OptimizerFormat::kFullyReshardable) {
+      AppendOptimizer(m, e.module, local, /*moments=*/true, has_state, &e);
     } else {
       AppendBuckets(m, e.module, local, filter.slice_index, &e);
-      AppendOptimizer(m, e.module, local, /*moments=*/false, &e);
+      AppendOptimizer(m, e.module, local, /*moments=*/false, has_state, &e);
     }
     if (!ml.name.empty()) {
-      ShardedObject o = Obj(OptimizerPrefix(ml.name) + "common_state", {1}, {0},
-                            {c.pp, c.tp, c.dp_cp}, OriginModule(ml.name) + ":optimizer.common");
-      if (state) o.data = ModuleCommon(*state).dump();
-      e.dict.objects.push_back(std::move(o));
+      e.dict.objects.push_back(Obj(OptimizerPrefix(ml.name) + "common_state", {1}, {0},
+                                   {c.pp, c.tp, c.dp_cp},
+                                   OriginModule(ml.name) + ":optimizer.common"));
       e.object_roles.push_back(ObjectRole{EntryKind::kModuleCommon, {}});
     }
   }
@@ -435,70 +603,132 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     ShardedObject o;
     o.spec = RngObjectSpec(ml.name, ml.layout, m.config.rng_saving,
                            m.config.data_parallel_random_init, local, &role.saved_ranks);
-    if (state) {
-      int found = -1;
-      for (size_t r = 0; r < state->config.ranks.size() && found < 0; ++r) {
-        if (state->config.ranks[r] == c) found = static_cast<int>(r);
-      }
-      if (found < 0 || static_cast<size_t>(found) >= state->rng.size()) {
-        return Status::NotFound("module '" + ml.name + "': the state holds no RNG for rank " +
-                                std::to_string(rank) + " at " + DescribeCoords(c));
-      }
-      o.data = RankRngStateToJson(state->rng[found]).dump();
-    }
     e.dict.objects.push_back(std::move(o));
     e.object_roles.push_back(std::move(role));
   }
   if (filter.rerun) {
     ShardedObject o;
-    o.spec = RerunObjectSpec(layout_.world_size(), rank);
-    if (state) {
-      nlohmann::json payload;
-      CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(state->rerun, &payload));
-      o.data = payload.dump();
-    }
+    o.spec = RerunObjectSpec(layout.world_size(), rank);
     e.dict.objects.push_back(std::move(o));
     e.object_roles.push_back(ObjectRole{EntryKind::kRerun, {}});
   }
   if (filter.data) {
     ShardedObject o;
     o.spec = DataIteratorObjectSpec(ml.name, ml.layout, c.dp, {c.pp, c.tp, c.cp});
-    if (state) {
-      // Each DP rank saves its own loader (kPerRank) next to the run's shared position.
-      CKPTSPEC_RETURN_IF_ERROR(CheckDataIterator(m.config.data, state->data)
-                                   .WithContext("rank " + std::to_string(rank)));
-      o.data = DataIteratorRankToJson(state->data, c.dp).dump();
-    }
     e.dict.objects.push_back(std::move(o));
     e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
   }
+  *out = std::move(e);
+  return Status::OK();
+}
 
-  // Tensor data.
-  if (state) {
-    for (size_t i = 0; i < e.dict.tensors.size(); ++i) {
-      ShardedTensor& t = e.dict.tensors[i];
-      const TensorRole& role = e.tensor_roles[i];
-      const int size = DTypeSize(t.spec.dtype);
-      if (role.kind == EntryKind::kBucket) {
-        for (const BucketPiece& piece : role.pieces) {
-          const ParamChunk& ch = e.chunks[piece.chunk];
-          for (int64_t k = 0; k < piece.length; ++k) {
-            PutLE(SlotBits(*state, ch.param, role.slot, ch.instance_index[piece.src + k]), size,
-                  t.data.data() + (piece.dst + k) * size);
-          }
+Status StatePlan::KeptStructure(int64_t rank, std::shared_ptr<const RankEntries>* out) const {
+  const std::vector<bool>& has_state = has_state_[fixed_->layout.ModuleOf(rank)];
+  {
+    std::lock_guard<std::mutex> lock(fixed_->mu);
+    auto it = fixed_->kept.find(rank);
+    if (it != fixed_->kept.end()) {
+      for (const Fixed::KeptRank& k : it->second) {
+        if (k.has_state == has_state) {
+          *out = k.entries;
+          return Status::OK();
         }
-        continue;
-      }
-      const ParamChunk& ch = e.chunks[role.chunk];
-      if (role.kind == EntryKind::kOptimStep) {
-        PutLE(SlotBits(*state, ch.param, kSlotStep, 0), size, t.data.data());
-        continue;
-      }
-      for (size_t k = 0; k < ch.instance_index.size(); ++k) {
-        PutLE(SlotBits(*state, ch.param, role.slot, ch.instance_index[k]), size,
-              t.data.data() + k * size);
       }
     }
+  }
+  auto built = std::make_shared<RankEntries>();
+  CKPTSPEC_RETURN_IF_ERROR(BuildStructure(rank, EntryFilter(), has_state, built.get()));
+  const size_t bytes = EntriesBytes(*built);
+  std::lock_guard<std::mutex> lock(fixed_->mu);
+  if (fixed_->kept_bytes + bytes <= kMaxKeptRankBytes) {
+    fixed_->kept[rank].push_back(Fixed::KeptRank{has_state, built});
+    fixed_->kept_bytes += bytes;
+  }
+  *out = std::move(built);
+  return Status::OK();
+}
+
+Status StatePlan::Fill(int64_t rank, const TrainingState& state, ModulePayloads* payloads,
+                       RankEntries* entries) const {
+  RankEntries& e = *entries;
+  const HeterogeneousLayout& layout = fixed_->layout;
+  const ModuleLayout& ml = layout.modules()[e.module];
+  const Module& m = fixed_->modules[e.module];
+  const RankCoords c = ml.layout.Coords(layout.LocalRank(rank));
+  for (size_t i = 0; i < e.dict.objects.size(); ++i) {
+    ShardedObject& o = e.dict.objects[i];
+    switch (e.object_roles[i].kind) {
+      case EntryKind::kModuleCommon:
+        if (!payloads->common) payloads->common = ModuleCommon(state).dump();
+        o.data = *payloads->common;
+        break;
+      case EntryKind::kRng: {
+        int found = -1;
+        for (size_t r = 0; r < state.config.ranks.size() && found < 0; ++r) {
+          if (state.config.ranks[r] == c) found = static_cast<int>(r);
+        }
+        if (found < 0 || static_cast<size_t>(found) >= state.rng.size()) {
+          return Status::NotFound("module '" + ml.name + "': the state holds no RNG for rank " +
+                                  std::to_string(rank) + " at " + DescribeCoords(c));
+        }
+        o.data = RankRngStateToJson(state.rng[found]).dump();
+        break;
+      }
+      case EntryKind::kRerun:
+        if (!payloads->rerun) {
+          nlohmann::json payload;
+          CKPTSPEC_RETURN_IF_ERROR(CheckpointPayload(state.rerun, &payload));
+          payloads->rerun = payload.dump();
+        }
+        o.data = *payloads->rerun;
+        break;
+      case EntryKind::kData:
+        // Each DP rank saves its own loader (kPerRank) next to the run's shared position.
+        CKPTSPEC_RETURN_IF_ERROR(CheckDataIterator(m.config.data, state.data)
+                                     .WithContext("rank " + std::to_string(rank)));
+        o.data = DataIteratorRankToJson(state.data, c.dp).dump();
+        break;
+      default:  // the slice index is the structure's own; nothing else is an object
+        break;
+    }
+  }
+  for (size_t i = 0; i < e.dict.tensors.size(); ++i) {
+    ShardedTensor& t = e.dict.tensors[i];
+    const TensorRole& role = e.tensor_roles[i];
+    const int size = DTypeSize(t.spec.dtype);
+    if (role.kind == EntryKind::kBucket) {
+      for (const BucketPiece& piece : role.pieces) {
+        const ParamChunk& ch = e.chunks[piece.chunk];
+        PutSlot(state, ch.param, role.slot, size, piece.length,
+                ch.instance_index.data() + piece.src, t.data.data() + piece.dst * size);
+      }
+      continue;
+    }
+    const ParamChunk& ch = e.chunks[role.chunk];
+    if (role.kind == EntryKind::kOptimStep) {
+      PutSlot(state, ch.param, kSlotStep, size, 1, nullptr, t.data.data());
+      continue;
+    }
+    PutSlot(state, ch.param, role.slot, size, static_cast<int64_t>(ch.instance_index.size()),
+            ch.instance_index.data(), t.data.data());
+  }
+  return Status::OK();
+}
+
+Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const TrainingState* state,
+                            RankEntries* out, ModulePayloads* payloads) const {
+  RankEntries e;
+  if (fixed_->keeps_ranks) {
+    std::shared_ptr<const RankEntries> all;
+    CKPTSPEC_RETURN_IF_ERROR(KeptStructure(rank, &all));
+    e = Filtered(*all, filter);
+  } else {
+    CKPTSPEC_RETURN_IF_ERROR(
+        BuildStructure(rank, filter, has_state_[fixed_->layout.ModuleOf(rank)], &e));
+  }
+  if (state) {
+    ModulePayloads own;
+    CKPTSPEC_RETURN_IF_ERROR(Fill(rank, *state, payloads ? payloads : &own, &e));
   }
   *out = std::move(e);
   return Status::OK();

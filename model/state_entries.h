@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,28 +92,59 @@ struct EntryFilter {
   bool data = true;
 };
 
+// The object payloads that are the same on every rank of a module for one state: its optimizer
+// common state and its rerun state, each kept once computed.
+struct ModulePayloads {
+  std::optional<std::string> common;
+  std::optional<std::string> rerun;
+};
+
 class StatePlan {
  public:
-  // Validates the configs against the layout (names, data.dp_size, models) and the sharding.
-  static Status Make(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
-                     const ShardingConfig& sharding, StatePlan* out);
+  // Whether Make takes the plan from, and puts it into, the process's shared plans.
+  enum class Sharing { kShared, kPrivate };
 
-  const HeterogeneousLayout& layout() const { return layout_; }
-  const TrainingConfig& config(int module) const { return modules_[module].config; }
-  const TrainingState& structure(int module) const { return modules_[module].structure; }
-  const ShardingConfig& sharding() const { return sharding_; }
+  // Validates the configs against the layout (names, data.dp_size, models) and the sharding.
+  //
+  // kShared (the default): a plan made before in this process from identical inputs
+  // (config_identity.h) is reused, together with the rank structures it has kept: BuildRank
+  // builds a rank's entries once per plan and optimizer-state presence, and afterwards copies
+  // them, filtered, and fills in the state. The process keeps at most kMaxSharedPlans plans, the
+  // most recently made or reused, each of at most kMaxSharedElements parameter elements (larger
+  // plans are private) and each keeping at most kMaxKeptRankBytes of rank structures. Safe to
+  // use from several threads.
+  // kPrivate: a plan of its own that keeps nothing and builds each rank's entries as asked. Both
+  // give the same entries (a property compares them).
+  static Status Make(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
+                     const ShardingConfig& sharding, StatePlan* out,
+                     Sharing sharing = Sharing::kShared);
+
+  static constexpr size_t kMaxSharedPlans = 4;
+  static constexpr int64_t kMaxSharedElements = int64_t{1} << 16;
+  static constexpr size_t kMaxKeptRankBytes = size_t{4} << 20;
+
+  // What Make computed from its inputs, immutable once made, and the rank structures a shared
+  // plan keeps. Opaque: defined in state_entries.cc.
+  struct Fixed;
+
+  // Precondition of the accessors and the builders: made by Make.
+  const HeterogeneousLayout& layout() const;
+  const TrainingConfig& config(int module) const;
+  const TrainingState& structure(int module) const;
+  const ShardingConfig& sharding() const;
 
   // torch_optim freezing family only: which parameters of module `module` have optimizer state
   // (`present` parallel to its parameters): the saved state's (a save), the checkpoint's record (a
   // load). Without a call no parameter has (torch.optim's state is created lazily); the megatron
   // family's every grouped parameter has state, from its config. InvalidArgument for another
-  // family, an unknown module or a size that differs.
+  // family, an unknown module or a size that differs. Changes this plan only, never a shared one.
   Status SetOptimizerState(int module, const std::vector<bool>& present);
 
   // Builds `rank`'s entries. With `state` (the rank's module state) the data is filled; without,
-  // tensor data is zeroed and object data empty.
+  // tensor data is zeroed and object data empty. `payloads` (optional, with `state`): what earlier
+  // calls for ranks of the same module with the same state kept; the first call fills it in.
   Status BuildRank(int64_t rank, const EntryFilter& filter, const TrainingState* state,
-                   RankEntries* out) const;
+                   RankEntries* out, ModulePayloads* payloads = nullptr) const;
 
   // The rng_state object spec of the module-local `local_rank` under module layout `layout` of a
   // run that saves its RNG as `saving` (rank-local: `local_rank`'s own) with
@@ -139,26 +172,41 @@ class StatePlan {
     TrainingState structure;  // InitialTrainingState(config): the config-determined structure
     std::map<std::pair<std::string, Dims>, int> instance;  // (key, prepended offsets) -> param
     std::vector<int> sub_of_param;                         // -1: in no group
-    std::vector<bool> has_state;  // per parameter: its optimizer state is saved / requested
   };
+  // The shared plan made from inputs identical to these, or null; and keeping a new one.
+  static std::shared_ptr<const Fixed> FindShared(const HeterogeneousLayout& layout,
+                                                 const std::vector<TrainingConfig>& configs,
+                                                 const ShardingConfig& sharding);
+  static void KeepShared(std::shared_ptr<const Fixed> fixed);
+
+  // `rank`'s entries under `filter`, no data (BuildRank without a state) for the module's
+  // optimizer-state presence `has_state`.
+  Status BuildStructure(int64_t rank, const EntryFilter& filter, const std::vector<bool>& has_state,
+                        RankEntries* out) const;
+  // The kept structure of `rank` under every filter, built and kept on first use.
+  Status KeptStructure(int64_t rank, std::shared_ptr<const RankEntries>* out) const;
+  // Fills `entries` (a structure of `rank`) with the module state `state`, taking the payloads
+  // the module's ranks share from `payloads` where kept, and keeping them there.
+  Status Fill(int64_t rank, const TrainingState& state, ModulePayloads* payloads,
+              RankEntries* entries) const;
   // fully_reshardable moments (with `moments`) and the per-parameter step tensors (always).
   void AppendOptimizer(const Module& m, int module_index, int64_t local_rank, bool moments,
-                       RankEntries* out) const;
+                       const std::vector<bool>& has_state, RankEntries* out) const;
   // dp_reshardable flat-buffer chunks and (with slice_index) the per-DP-rank slice index objects.
   void AppendBuckets(const Module& m, int module_index, int64_t local_rank, bool slice_index,
                      RankEntries* out) const;
 
-  HeterogeneousLayout layout_;
-  ShardingConfig sharding_;
-  ParameterSharding params_;
-  std::vector<Module> modules_;
+  std::shared_ptr<const Fixed> fixed_;
+  std::vector<std::vector<bool>> has_state_;  // per module, per parameter: its state is saved
 };
 
 // The load request of every rank (StateTemplates) with roles; rng_state objects carry the SAVING
-// layout's module-local ranks whose RNG they hold.
+// layout's module-local ranks whose RNG they hold. With `plan_out`, also the plan they were built
+// from (its structure(m) is InitialTrainingState(configs[m])).
 Status BuildTemplateEntries(const HeterogeneousLayout& layout,
                             const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
-                            const LoadFlags& flags, std::vector<RankEntries>* out);
+                            const LoadFlags& flags, std::vector<RankEntries>* out,
+                            StatePlan* plan_out = nullptr);
 
 // "optimizer." or "optimizer.mimo.{module}.".
 std::string OptimizerPrefix(const std::string& module);

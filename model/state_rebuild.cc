@@ -201,15 +201,12 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
   CheckpointInfo info;
   CKPTSPEC_RETURN_IF_ERROR(ReadCheckpointInfo(*common, &info));
   std::vector<RankEntries> templ;
-  CKPTSPEC_RETURN_IF_ERROR(BuildTemplateEntries(layout, configs, info, flags, &templ));
+  StatePlan plan;  // its structure(m): InitialTrainingState(configs[m])
+  CKPTSPEC_RETURN_IF_ERROR(BuildTemplateEntries(layout, configs, info, flags, &templ, &plan));
 
   const size_t nmod = configs.size();
-  std::vector<TrainingState> structures(nmod);
   std::vector<Assembly> assembly;
-  for (size_t m = 0; m < nmod; ++m) {
-    CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(configs[m], &structures[m]));
-    assembly.emplace_back(structures[m]);
-  }
+  for (size_t m = 0; m < nmod; ++m) assembly.emplace_back(plan.structure(static_cast<int>(m)));
   std::vector<ModuleLoaded> got(nmod);
   StoredJsonReader stored;  // over `loaded` and `templ`, which outlive it
 
@@ -312,7 +309,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     const ModuleLayout& was = info.layout.modules()[m];
     const std::string label = "module '" + was.name + "'";
     const Assembly& a = assembly[m];
-    const TrainingState& st = structures[m];
+    const TrainingState& st = plan.structure(static_cast<int>(m));
     TrainingConfig vcfg = configs[m];
     // The view's data config only has to carry the saved DP size (L0); its batch sizes are
     // placeholders that keep it valid (the resumed iterator uses the new config's).

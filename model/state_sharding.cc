@@ -112,6 +112,7 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
   }
   std::vector<ShardedStateDict> dicts;
   dicts.reserve(static_cast<size_t>(layout.world_size()));
+  std::vector<ModulePayloads> payloads(states.size());  // per module, for its state
   for (int64_t r = 0; r < layout.world_size(); ++r) {
     const TrainingState& state = states[layout.ModuleOf(r)];
     // Megatron emits the rerun object (a sentinel in steady state) unless the mode is disabled
@@ -120,8 +121,8 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
     EntryFilter filter;
     filter.rerun = state.config.rerun_mode != RerunMode::kDisabled;
     RankEntries e;
-    CKPTSPEC_RETURN_IF_ERROR(
-        plan.BuildRank(r, filter, &state, &e).WithContext("rank " + std::to_string(r)));
+    CKPTSPEC_RETURN_IF_ERROR(plan.BuildRank(r, filter, &state, &e, &payloads[layout.ModuleOf(r)])
+                                 .WithContext("rank " + std::to_string(r)));
     e.dict.common = common;
     dicts.push_back(std::move(e.dict));
   }
@@ -223,7 +224,8 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
 
 Status BuildTemplateEntries(const HeterogeneousLayout& layout,
                             const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
-                            const LoadFlags& flags, std::vector<RankEntries>* out) {
+                            const LoadFlags& flags, std::vector<RankEntries>* out,
+                            StatePlan* plan_out) {
   StatePlan plan;
   CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, configs, saved.sharding, &plan));
   const auto& now_modules = layout.modules();
@@ -392,6 +394,7 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     }
   }
   *out = std::move(all);
+  if (plan_out) *plan_out = std::move(plan);
   return Status::OK();
 }
 
