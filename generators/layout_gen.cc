@@ -1,6 +1,9 @@
 #include "generators/layout_gen.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "generators/size_guard.h"
@@ -94,10 +97,21 @@ ModelConfig GenModelFor(const ParallelSizes& s) {
   return m;
 }
 
+// AllLayouts(max_world), computed once per max_world for the process: a run generator draws a
+// LayoutAndModelUpTo for every case (and module).
+std::shared_ptr<const std::vector<SizedLayout>> AllLayoutsOnce(int max_world) {
+  static std::mutex mu;
+  static auto* computed = new std::map<int, std::shared_ptr<const std::vector<SizedLayout>>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& all = (*computed)[max_world];
+  if (!all) all = std::make_shared<const std::vector<SizedLayout>>(AllLayouts(max_world));
+  return all;
+}
+
 }  // namespace
 
 rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
-  auto all = std::make_shared<std::vector<SizedLayout>>(AllLayouts(max_world));
+  std::shared_ptr<const std::vector<SizedLayout>> all = AllLayoutsOnce(max_world);
   return AtNonNegativeSize(rc::gen::exec([all] {
     // A world-size tier first (up to 4, 8, 16, ... up to max_world), then a layout within it: small
     // worlds are common, large ones reachable, and shrinking the tier shrinks the world.
@@ -128,7 +142,7 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
 
 rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
   std::vector<Layout> fitting;
-  for (const SizedLayout& candidate : AllLayouts(max_world)) {
+  for (const SizedLayout& candidate : *AllLayoutsOnce(max_world)) {
     Layout layout;
     if (!Layout::Make(candidate.world, candidate.sizes, RankOrder(), &layout).ok()) continue;
     if (ValidateModelForLayout(model, layout).ok()) fitting.push_back(layout);
