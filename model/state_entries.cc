@@ -6,6 +6,7 @@
 
 #include "model/config_identity.h"
 #include "model/data_iterator.h"
+#include "model/recent_results.h"
 #include "model/rerun_state_machine.h"
 #include "model/rng_streams.h"
 #include "model/scheduler.h"
@@ -176,14 +177,10 @@ RankEntries Filtered(const RankEntries& all, const EntryFilter& filter) {
   return e;
 }
 
-// The process's shared plans (StatePlan::Sharing::kShared), the most recently used first.
-struct SharedPlans {
-  std::mutex mu;
-  std::vector<std::shared_ptr<const StatePlan::Fixed>> plans;
-};
-
-SharedPlans& TheSharedPlans() {
-  static SharedPlans* plans = new SharedPlans();  // never destroyed: plans may be made at exit
+// The process's shared plans (StatePlan::Sharing::kShared).
+RecentResults<StatePlan::Fixed>& SharedPlans() {
+  // Never destroyed: a plan may be made during exit.
+  static auto* plans = new RecentResults<StatePlan::Fixed>(StatePlan::kMaxSharedPlans);
   return *plans;
 }
 
@@ -192,32 +189,20 @@ SharedPlans& TheSharedPlans() {
 std::shared_ptr<const StatePlan::Fixed> StatePlan::FindShared(
     const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
     const ShardingConfig& sharding) {
-  SharedPlans& shared = TheSharedPlans();
-  std::lock_guard<std::mutex> lock(shared.mu);
-  for (size_t i = 0; i < shared.plans.size(); ++i) {
-    const std::shared_ptr<const Fixed>& plan = shared.plans[i];
-    if (plan->modules.size() != configs.size() || !Identical(plan->sharding, sharding) ||
-        !Identical(plan->layout, layout)) {
-      continue;
+  return SharedPlans().Find([&](const Fixed& plan) {
+    if (plan.modules.size() != configs.size() || !Identical(plan.sharding, sharding) ||
+        !Identical(plan.layout, layout)) {
+      return false;
     }
-    bool same = true;
-    for (size_t m = 0; m < configs.size() && same; ++m) {
-      same = Identical(plan->modules[m].config, configs[m]);
+    for (size_t m = 0; m < configs.size(); ++m) {
+      if (!Identical(plan.modules[m].config, configs[m])) return false;
     }
-    if (!same) continue;
-    std::shared_ptr<const Fixed> found = plan;
-    std::rotate(shared.plans.begin(), shared.plans.begin() + static_cast<std::ptrdiff_t>(i),
-                shared.plans.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    return found;
-  }
-  return nullptr;
+    return true;
+  });
 }
 
 void StatePlan::KeepShared(std::shared_ptr<const Fixed> fixed) {
-  SharedPlans& shared = TheSharedPlans();
-  std::lock_guard<std::mutex> lock(shared.mu);
-  shared.plans.insert(shared.plans.begin(), std::move(fixed));
-  if (shared.plans.size() > kMaxSharedPlans) shared.plans.resize(kMaxSharedPlans);
+  SharedPlans().Keep(std::move(fixed));
 }
 
 Status StatePlan::Make(const HeterogeneousLayout& layout,
