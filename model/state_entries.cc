@@ -609,22 +609,25 @@ Status StatePlan::BuildStructure(int64_t rank, const EntryFilter& filter,
 
 Status StatePlan::KeptStructure(int64_t rank, std::shared_ptr<const RankEntries>* out) const {
   const std::vector<bool>& has_state = has_state_[fixed_->layout.ModuleOf(rank)];
+  // The kept structure of `rank` for `has_state`, or null. Called under fixed_->mu.
+  const auto find_kept = [&]() -> std::shared_ptr<const RankEntries> {
+    auto it = fixed_->kept.find(rank);
+    if (it == fixed_->kept.end()) return nullptr;
+    for (const Fixed::KeptRank& k : it->second) {
+      if (k.has_state == has_state) return k.entries;
+    }
+    return nullptr;
+  };
   {
     std::lock_guard<std::mutex> lock(fixed_->mu);
-    auto it = fixed_->kept.find(rank);
-    if (it != fixed_->kept.end()) {
-      for (const Fixed::KeptRank& k : it->second) {
-        if (k.has_state == has_state) {
-          *out = k.entries;
-          return Status::OK();
-        }
-      }
-    }
+    if ((*out = find_kept())) return Status::OK();
   }
+  // Built outside the lock; another thread may build the same structure meanwhile.
   auto built = std::make_shared<RankEntries>();
   CKPTSPEC_RETURN_IF_ERROR(BuildStructure(rank, EntryFilter(), has_state, built.get()));
   const size_t bytes = EntriesBytes(*built);
   std::lock_guard<std::mutex> lock(fixed_->mu);
+  if ((*out = find_kept())) return Status::OK();
   if (fixed_->kept_bytes + bytes <= kMaxKeptRankBytes) {
     fixed_->kept[rank].push_back(Fixed::KeptRank{has_state, built});
     fixed_->kept_bytes += bytes;
