@@ -96,7 +96,8 @@ RC_GTEST_PROP(StatePlanSharing, SharedPlansBuildWhatPrivatePlansBuild, ()) {
   RC_ASSERT(TrainRun(&states, *rc::gen::inRange<int64_t>(0, 3)).ok());
 
   // A shared plan of inputs that differ in one member is made and used first: a plan reused for
-  // inputs that are not identical would show here.
+  // inputs that are not identical shows here where that member changes the entries (the RNG
+  // saving, the chained prefix); config_identity_test covers every member.
   std::vector<TrainingState> decoy_states = states;
   RunSpec decoy = run;
   switch (*rc::gen::inRange(0, 4)) {
