@@ -105,10 +105,12 @@ bool FindOverlappingPieces(const std::vector<std::pair<size_t, Box>>& pieces, si
 class CheckpointReader {
  public:
   CheckpointReader(Env* env, std::string dir, const CheckpointMetadata& m)
-      : env_(env), dir_(std::move(dir)), m_(m), files_(m.files.size()) {}
+      : env_(env), dir_(std::move(dir)), m_(m), files_(m.files.size()), paths_(m.files.size()) {}
 
   // Reads an extent into `out` (extent.size bytes, the caller's memory) and verifies its checksum.
-  Status ReadVerified(const Extent& e, const std::string& what, uint8_t* out) {
+  // `what()` names the extent in the error; it is called only for one.
+  template <class What>
+  Status ReadVerified(const Extent& e, const What& what, uint8_t* out) {
     const RandomAccessFile* file = nullptr;
     CKPTSPEC_RETURN_IF_ERROR(File(e, &file));
     CKPTSPEC_RETURN_IF_ERROR(ReadExactly(*file, Path(e), e.offset, e.size, out));
@@ -126,7 +128,8 @@ class CheckpointReader {
         cached_bytes_ = 0;
       }
       std::vector<uint8_t> buffer(c.extent.size);
-      CKPTSPEC_RETURN_IF_ERROR(ReadVerified(c.extent, ChunkName(tensor, chunk), buffer.data()));
+      CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
+          c.extent, [&] { return ChunkName(tensor, chunk); }, buffer.data()));
       cached_bytes_ += buffer.size();
       it = cache_.emplace(id, std::move(buffer)).first;
     }
@@ -166,7 +169,8 @@ class CheckpointReader {
     };
     CKPTSPEC_RETURN_IF_ERROR(ForEachRun(c.box, dst_box, piece, elem, copy_run));
     while (more) CKPTSPEC_RETURN_IF_ERROR(stream.Next(&more));  // the rest, for the checksum
-    return Verify(c.extent, ChunkName(tensor, chunk), stream.Digest());
+    return Verify(
+        c.extent, [&] { return ChunkName(tensor, chunk); }, stream.Digest());
   }
 
   // Fills `dst`, the destination of a shard with spec `spec`.
@@ -220,7 +224,8 @@ class CheckpointReader {
       if (chunk.box == dst_box && piece == dst_box && !cache_.count({t, c}) &&
           dst->host_data() != nullptr && chunk.extent.size == dst->size()) {
         // Same chunk as requested, host memory: read straight into the destination.
-        CKPTSPEC_RETURN_IF_ERROR(ReadVerified(chunk.extent, ChunkName(t, c), dst->host_data()));
+        CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
+            chunk.extent, [&] { return ChunkName(t, c); }, dst->host_data()));
         continue;
       }
       if (chunk.extent.size > kCacheBytes) {
@@ -240,12 +245,12 @@ class CheckpointReader {
   // Objects are held whole in memory (the result carries them); their sizes are bounded by the
   // checkpoint's files and the read budget (ReadMetadata), and memory running out is an error.
   Status LoadObject(const ObjectEntry& entry, ShardedObject* dst) {
-    const std::string what = "object '" + entry.UniqueKey() + "'";
+    const auto what = [&entry] { return "object '" + entry.UniqueKey() + "'"; };
     std::string bytes;
     try {
       bytes.resize(entry.extent.size);
     } catch (const std::bad_alloc&) {
-      return Status::IOError(Path(entry.extent) + ": " + what + " of " +
+      return Status::IOError(Path(entry.extent) + ": " + what() + " of " +
                              std::to_string(entry.extent.size) + " bytes does not fit in memory");
     }
     CKPTSPEC_RETURN_IF_ERROR(
@@ -257,7 +262,12 @@ class CheckpointReader {
  private:
   static constexpr uint64_t kCacheBytes = uint64_t{256} << 20;
 
-  std::string Path(const Extent& e) const { return JoinPath(dir_, m_.files[e.file].name); }
+  // The path of the extent's file, joined once per file.
+  const std::string& Path(const Extent& e) {
+    std::string& path = paths_[e.file];
+    if (path.empty()) path = JoinPath(dir_, m_.files[e.file].name);
+    return path;
+  }
 
   std::string ChunkName(size_t tensor, size_t chunk) const {
     return "chunk " + BoxToString(m_.tensors[tensor].chunks[chunk].box) + " of tensor '" +
@@ -273,9 +283,10 @@ class CheckpointReader {
   }
 
   // The message names the expected checksum only: never a value computed from what was read.
-  Status Verify(const Extent& e, const std::string& what, uint64_t actual) const {
+  template <class What>
+  Status Verify(const Extent& e, const What& what, uint64_t actual) {
     if (actual == e.checksum) return Status::OK();
-    return Status::Corruption(Path(e) + ": " + what + " at byte " + std::to_string(e.offset) +
+    return Status::Corruption(Path(e) + ": " + what() + " at byte " + std::to_string(e.offset) +
                               " (" + std::to_string(e.size) + " bytes) fails its XXH3 checksum " +
                               ChecksumHex(e.checksum));
   }
@@ -284,6 +295,7 @@ class CheckpointReader {
   std::string dir_;
   const CheckpointMetadata& m_;
   std::vector<std::unique_ptr<RandomAccessFile>> files_;
+  std::vector<std::string> paths_;  // Path's, by file index; empty until first used
   std::map<std::pair<size_t, size_t>, std::vector<uint8_t>> cache_;
   uint64_t cached_bytes_ = 0;
   std::vector<uint8_t> block_;  // StreamPiece's read buffer
