@@ -224,8 +224,9 @@ class CheckpointReader {
       if (chunk.box == dst_box && piece == dst_box && !cache_.count({t, c}) &&
           dst->host_data() != nullptr && chunk.extent.size == dst->size()) {
         // Same chunk as requested, host memory: read straight into the destination.
+        const size_t chunk_index = c;  // a lambda may not capture a structured binding (C++17)
         CKPTSPEC_RETURN_IF_ERROR(ReadVerified(
-            chunk.extent, [&] { return ChunkName(t, c); }, dst->host_data()));
+            chunk.extent, [&] { return ChunkName(t, chunk_index); }, dst->host_data()));
         continue;
       }
       if (chunk.extent.size > kCacheBytes) {
