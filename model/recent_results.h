@@ -1,8 +1,8 @@
 // RecentResults<Value>: the last few results of a pure computation, kept for the process so that
-// the same inputs are not computed again (a property case makes the same state plan and the same
-// initial state many times). The caller decides which kept value answers its inputs, by a
-// predicate that compares the inputs each value was computed from (config_identity.h); a value is
-// immutable once kept, and shared with whoever found it.
+// the same inputs are not computed again (a property case makes the same state plan many times).
+// The caller decides which kept value answers its inputs, by a predicate that compares the inputs
+// each value was computed from (config_identity.h); a value is immutable once kept, and shared
+// with whoever found it.
 //
 // Contracts: at most `capacity` values, the most recently kept or found first; the rest are
 // dropped. Safe to use from several threads.
