@@ -19,6 +19,7 @@ namespace {
 struct SizedLayout {
   int64_t world;
   ParallelSizes sizes;
+  Layout layout;  // the sizes under the default rank order
 };
 
 std::vector<SizedLayout> AllLayouts(int max_world) {
@@ -33,7 +34,7 @@ std::vector<SizedLayout> AllLayouts(int max_world) {
               ParallelSizes sizes{tp, pp, dp, cp, ep, etp};
               Layout layout;
               if (!Layout::Make(world, sizes, RankOrder(), &layout).ok()) continue;
-              all.push_back({world, sizes});
+              all.push_back({world, sizes, layout});
             }
             if (tp == 1) break;  // etp options coincide
           }
@@ -132,8 +133,7 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
     const RankOrder order = GenOrder();
     if (!Layout::Make(chosen.world, chosen.sizes, order, &out.layout).ok()) {
       // The order moved pp's stages apart for this expert split: keep the default order.
-      // The sizes were chosen valid under the default order: this Make does not fail.
-      Layout::Make(chosen.world, chosen.sizes, RankOrder(), &out.layout).IgnoreError();
+      out.layout = chosen.layout;
     }
     out.model = GenModelFor(chosen.sizes);
     return out;
@@ -143,9 +143,7 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
 rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
   std::vector<Layout> fitting;
   for (const SizedLayout& candidate : *AllLayoutsOnce(max_world)) {
-    Layout layout;
-    if (!Layout::Make(candidate.world, candidate.sizes, RankOrder(), &layout).ok()) continue;
-    if (ValidateModelForLayout(model, layout).ok()) fitting.push_back(layout);
+    if (ValidateModelForLayout(model, candidate.layout).ok()) fitting.push_back(candidate.layout);
   }
   auto shared = std::make_shared<std::vector<Layout>>(std::move(fitting));
   return AtNonNegativeSize(rc::gen::exec([shared] {
