@@ -93,12 +93,10 @@ bool IsExpertSub(const SubOptimizer& s) { return s.name == "expert"; }
 }  // namespace
 
 struct StatePlan::Fixed {
-  HeterogeneousLayout layout;
   ShardingConfig sharding;
-  ParameterSharding params;
+  ParameterSharding params;  // its layout() is the plan's
   std::vector<Module> modules;
   std::vector<std::vector<bool>> initial_has_state;  // per module: the config's presence
-  int64_t elements = 0;                              // parameter elements of every module
   bool keeps_ranks = false;                          // a shared plan: keeps rank structures
 
   // Kept rank structures, by rank, one per optimizer-state presence of the rank's module.
@@ -191,7 +189,7 @@ std::shared_ptr<const StatePlan::Fixed> StatePlan::FindShared(
     const ShardingConfig& sharding) {
   return SharedPlans().Find([&](const Fixed& plan) {
     if (plan.modules.size() != configs.size() || !Identical(plan.sharding, sharding) ||
-        !Identical(plan.layout, layout)) {
+        !Identical(plan.params.layout(), layout)) {
       return false;
     }
     for (size_t m = 0; m < configs.size(); ++m) {
@@ -224,11 +222,11 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
     }
   }
   auto plan = std::make_shared<Fixed>();
-  plan->layout = layout;
   plan->sharding = sharding;
   std::vector<ModelConfig> models;
   for (const TrainingConfig& c : configs) models.push_back(c.model);
   CKPTSPEC_RETURN_IF_ERROR(ParameterSharding::Make(layout, models, &plan->params));
+  int64_t elements = 0;  // parameter elements of every module
   for (size_t i = 0; i < configs.size(); ++i) {
     const ModuleLayout& ml = layout.modules()[i];
     const std::string label = "module '" + ml.name + "'";
@@ -267,7 +265,7 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
     std::vector<bool> has_state;
     for (const ParamState& p : m.structure.params) {
       has_state.push_back(HasOptimizerState(p));
-      plan->elements += static_cast<int64_t>(p.model.size());
+      elements += static_cast<int64_t>(p.model.size());
     }
     plan->initial_has_state.push_back(std::move(has_state));
     m.sub_of_param.assign(m.structure.specs.size(), -1);
@@ -289,14 +287,14 @@ Status StatePlan::Make(const HeterogeneousLayout& layout,
     }
     plan->modules.push_back(std::move(m));
   }
-  plan->keeps_ranks = sharing == Sharing::kShared && plan->elements <= kMaxSharedElements;
+  plan->keeps_ranks = sharing == Sharing::kShared && elements <= kMaxSharedElements;
   out->has_state_ = plan->initial_has_state;
   out->fixed_ = plan;
   if (plan->keeps_ranks) KeepShared(std::move(plan));
   return Status::OK();
 }
 
-const HeterogeneousLayout& StatePlan::layout() const { return fixed_->layout; }
+const HeterogeneousLayout& StatePlan::layout() const { return fixed_->params.layout(); }
 const TrainingConfig& StatePlan::config(int module) const { return fixed_->modules[module].config; }
 const TrainingState& StatePlan::structure(int module) const {
   return fixed_->modules[module].structure;
@@ -377,7 +375,7 @@ nlohmann::json StatePlan::ModuleCommon(const TrainingState& s) {
 void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local_rank, bool moments,
                                 const std::vector<bool>& has_state, RankEntries* out) const {
   const ShardingConfig& sharding = fixed_->sharding;
-  const ModuleLayout& ml = fixed_->layout.modules()[module_index];
+  const ModuleLayout& ml = fixed_->params.layout().modules()[module_index];
   const RankCoords c = ml.layout.Coords(local_rank);
   const bool mixed = m.config.model.params_dtype != DType::kFloat32;
   const size_t nsubs = m.structure.optimizers.size();
@@ -438,7 +436,7 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
 
 void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_rank,
                               bool slice_index, RankEntries* out) const {
-  const ModuleLayout& ml = fixed_->layout.modules()[module_index];
+  const ModuleLayout& ml = fixed_->params.layout().modules()[module_index];
   const Layout& L = ml.layout;
   const RankCoords c = L.Coords(local_rank);
   const bool mixed = m.config.model.params_dtype != DType::kFloat32;
@@ -521,7 +519,7 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
 
 Status StatePlan::BuildStructure(int64_t rank, const EntryFilter& filter,
                                  const std::vector<bool>& has_state, RankEntries* out) const {
-  const HeterogeneousLayout& layout = fixed_->layout;
+  const HeterogeneousLayout& layout = fixed_->params.layout();
   RankEntries e;
   e.module = layout.ModuleOf(rank);
   const ModuleLayout& ml = layout.modules()[e.module];
@@ -608,7 +606,7 @@ Status StatePlan::BuildStructure(int64_t rank, const EntryFilter& filter,
 }
 
 Status StatePlan::KeptStructure(int64_t rank, std::shared_ptr<const RankEntries>* out) const {
-  const std::vector<bool>& has_state = has_state_[fixed_->layout.ModuleOf(rank)];
+  const std::vector<bool>& has_state = has_state_[fixed_->params.layout().ModuleOf(rank)];
   // The kept structure of `rank` for `has_state`, or null. Called under fixed_->mu.
   const auto find_kept = [&]() -> std::shared_ptr<const RankEntries> {
     auto it = fixed_->kept.find(rank);
@@ -639,7 +637,7 @@ Status StatePlan::KeptStructure(int64_t rank, std::shared_ptr<const RankEntries>
 Status StatePlan::Fill(int64_t rank, const TrainingState& state, ModulePayloads* payloads,
                        RankEntries* entries) const {
   RankEntries& e = *entries;
-  const HeterogeneousLayout& layout = fixed_->layout;
+  const HeterogeneousLayout& layout = fixed_->params.layout();
   const ModuleLayout& ml = layout.modules()[e.module];
   const Module& m = fixed_->modules[e.module];
   const RankCoords c = ml.layout.Coords(layout.LocalRank(rank));
@@ -712,7 +710,7 @@ Status StatePlan::BuildRank(int64_t rank, const EntryFilter& filter, const Train
     e = Filtered(*all, filter);
   } else {
     CKPTSPEC_RETURN_IF_ERROR(
-        BuildStructure(rank, filter, has_state_[fixed_->layout.ModuleOf(rank)], &e));
+        BuildStructure(rank, filter, has_state_[fixed_->params.layout().ModuleOf(rank)], &e));
   }
   if (state) {
     ModulePayloads own;

@@ -137,11 +137,12 @@ Status ProcessEngine::ReleaseGroup() {
   return s;
 }
 
-void ProcessEngine::NoteTimeout(const Status& s) {
+Status ProcessEngine::NoteTimeout(Status s) {
   if (!s.ok() && options_.events != nullptr && options_.events->timed_out.ok() && group_ &&
       group_->last_fault() == AdapterFault::kTimedOut) {
     options_.events->timed_out = s;
   }
+  return s;
 }
 
 Status ProcessEngine::Probe(const std::string& command, double timeout_s, HelloReply* hello) {
@@ -149,21 +150,6 @@ Status ProcessEngine::Probe(const std::string& command, double timeout_s, HelloR
   RankGroup group(RankGroupOptions{command, 1, timeout_s}, &ids);
   CKPTSPEC_RETURN_IF_ERROR(group.Start(hello));
   return group.Shutdown();
-}
-
-Status ProcessEngine::CallGroup(const std::string& op, std::vector<json> requests,
-                                std::vector<json>* replies) {
-  const Status s = group_->Call(op, std::move(requests), replies);
-  NoteTimeout(s);
-  return s;
-}
-
-Status ProcessEngine::CallGroupWithLines(const std::string& op,
-                                         const RankGroup::RequestLine& line_of,
-                                         std::vector<json>* replies) {
-  const Status s = group_->CallWithLines(op, line_of, replies);
-  NoteTimeout(s);
-  return s;
 }
 
 Status ProcessEngine::EnsureGroup(int world_size) {
@@ -192,8 +178,7 @@ Status ProcessEngine::EnsureGroup(int world_size) {
     started = group_->Start(&hello);
     for (pid_t pid : group_->pids()) started_pids_.push_back(pid);
   }
-  NoteTimeout(started);
-  CKPTSPEC_RETURN_IF_ERROR(started);
+  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(std::move(started)));
   capabilities_ = group_->hello().capabilities;
   return Status::OK();
 }
@@ -239,8 +224,8 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
     CKPTSPEC_RETURN_IF_ERROR(out.Finish());
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(CallGroupWithLines(
-      "save", [&](size_t r, int64_t id) { return SaveRequestLine(calls[r], id); }, &replies));
+  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->CallWithLines(
+      "save", [&](size_t r, int64_t id) { return SaveRequestLine(calls[r], id); }, &replies)));
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   if (options.async && capabilities_.async) {
     PendingSave pending{input.shared(), {}};
@@ -295,7 +280,7 @@ Status ProcessEngine::Poll(bool* complete) {
     PollCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(CallGroup("poll", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->Call("poll", std::move(requests), &replies)));
   const Status errors = RanksErrors(replies);
   if (!errors.ok()) {
     pending_.reset();  // the save ended with that error: reported here, once
@@ -324,7 +309,7 @@ Status ProcessEngine::Finalize() {
   pending_.reset();
   if (!group_ || !group_->alive()) return Status::OK();
   std::vector<json> requests(group_->world_size(), json::object()), replies;
-  CKPTSPEC_RETURN_IF_ERROR(CallGroup("finalize", std::move(requests), &replies));
+  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->Call("finalize", std::move(requests), &replies)));
   return RanksErrors(replies);
 }
 
@@ -367,8 +352,8 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
     }
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(CallGroupWithLines(
-      "load", [&](size_t r, int64_t id) { return LoadRequestLine(calls[r], id); }, &replies));
+  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->CallWithLines(
+      "load", [&](size_t r, int64_t id) { return LoadRequestLine(calls[r], id); }, &replies)));
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   std::vector<LoadReply> loaded(n);
   for (int r = 0; r < n; ++r) {

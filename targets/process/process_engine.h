@@ -84,15 +84,10 @@ class ProcessEngine : public Engine {
   Status EnsureGroup(int world_size);
   // Gives group_ back (to the pool, or by shutting it down) and forgets it.
   Status ReleaseGroup();
-  // Records a timeout of the group in options_.events.
-  void NoteTimeout(const Status& s);
+  // Returns `s` (the group's start or call), having recorded it in options_.events when the
+  // group timed out.
+  Status NoteTimeout(Status s);
   Status NewCallDir(std::unique_ptr<ScratchDir>* dir);
-  // group_->Call, with a timeout recorded in options_.events.
-  Status CallGroup(const std::string& op, std::vector<nlohmann::json> requests,
-                   std::vector<nlohmann::json>* replies);
-  // CallGroup with each rank's request written as its line (RankGroup::CallWithLines).
-  Status CallGroupWithLines(const std::string& op, const RankGroup::RequestLine& line_of,
-                            std::vector<nlohmann::json>* replies);
   // Fills rank `rank`'s template *state from the files the adapter wrote for `call`.
   Status ReadLoadedEntries(int rank, const LoadCall& call, const LoadReply& reply,
                            const ScratchDir& dir, ShardedStateDict* state);
