@@ -99,6 +99,9 @@ TEST_F(ReferenceCorruption, FlippedDataByteIsCaughtByItsChecksum) {
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_NE(s.message().find("shard_00001.bin"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("XXH3"), std::string::npos) << s.ToString();
+  // The chunk is named (its box and tensor), though the name is made only for the error.
+  EXPECT_NE(s.message().find(": chunk ["), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("] of tensor '"), std::string::npos) << s.ToString();
 }
 
 TEST_F(ReferenceCorruption, BitFlippedOnReadOfAnObjectIsCaught) {
