@@ -90,13 +90,14 @@ Status ReplicasDisagree(int64_t rank, const TensorSpec& t, int64_t index) {
 Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& templ,
              std::vector<const ShardedTensor*>* tensors,
              std::vector<const ShardedObject*>* objects) {
-  std::map<std::pair<std::string, Dims>, size_t> tindex;
+  // Keyed by views of the template's keys, which outlive the index.
+  std::map<std::pair<std::string_view, Dims>, size_t> tindex;
   for (size_t i = 0; i < templ.dict.tensors.size(); ++i) {
     tindex[{templ.dict.tensors[i].spec.key, templ.dict.tensors[i].spec.global_offset}] = i;
   }
   tensors->assign(templ.dict.tensors.size(), nullptr);
   for (const ShardedTensor& t : loaded.tensors) {
-    auto it = tindex.find({t.spec.key, t.spec.global_offset});
+    auto it = tindex.find({std::string_view(t.spec.key), t.spec.global_offset});
     if (it == tindex.end())
       return Status::InvalidArgument(TensorWhere(rank, t.spec) + " is unexpected");
     const TensorSpec& want = templ.dict.tensors[it->second].spec;
@@ -137,26 +138,24 @@ Status Match(int64_t rank, const ShardedStateDict& loaded, const RankEntries& te
   return Status::OK();
 }
 
-// An object's bytes as JSON (the project's reader: bounded depth, no duplicate keys).
-Status ParseStoredJson(const std::string& bytes, const std::string& what, json* out) {
-  const Status read = ParseJson(bytes, JsonLimits(), out);
-  if (!read.ok()) return Status::Corruption(what + " is not valid JSON: " + read.message());
-  return Status::OK();
-}
-
-// Objects' bytes as JSON, each distinct text parsed once: replicated objects (a module's common
-// state, the rerun state) hold the same bytes on every rank. The bytes read must outlive the
-// reader (they key it); a text that fails to parse is not kept, so every copy reports its error.
+// Objects' bytes as JSON (the project's reader: bounded depth, no duplicate keys), each distinct
+// text parsed once: replicated objects (a module's common state, the rerun state) hold the same
+// bytes on every rank. The bytes read must outlive the reader (they key it); a text that fails to
+// parse is not kept, so every copy reports its error. `what()` names the object in that error; it
+// is called only then.
 class StoredJsonReader {
  public:
-  Status Read(const std::string& bytes, const std::string& what, json* out) {
-    const auto kept = parsed_.find(std::string_view(bytes));
-    if (kept != parsed_.end()) {
-      *out = kept->second;
-      return Status::OK();
+  // On success *out points at the parsed value, which lives as long as the reader.
+  template <typename What>
+  Status Read(const std::string& bytes, const What& what, const json** out) {
+    auto kept = parsed_.find(std::string_view(bytes));
+    if (kept == parsed_.end()) {
+      json parsed;
+      const Status read = ParseJson(bytes, JsonLimits(), &parsed);
+      if (!read.ok()) return Status::Corruption(what() + " is not valid JSON: " + read.message());
+      kept = parsed_.emplace(std::string_view(bytes), std::move(parsed)).first;
     }
-    CKPTSPEC_RETURN_IF_ERROR(ParseStoredJson(bytes, what, out));
-    parsed_.emplace(std::string_view(bytes), *out);
+    *out = &kept->second;  // unordered_map keeps its elements in place
     return Status::OK();
   }
 
@@ -164,10 +163,14 @@ class StoredJsonReader {
   std::unordered_map<std::string_view, json> parsed_;
 };
 
-// A value every loaded copy must agree on.
-Status Agree(std::optional<json>* slot, json value, const std::string& what) {
-  if (*slot && **slot != value) return Status::Corruption(what + " differs between ranks");
-  *slot = std::move(value);
+// A value every loaded copy must agree on; `what()` names it in the error.
+template <typename What>
+Status Agree(std::optional<json>* slot, const json& value, const What& what) {
+  if (!*slot) {
+    *slot = value;
+  } else if (**slot != value) {
+    return Status::Corruption(what() + " differs between ranks");
+  }
   return Status::OK();
 }
 
@@ -251,9 +254,13 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     for (size_t i = 0; i < objects.size(); ++i) {
       const ObjectRole& role = e.object_roles[i];
       const ShardedObject& o = *objects[i];
-      const std::string what = "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
-      json j;
-      CKPTSPEC_RETURN_IF_ERROR(stored.Read(o.data, what, &j));
+      // The object's name, made only for an error.
+      const auto what = [&] {
+        return "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
+      };
+      const json* read = nullptr;
+      CKPTSPEC_RETURN_IF_ERROR(stored.Read(o.data, what, &read));
+      const json& j = *read;
       switch (role.kind) {
         case EntryKind::kModuleCommon:
           CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what));
@@ -267,25 +274,26 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
           DataIteratorState shared;
           int64_t dp_size = 0;
           RankLoaderState loader;
-          CKPTSPEC_RETURN_IF_ERROR(
-              DataIteratorRankFromJson(j, &shared, &dp_size, &loader).WithContext(what));
+          const Status parsed = DataIteratorRankFromJson(j, &shared, &dp_size, &loader);
+          if (!parsed.ok()) return parsed.WithContext(what());
           CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, DataIteratorStateToJson(shared), what));
-          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data_dp_size, json(dp_size), what + " ('dp_size')"));
+          CKPTSPEC_RETURN_IF_ERROR(
+              Agree(&g.data_dp_size, json(dp_size), [&] { return what() + " ('dp_size')"; }));
           if (dp_size > 0) {
             const int64_t saved_dp = e.dict.objects[i].spec.global_offset.at(0);
             auto [it, inserted] = g.loaders.emplace(saved_dp, loader);
             if (!inserted && !(it->second == loader)) {
-              return Status::Corruption(what + ": DP rank " + std::to_string(saved_dp) +
+              return Status::Corruption(what() + ": DP rank " + std::to_string(saved_dp) +
                                         "'s loader differs between its copies");
             }
           }
           break;
         }
         case EntryKind::kSliceIndex: {
-          json want;
+          const json* want = nullptr;
           CKPTSPEC_RETURN_IF_ERROR(stored.Read(e.dict.objects[i].data, what, &want));
-          if (j != want) {
-            return Status::Corruption(what +
+          if (j != *want) {
+            return Status::Corruption(what() +
                                       ": the dp_reshardable slice index differs from this layout's "
                                       "(the bucket layout changed)");
           }
@@ -293,7 +301,8 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
         }
         case EntryKind::kRng: {
           RankRngState rng;
-          CKPTSPEC_RETURN_IF_ERROR(RankRngStateFromJson(j, &rng).WithContext(what));
+          const Status parsed = RankRngStateFromJson(j, &rng);
+          if (!parsed.ok()) return parsed.WithContext(what());
           for (int64_t s : role.saved_ranks) g.rng[s] = rng;
           break;
         }

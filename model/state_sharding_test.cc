@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "model/chunk_resolve.h"
@@ -715,6 +716,25 @@ TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
   auto common = req;
   for (auto& d : common) d.common.erase("parallel_layout");
   EXPECT_EQ(rebuild(common).code(), Status::Code::kCorruption);
+  // An object's errors name the rank and the object (the name is made only for an error).
+  const auto rerun = std::find_if(
+      req[1].objects.begin(), req[1].objects.end(),
+      [](const ShardedObject& o) { return o.spec.key == "rerun_state_machine_state"; });
+  ASSERT_NE(rerun, req[1].objects.end());
+  const size_t at = static_cast<size_t>(rerun - req[1].objects.begin());
+  const std::string named = "rank 1 object '" + rerun->spec.UniqueKey() + "'";
+  auto unparsable = req;
+  unparsable[1].objects[at].data = "{";
+  const Status bad_json = rebuild(unparsable);
+  EXPECT_EQ(bad_json.code(), Status::Code::kCorruption);
+  EXPECT_NE(bad_json.message().find(named + " is not valid JSON"), std::string::npos)
+      << bad_json.ToString();
+  auto differing = req;  // the rerun state is the same on every rank
+  differing[1].objects[at].data = R"({"differs": 1})";
+  const Status differs = rebuild(differing);
+  EXPECT_EQ(differs.code(), Status::Code::kCorruption);
+  EXPECT_NE(differs.message().find(named + " differs between ranks"), std::string::npos)
+      << differs.ToString();
 }
 
 // A checkpoint's param groups index the saving model's parameters: an index out of range is
