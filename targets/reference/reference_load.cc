@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "model/box_overlap.h"
@@ -578,15 +579,16 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
     CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r], provider == nullptr));
   }
 
-  std::unordered_map<std::string, size_t> tensor_by_key;
+  // The key sets below hold views of the keys of `m` and of the request, which outlive them.
+  std::unordered_map<std::string_view, size_t> tensor_by_key;
   for (size_t t = 0; t < m.tensors.size(); ++t) tensor_by_key.emplace(m.tensors[t].key, t);
   std::unordered_map<std::string, size_t> object_by_unique_key;
-  std::set<std::string> object_keys;
+  std::set<std::string_view> object_keys;
   for (size_t o = 0; o < m.objects.size(); ++o) {
     object_by_unique_key.emplace(m.objects[o].UniqueKey(), o);
     object_keys.insert(m.objects[o].key);
   }
-  auto in_checkpoint = [&](const std::string& key) {
+  auto in_checkpoint = [&](std::string_view key) {
     return tensor_by_key.count(key) > 0 || object_keys.count(key) > 0;
   };
 
@@ -594,24 +596,24 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
   const StrictMode mode = request.strict;
   const size_t world = request.templates.size();
   std::vector<std::vector<std::string>> unexpected(world);
-  std::set<std::string> requested;
+  std::set<std::string_view> requested;
   for (size_t r = 0; r < world; ++r) {
-    std::set<std::string> keys;
+    std::set<std::string_view> keys;
     for (const ShardedTensor& t : request.templates[r].tensors) keys.insert(t.spec.key);
     for (const ShardedObject& o : request.templates[r].objects) keys.insert(o.spec.key);
-    for (const std::string& k : keys) {
+    for (std::string_view k : keys) {
       requested.insert(k);
-      if (!in_checkpoint(k)) unexpected[r].push_back(k);
+      if (!in_checkpoint(k)) unexpected[r].emplace_back(k);
     }
   }
   const StrictRule rule = StrictRuleOf(mode);
   std::vector<std::string> missing;
   if (rule.missing != MissingKeys::kNotComputed) {
-    std::set<std::string> all;
+    std::set<std::string_view> all;
     for (const TensorEntry& t : m.tensors) all.insert(t.key);
     all.insert(object_keys.begin(), object_keys.end());
-    for (const std::string& k : all) {
-      if (!requested.count(k)) missing.push_back(k);
+    for (std::string_view k : all) {
+      if (!requested.count(k)) missing.emplace_back(k);
     }
   }
   LoadResult out;
@@ -657,6 +659,8 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
   for (size_t r = 0; r < world; ++r) {
     const std::string who = "rank " + std::to_string(r) + ": ";
     ShardedStateDict dict;
+    dict.tensors.reserve(request.templates[r].tensors.size());
+    dict.objects.reserve(request.templates[r].objects.size());
     const std::set<std::string> drop(unexpected[r].begin(), unexpected[r].end());
     for (ShardedTensor& t : request.templates[r].tensors) {
       if (drop_unexpected && drop.count(t.spec.key)) continue;
