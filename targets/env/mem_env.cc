@@ -129,7 +129,8 @@ MemEnv::~MemEnv() = default;
 
 Status MemEnv::BeginOp(const char* name, const std::string& path) {
   const int64_t k = ops_++;
-  log_.push_back(std::to_string(k) + " " + name + " " + path);
+  log_.push_back(OpRecord{k, name, log_paths_.size(), path.size()});
+  log_paths_ += path;
   if (crash_at_ >= 0 && k >= crash_at_) crashed_ = true;
   if (crashed_) return Status::IOError(path + ": " + name + " after a simulated crash");
   auto it = std::find(fail_ops_.begin(), fail_ops_.end(), k);
@@ -141,8 +142,9 @@ Status MemEnv::BeginOp(const char* name, const std::string& path) {
   return Status::OK();
 }
 
-Status MemEnv::SplitPath(const std::string& path, std::vector<std::string>* parts) {
+Status MemEnv::SplitPath(const std::string& path, std::vector<std::string_view>* parts) {
   parts->clear();
+  parts->reserve(8);  // deeper paths grow it
   if (path.empty() || path[0] != '/') {
     return Status::InvalidArgument("MemEnv path '" + path + "' is not absolute");
   }
@@ -151,11 +153,13 @@ Status MemEnv::SplitPath(const std::string& path, std::vector<std::string>* part
     while (i < path.size() && path[i] == '/') ++i;
     if (i >= path.size()) break;
     const size_t j = path.find('/', i);
-    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    const std::string_view part =
+        std::string_view(path).substr(i, j == std::string::npos ? std::string::npos : j - i);
     if (part == "." || part == "..") {
-      return Status::InvalidArgument("MemEnv path '" + path + "' contains '" + part + "'");
+      return Status::InvalidArgument("MemEnv path '" + path + "' contains '" + std::string(part) +
+                                     "'");
     }
-    parts->push_back(std::move(part));
+    parts->push_back(part);
     if (j == std::string::npos) break;
     i = j;
   }
@@ -163,25 +167,28 @@ Status MemEnv::SplitPath(const std::string& path, std::vector<std::string>* part
 }
 
 Status MemEnv::ResolveParent(const std::string& path, int64_t* dir_id, std::string* name) {
-  std::vector<std::string> parts;
+  std::vector<std::string_view> parts;
   CKPTSPEC_RETURN_IF_ERROR(SplitPath(path, &parts));
   if (parts.empty()) return Status::InvalidArgument("MemEnv: '" + path + "' names the root");
   int64_t dir = 0;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const auto& live = dirs_[dir].live;
     auto it = live.find(parts[i]);
-    if (it == live.end()) return Status::NotFound(path + ": no such directory '" + parts[i] + "'");
-    if (!it->second.is_dir)
-      return Status::IOError(path + ": '" + parts[i] + "' is not a directory");
+    if (it == live.end()) {
+      return Status::NotFound(path + ": no such directory '" + std::string(parts[i]) + "'");
+    }
+    if (!it->second.is_dir) {
+      return Status::IOError(path + ": '" + std::string(parts[i]) + "' is not a directory");
+    }
     dir = it->second.id;
   }
   *dir_id = dir;
-  *name = parts.back();
+  name->assign(parts.back());
   return Status::OK();
 }
 
 Status MemEnv::Resolve(const std::string& path, Entry* entry) {
-  std::vector<std::string> parts;
+  std::vector<std::string_view> parts;
   CKPTSPEC_RETURN_IF_ERROR(SplitPath(path, &parts));
   if (parts.empty()) {
     *entry = Entry{true, 0};
@@ -385,7 +392,7 @@ Status MemEnv::RenameFile(const std::string& src, const std::string& dst) {
   }
   if (moving.is_dir) {
     // A directory may not move under itself.
-    std::vector<std::string> s, d;
+    std::vector<std::string_view> s, d;
     CKPTSPEC_RETURN_IF_ERROR(SplitPath(src, &s));
     CKPTSPEC_RETURN_IF_ERROR(SplitPath(dst, &d));
     if (d.size() > s.size() && std::equal(s.begin(), s.end(), d.begin())) {
@@ -419,11 +426,18 @@ void MemEnv::ResetOpCount() {
   std::lock_guard<std::mutex> lock(mu_);
   ops_ = 0;
   log_.clear();
+  log_paths_.clear();
 }
 
 std::vector<std::string> MemEnv::op_log() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return log_;
+  std::vector<std::string> lines;
+  lines.reserve(log_.size());
+  for (const OpRecord& op : log_) {
+    lines.push_back(std::to_string(op.index) + " " + op.name + " " +
+                    log_paths_.substr(op.path_begin, op.path_size));
+  }
+  return lines;
 }
 
 void MemEnv::CrashAtOp(int64_t k) {

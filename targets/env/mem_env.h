@@ -25,10 +25,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -86,17 +88,26 @@ class MemEnv : public Env {
     int64_t id = 0;
     bool operator==(const Entry& o) const { return is_dir == o.is_dir && id == o.id; }
   };
-  struct DirNode {
-    std::map<std::string, Entry> live;
-    std::map<std::string, Entry> durable;
+  struct DirNode {  // looked up by views of a path's parts
+    std::map<std::string, Entry, std::less<>> live;
+    std::map<std::string, Entry, std::less<>> durable;
+  };
+  // One operation of the log: its index, its name (a string literal) and its path, kept in
+  // log_paths_ so that counting an operation costs no allocation of its own.
+  struct OpRecord {
+    int64_t index = 0;
+    const char* name = "";
+    size_t path_begin = 0;
+    size_t path_size = 0;
   };
   class MemWritableFile;
   class MemRandomAccessFile;
 
-  // Counts one operation and applies crash/fail faults. Caller holds mu_.
+  // Counts and logs one operation and applies crash/fail faults. `name` is a string literal.
+  // Caller holds mu_.
   Status BeginOp(const char* name, const std::string& path);
-  // Splits and checks a path; "." and ".." components are rejected.
-  static Status SplitPath(const std::string& path, std::vector<std::string>* parts);
+  // Splits and checks a path into views of `path`; "." and ".." components are rejected.
+  static Status SplitPath(const std::string& path, std::vector<std::string_view>* parts);
   // Resolves the directory holding `path`'s last component. Caller holds mu_.
   Status ResolveParent(const std::string& path, int64_t* dir_id, std::string* name);
   Status Resolve(const std::string& path, Entry* entry);
@@ -115,7 +126,8 @@ class MemEnv : public Env {
   std::vector<int64_t> fail_ops_;
   std::vector<std::string> fail_writes_;
   std::vector<ReadFault> read_faults_;
-  std::vector<std::string> log_;
+  std::vector<OpRecord> log_;
+  std::string log_paths_;  // the paths of log_, one after another
 };
 
 }  // namespace ckptspec
