@@ -64,7 +64,10 @@ bool ParseRngSaving(const std::string& name, RngSaving* out) {
   return false;
 }
 
-Status ValidateTrainingConfig(const TrainingConfig& c) {
+namespace {
+
+// What ValidateTrainingConfig checks but the frozen names (CheckFrozenNames).
+Status ValidateAllButFrozenNames(const TrainingConfig& c) {
   CKPTSPEC_RETURN_IF_ERROR(ValidateModelConfig(c.model));
   const DType dt = c.model.params_dtype;
   if (dt != DType::kFloat32 && dt != DType::kBFloat16 && dt != DType::kFloat16) {
@@ -103,7 +106,11 @@ Status ValidateTrainingConfig(const TrainingConfig& c) {
     }
   }
   if (c.ranks.empty()) return Status::InvalidArgument("training config lists no ranks");
-  const auto specs = ModelParameters(c.model);
+  return Status::OK();
+}
+
+// Every frozen name is a parameter of `specs`, ModelParameters(c.model).
+Status CheckFrozenNames(const TrainingConfig& c, const std::vector<ParameterSpec>& specs) {
   for (const std::string& name : c.frozen) {
     if (std::none_of(specs.begin(), specs.end(),
                      [&](const ParameterSpec& p) { return p.name == name; })) {
@@ -111,6 +118,14 @@ Status ValidateTrainingConfig(const TrainingConfig& c) {
     }
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateTrainingConfig(const TrainingConfig& c) {
+  CKPTSPEC_RETURN_IF_ERROR(ValidateAllButFrozenNames(c));
+  if (c.frozen.empty()) return Status::OK();  // the parameter list is needed for frozen names only
+  return CheckFrozenNames(c, ModelParameters(c.model));
 }
 
 namespace {
@@ -140,10 +155,11 @@ void BuildOptimizers(TrainingState* s) {
 }  // namespace
 
 Status InitialTrainingState(const TrainingConfig& config, TrainingState* out) {
-  CKPTSPEC_RETURN_IF_ERROR(ValidateTrainingConfig(config));
+  CKPTSPEC_RETURN_IF_ERROR(ValidateAllButFrozenNames(config));
   TrainingState s;
-  s.config = config;
   s.specs = ModelParameters(config.model);
+  CKPTSPEC_RETURN_IF_ERROR(CheckFrozenNames(config, s.specs));
+  s.config = config;
   const std::set<std::string> frozen(config.frozen.begin(), config.frozen.end());
   const DType dt = config.model.params_dtype;
   const bool mixed = dt != DType::kFloat32;
