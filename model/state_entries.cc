@@ -122,8 +122,10 @@ size_t EntriesBytes(const RankEntries& e) {
   }
   for (const TensorRole& r : e.tensor_roles)
     bytes += sizeof r + r.pieces.size() * sizeof(BucketPiece);
-  for (const ParamChunk& c : e.chunks) {
-    bytes += sizeof c + c.instance_index.size() * sizeof(int64_t) + c.spec.key.size();
+  if (e.chunks) {  // counted with every entry that shares them: an upper bound
+    for (const ParamChunk& c : *e.chunks) {
+      bytes += sizeof c + c.instance_index.size() * sizeof(int64_t) + c.spec.key.size();
+    }
   }
   return bytes;
 }
@@ -380,9 +382,9 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
   const bool mixed = m.config.model.params_dtype != DType::kFloat32;
   const size_t nsubs = m.structure.optimizers.size();
   const std::string origin = OriginModule(ml.name) + ":optimizer.";
-  const size_t nchunks = out->chunks.size();
+  const size_t nchunks = out->chunks->size();
   for (size_t k = 0; k < nchunks; ++k) {
-    const int p = out->chunks[k].param;
+    const int p = out->chunk(k).param;
     const int sub = m.sub_of_param[p];
     if (sub < 0 || !has_state[p]) continue;
     const bool chained =
@@ -390,7 +392,7 @@ void StatePlan::AppendOptimizer(const Module& m, int module_index, int64_t local
                       !sharding.chained_avoid_prefix);
     const std::string prefix = (chained ? "chained_" + std::to_string(sub) + "." : std::string()) +
                                OptimizerPrefix(ml.name);
-    const TensorSpec& model = out->chunks[k].spec;
+    const TensorSpec& model = out->chunk(k).spec;
     struct {
       const char* name;
       int slot;
@@ -452,10 +454,10 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
         OptimizerPrefix(ml.name) + "distributed.dp_group_idx_" + std::to_string(mp) + ".";
     std::vector<int> chunk_of;  // buffer input index -> chunk
     std::vector<int64_t> numels;
-    for (size_t k = 0; k < out->chunks.size(); ++k) {
-      if (m.sub_of_param[out->chunks[k].param] != static_cast<int>(sub)) continue;
+    for (size_t k = 0; k < out->chunks->size(); ++k) {
+      if (m.sub_of_param[out->chunk(k).param] != static_cast<int>(sub)) continue;
       chunk_of.push_back(static_cast<int>(k));
-      numels.push_back(Volume(out->chunks[k].spec.local_shape));
+      numels.push_back(Volume(out->chunk(k).spec.local_shape));
     }
     const BufferLayout buf = LayoutBuffer(numels, fixed_->sharding.buffers, dp_size);
     nlohmann::json index = nlohmann::json::array();
@@ -476,7 +478,7 @@ void StatePlan::AppendBuckets(const Module& m, int module_index, int64_t local_r
         piece.length = hi - lo;
         pieces.push_back(piece);
         index.push_back(
-            nlohmann::json{{"param", m.structure.specs[out->chunks[piece.chunk].param].name},
+            nlohmann::json{{"param", m.structure.specs[out->chunk(piece.chunk).param].name},
                            {"bucket", b},
                            {"begin", piece.src},
                            {"end", piece.src + piece.length}});
@@ -528,6 +530,7 @@ Status StatePlan::BuildStructure(int64_t rank, const EntryFilter& filter,
   const RankCoords c = ml.layout.Coords(local);
 
   // Model chunks (always computed: the optimizer entries derive from them).
+  auto chunks = std::make_shared<std::vector<ParamChunk>>();
   for (TensorSpec& t : fixed_->params.RankTensors(rank)) {
     ParamChunk chunk;
     const Dims pre(t.global_offset.begin(), t.global_offset.begin() + t.prepend_axis_num);
@@ -554,11 +557,12 @@ Status StatePlan::BuildStructure(int64_t rank, const EntryFilter& filter,
       }
     }
     chunk.spec = std::move(t);
-    e.chunks.push_back(std::move(chunk));
+    chunks->push_back(std::move(chunk));
   }
+  e.chunks = std::move(chunks);
   if (filter.model) {
-    for (size_t k = 0; k < e.chunks.size(); ++k) {
-      e.dict.tensors.push_back(Sized(e.chunks[k].spec));
+    for (size_t k = 0; k < e.chunks->size(); ++k) {
+      e.dict.tensors.push_back(Sized(e.chunk(k).spec));
       TensorRole role;
       role.kind = EntryKind::kModel;
       role.slot = kSlotModel;
@@ -684,13 +688,13 @@ Status StatePlan::Fill(int64_t rank, const TrainingState& state, ModulePayloads*
     const int size = DTypeSize(t.spec.dtype);
     if (role.kind == EntryKind::kBucket) {
       for (const BucketPiece& piece : role.pieces) {
-        const ParamChunk& ch = e.chunks[piece.chunk];
+        const ParamChunk& ch = e.chunk(piece.chunk);
         PutSlot(state, ch.param, role.slot, size, piece.length,
                 ch.instance_index.data() + piece.src, t.data.data() + piece.dst * size);
       }
       continue;
     }
-    const ParamChunk& ch = e.chunks[role.chunk];
+    const ParamChunk& ch = e.chunk(role.chunk);
     if (role.kind == EntryKind::kOptimStep) {
       PutSlot(state, ch.param, kSlotStep, size, 1, nullptr, t.data.data());
       continue;

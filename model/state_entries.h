@@ -79,7 +79,11 @@ struct RankEntries {
   ShardedStateDict dict;
   std::vector<TensorRole> tensor_roles;  // parallel to dict.tensors
   std::vector<ObjectRole> object_roles;  // parallel to dict.objects
-  std::vector<ParamChunk> chunks;
+  // The rank's model chunks, never changed once built, so copies of the entries share them.
+  std::shared_ptr<const std::vector<ParamChunk>> chunks;
+
+  // Chunk k. Precondition: chunks holds it.
+  const ParamChunk& chunk(size_t k) const { return (*chunks)[k]; }
 };
 
 // Which entry classes to build.

@@ -21,11 +21,12 @@ namespace {
 std::string EntriesDifference(const RankEntries& a, const RankEntries& b) {
   std::ostringstream d;
   if (a.module != b.module) d << "module " << a.module << " vs " << b.module;
-  if (a.chunks.size() != b.chunks.size())
-    d << a.chunks.size() << " vs " << b.chunks.size() << " chunks";
-  for (size_t i = 0; d.str().empty() && i < a.chunks.size(); ++i) {
-    const ParamChunk& x = a.chunks[i];
-    const ParamChunk& y = b.chunks[i];
+  const size_t a_chunks = a.chunks ? a.chunks->size() : 0;
+  const size_t b_chunks = b.chunks ? b.chunks->size() : 0;
+  if (a_chunks != b_chunks) d << a_chunks << " vs " << b_chunks << " chunks";
+  for (size_t i = 0; d.str().empty() && i < a_chunks; ++i) {
+    const ParamChunk& x = a.chunk(i);
+    const ParamChunk& y = b.chunk(i);
     if (x.param != y.param || !(x.spec == y.spec) || x.instance_index != y.instance_index) {
       d << "chunk " << i << " ('" << x.spec.key << "' vs '" << y.spec.key << "')";
     }

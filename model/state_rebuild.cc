@@ -225,7 +225,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
       const int size = DTypeSize(t.spec.dtype);
       if (role.kind == EntryKind::kBucket) {
         for (const BucketPiece& piece : role.pieces) {
-          const ParamChunk& ch = e.chunks[piece.chunk];
+          const ParamChunk& ch = e.chunk(piece.chunk);
           for (int64_t k = 0; k < piece.length; ++k) {
             const int64_t index = ch.instance_index[piece.src + k];
             if (!a.Put(role.slot, ch.param, index,
@@ -236,7 +236,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
         }
         continue;
       }
-      const ParamChunk& ch = e.chunks[role.chunk];
+      const ParamChunk& ch = e.chunk(role.chunk);
       if (role.kind == EntryKind::kOptimStep) {
         if (!a.Put(kSlotStep, ch.param, 0, GetLE(t.data.data(), size))) {
           return ReplicasDisagree(r, t.spec, 0);
