@@ -3,7 +3,8 @@
 // batch of kCasesPerBatch cases through rc::detail::checkProperty (fixed seed, RapidCheck's default
 // size schedule, shrinking disabled: a failure aborts the benchmark instead of shrinking).
 //
-// Counters: cases/s (items_per_second for P1, P2, P4) and commands/s for the stateful test.
+// Counters: cases/s (items_per_second for P1, P2, P4) and commands/s for the stateful test;
+// allocs/case, the calls of operator new per case (bench/allocation_counter.h), for each.
 // Adding a property: one more BENCHMARK_CAPTURE(BM_Property, ...) line below.
 #include <benchmark/benchmark.h>
 #include <rapidcheck.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "bench/allocation_counter.h"
 #include "properties/property.h"
 #include "properties/stateful_commands.h"
 #include "targets/reference/reference_factory.h"
@@ -44,9 +46,17 @@ void RunBatch(benchmark::State& state, uint64_t seed, Body body) {
   }
 }
 
+// Calls of operator new per case since `before` (an AllocationCount()).
+double AllocationsPerCase(const benchmark::State& state, uint64_t before) {
+  return static_cast<double>(AllocationCount() - before) /
+         static_cast<double>(state.iterations() * kCasesPerBatch);
+}
+
 void BM_Property(benchmark::State& state, void (*check)(const TargetFactory&)) {
   uint64_t seed = 1;
+  const uint64_t before = AllocationCount();
   for (auto _ : state) RunBatch(state, seed++, [check] { check(Reference()); });
+  state.counters["allocs/case"] = AllocationsPerCase(state, before);
   state.SetItemsProcessed(state.iterations() * kCasesPerBatch);
   state.counters["cases/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kCasesPerBatch), benchmark::Counter::kIsRate);
@@ -64,7 +74,9 @@ BENCHMARK_CAPTURE(BM_Property, P4_ShardingIntegrity, &CheckSaveShardingIntegrity
 void BM_Stateful(benchmark::State& state) {
   uint64_t seed = 1;
   StatefulStats stats;
+  const uint64_t before = AllocationCount();
   for (auto _ : state) RunBatch(state, seed++, [&stats] { CheckStateful(Reference(), &stats); });
+  state.counters["allocs/case"] = AllocationsPerCase(state, before);
   const int64_t commands = stats.commands;
   state.counters["cases/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kCasesPerBatch), benchmark::Counter::kIsRate);
