@@ -579,7 +579,9 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
     CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r], provider == nullptr));
   }
 
-  // The key sets below hold views of the keys of `m` and of the request, which outlive them.
+  // The key sets below hold views: of the keys of `m`, which outlives them, and of the request's
+  // template keys, which the loop over ranks at the end moves from; `requested` is not used
+  // once that loop begins.
   std::unordered_map<std::string_view, size_t> tensor_by_key;
   for (size_t t = 0; t < m.tensors.size(); ++t) tensor_by_key.emplace(m.tensors[t].key, t);
   std::unordered_map<std::string, size_t> object_by_unique_key;
