@@ -122,7 +122,7 @@ size_t EntriesBytes(const RankEntries& e) {
   }
   for (const TensorRole& r : e.tensor_roles)
     bytes += sizeof r + r.pieces.size() * sizeof(BucketPiece);
-  if (e.chunks) {  // counted with every entry that shares them: an upper bound
+  if (e.chunks) {  // a kept structure's own chunks; its filtered copies share them
     for (const ParamChunk& c : *e.chunks) {
       bytes += sizeof c + c.instance_index.size() * sizeof(int64_t) + c.spec.key.size();
     }
