@@ -114,7 +114,7 @@ void WriteSeedRun(const SeedRun& seed, uint8_t index, const fs::path& corpus) {
         SignatureToJson(signature).dump());
 
   const fs::path common = corpus / "common_state_fuzzer_seed_corpus";
-  Write(common, seed.name + "_common.json", dicts[0].common.dump());
+  Write(common, seed.name + "_common.json", dicts[0].common->dump());
   Write(common, seed.name + "_rng.json", RankRngStateToJson(states.front().rng[0]).dump());
   nlohmann::json payload;
   Die(CheckpointPayload(states.front().rerun, &payload));

@@ -108,7 +108,7 @@ Status ResolveFromSaved(const std::vector<ShardedStateDict>& saved, int64_t rank
     }
     o.data = it->second->data;
   }
-  request->common = saved.empty() ? nlohmann::json::object() : saved.front().common;
+  request->common = saved.empty() ? SharedJson() : saved.front().common;
   return Status::OK();
 }
 

@@ -15,6 +15,7 @@
 
 #include "model/box.h"
 #include "model/dtype.h"
+#include "model/shared_json.h"
 #include "model/status.h"
 
 namespace ckptspec {
@@ -102,7 +103,7 @@ struct ShardedObject {
 struct ShardedStateDict {
   std::vector<ShardedTensor> tensors;
   std::vector<ShardedObject> objects;
-  nlohmann::json common = nlohmann::json::object();  // should be identical on every rank (P11)
+  SharedJson common;  // an object; should be identical on every rank (P11)
 };
 
 // The structure of one rank's state dict: no tensor or object data.
@@ -111,7 +112,7 @@ struct RankSignature {
   std::vector<TensorSpec> tensors;
   std::vector<ObjectSpec> objects;
   // The rank's common state, or null when the dump does not include it.
-  nlohmann::json common;
+  SharedJson common = nullptr;
 };
 
 // The structure of a whole save: one RankSignature per rank, in rank order.

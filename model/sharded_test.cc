@@ -94,11 +94,11 @@ TEST(Sharded, SignatureCarriesDigestsOnRequest) {
   ShardedStateDict state;
   state.tensors.push_back({Valid(), std::vector<uint8_t>(4 * 16 * 2, 7)});
   state.objects.push_back({ObjectSpec{"rng_state", {1}, {0}, {0}, "", std::nullopt}, "abc"});
-  state.common["iteration"] = 10;
+  (*state.common.Mutable())["iteration"] = 10;
   const RankSignature plain = SignatureOf(3, state);
   EXPECT_EQ(plain.rank, 3);
   EXPECT_FALSE(plain.tensors[0].digest.has_value());
-  EXPECT_EQ(plain.common["iteration"], 10);
+  EXPECT_EQ(plain.common->at("iteration"), 10);
   const RankSignature digested = SignatureOf(3, state, true);
   ASSERT_TRUE(digested.tensors[0].digest.has_value());
   state.tensors[0].data[5] = 8;

@@ -230,7 +230,7 @@ json SignatureToJson(const GlobalSignature& signature) {
     json objects = json::array();
     for (const ObjectSpec& o : r.objects) objects.push_back(ObjectSpecToJson(o));
     rank["objects"] = std::move(objects);
-    if (!r.common.is_null()) rank["common"] = r.common;
+    if (!r.common->is_null()) rank["common"] = r.common.get();
     ranks.push_back(std::move(rank));
   }
   json out = json::object();

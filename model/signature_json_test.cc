@@ -150,7 +150,7 @@ TEST(SignatureJson, ReadsTheDocumentedForm) {
   EXPECT_EQ(*w.digest, 0xdeadbeefull);
   EXPECT_EQ(w.axis_fragmentations, (Dims{1, 2}));
   EXPECT_TRUE(s.ranks[0].tensors[1].axis_fragmentations.empty());
-  EXPECT_TRUE(s.ranks[0].common.is_null());
+  EXPECT_TRUE(s.ranks[0].common->is_null());
   EXPECT_EQ(s.ranks[1].common, (json{{"iteration", 7}}));
   EXPECT_EQ(s.ranks[1].tensors[0].replica_id, (ReplicaId{0, 1, 0}));
   EXPECT_EQ(s.ranks[1].objects[0].UniqueKey(), "rng_state/shard_1_2");
@@ -344,7 +344,7 @@ TEST(SignatureJson, SameSignatureNamesTheFirstDifference) {
   EXPECT_FALSE(SameSignature(a, b, &diff));
   EXPECT_EQ(diff.rfind("ranks[1].tensors[0]: ", 0), 0u) << diff;
   b = a;
-  b.ranks[1].common["iteration"] = 8;
+  (*b.ranks[1].common.Mutable())["iteration"] = 8;
   EXPECT_FALSE(SameSignature(a, b, &diff));
   EXPECT_EQ(diff, "ranks[1].common: {\"iteration\": 7} vs {\"iteration\": 8}");
   // Keys built in C++ may hold invalid UTF-8: described, never thrown.

@@ -195,8 +195,8 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
   }
   const json* common = nullptr;
   for (const ShardedStateDict& d : loaded) {
-    if (d.common.is_object() && !d.common.empty()) {
-      common = &d.common;
+    if (d.common->is_object() && !d.common->empty()) {
+      common = &d.common.get();
       break;
     }
   }

@@ -110,6 +110,7 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
     common["optimizer"] = mc["optimizer"];
     common["opt_param_scheduler"] = mc["opt_param_scheduler"];
   }
+  const SharedJson shared_common = std::move(common);  // every rank's dict holds this one tree
   std::vector<ShardedStateDict> dicts;
   dicts.reserve(static_cast<size_t>(layout.world_size()));
   std::vector<ModulePayloads> payloads(states.size());  // per module, for its state
@@ -123,7 +124,7 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
     RankEntries e;
     CKPTSPEC_RETURN_IF_ERROR(plan.BuildRank(r, filter, &state, &e, &payloads[layout.ModuleOf(r)])
                                  .WithContext("rank " + std::to_string(r)));
-    e.dict.common = common;
+    e.dict.common = shared_common;
     dicts.push_back(std::move(e.dict));
   }
   *out = std::move(dicts);

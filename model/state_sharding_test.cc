@@ -229,7 +229,7 @@ TEST(StateSharding, TorchOptimSavesAndRequestsTheStateOfSteppedParametersOnly) {
   for (const std::string& key : Keys(dicts)) {
     EXPECT_EQ(key.find("optimizer.state."), std::string::npos) << key;
   }
-  EXPECT_EQ(dicts[0].common["optimizer_state_params"], nlohmann::json::parse("[[]]"));
+  EXPECT_EQ(dicts[0].common->at("optimizer_state_params"), nlohmann::json::parse("[[]]"));
   TrainingState back;
   ASSERT_TRUE(LoadOne(dicts, l, c, LoadFlags(), &back).ok());
   EXPECT_EQ(FirstDifference(back, fresh), "");
@@ -253,7 +253,7 @@ TEST(StateSharding, TorchOptimSavesAndRequestsTheStateOfSteppedParametersOnly) {
   const Status other = LoadOne(dicts, l, megatron, LoadFlags(), &back);
   EXPECT_EQ(other.code(), Status::Code::kFailedPrecondition) << other.ToString();
   ASSERT_TRUE(ShardTrainingState(l, Trained(megatron, 1), ShardingConfig(), &dicts).ok());
-  EXPECT_FALSE(dicts[0].common.contains("optimizer_state_params"));  // older bytes kept
+  EXPECT_FALSE(dicts[0].common->contains("optimizer_state_params"));  // older bytes kept
 }
 
 TEST(StateSharding, TorchOptimStateRecordIsValidated) {
@@ -309,7 +309,7 @@ TEST(StateSharding, HeterogeneousModulesNeverCollide) {
     EXPECT_TRUE(keys.count("optimizer.mimo.vision.common_state"));
     EXPECT_TRUE(keys.count("optimizer.mimo.language.common_state"));
     EXPECT_TRUE(keys.count("vision.rng_state") && keys.count("language.rng_state"));
-    EXPECT_FALSE(dicts[0].common.contains("optimizer"));  // module-variant: never common (B02)
+    EXPECT_FALSE(dicts[0].common->contains("optimizer"));  // module-variant: never common (B02)
     std::vector<TrainingState> back;
     const Status ls = Load(dicts, h, {states[0].config, states[1].config}, LoadFlags(), &back);
     ASSERT_TRUE(ls.ok()) << ls.ToString();
@@ -337,7 +337,7 @@ TEST(StateSharding, DpReshardableUnevenSlicesKeepPerRankListsOutOfCommon) {
     }
   }
   EXPECT_GT(lengths.size(), 1u) << "slices should hold different numbers of parameters (B07)";
-  EXPECT_FALSE(dicts[0].common.dump().find("param_state\"") != std::string::npos);
+  EXPECT_FALSE(dicts[0].common->dump().find("param_state\"") != std::string::npos);
   TrainingState back;
   ASSERT_TRUE(LoadOne(dicts, l, s.config, LoadFlags(), &back).ok());
   EXPECT_EQ(FirstDifference(back, s), "");
@@ -476,7 +476,7 @@ TEST(StateSharding, RankLocalRngIsEachRanksOwnAndLoadsOnlyUnderItsLayout) {
     EXPECT_EQ(rng_objects, 1) << "rank " << r;
   }
   EXPECT_EQ(values.size(), dicts.size()) << "each rank saves its own RNG";
-  EXPECT_EQ(dicts[0].common["rng_saving"], nlohmann::json::array({"rank_local"}));
+  EXPECT_EQ(dicts[0].common->at("rng_saving"), nlohmann::json::array({"rank_local"}));
 
   TrainingState back;
   ASSERT_TRUE(LoadOne(dicts, l, c, LoadFlags(), &back).ok());
@@ -714,7 +714,7 @@ TEST(StateSharding, NamedErrorsForMissingExtraMisshapenAndDisagreeingEntries) {
   disagree[2].tensors[0].data[0] ^= 1;
   EXPECT_EQ(rebuild(disagree).code(), Status::Code::kCorruption);
   auto common = req;
-  for (auto& d : common) d.common.erase("parallel_layout");
+  for (auto& d : common) d.common.Mutable()->erase("parallel_layout");
   EXPECT_EQ(rebuild(common).code(), Status::Code::kCorruption);
   // An object's errors name the rank and the object (the name is made only for an error).
   const auto rerun = std::find_if(
@@ -747,7 +747,7 @@ TEST(StateSharding, ParamGroupIndicesOutOfRangeAreCorruption) {
   ASSERT_NO_FATAL_FAILURE(SavedAndRequested(l, s, &req));
   auto rebuild_with_index = [&](const nlohmann::json& index) {
     auto r = req;
-    for (auto& d : r) d.common["optimizer"][0]["param_groups"][0]["params"][0] = index;
+    for (auto& d : r) (*d.common.Mutable())["optimizer"][0]["param_groups"][0]["params"][0] = index;
     TrainingState out;
     return RebuildTrainingState(r, l, s.config, LoadFlags(), &out);
   };

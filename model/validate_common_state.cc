@@ -93,6 +93,10 @@ std::vector<Violation> CheckCommonState(const GlobalSignature& signature) {
   std::vector<Violation> out;
   // Ranks grouped by serialized tree, groups in order of their lowest rank.
   std::unordered_map<std::string, size_t> index;
+  // Ranks that share one tree (SharedJson) take its first rank's outcome without a new dump: the
+  // group's index, or kTooDeep.
+  constexpr size_t kTooDeep = static_cast<size_t>(-1);
+  std::unordered_map<const json*, size_t> by_tree;
   struct Group {
     const json* tree;
     std::vector<int64_t> ranks;
@@ -104,18 +108,25 @@ std::vector<Violation> CheckCommonState(const GlobalSignature& signature) {
       ordered.begin(), ordered.end(),
       [](const RankSignature* a, const RankSignature* b) { return a->rank < b->rank; });
   for (const RankSignature* r : ordered) {
-    if (r->common.is_null()) continue;
-    if (JsonDeeperThan(r->common, kMaxCommonDepth)) {
+    const json& tree = r->common.get();
+    if (tree.is_null()) continue;
+    auto [known, first] = by_tree.emplace(&tree, kTooDeep);
+    if (first) {
+      if (!JsonDeeperThan(tree, kMaxCommonDepth)) {
+        auto [it, inserted] =
+            index.emplace(tree.dump(-1, ' ', false, json::error_handler_t::replace), groups.size());
+        if (inserted) groups.push_back(Group{&tree, {}});
+        known->second = it->second;
+      }
+    }
+    if (known->second == kTooDeep) {
       out.push_back(MakeViolation("P11", ViolationKind::kInvalidEntry, "", std::nullopt, {r->rank},
                                   "common state on rank " + std::to_string(r->rank) +
                                       " nests deeper than " + std::to_string(kMaxCommonDepth) +
                                       " levels; not compared"));
       continue;
     }
-    auto [it, inserted] = index.emplace(
-        r->common.dump(-1, ' ', false, json::error_handler_t::replace), groups.size());
-    if (inserted) groups.push_back(Group{&r->common, {}});
-    groups[it->second].ranks.push_back(r->rank);
+    groups[known->second].ranks.push_back(r->rank);
   }
   if (groups.size() < 2) return out;
   const Group& reference = groups[0];

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/signature_json.h"  // kMaxCommonDepth
+
 namespace ckptspec {
 namespace {
 
@@ -285,7 +287,8 @@ TEST(Validate, InvalidEntriesAreReportedAndSkipped) {
 
 TEST(Validate, CommonStateDivergenceNamesPathAndRanks) {
   GlobalSignature s = CleanTp2Dp2();
-  for (int64_t r : {2, 3}) s.ranks[r].common["optimizer"]["param_groups"][0]["lr"] = 0.002;
+  for (int64_t r : {2, 3})
+    (*s.ranks[r].common.Mutable())["optimizer"]["param_groups"][0]["lr"] = 0.002;
   Violation v = Only(CheckCommonState(s));
   EXPECT_EQ(v.property, "P11");
   EXPECT_EQ(v.kind, ViolationKind::kCommonStateDivergence);
@@ -296,8 +299,9 @@ TEST(Validate, CommonStateDivergenceNamesPathAndRanks) {
             "0.001 on rank 0, 0.002 on ranks 2, 3");
 
   s = CleanTp2Dp2();
-  s.ranks[1].common["optimizer"].erase("param_groups");  // B02: the wrapper lost its content
-  s.ranks[3].common["iteration"] = "10";
+  (*s.ranks[1].common.Mutable())["optimizer"].erase(
+      "param_groups");  // B02: the wrapper lost its content
+  (*s.ranks[3].common.Mutable())["iteration"] = "10";
   s.ranks[2].common = nullptr;  // a rank without common state is not compared
   const std::vector<Violation> all = CheckCommonState(s);
   ASSERT_EQ(all.size(), 2u) << FormatViolations(all);
@@ -314,8 +318,8 @@ TEST(Validate, CommonStateDivergenceNamesPathAndRanks) {
 
 TEST(Validate, CommonStateArrayLengthAndNumberTypes) {
   GlobalSignature s = CleanTp2Dp2();
-  s.ranks[1].common["optimizer"]["param_groups"].push_back(json{{"lr", 0.1}});  // B07
-  s.ranks[2].common["iteration"] = 10.0;
+  (*s.ranks[1].common.Mutable())["optimizer"]["param_groups"].push_back(json{{"lr", 0.1}});  // B07
+  (*s.ranks[2].common.Mutable())["iteration"] = 10.0;
   const std::vector<Violation> v = CheckCommonState(s);
   ASSERT_EQ(v.size(), 2u) << FormatViolations(v);
   EXPECT_EQ(v[0].message,
@@ -326,9 +330,36 @@ TEST(Validate, CommonStateArrayLengthAndNumberTypes) {
 
 TEST(Validate, CommonStateWithInvalidUtf8IsComparedWithoutThrowing) {
   GlobalSignature s = CleanTp2Dp2();
-  s.ranks[1].common["name\xfe"] = "\xff";
+  (*s.ranks[1].common.Mutable())["name\xfe"] = "\xff";
   const Violation v = Only(CheckCommonState(s));
   EXPECT_EQ(v.ranks, R({1}));
+}
+
+// Ranks that share one tree (as a save's dicts do) are grouped, and reported, as if each held its
+// own copy.
+TEST(Validate, CommonStateSharedByRanksIsJudgedPerRank) {
+  GlobalSignature s = CleanTp2Dp2();
+  SharedJson changed = s.ranks[0].common;
+  (*changed.Mutable())["iteration"] = 11;
+  s.ranks[1].common = changed;
+  s.ranks[3].common = changed;  // rank 2 keeps its own tree, equal to rank 0's
+  Violation v = Only(CheckCommonState(s));
+  EXPECT_EQ(v.ranks, R({1, 3}));
+  EXPECT_EQ(v.message,
+            "common state on ranks 1, 3 differs from rank 0 at /iteration: 10 on rank 0, 11 on "
+            "ranks 1, 3");
+
+  json deep = 1;
+  for (int level = 0; level <= kMaxCommonDepth; ++level) deep = json::array({deep});
+  const SharedJson too_deep = deep;
+  s = CleanTp2Dp2();
+  for (int64_t r : {0, 2}) s.ranks[r].common = too_deep;
+  const std::vector<Violation> all = CheckCommonState(s);
+  ASSERT_EQ(all.size(), 2u) << FormatViolations(all);  // one per rank, none compared
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].kind, ViolationKind::kInvalidEntry);
+    EXPECT_EQ(all[i].ranks, R({static_cast<int64_t>(2 * i)}));
+  }
 }
 
 TEST(Validate, IrregularOneDimensionalOverlapAndGap) {

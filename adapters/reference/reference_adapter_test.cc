@@ -51,7 +51,7 @@ std::vector<ShardedStateDict> Dicts(int world, float base) {
     o.data = "state of rank " + std::to_string(r);
     dicts[r].tensors.push_back(t);
     dicts[r].objects.push_back(o);
-    dicts[r].common = {{"iteration", base}};
+    dicts[r].common = nlohmann::json{{"iteration", base}};
   }
   return dicts;
 }

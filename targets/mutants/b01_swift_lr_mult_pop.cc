@@ -31,7 +31,7 @@ class LrMultPoppingFramework : public CanonicalFramework {
     CKPTSPEC_RETURN_IF_ERROR(
         CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
     for (ShardedStateDict& d : *every_rank) {
-      if (d.common.contains("optimizer")) PopLrMult(&d.common["optimizer"]);
+      if (d.common->contains("optimizer")) PopLrMult(&(*d.common.Mutable())["optimizer"]);
       for (ShardedObject& o : d.objects) {  // named modules: the module's optimizer common object
         if (o.spec.origin.find("optimizer.common") == std::string::npos || o.data.empty()) continue;
         nlohmann::json j = nlohmann::json::parse(o.data);

@@ -26,8 +26,8 @@ class InPlacePersistingFramework : public CanonicalFramework {
     CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, copy, sharding, every_rank));
     const int in_place = static_cast<int>(RerunState::kRerunningInPlace);
     for (ShardedStateDict& d : *every_rank) {
-      if (d.common.contains("rerun_state_machine"))
-        d.common["rerun_state_machine"]["state"] = in_place;
+      if (d.common->contains("rerun_state_machine"))
+        (*d.common.Mutable())["rerun_state_machine"]["state"] = in_place;
       for (ShardedObject& o : d.objects) {
         if (o.spec.key != "rerun_state_machine_state" || o.data.empty()) continue;
         nlohmann::json j = nlohmann::json::parse(o.data);

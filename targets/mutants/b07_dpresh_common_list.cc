@@ -28,7 +28,7 @@ class CommonSliceListFramework : public CanonicalFramework {
           continue;
         for (const auto& item : nlohmann::json::parse(o.data)) list.push_back(item);
       }
-      if (!list.empty()) d.common["optimizer_param_state"] = list;
+      if (!list.empty()) (*d.common.Mutable())["optimizer_param_state"] = list;
     }
     return Status::OK();
   }

@@ -12,8 +12,8 @@ Status SavedSubOptimizers(const LoadedCheckpoint& load, size_t module,
   if (load.loaded.empty()) return Status::OK();
   const nlohmann::json* saved_json = nullptr;
   nlohmann::json module_common;
-  if (load.loaded[0].common.contains("optimizer")) {
-    saved_json = &load.loaded[0].common["optimizer"];
+  if (load.loaded[0].common->contains("optimizer")) {
+    saved_json = &load.loaded[0].common->at("optimizer");
   } else {  // named modules: the module's common object, on the module's first rank
     const ShardedStateDict& d = load.loaded[load.layout.modules()[module].first_rank];
     for (const ShardedObject& o : d.objects) {

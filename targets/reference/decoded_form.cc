@@ -67,7 +67,7 @@ bool DecodedFormOf(const CheckpointMetadata& m, size_t text_size, const JsonLimi
   const uint64_t kept = JsonTreeBytes(m.layout) + JsonTreeBytes(m.common) + kTopLevelTreeBytes;
   if (kept > MetadataTreeBound(limits, text_size)) return false;
   *out = m;
-  return RetypeAsRead(&out->layout) && RetypeAsRead(&out->common);
+  return RetypeAsRead(&out->layout) && RetypeAsRead(out->common.Mutable());
 }
 
 }  // namespace ckptspec

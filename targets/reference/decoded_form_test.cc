@@ -183,7 +183,7 @@ TEST(DecodedForm, IsNotGivenWhereTheReaderMightRefuseTheText) {
   small_tree.max_tree_bytes = 4096;
   EXPECT_FALSE(DecodedFormOf(m, text.size(), small_tree, &out));
   CheckpointMetadata binary = m;
-  binary.common["bytes"] = json::binary({1, 2, 3});
+  (*binary.common.Mutable())["bytes"] = json::binary({1, 2, 3});
   EXPECT_FALSE(DecodedFormOf(binary, EncodeMetadata(binary).size(), limits, &out));
 }
 

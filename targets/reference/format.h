@@ -136,7 +136,7 @@ struct CheckpointMetadata {
   int64_t iteration = 0;
   int64_t world_size = 0;
   nlohmann::json layout = nlohmann::json::object();
-  nlohmann::json common = nlohmann::json::object();
+  SharedJson common;  // an object
   std::vector<FileEntry> files;
   std::vector<TensorEntry> tensors;
   std::vector<ObjectEntry> objects;

@@ -34,7 +34,7 @@ TEST_P(ReferenceAsync, MutationAfterSchedulingDoesNotReachTheCheckpoint) {
   // The training loop goes on and overwrites its buffers (next step's values).
   for (auto& d : dicts) {
     for (auto& t : d.tensors) std::fill(t.data.begin(), t.data.end(), 0xAB);
-    d.common["iteration"] = 2;
+    (*d.common.Mutable())["iteration"] = 2;
   }
   dicts.clear();
   ASSERT_TRUE(h.engine->Finalize().ok());
@@ -42,7 +42,7 @@ TEST_P(ReferenceAsync, MutationAfterSchedulingDoesNotReachTheCheckpoint) {
   ASSERT_TRUE(LoadInto(*h.engine, TemplatesOf(sharding), &result).ok());
   EXPECT_EQ(result.iteration, 1);
   EXPECT_EQ(CheckContent(result.state, 11), "");
-  EXPECT_FALSE(result.state[0].common.contains("iteration"));
+  EXPECT_FALSE(result.state[0].common->contains("iteration"));
 }
 
 TEST_P(ReferenceAsync, TrackerNamesTheIterationOnlyAfterTheWriteCompletes) {

@@ -23,7 +23,7 @@ void AddRerunState(std::vector<ShardedStateDict>* dicts) {
     o.spec.global_offset = {r};
     o.data = "state=WILL_RERUN_FROM_CHECKPOINT rank=" + std::to_string(r);
     (*dicts)[r].objects.push_back(o);
-    (*dicts)[r].common["rerun_state"] = "WILL_RERUN_FROM_CHECKPOINT";
+    (*(*dicts)[r].common.Mutable())["rerun_state"] = "WILL_RERUN_FROM_CHECKPOINT";
   }
 }
 
@@ -138,7 +138,7 @@ TEST(ReferencePlanCache, AStalePlanThatNamesAGoneItemFailsLoudly) {
 TEST(ReferencePlanCache, FingerprintDependsOnStructureOnly) {
   const ParameterSharding sharding = MakeSharding(4, 2, 2);
   auto a = DictsOf(sharding, 1), b = DictsOf(sharding, 2);
-  b[0].common["anything"] = 1;
+  (*b[0].common.Mutable())["anything"] = 1;
   EXPECT_EQ(StructureFingerprint(a), StructureFingerprint(b));
   b[3].tensors[0].spec.replica_id.back() ^= 1;
   EXPECT_NE(StructureFingerprint(a), StructureFingerprint(b));

@@ -315,7 +315,7 @@ TEST(ReferenceSaveValidation, RefusesAGapAnOverlapAndDivergentCommonState) {
   {
     MemHarness h;
     auto common = dicts;
-    common[1].common["iteration"] = 8;
+    (*common[1].common.Mutable())["iteration"] = 8;
     const Status s = h.engine->Save(1, common, SaveOptions());
     EXPECT_NE(s.message().find("P11"), std::string::npos) << s.ToString();
   }
