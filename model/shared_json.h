@@ -2,7 +2,7 @@
 //
 // A save's common state is one JSON tree that every rank's state dict, the save's signature and
 // the checkpoint's index each hold. Held as SharedJson, those copies are pointer copies, and a
-// tree shared by two holders is known equal without comparing it.
+// reader that meets one tree under several holders (the address of get()) may examine it once.
 //
 // Contracts:
 //  - A SharedJson always holds a value; a default-constructed one holds an empty JSON object, one
@@ -43,7 +43,7 @@ class SharedJson {
 
   nlohmann::json* Mutable();
 
-  // True when both hold the very same tree (so they are equal unless it holds a NaN).
+  // True when both hold the very same tree (equal, then, unless the tree holds a NaN).
   bool SharesWith(const SharedJson& other) const { return value_ == other.value_; }
 
   friend bool operator==(const SharedJson& a, const SharedJson& b) { return a.get() == b.get(); }
