@@ -1,6 +1,6 @@
 #include "model/shared_json.h"
 
-#include <atomic>
+#include <memory>
 #include <utility>
 
 namespace ckptspec {
@@ -29,24 +29,13 @@ SharedJson::SharedJson(nlohmann::json value)
     : value_(std::make_shared<nlohmann::json>(std::move(value))) {}
 
 SharedJson& SharedJson::operator=(std::nullptr_t) {
-  value_ = Null();
+  value_.Reset(Null());
   return *this;
 }
 
 SharedJson& SharedJson::operator=(nlohmann::json value) {
-  value_ = std::make_shared<nlohmann::json>(std::move(value));
+  value_.Reset(std::make_shared<nlohmann::json>(std::move(value)));
   return *this;
-}
-
-nlohmann::json* SharedJson::Mutable() {
-  if (value_.use_count() != 1) {
-    value_ = std::make_shared<nlohmann::json>(*value_);
-  } else {
-    // The last other holder may have just been destroyed on another thread: its reads of the
-    // value happen before this write (its release decrement, this acquire fence).
-    std::atomic_thread_fence(std::memory_order_acquire);
-  }
-  return value_.get();
 }
 
 }  // namespace ckptspec

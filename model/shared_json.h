@@ -15,16 +15,16 @@
 //    assigned or destroyed: a copy made afterwards shares what the pointer changes.
 //  - Equality compares values with nlohmann::json's ==, whether or not they are shared (a tree
 //    holding a NaN is unequal to itself, shared or not).
-//  - Threads: like std::shared_ptr<const nlohmann::json>. SharedJsons that share a value may be
-//    read, copied and destroyed on different threads; one SharedJson is not to be used by two
-//    threads while one of them assigns it or calls Mutable().
+//  - Threads: as CopyOnWrite (model/copy_on_write.h), whose mechanism this is; assigning a
+//    SharedJson is a reset.
 #pragma once
 
 #include <cstddef>
-#include <memory>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
+
+#include "model/copy_on_write.h"
 
 namespace ckptspec {
 
@@ -36,15 +36,15 @@ class SharedJson {
   SharedJson& operator=(std::nullptr_t);
   SharedJson& operator=(nlohmann::json value);
 
-  const nlohmann::json& get() const { return *value_; }
-  operator const nlohmann::json&() const { return *value_; }  // NOLINT: a read of the value
-  const nlohmann::json* operator->() const { return value_.get(); }
-  const nlohmann::json& operator*() const { return *value_; }
+  const nlohmann::json& get() const { return value_.get(); }
+  operator const nlohmann::json&() const { return get(); }  // NOLINT: a read of the value
+  const nlohmann::json* operator->() const { return &get(); }
+  const nlohmann::json& operator*() const { return get(); }
 
-  nlohmann::json* Mutable();
+  nlohmann::json* Mutable() { return value_.Mutable(); }
 
   // True when both hold the very same tree (equal, then, unless the tree holds a NaN).
-  bool SharesWith(const SharedJson& other) const { return value_ == other.value_; }
+  bool SharesWith(const SharedJson& other) const { return value_.SharesWith(other.value_); }
 
   friend bool operator==(const SharedJson& a, const SharedJson& b) { return a.get() == b.get(); }
   friend bool operator!=(const SharedJson& a, const SharedJson& b) { return !(a == b); }
@@ -55,7 +55,7 @@ class SharedJson {
   friend std::ostream& operator<<(std::ostream& os, const SharedJson& j) { return os << j.get(); }
 
  private:
-  std::shared_ptr<nlohmann::json> value_;  // never null; written only through Mutable()
+  CopyOnWrite<nlohmann::json> value_;
 };
 
 }  // namespace ckptspec

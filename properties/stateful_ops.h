@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "model/copy_on_write.h"
 #include "model/run_spec.h"
 #include "model/sharded.h"
 #include "targets/target_factory.h"
@@ -49,28 +50,25 @@ class SharedStates {
  public:
   SharedStates() : states_(std::make_shared<std::vector<TrainingState>>()) {}
 
-  operator const std::vector<TrainingState>&() const { return *states_; }  // NOLINT: a view
-  const std::vector<TrainingState>& get() const { return *states_; }
-  size_t size() const { return states_->size(); }
-  bool empty() const { return states_->empty(); }
-  const TrainingState& operator[](size_t i) const { return (*states_)[i]; }
-  std::vector<TrainingState>::const_iterator begin() const { return states_->begin(); }
-  std::vector<TrainingState>::const_iterator end() const { return states_->end(); }
+  operator const std::vector<TrainingState>&() const { return get(); }  // NOLINT: a view
+  const std::vector<TrainingState>& get() const { return states_.get(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  const TrainingState& operator[](size_t i) const { return get()[i]; }
+  std::vector<TrainingState>::const_iterator begin() const { return get().begin(); }
+  std::vector<TrainingState>::const_iterator end() const { return get().end(); }
 
-  std::vector<TrainingState>* Mutable() {
-    if (states_.use_count() > 1) states_ = std::make_shared<std::vector<TrainingState>>(*states_);
-    return states_.get();
-  }
+  std::vector<TrainingState>* Mutable() { return states_.Mutable(); }
   SharedStates& operator=(std::vector<TrainingState>&& states) {
-    states_ = std::make_shared<std::vector<TrainingState>>(std::move(states));
+    states_.Reset(std::make_shared<std::vector<TrainingState>>(std::move(states)));
     return *this;
   }
-  void clear() { states_ = std::make_shared<std::vector<TrainingState>>(); }
+  void clear() { states_.Reset(std::make_shared<std::vector<TrainingState>>()); }
   // The states as they are now, for a checkpoint: later writes through Mutable() copy first.
-  std::shared_ptr<const std::vector<TrainingState>> Share() const { return states_; }
+  std::shared_ptr<const std::vector<TrainingState>> Share() const { return states_.Share(); }
 
  private:
-  std::shared_ptr<std::vector<TrainingState>> states_;
+  CopyOnWrite<std::vector<TrainingState>> states_;
 };
 
 struct StatefulModel {
