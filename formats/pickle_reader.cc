@@ -140,6 +140,12 @@ constexpr ArgumentForms MakeArgumentForms() {
 
 constexpr ArgumentForms kArgumentForms = MakeArgumentForms();
 
+}  // namespace
+
+// Named, not anonymous: PickleMachine, which the document names as its friend and so has external
+// linkage, holds a Decoder.
+namespace pickle_reader_internal {
+
 // Decodes the opcode at `pos` into `op`, setting `*next` past it. Only checks that the argument
 // lies inside the input (and parses text-protocol numbers); meaning is the machine's.
 class Decoder {
@@ -202,6 +208,10 @@ class Decoder {
 
   std::string_view in_;
 };
+
+}  // namespace pickle_reader_internal
+
+namespace {
 
 bool ParseDecimal(std::string_view s, uint64_t* out) {
   if (s.empty() || s.size() > 19) return false;
@@ -1017,7 +1027,7 @@ class PickleMachine {
   uint64_t charged_ = 0;  // bytes of values built so far (Charge)
   PickleOptions options_;
   PickleDocument* doc_;
-  Decoder decoder_;
+  pickle_reader_internal::Decoder decoder_;
 
   std::vector<PyValue> stack_;
   std::vector<size_t> marks_;

@@ -105,7 +105,7 @@ TEST(Mutants, CatalogIsComplete) {
   ASSERT_EQ(MutantCatalog().size(), 28u) << "one mutant per docs/BUGS.md entry, B01-B28";
   for (size_t i = 0; i < MutantCatalog().size(); ++i) {
     const MutantInfo& m = MutantCatalog()[i];
-    char id[8];
+    char id[24];
     std::snprintf(id, sizeof(id), "B%02zu", i + 1);
     EXPECT_EQ(std::string(m.id), id);
     EXPECT_EQ(MutantFactory(m).name, m.id);

@@ -170,7 +170,9 @@ std::vector<std::vector<uint8_t>> AsyncSaveWithInPlaceUpdates(std::unique_ptr<Pr
     }
     bool complete = true;
     EXPECT_TRUE(engine->Poll(&complete).ok());
-    if (!polls_declared) EXPECT_FALSE(complete);
+    if (!polls_declared) {
+      EXPECT_FALSE(complete);
+    }
     if (complete) break;
   }
   *last = *live;

@@ -44,7 +44,9 @@ class TempDir {
     path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
   }
   ~TempDir() {
-    if (!path_.empty()) EXPECT_TRUE(Env::Posix()->RemoveTree(path_).ok());
+    if (!path_.empty()) {
+      EXPECT_TRUE(Env::Posix()->RemoveTree(path_).ok());
+    }
   }
   const std::string& path() const { return path_; }
 
@@ -473,7 +475,7 @@ TEST(HostileCheckpoint, ChecksumMismatchPrintsOnlyTheExpectedValue) {
 // --- Row 7: special files ------------------------------------------------------------------------
 
 TEST(HostileCheckpoint, FifoShardOrIndexIsRefusedWithoutOpening) {
-  for (const std::string name : {ShardFileName(0), std::string(kMetadataFileName)}) {
+  for (const std::string& name : {ShardFileName(0), std::string(kMetadataFileName)}) {
     TempDir tmp;
     ASSERT_FALSE(tmp.path().empty());
     const std::string root = tmp.path();

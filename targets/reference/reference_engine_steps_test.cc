@@ -153,8 +153,9 @@ TEST(ReferenceEngineSteps, LoadOpensAHostDestinationForEveryTensor) {
 // and the next save removes what the failed one left and succeeds.
 TEST(ReferenceEngineSteps, AFailingStepLeavesTheTrackerOnTheLastCheckpoint) {
   const ParameterSharding sharding = MakeSharding(2, 2, 1);
-  for (const std::string& step :
-       {"WriteShardFiles", "WriteIndex", "CommitCheckpoint", "UpdateTracker"}) {
+  const std::string steps[] = {"WriteShardFiles", "WriteIndex", "CommitCheckpoint",
+                               "UpdateTracker"};
+  for (const std::string& step : steps) {
     SCOPED_TRACE(step);
     Harness h;
     ASSERT_TRUE(h.engine->Save(1, DictsOf(sharding, 1), SaveOptions()).ok());
