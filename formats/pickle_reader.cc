@@ -142,8 +142,9 @@ constexpr ArgumentForms kArgumentForms = MakeArgumentForms();
 
 }  // namespace
 
-// Named, not anonymous: PickleMachine, which the document names as its friend and so has external
-// linkage, holds a Decoder.
+// Named, not anonymous: PickleMachine holds a Decoder and has external linkage (the document names
+// it as its friend). A field of an anonymous-namespace type in such a class draws GCC's
+// -Wsubobject-linkage once the unity build compiles this file inside another.
 namespace pickle_reader_internal {
 
 // Decodes the opcode at `pos` into `op`, setting `*next` past it. Only checks that the argument
