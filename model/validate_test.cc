@@ -299,8 +299,8 @@ TEST(Validate, CommonStateDivergenceNamesPathAndRanks) {
             "0.001 on rank 0, 0.002 on ranks 2, 3");
 
   s = CleanTp2Dp2();
-  (*s.ranks[1].common.Mutable())["optimizer"].erase(
-      "param_groups");  // B02: the wrapper lost its content
+  // B02: the wrapper lost its content.
+  (*s.ranks[1].common.Mutable())["optimizer"].erase("param_groups");
   (*s.ranks[3].common.Mutable())["iteration"] = "10";
   s.ranks[2].common = nullptr;  // a rank without common state is not compared
   const std::vector<Violation> all = CheckCommonState(s);
