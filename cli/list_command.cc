@@ -53,21 +53,23 @@ void End(std::ostream& out) { out << "<!-- end generated -->\n"; }
 
 void PrintMarkdown(std::ostream& out) {
   Begin(out, "properties");
-  out << "| id | invariant | meant to catch (docs/BUGS.md) | kills (catalog killers) |\n"
-         "|---|---|---|---|\n";
+  out << "| id | invariant | meant to catch (docs/BUGS.md) | kills (catalog killers) | "
+         "framework form |\n"
+         "|---|---|---|---|---|\n";
   for (const Property& p : AllProperties()) {
     out << "| " << p.id << " | " << p.statement << " | " << CommaList(Words(p.bugs)) << " | "
-        << CommaList(KilledIds(p)) << " |\n";
+        << CommaList(KilledIds(p)) << " | " << (p.check_framework ? "yes" : "—") << " |\n";
   }
   End(out);
   out << "\n";
   Begin(out, "mutants");
   out << "| id | name | deviation as implemented | upstream | meant for (docs/BUGS.md) | killers "
-         "|\n"
-         "|---|---|---|---|---|---|\n";
+         "| framework killers |\n"
+         "|---|---|---|---|---|---|---|\n";
   for (const MutantInfo& m : MutantCatalog()) {
     out << "| " << m.id << " | " << m.name << " | " << m.deviation << " | " << m.upstream << " | "
-        << CommaList(PropertiesMeantFor(m.id)) << " | " << CommaList(KillerIds(m)) << " |\n";
+        << CommaList(PropertiesMeantFor(m.id)) << " | " << CommaList(KillerIds(m)) << " | "
+        << CommaList(FrameworkKillerIds(m)) << " |\n";
   }
   End(out);
 }

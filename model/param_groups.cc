@@ -1,4 +1,5 @@
 #include "model/param_groups.h"
+#include "model/number_text.h"
 
 #include <cmath>
 #include <map>
@@ -28,21 +29,16 @@ const char* IdentityFieldName(IdentityField field) {
 
 namespace {
 
-std::string Num(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+std::string Opt(const std::optional<double>& v) {
+  return v ? ExactDecimal(*v) : std::string("None");
 }
-
-std::string Opt(const std::optional<double>& v) { return v ? Num(*v) : std::string("None"); }
 
 int NumFields(IdentityKeySet set) { return set == IdentityKeySet::kCore ? 4 : kNumIdentityFields; }
 
 }  // namespace
 
 std::string DescribeKey(const ParamGroupKey& k) {
-  std::string s = "(wd_mult=" + Num(k.wd_mult) + ", lr_mult=" + Num(k.lr_mult) +
+  std::string s = "(wd_mult=" + ExactDecimal(k.wd_mult) + ", lr_mult=" + ExactDecimal(k.lr_mult) +
                   ", is_expert_parallel=" + (k.is_expert_parallel ? "True" : "False") +
                   ", is_decoupled_lr=" + (k.is_decoupled_lr ? "True" : "False");
   if (k.set == IdentityKeySet::kWithLrBounds) {
@@ -61,7 +57,7 @@ Status IdentityKey(const ParamGroupIdentity& id, IdentityKeySet set, const std::
   }
   auto finite = [&](const char* name, double v) -> Status {
     if (std::isfinite(v)) return Status::OK();
-    return Status::InvalidArgument(what + ": identifier " + name + " = " + Num(v) +
+    return Status::InvalidArgument(what + ": identifier " + name + " = " + ExactDecimal(v) +
                                    " is not finite");
   };
   CKPTSPEC_RETURN_IF_ERROR(finite("wd_mult", id.wd_mult));

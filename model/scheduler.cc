@@ -1,4 +1,5 @@
 #include "model/scheduler.h"
+#include "model/number_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,12 +10,6 @@ namespace ckptspec {
 namespace {
 constexpr double kPi = 3.14159265358979323846;
 
-std::string Num(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
-}
 }  // namespace
 
 const char* LrDecayStyleName(LrDecayStyle s) {
@@ -66,6 +61,31 @@ bool ParseWdIncrStyle(const std::string& name, WdIncrStyle* out) {
   return false;
 }
 
+const char* WsdDecayStyleName(WsdDecayStyle s) {
+  switch (s) {
+    case WsdDecayStyle::kLinear:
+      return "linear";
+    case WsdDecayStyle::kCosine:
+      return "cosine";
+    case WsdDecayStyle::kExponential:
+      return "exponential";
+    case WsdDecayStyle::kMinusSqrt:
+      return "minus_sqrt";
+  }
+  return "?";
+}
+
+bool ParseWsdDecayStyle(const std::string& name, WsdDecayStyle* out) {
+  for (WsdDecayStyle s : {WsdDecayStyle::kLinear, WsdDecayStyle::kCosine,
+                          WsdDecayStyle::kExponential, WsdDecayStyle::kMinusSqrt}) {
+    if (name == WsdDecayStyleName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool SchedulerConfig::operator==(const SchedulerConfig& o) const {
   return init_lr == o.init_lr && max_lr == o.max_lr && min_lr == o.min_lr &&
          lr_warmup_steps == o.lr_warmup_steps && lr_decay_steps == o.lr_decay_steps &&
@@ -76,12 +96,13 @@ bool SchedulerConfig::operator==(const SchedulerConfig& o) const {
 
 Status ValidateSchedulerConfig(const SchedulerConfig& c) {
   auto bad = [](const std::string& m) { return Status::InvalidArgument("scheduler: " + m); };
-  if (!(c.min_lr >= 0.0)) return bad("min_lr = " + Num(c.min_lr) + " must be >= 0");
+  if (!(c.min_lr >= 0.0)) return bad("min_lr = " + ExactDecimal(c.min_lr) + " must be >= 0");
   if (!(c.max_lr >= c.min_lr)) {
-    return bad("max_lr = " + Num(c.max_lr) + " must be >= min_lr = " + Num(c.min_lr));
+    return bad("max_lr = " + ExactDecimal(c.max_lr) +
+               " must be >= min_lr = " + ExactDecimal(c.min_lr));
   }
   if (!(c.init_lr >= 0.0 && c.init_lr <= c.max_lr)) {
-    return bad("init_lr = " + Num(c.init_lr) + " must be in [0, max_lr]");
+    return bad("init_lr = " + ExactDecimal(c.init_lr) + " must be in [0, max_lr]");
   }
   if (c.lr_decay_steps <= 0) {
     return bad("lr_decay_steps = " + std::to_string(c.lr_decay_steps) + " must be positive");
@@ -91,8 +112,8 @@ Status ValidateSchedulerConfig(const SchedulerConfig& c) {
                " must be in [0, lr_decay_steps = " + std::to_string(c.lr_decay_steps) + ")");
   }
   if (!(c.start_wd >= 0.0 && c.end_wd >= c.start_wd)) {
-    return bad("weight decay must satisfy 0 <= start_wd (" + Num(c.start_wd) + ") <= end_wd (" +
-               Num(c.end_wd) + ")");
+    return bad("weight decay must satisfy 0 <= start_wd (" + ExactDecimal(c.start_wd) +
+               ") <= end_wd (" + ExactDecimal(c.end_wd) + ")");
   }
   if (c.wd_incr_style == WdIncrStyle::kConstant) {
     if (c.start_wd != c.end_wd) return bad("constant wd_incr_style needs start_wd == end_wd");
@@ -289,16 +310,17 @@ Status LoadSchedulerState(const SchedulerState& ckpt, const SchedulerConfig& arg
                                    " (set override_opt_param_scheduler or "
                                    "use_checkpoint_opt_param_scheduler)");
   };
-  CKPTSPEC_RETURN_IF_ERROR(check("max_lr", Num(args.max_lr), Num(c.max_lr)));
-  CKPTSPEC_RETURN_IF_ERROR(check("min_lr", Num(args.min_lr), Num(c.min_lr)));
+  CKPTSPEC_RETURN_IF_ERROR(check("max_lr", ExactDecimal(args.max_lr), ExactDecimal(c.max_lr)));
+  CKPTSPEC_RETURN_IF_ERROR(check("min_lr", ExactDecimal(args.min_lr), ExactDecimal(c.min_lr)));
   CKPTSPEC_RETURN_IF_ERROR(check("lr_warmup_steps", std::to_string(args.lr_warmup_steps),
                                  std::to_string(c.lr_warmup_steps)));
   CKPTSPEC_RETURN_IF_ERROR(check("lr_decay_steps", std::to_string(args.lr_decay_steps),
                                  std::to_string(c.lr_decay_steps)));
   CKPTSPEC_RETURN_IF_ERROR(check("lr_decay_style", LrDecayStyleName(args.lr_decay_style),
                                  LrDecayStyleName(c.lr_decay_style)));
-  CKPTSPEC_RETURN_IF_ERROR(check("start_wd", Num(args.start_wd), Num(c.start_wd)));
-  CKPTSPEC_RETURN_IF_ERROR(check("end_wd", Num(args.end_wd), Num(c.end_wd)));
+  CKPTSPEC_RETURN_IF_ERROR(
+      check("start_wd", ExactDecimal(args.start_wd), ExactDecimal(c.start_wd)));
+  CKPTSPEC_RETURN_IF_ERROR(check("end_wd", ExactDecimal(args.end_wd), ExactDecimal(c.end_wd)));
   CKPTSPEC_RETURN_IF_ERROR(
       check("wd_incr_steps", std::to_string(args.wd_incr_steps), std::to_string(c.wd_incr_steps)));
   CKPTSPEC_RETURN_IF_ERROR(check("wd_incr_style", WdIncrStyleName(args.wd_incr_style),

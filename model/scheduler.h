@@ -44,6 +44,8 @@ const char* LrDecayStyleName(LrDecayStyle s);
 const char* WdIncrStyleName(WdIncrStyle s);
 bool ParseLrDecayStyle(const std::string& name, LrDecayStyle* out);
 bool ParseWdIncrStyle(const std::string& name, WdIncrStyle* out);
+const char* WsdDecayStyleName(WsdDecayStyle s);
+bool ParseWsdDecayStyle(const std::string& name, WsdDecayStyle* out);
 
 struct SchedulerConfig {
   double init_lr = 0.0;

@@ -85,9 +85,8 @@ Status DeclaredBounds(const json& j, const std::string& where, ParamGroupIdentit
 
 }  // namespace
 
-json ParamGroupToJson(const ParamGroup& g) {
-  json j = json::object();
-  const ParamGroupIdentity& id = g.identity;
+void IdentityToJson(const ParamGroupIdentity& id, json* group) {
+  json& j = *group;
   auto bound = [](const std::optional<double>& b) { return b ? json(*b) : json(nullptr); };
   if (id.Has(IdentityField::kWdMult)) j["wd_mult"] = id.wd_mult;
   if (id.Has(IdentityField::kLrMult)) j["lr_mult"] = id.lr_mult;
@@ -101,6 +100,11 @@ json ParamGroupToJson(const ParamGroup& g) {
     if (id.declares_min_lr) declared.push_back("min_lr");
     j["lr_bounds_declared"] = std::move(declared);
   }
+}
+
+json ParamGroupToJson(const ParamGroup& g) {
+  json j = json::object();
+  IdentityToJson(g.identity, &j);
   j["lr"] = g.lr;
   j["weight_decay"] = g.weight_decay;
   j["betas"] = json::array({g.beta1, g.beta2});

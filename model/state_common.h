@@ -20,6 +20,9 @@ namespace ckptspec {
 // absent from the group (ParamGroupIdentity::absent) are left out, as Python would (a group of the
 // older form lacks "lr_bounds_declared").
 nlohmann::json ParamGroupToJson(const ParamGroup& g);
+// The identity members of that form alone, added to *group (what a framework observes of a
+// group's dict too: model/observation.h).
+void IdentityToJson(const ParamGroupIdentity& id, nlohmann::json* group);
 Status ParamGroupFromJson(const nlohmann::json& j, ParamGroup* out);
 
 // [{"name", "param_groups": [...]}, ...].

@@ -27,6 +27,16 @@ const char* OptimizerFormatName(OptimizerFormat f) {
   return f == OptimizerFormat::kDpReshardable ? "dp_reshardable" : "fully_reshardable";
 }
 
+bool ParseOptimizerFormat(const std::string& name, OptimizerFormat* out) {
+  for (OptimizerFormat f : {OptimizerFormat::kFullyReshardable, OptimizerFormat::kDpReshardable}) {
+    if (name == OptimizerFormatName(f)) {
+      *out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<RankCoords> RankCoordsOf(const Layout& layout) {
   std::vector<RankCoords> out;
   out.reserve(static_cast<size_t>(layout.world_size()));

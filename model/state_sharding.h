@@ -73,6 +73,7 @@ struct ShardingConfig {
 
 // "fully_reshardable" / "dp_reshardable" (Megatron's param_state_sharding_type values).
 const char* OptimizerFormatName(OptimizerFormat f);
+bool ParseOptimizerFormat(const std::string& name, OptimizerFormat* out);  // false: no such name
 
 // The coordinates of every rank of `layout`, in rank order: what TrainingConfig::ranks holds for
 // a run under it.

@@ -1,4 +1,5 @@
 #include "model/training_state.h"
+#include "model/number_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,13 +20,6 @@ int64_t NumElements(const ParameterSpec& p) {
   int64_t n = 1;
   for (int64_t d : p.shape) n *= d;
   return n;
-}
-
-std::string Num(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
 }
 
 std::string BitsHex(uint64_t bits) {
@@ -78,7 +72,8 @@ Status ValidateAllButFrozenNames(const TrainingConfig& c) {
   CKPTSPEC_RETURN_IF_ERROR(ValidateDataConfig(c.data));
   if (!(c.optimizer.cpu_offload_fraction >= 0.0 && c.optimizer.cpu_offload_fraction <= 1.0)) {
     return Status::InvalidArgument(
-        "cpu_offload_fraction = " + Num(c.optimizer.cpu_offload_fraction) + " must be in [0, 1]");
+        "cpu_offload_fraction = " + ExactDecimal(c.optimizer.cpu_offload_fraction) +
+        " must be in [0, 1]");
   }
   for (const LrBoundOverride& o : c.optimizer.grouping.lr_bound_overrides) {
     const std::string what = "lr bound override for *" + o.name_contains + "*";
@@ -86,12 +81,12 @@ Status ValidateAllButFrozenNames(const TrainingConfig& c) {
       return Status::InvalidArgument("an lr bound override has an empty name pattern");
     }
     if (!(std::isfinite(o.max_lr) && o.max_lr > 0.0)) {
-      return Status::InvalidArgument(what + ": max_lr = " + Num(o.max_lr) +
+      return Status::InvalidArgument(what + ": max_lr = " + ExactDecimal(o.max_lr) +
                                      " must be finite and positive");
     }
     if (o.min_lr && !(std::isfinite(*o.min_lr) && *o.min_lr >= 0.0 && *o.min_lr <= o.max_lr)) {
-      return Status::InvalidArgument(what + ": min_lr = " + Num(*o.min_lr) + " must be in [0, " +
-                                     Num(o.max_lr) + "]");
+      return Status::InvalidArgument(what + ": min_lr = " + ExactDecimal(*o.min_lr) +
+                                     " must be in [0, " + ExactDecimal(o.max_lr) + "]");
     }
   }
   if (c.optimizer.freeze_family == FreezeFamily::kTorchOptim) {
@@ -102,7 +97,7 @@ Status ValidateAllButFrozenNames(const TrainingConfig& c) {
     if (c.optimizer.cpu_offload_fraction != 0.0) {
       return Status::InvalidArgument(
           "the torch_optim freezing family has no CPU offload (fraction " +
-          Num(c.optimizer.cpu_offload_fraction) + ")");
+          ExactDecimal(c.optimizer.cpu_offload_fraction) + ")");
     }
   }
   if (c.ranks.empty()) return Status::InvalidArgument("training config lists no ranks");
@@ -336,8 +331,8 @@ std::string FloatVectorDiff(const char* what, const std::string& name, const std
   for (size_t i = 0; i < a.size(); ++i) {
     if (FloatToBits(a[i]) != FloatToBits(b[i])) {
       return std::string(what) + " of " + name + " at index " + std::to_string(i) + ": " +
-             Num(a[i]) + " (" + BitsHex(FloatToBits(a[i])) + ") vs " + Num(b[i]) + " (" +
-             BitsHex(FloatToBits(b[i])) + ")";
+             ExactDecimal(a[i]) + " (" + BitsHex(FloatToBits(a[i])) + ") vs " + ExactDecimal(b[i]) +
+             " (" + BitsHex(FloatToBits(b[i])) + ")";
     }
   }
   return "";
@@ -367,7 +362,8 @@ std::string GroupDiff(const std::string& where, const ParamGroup& a, const Param
     if (x.has_value() == y.has_value() && (!x || std::memcmp(&*x, &*y, sizeof(double)) == 0)) {
       return "";
     }
-    return where + " " + f + ": " + (x ? Num(*x) : "None") + " vs " + (y ? Num(*y) : "None");
+    return where + " " + f + ": " + (x ? ExactDecimal(*x) : "None") + " vs " +
+           (y ? ExactDecimal(*y) : "None");
   };
   for (const std::string& d : {bound("max_lr", a.identity.max_lr, b.identity.max_lr),
                                bound("min_lr", a.identity.min_lr, b.identity.min_lr)}) {
@@ -375,7 +371,7 @@ std::string GroupDiff(const std::string& where, const ParamGroup& a, const Param
   }
   auto num = [&](const char* f, double x, double y) -> std::string {
     if (std::memcmp(&x, &y, sizeof x) == 0) return "";
-    return where + " " + f + ": " + Num(x) + " vs " + Num(y);
+    return where + " " + f + ": " + ExactDecimal(x) + " vs " + ExactDecimal(y);
   };
   for (const std::string& d :
        {num("lr", a.lr, b.lr), num("weight_decay", a.weight_decay, b.weight_decay),
@@ -423,8 +419,9 @@ std::string FirstDifference(const TrainingState& a, const TrainingState& b) {
     for (size_t e = 0; e < pa.model.size(); ++e) {
       if (pa.model[e] != pb.model[e]) {
         return "model weight of " + name + " at index " + std::to_string(e) + ": " +
-               Num(DecodeToDouble(dt, pa.model[e])) + " (" + BitsHex(pa.model[e]) + ") vs " +
-               Num(DecodeToDouble(dt, pb.model[e])) + " (" + BitsHex(pb.model[e]) + ")";
+               ExactDecimal(DecodeToDouble(dt, pa.model[e])) + " (" + BitsHex(pa.model[e]) +
+               ") vs " + ExactDecimal(DecodeToDouble(dt, pb.model[e])) + " (" +
+               BitsHex(pb.model[e]) + ")";
       }
     }
     for (const std::string& d :

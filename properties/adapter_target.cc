@@ -10,6 +10,7 @@
 
 #include "targets/env/env.h"
 #include "targets/process/harness_registry.h"
+#include "targets/process/process_framework.h"
 #include "targets/process/process_target.h"
 #include "targets/process/rank_group_pool.h"
 
@@ -119,6 +120,36 @@ class AdapterUnderTest : public TargetUnderTest {
   std::unique_ptr<ProcessTarget> target_;
 };
 
+// A framework adapter's framework under test: a ProcessFramework over a checkpoint directory of
+// its own, removed at the end (after the processes are given back).
+class FrameworkAdapterUnderTest : public FrameworkUnderTest {
+ public:
+  FrameworkAdapterUnderTest(std::string temp_dir, ProcessFrameworkOptions options)
+      : temp_dir_(std::move(temp_dir)),
+        framework_(std::make_unique<ProcessFramework>(std::move(options))) {}
+  ~FrameworkAdapterUnderTest() override {
+    framework_.reset();
+    if (!temp_dir_.empty()) RemoveTempDir(temp_dir_);
+  }
+  Status Build(const FrameworkJob& job) override { return framework_->Build(job); }
+  Status Train(int64_t steps, bool fault, TrainResult* result) override {
+    return framework_->Train(steps, fault, result);
+  }
+  Status Save(bool async, FrameworkSaveResult* result) override {
+    return framework_->Save(async, result);
+  }
+  Status Finalize() override { return framework_->Finalize(); }
+  Status Load(const FrameworkLoad& load, int64_t* iteration) override {
+    return framework_->Load(load, iteration);
+  }
+  Status Observe(Observation* out) override { return framework_->Observe(out); }
+  void NewProcess() override { framework_->NewProcess(); }
+
+ private:
+  std::string temp_dir_;
+  std::unique_ptr<ProcessFramework> framework_;
+};
+
 }  // namespace
 
 Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
@@ -144,6 +175,25 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   if (hello.reset && !options.fresh_processes) {
     pool = std::make_shared<RankGroupPool>(RankGroupOptions{options.command, 0, options.timeout_s},
                                            kAdapterTargetIdleBounds);
+  }
+  if (hello.framework) {
+    factory.framework = hello.framework;
+    factory.make_framework =
+        [copy, pool](const TargetOptions& target_options) -> std::unique_ptr<FrameworkUnderTest> {
+      ProcessFrameworkOptions framework;
+      framework.command = copy.command;
+      framework.timeout_s = copy.timeout_s;
+      framework.events = target_options.events;
+      framework.pool = pool;
+      std::string checkpoints;
+      // A directory that cannot be made leaves the path empty: every save and load then fails.
+      if (MakeTempDir(CheckpointRoot(), &checkpoints).ok()) {
+        framework.directory = JoinPath(checkpoints, "ckpt");
+      }
+      return std::make_unique<FrameworkAdapterUnderTest>(checkpoints, std::move(framework));
+    };
+    *out = std::move(factory);
+    return Status::OK();
   }
   factory.make = [name, copy, declared,
                   pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {

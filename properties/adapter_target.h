@@ -22,6 +22,10 @@
 //  - The target's name is AdapterOptions::name; else the name the adapter gives itself in hello
 //    ("adapter": a name of letters, digits, '.', '_' and '-'); else the command's first word
 //    that is not an interpreter (python, sh, env, ...), without directory or extension.
+//  - A framework adapter (its hello declares "framework", docs/PROTOCOL.md revision 5) makes a
+//    framework target instead (TargetFactory::make_framework, targets/process/process_framework.h):
+//    each one a checkpoint directory of its own under $TMPDIR (else /tmp), removed at the end;
+//    the same pool of live groups; only the properties' framework forms run on it.
 //  - The storage is the real disk, not a MemEnv: mem_env() is null and fault_injection false, so
 //    P13, P14, P16, P17 and P18 are n/a. TargetOptions (deferred async, retention) are engine
 //    settings no protocol message carries; the adapter uses its own.

@@ -1,5 +1,8 @@
 #include "properties/property.h"
 
+#include "properties/framework/framework_properties.h"
+#include "properties/framework/framework_util.h"
+
 namespace ckptspec {
 namespace {
 
@@ -42,50 +45,58 @@ const std::vector<Property>& AllProperties() {
   static const std::vector<Property> kCatalog = {
       {"P1", "resume equivalence",
        "resume equivalence: train k, save, resume, train m == train k+m, bit for bit",
-       "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence},
+       "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence, FrameworkAlways,
+       CheckFrameworkResumeEquivalence},
       {"P2", "round-trip identity",
        "round-trip identity of every state class under the same layout (dtype included)",
-       "B07 B11 B13 B14", Always, CheckRoundTripIdentity},
+       "B07 B11 B13 B14", Always, CheckRoundTripIdentity, FrameworkAlways, CheckFrameworkRoundTrip},
       {"P3", "resharding equivalence",
        "resharding equivalence: save under L1, load under L2 gives the same global state, or the "
        "named error of the flag table",
-       "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence},
+       "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence, FrameworkNeedsResharding,
+       CheckFrameworkResharding},
       {"P4", "sharding integrity",
        "sharding integrity: exactly one main replica per element and object key; object counts "
        "match their global shape (a rank-local object: at most one per rank); ranks agree on "
        "dtype and global shape",
-       "B02 B08", Always, CheckSaveShardingIntegrity},
+       "B02 B08", Always, CheckSaveShardingIntegrity, FrameworkNeedsSignatures,
+       CheckFrameworkShardingIntegrity},
       {"P5", "key injectivity",
        "key injectivity: distinct state never shares a key (modules, sub-optimizers, experts, "
        "layers)",
-       "B02 B08", Always, CheckSaveKeyInjectivity},
+       "B02 B08", Always, CheckSaveKeyInjectivity, FrameworkNeedsSignatures,
+       CheckFrameworkKeyInjectivity},
       {"P6", "constant structure",
        "constant structure: (key, global shape, offset, dtype, replica id) depends on layout and "
        "config only (and, under torch.optim freezing, on which parameters have been stepped); "
        "sentinel and fault saves are identical in structure",
-       "B04", Always, CheckConstantStructure},
+       "B04", Always, CheckConstantStructure, FrameworkNeedsSignatures,
+       CheckFrameworkConstantStructure},
       {"P7", "plan-cache safety",
        "plan-cache safety: a changed structure re-plans or fails loudly; a finished save holds "
        "every main item",
-       "B04 B09", PlanCacheNotApplicable, CheckPlanCacheSafety},
+       "B04 B09", PlanCacheNotApplicable, CheckPlanCacheSafety, FrameworkNeedsPlanCache,
+       CheckFrameworkPlanCacheSafety},
       {"P8", "param-group identity",
        "param-group identity: state attaches by identity (declared LR bounds included); order "
        "does not matter; colliding or missing identity is an error",
-       "B01 B05 B21", Always, CheckParamGroupIdentity},
+       "B01 B05 B21", Always, CheckParamGroupIdentity, FrameworkAlways, CheckFrameworkParamGroups},
       {"P9", "copy coherence",
        "copy coherence: after any load model, fp32-main and offload copies agree; the next step "
        "starts from the loaded weights",
-       "B03 B12", Always, CheckCopyCoherence},
+       "B03 B12", Always, CheckCopyCoherence, FrameworkAlways, CheckFrameworkCopyCoherence},
       {"P10", "scheduler and iteration semantics",
        "scheduler and iteration semantics per the flag table", "B05", Always,
-       CheckSchedulerIteration},
+       CheckSchedulerIteration, FrameworkAlways, CheckFrameworkScheduler},
       {"P11", "common-state invariance",
        "common state is identical on every rank; rank-variant data lives in sharded objects",
-       "B02 B07", Always, CheckCommonStateInvariance},
+       "B02 B07", Always, CheckCommonStateInvariance, FrameworkNeedsSignatures,
+       CheckFrameworkCommonState},
       {"P12", "per-rank state",
        "per-rank state (RNG, data iterator) returns to the rank that saved it; never deduplicated "
        "across distinct ranks; a layout change resets it explicitly or fails",
-       "B10 B11 B16 B17 B25 B26 B27", NeedsObjects, CheckPerRankState},
+       "B10 B11 B16 B17 B25 B26 B27", NeedsObjects, CheckPerRankState, FrameworkAlways,
+       CheckFrameworkPerRankState},
       {"P13", "crash consistency",
        "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup "
        "never removes the last complete one",
@@ -109,7 +120,8 @@ const std::vector<Property>& AllProperties() {
       {"P19", "rerun state machine",
        "rerun state machine: transitions and exit codes per spec; a persisted state never needs "
        "unpersisted data",
-       "B04 B06", NeedsObjects, CheckRerunStateMachine},
+       "B04 B06", NeedsObjects, CheckRerunStateMachine, FrameworkNeedsRerunFaults,
+       CheckFrameworkRerun},
       {"P20", "stateful model",
        "stateful model: generated job operation sequences (train, save, finalize, rerun fault, "
        "crash, restart under other runs, freeze, unfreeze, heal from a peer) agree with the spec "
@@ -117,6 +129,23 @@ const std::vector<Property>& AllProperties() {
        "B22 B23 B24", Always, CheckStatefulModel},
   };
   return kCatalog;
+}
+
+std::string NotApplicableReason(const Property& property, const TargetFactory& factory) {
+  if (!factory.is_framework()) return property.not_applicable(factory);
+  if (property.check_framework == nullptr) {
+    return "no framework form: it needs what only a storage target offers (an in-memory Env, "
+           "the engine's own interface, or the spec's training states)";
+  }
+  return property.framework_not_applicable(factory);
+}
+
+void RunBody(const Property& property, const TargetFactory& factory) {
+  if (factory.is_framework()) {
+    property.check_framework(factory);
+  } else {
+    property.check(factory);
+  }
 }
 
 const Property* FindProperty(const std::string& id) {

@@ -29,7 +29,19 @@ struct Property {
   // "n/a", never as a pass).
   std::string (*not_applicable)(const TargetFactory& factory);
   void (*check)(const TargetFactory& factory);
+  // The property's form for framework targets (TargetFactory::is_framework(), docs/PROTOCOL.md
+  // "Framework adapters"; properties/framework/), or both null where it has none: it is then n/a
+  // on framework targets, as the storage form is on them.
+  std::string (*framework_not_applicable)(const TargetFactory& factory) = nullptr;
+  void (*check_framework)(const TargetFactory& factory) = nullptr;
 };
+
+// Why `property` does not apply to `factory` ("" when it does): its storage form's reason for a
+// storage target; for a framework target its framework form's, or that it has none.
+std::string NotApplicableReason(const Property& property, const TargetFactory& factory);
+// The body that runs on `factory` (its framework form on a framework target). Precondition:
+// NotApplicableReason is "".
+void RunBody(const Property& property, const TargetFactory& factory);
 
 // The catalog, in id order.
 const std::vector<Property>& AllProperties();

@@ -112,7 +112,7 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
   PropertyOutcome outcome;
   outcome.property = property.id;
   outcome.target = factory.name;
-  const std::string reason = property.not_applicable(factory);
+  const std::string reason = NotApplicableReason(property, factory);
   if (!reason.empty()) {
     outcome.verdict = Verdict::kNotApplicable;
     outcome.message = reason;
@@ -144,11 +144,21 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
   // Every target a case makes records in `events` what its processes did outside engine calls.
   CaseEvents events;
   TargetFactory watched = factory;
-  watched.make = [&events, make = factory.make](const TargetOptions& options) {
-    TargetOptions with_events = options;
-    with_events.events = &events;
-    return make(with_events);
+  const auto with_events = [&events](TargetOptions options) {
+    options.events = &events;
+    return options;
   };
+  if (factory.make) {
+    watched.make = [with_events, make = factory.make](const TargetOptions& options) {
+      return make(with_events(options));
+    };
+  }
+  if (factory.make_framework) {
+    watched.make_framework = [with_events,
+                              make = factory.make_framework](const TargetOptions& options) {
+      return make(with_events(options));
+    };
+  }
   const auto check_case = [&] {
     // A case that timed out failed with that timeout; shrinking proposes cases that would
     // each hang until the deadline again, so none of them runs: the timed-out case is the one
@@ -156,7 +166,7 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     if (!events.timed_out.ok())
       RC_DISCARD("an earlier case of this run timed out; not run while shrinking");
     events.release_fault = Status::OK();
-    property.check(watched);
+    RunBody(property, watched);
     if (!events.timed_out.ok()) RC_FAIL(events.timed_out.message());
     if (!events.release_fault.ok()) RC_FAIL(events.release_fault.message());
   };

@@ -11,9 +11,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "model/framework_support.h"
 #include "targets/env/mem_env.h"
+#include "targets/tested_framework.h"
 #include "targets/process/case_events.h"
 #include "targets/target.h"
 
@@ -55,6 +58,12 @@ struct TargetFactory {
   // selected target meets its expectation).
   bool expect_killed = false;
   std::function<std::unique_ptr<TargetUnderTest>(const TargetOptions&)> make;
+  // A framework target (docs/PROTOCOL.md, "Framework adapters") instead: make_framework gives a
+  // fresh framework under test (with storage of its own) and `framework` says what it can be
+  // asked; `make` is then empty, and only the properties' framework forms run on it.
+  std::optional<FrameworkSupport> framework;
+  std::function<std::unique_ptr<FrameworkUnderTest>(const TargetOptions&)> make_framework;
+  bool is_framework() const { return static_cast<bool>(make_framework); }
 };
 
 }  // namespace ckptspec

@@ -3,7 +3,9 @@
 // does). Rank 0 serves every call with the reference engine on the real disk; the other ranks
 // relay their requests and replies over TCP (rendezvous.h). --fault makes one rank misbehave in a
 // named way (adapter_fault_flags.h), for the harness's tests; --mutant serves a catalog mutant's
-// engine instead of the reference's, to show what the protocol path makes of it.
+// engine instead of the reference's, to show what the protocol path makes of it. --framework
+// serves the framework protocol instead (framework_adapter.h: the spec's own framework over the
+// reference target, or over every part a --mutant replaces).
 //
 // Exit status: 0 after shutdown or end of input; 2 bad flags or environment; 3 the exit-save fault.
 #include <signal.h>
@@ -22,6 +24,7 @@
 
 #include "adapters/reference/adapter_fault_flags.h"
 #include "adapters/reference/crashing_env.h"
+#include "adapters/reference/framework_adapter.h"
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/reference/rendezvous.h"
 #include "model/json_util.h"
@@ -231,9 +234,14 @@ int main(int argc, char** argv) {
   app.add_option("--mutant", mutant,
                  "serve with this catalog mutant's engine (the id or name of a mutant that "
                  "replaces only the engine: " +
-                     engine_mutants +
+                     engine_mutants + "; any mutant with --framework" +
                      "); implies --deferred-async, so that a mutant reading the adapter's save "
                      "input never races the poll that writes into it");
+  bool framework = false;
+  app.add_flag("--framework", framework,
+               "be a framework adapter (docs/PROTOCOL.md, \"Framework adapters\"): the spec's own "
+               "framework saving through the reference target; with --mutant, through every part "
+               "the mutant replaces (any catalog mutant)");
   bool deferred_async = false;
   app.add_flag("--deferred-async", deferred_async,
                "write an async save inside the poll, finalize, save or load that completes it "
@@ -269,7 +277,17 @@ int main(int argc, char** argv) {
   options.packed = !no_packed;
   options.async_execution = deferred_async || !mutant.empty() ? ckptspec::AsyncExecution::kDeferred
                                                               : ckptspec::AsyncExecution::kThread;
-  if (!mutant.empty()) {
+  ckptspec::FrameworkAdapterOptions framework_options;
+  framework_options.world_size = world;
+  framework_options.reset = options.reset;
+  if (framework && !mutant.empty()) {
+    const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
+    if (info == nullptr) {
+      std::cerr << "--mutant: '" << mutant << "' is not a catalog mutant\n";
+      return 2;
+    }
+    framework_options.parts = info->parts;
+  } else if (!mutant.empty()) {
     const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
     ckptspec::ReplacedParts parts;
     if (info != nullptr) parts = info->parts();
@@ -281,6 +299,10 @@ int main(int argc, char** argv) {
     options.make_engine = parts.engine;
   }
   ckptspec::ReferenceAdapter adapter(std::move(options));
+  ckptspec::FrameworkAdapter framework_adapter(std::move(framework_options));
+  const auto serve = [&](const std::vector<json>& requests) {
+    return framework ? framework_adapter.Serve(requests) : adapter.Serve(requests);
+  };
 
   // Only a rank that commits a fault needs its request and reply as JSON (Attack, Output).
   const bool faulty = fault.kind != InjectedFault::kNone && fault.rank == me;
@@ -311,7 +333,7 @@ int main(int argc, char** argv) {
         if (!got.ok()) Abandon(got);
         requests.push_back(ParseOrNull(peer_line));
       }
-      std::vector<json> replies = adapter.Serve(requests);
+      std::vector<json> replies = serve(requests);
       for (int peer = 1; peer < world; ++peer) {
         const ckptspec::Status sent = star.Send(peer, Relay(op == "shutdown", replies[peer]));
         if (!sent.ok()) std::cerr << "reference adapter: " << sent.ToString() << "\n";

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "adapters/reference/call_requests.h"
 #include "model/box.h"
 #include "targets/process/protocol.h"
 #include "targets/process/scratch_file.h"
@@ -15,36 +16,6 @@ namespace {
 using nlohmann::json;
 
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 34;
-
-json Reply(const json& request, int rank) {
-  json reply = json::object();
-  reply["id"] = request.is_object() && request.contains("id") ? request["id"] : json(nullptr);
-  reply["rank"] = rank;
-  reply["ok"] = true;
-  return reply;
-}
-
-// Every rank's request must be an object with the same "op" and "id".
-Status CheckAgreement(const std::vector<json>& requests, std::string* op) {
-  for (size_t r = 0; r < requests.size(); ++r) {
-    const json& q = requests[r];
-    const std::string where = "request of rank " + std::to_string(r);
-    if (!q.is_object()) return Status::InvalidArgument(where + ": not a JSON object");
-    if (!q.contains("op") || !q["op"].is_string()) {
-      return Status::InvalidArgument(where + ": missing string member \"op\"");
-    }
-    if (!q.contains("id") || !q["id"].is_number_integer()) {
-      return Status::InvalidArgument(where + ": missing integer member \"id\"");
-    }
-    if (q["op"] != requests[0]["op"] || q["id"] != requests[0]["id"]) {
-      return Status::InvalidArgument(where + " (" + q["op"].dump() + ", id " + q["id"].dump() +
-                                     ") differs from rank 0's (" + requests[0]["op"].dump() +
-                                     ", id " + requests[0]["id"].dump() + ")");
-    }
-  }
-  *op = requests[0]["op"].get<std::string>();
-  return Status::OK();
-}
 
 std::set<std::string> Keys(const ShardedStateDict& dict) {
   std::set<std::string> keys;
@@ -61,7 +32,7 @@ ReferenceAdapter::ReferenceAdapter(ReferenceAdapterOptions options)
 std::vector<json> ReferenceAdapter::Serve(const std::vector<json>& requests) {
   const int n = static_cast<int>(requests.size());
   std::vector<json> replies(n);
-  for (int r = 0; r < n; ++r) replies[r] = Reply(requests[r], r);
+  for (int r = 0; r < n; ++r) replies[r] = ReplyTo(requests[r], r);
   std::string op;
   Status s = CheckAgreement(requests, &op);
   if (s.ok()) {
@@ -85,32 +56,12 @@ std::vector<json> ReferenceAdapter::Serve(const std::vector<json>& requests) {
       s = Status::NotSupported("unknown op \"" + op + "\"");
     }
   }
-  if (!s.ok()) {
-    for (int r = 0; r < n; ++r) {
-      replies[r] = Reply(requests[r], r);
-      replies[r]["ok"] = false;
-      replies[r]["error"] = ErrorToJson(s);
-    }
-  }
+  if (!s.ok()) FailAll(requests, s, &replies);
   return replies;
 }
 
 Status ReferenceAdapter::Hello(const std::vector<json>& requests, std::vector<json>* replies) {
-  for (size_t r = 0; r < requests.size(); ++r) {
-    const json& q = requests[r];
-    if (q.value("protocol", json()) != json(kProtocolVersion)) {
-      return Status::NotSupported("this adapter speaks protocol version " +
-                                  std::to_string(kProtocolVersion) + ", asked for " +
-                                  q.value("protocol", json()).dump());
-    }
-    if (q.value("world_size", json()) != json(options_.world_size) ||
-        q.value("rank", json()) != json(r)) {
-      return Status::InvalidArgument("hello for rank " + q.value("rank", json()).dump() + " of " +
-                                     q.value("world_size", json()).dump() + " reached rank " +
-                                     std::to_string(r) + " of " +
-                                     std::to_string(options_.world_size));
-    }
-  }
+  CKPTSPEC_RETURN_IF_ERROR(CheckHello(requests, options_.world_size));
   HelloReply hello;
   hello.adapter = "ckptspec-reference";
   hello.capabilities = ReferenceEngine(ReferenceOptions()).capabilities();

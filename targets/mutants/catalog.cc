@@ -42,24 +42,24 @@ const std::vector<MutantInfo>& MutantCatalog() {
       {"B01", "swift-lr-mult-pop", "ms-swift PR #9517 (fix #9524)",
        "ToStateDicts saves every param group without `lr_mult`, because identity is checked "
        "only on load; the resume's group matching fails",
-       "P8 P1 P2", B01Parts},
+       "P8 P1 P2", B01Parts, "P8 P1 P2"},
       {"B02", "mimo-optimizer", "Megatron-LM PRs #4791, #4790, #4801",
        "the replica id of a named module's `optimizer.mimo.{m}.common_state` object ignores "
        "tp_rank, so every TP rank is a main replica",
-       "P4 P1 P2 P3", B02Parts},
+       "P4 P1 P2 P3", B02Parts, "P4 P1"},
       {"B03", "hdo-cpu-copies-stale", "Megatron-Bridge PR #3949; Megatron-LM PR #5071",
        "after a load without optimizer state, L4 refreshes the copies, then the CPU-offload "
        "copies go back to their initial values",
-       "P9", B03Parts},
+       "P9", B03Parts, "P9 P3"},
       {"B04", "cached-plan-drops-rerun", "Megatron-LM PR #4448 (issue #4378)",
        "a PlanCache whose Lookup ignores the fingerprint, plus the pre-v0.18 rerun emission "
        "it needs (no object in steady state; requested only when the common state marks the "
        "machine active)",
-       "P6 P7 P19", B04Parts},
+       "P6 P7 P19", B04Parts, "P6 P7 P19"},
       {"B05", "override-sched-ignored", "Megatron-LM #1138, PR #1284",
        "under override_scheduler with the optimizer loaded, the groups get back the "
        "checkpoint's max_lr/min_lr and lr is recomputed with them",
-       "P10", B05Parts},
+       "P10", B05Parts, "P10"},
       {"B06", "rerun-inplace-resume", "Megatron-LM #3884, PR #3981",
        "RERUNNING_IN_PLACE is persisted in the payload and the common state; the resume "
        "fails",
@@ -67,10 +67,10 @@ const std::vector<MutantInfo>& MutantCatalog() {
       {"B07", "dpresh-common-list", "radixark/Megatron-LM PR #66",
        "each rank's dp_reshardable slice list is also written into its common state, which "
        "makes the common state rank-variant",
-       "P11 P2 P3", B07Parts},
+       "P11 P2 P3", B07Parts, "P11 P2 P3"},
       {"B08", "expert-amax-offset", "NVIDIA/Model-Optimizer #2209",
        "the per-expert scalar (the step counter of an expert weight) loses its expert axis",
-       "P4 P3", B08Parts},
+       "P4 P3", B08Parts, "P4 P3"},
       {"B09", "nvrx-stale-ipc-cache", "NeMo-RL #3312; nvidia-resiliency-ext PR #314",
        "the engine's StageAsyncSave step, under assume_constant_structure, caches the staged "
        "tensor bytes keyed on the structure fingerprint, so later async saves write the first "
@@ -82,32 +82,34 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "of the resume epoch",
        "P1 P12", B10Parts},
       {"B11", "rng-reseeded-after-load", "ms-swift PR #9935",
-       "after L7 restores the RNG, every rank is reseeded as a fresh run", "P1 P2 P12", B11Parts},
+       "after L7 restores the RNG, every rank is reseeded as a fresh run", "P1 P2 P12", B11Parts,
+       "P1 P2 P12"},
       {"B12", "bf16-module-only-masters", "DeepSpeed PR #4141",
        "after a load without optimizer state, a bf16 run's main/offload copies go back to "
        "their initial values (the refresh runs for fp16 only)",
-       "P9", B12Parts},
+       "P9", B12Parts, "P9 P3"},
       {"B13", "z0-bf16-optim-lost", "DeepSpeed PR #7786 (cf. #7571)",
        "for bf16 runs, the loaded moments and the per-parameter and per-group steps are "
        "reset",
-       "P1 P2", B13Parts},
+       "P1 P2", B13Parts, "P1 P2"},
       {"B14", "frozen-dtype", "DeepSpeed PR #8378",
        "the fp32 master entries of the no-weight-decay category are written from the "
        "model-dtype copy (upcast)",
-       "P2", B14Parts},
+       "P2", B14Parts, "P2 P1"},
       {"B15", "uneven-shard-cache", "torchtitan #1136 / PR #1702",
        "the engine's OpenHostDestination step loads uneven shards into a copy, so the "
        "destination keeps its pre-load content",
-       "P1 P2", B15Parts},
+       "P1 P2", B15Parts, "P1 P2"},
       {"B16", "skip-batches-epoch-reset", "accelerate PR #4071",
        "the resumed iterator keeps its position within the epoch but resets the epoch to 0",
        "P1 P12", B16Parts},
       {"B17", "rng-state-all", "transformers PR #23045",
        "only the first rank of a module gets its CUDA RNG (the `cuda` stream and the "
        "trackers) restored",
-       "P12 P1", B17Parts},
+       "P12 P1", B17Parts, "P12 P1"},
       {"B18", "gas-skip-count", "transformers #5605 / PR #8624",
-       "the resumed iterator sits at consumed_samples / grad_accum_steps", "P1 P10 P12", B18Parts},
+       "the resumed iterator sits at consumed_samples / grad_accum_steps", "P1 P10 P12", B18Parts,
+       "P1 P10 P12"},
       {"B19", "async-error-swallowed", "orbax #605 (PR #606); keras #23609",
        "the engine's ReportAsyncSave step drops a pending async save's status, so Finalize "
        "(and the next Save or Load, which finalize first) returns OK",
@@ -121,11 +123,11 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "with the optimizer loaded, the saved param groups are matched to the current ones by "
        "the key without LR bounds, the last saved group winning a shared key, so groups that "
        "differ only in their LR bounds get one group's bounds, lr and step",
-       "P8 P18 P2", B21Parts},
+       "P8 P18 P2", B21Parts, "P8 P10 P1"},
       {"B22", "torchft-stale-lr", "torchtitan PR #4598 (PR #4422)",
        "the framework emits every param group's lr as it was at the process's first state dict, "
        "and a load keeps the loaded groups' lr instead of the one the scheduler gives",
-       "P20 P14 P7", B22Parts},
+       "P20 P14 P7", B22Parts, "P7"},
       {"B23", "frozen-optim-state-dropped", "pytorch #192202 (PR #192307)",
        "under the torch.optim freezing family a load drops the saved optimizer state of every "
        "parameter frozen in the loading run (it restores state by requires_grad), so a parameter "
@@ -146,7 +148,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the global sampler resumed under another DP size is positioned by the per-rank count of "
        "the saving run (consumed_samples / saved DP size) times the new DP size, so a larger DP "
        "size skips samples and a smaller one replays them",
-       "P12 P3", B26Parts},
+       "P12 P3", B26Parts, "P12 P3"},
       {"B27", "rank-local-merged-by-name", "pytorch #120356",
        "rank-local values saved under one key (no sharding declared) are deduplicated by name: "
        "the lowest rank's value is written for every rank, so a resume gives every rank that "
@@ -167,11 +169,21 @@ const MutantInfo* FindMutant(const std::string& id_or_name) {
   return nullptr;
 }
 
-std::vector<std::string> KillerIds(const MutantInfo& info) {
+namespace {
+
+std::vector<std::string> Ids(const char* list) {
   std::vector<std::string> ids;
-  std::istringstream words(info.killers);
+  std::istringstream words(list);
   for (std::string id; words >> id;) ids.push_back(id);
   return ids;
+}
+
+}  // namespace
+
+std::vector<std::string> KillerIds(const MutantInfo& info) { return Ids(info.killers); }
+
+std::vector<std::string> FrameworkKillerIds(const MutantInfo& info) {
+  return Ids(info.framework_killers);
 }
 
 std::vector<const MutantInfo*> MutantsKilledBy(const std::string& property_id) {

@@ -8,6 +8,7 @@
 #include "model/box.h"
 #include "targets/env/env.h"
 #include "targets/process/request_writer.h"
+#include "targets/process/group_slot.h"
 
 namespace ckptspec {
 namespace {
@@ -16,39 +17,6 @@ using nlohmann::json;
 
 // Largest object a load may hand back through a scratch file.
 constexpr uint64_t kMaxObjectBytes = uint64_t{1} << 30;
-
-// OK when every rank replied ok; else every failing rank's error, with the lowest failing
-// rank's code: "adapter rank 1: ...", "adapter ranks 0, 1: ..." when they say the same, else
-// "adapter rank 0: ...; rank 1: ...". Ranks often fail differently: the coordinator with the
-// cause, the others with what it did to them.
-Status RanksErrors(const std::vector<json>& replies) {
-  std::vector<std::pair<std::vector<size_t>, Status>> distinct;  // the ranks that said each
-  for (size_t r = 0; r < replies.size(); ++r) {
-    if (replies[r]["ok"].get<bool>()) continue;
-    Status error;
-    (void)ErrorFromJson(replies[r]["error"], &error);  // well-formed: RankGroup::Call checked it
-    bool seen = false;
-    for (auto& [ranks, status] : distinct) {
-      if (status.code() == error.code() && status.message() == error.message()) {
-        ranks.push_back(r);
-        seen = true;
-      }
-    }
-    if (!seen) distinct.push_back({{r}, error});
-  }
-  if (distinct.empty()) return Status::OK();
-  std::string message;
-  for (size_t i = 0; i < distinct.size(); ++i) {
-    const auto& [ranks, status] = distinct[i];
-    std::string who = ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t k = 0; k < ranks.size(); ++k) who += (k ? ", " : "") + std::to_string(ranks[k]);
-    message += (i == 0 ? "adapter " : "; ") + who + ": " + status.message();
-  }
-  Status combined;  // the first error's code with the whole message, through the wire form
-  (void)ErrorFromJson(
-      json{{"code", StatusCodeName(distinct[0].second.code())}, {"message", message}}, &combined);
-  return combined;
-}
 
 // The scratch file name of a rank's entry: "r3.t7" (tensor 7 of rank 3), "r3.o0".
 std::string EntryName(int rank, char kind, size_t index) {
@@ -109,40 +77,15 @@ uint64_t ExpectedBytes(const TensorSpec& spec) {
 }  // namespace
 
 ProcessEngine::ProcessEngine(ProcessEngineOptions options)
-    : options_(std::move(options)), capabilities_(options_.capabilities) {}
+    : options_(std::move(options)),
+      capabilities_(options_.capabilities),
+      slot_(options_.command, options_.timeout_s, options_.pool, options_.events) {}
 
-ProcessEngine::~ProcessEngine() {
-  const Status released = ReleaseGroup();
-  if (!released.ok() && options_.events != nullptr && options_.events->release_fault.ok()) {
-    options_.events->release_fault = released;
-  }
-}
+ProcessEngine::~ProcessEngine() = default;  // the slot gives the group back (group_slot.h)
 
 Status ProcessEngine::ReleaseGroup() {
   pending_.reset();  // a fresh group has no pending save
-  if (!group_) return Status::OK();
-  Status s;
-  if (options_.pool) {
-    std::optional<AdapterFault> fault;
-    s = options_.pool->Release(std::move(group_), &fault);
-    // A reset that hung is a timeout of the case like any other (runner.h: not run again).
-    if (fault == AdapterFault::kTimedOut && options_.events != nullptr &&
-        options_.events->timed_out.ok()) {
-      options_.events->timed_out = s;
-    }
-  } else {
-    s = group_->Shutdown();
-  }
-  group_.reset();
-  return s;
-}
-
-Status ProcessEngine::NoteTimeout(Status s) {
-  if (!s.ok() && options_.events != nullptr && options_.events->timed_out.ok() && group_ &&
-      group_->last_fault() == AdapterFault::kTimedOut) {
-    options_.events->timed_out = s;
-  }
-  return s;
+  return slot_.Release();
 }
 
 Status ProcessEngine::Probe(const std::string& command, double timeout_s, HelloReply* hello) {
@@ -153,12 +96,12 @@ Status ProcessEngine::Probe(const std::string& command, double timeout_s, HelloR
 }
 
 Status ProcessEngine::EnsureGroup(int world_size) {
-  if (group_ && group_->alive() && group_->world_size() == world_size) return Status::OK();
+  if (slot_.alive() && slot_.group()->world_size() == world_size) return Status::OK();
   if (options_.directory.empty() || options_.work_dir.empty()) {
     return Status::FailedPrecondition("adapter harness: no checkpoint or work directory was given");
   }
   Status pending;
-  if (group_ && group_->alive()) pending = Finalize();
+  if (slot_.alive()) pending = Finalize();
   const Status released = ReleaseGroup();
   if (pending.ok()) pending = released;
   if (!pending.ok()) return pending;
@@ -168,18 +111,8 @@ Status ProcessEngine::EnsureGroup(int world_size) {
     CKPTSPEC_RETURN_IF_ERROR(
         ScratchSpace::Open(options_.work_dir, &scratch_).WithContext("adapter harness"));
   }
-  Status started;
-  if (options_.pool) {
-    started = options_.pool->Acquire(world_size, &group_, &started_pids_);
-  } else {
-    group_ = std::make_unique<RankGroup>(
-        RankGroupOptions{options_.command, world_size, options_.timeout_s}, &ids_);
-    HelloReply hello;
-    started = group_->Start(&hello);
-    for (pid_t pid : group_->pids()) started_pids_.push_back(pid);
-  }
-  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(std::move(started)));
-  capabilities_ = group_->hello().capabilities;
+  CKPTSPEC_RETURN_IF_ERROR(slot_.Ensure(world_size));
+  capabilities_ = slot_.group()->hello().capabilities;
   return Status::OK();
 }
 
@@ -197,7 +130,7 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
   std::vector<SaveCall> calls(n);
-  const bool packed = group_->hello().packed;
+  const bool packed = slot_.group()->hello().packed;
   for (int r = 0; r < n; ++r) {
     const ShardedStateDict& dict = every_rank[r];
     SaveCall& call = calls[r];
@@ -224,12 +157,14 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
     CKPTSPEC_RETURN_IF_ERROR(out.Finish());
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->CallWithLines(
+  CKPTSPEC_RETURN_IF_ERROR(slot_.NoteTimeout(slot_.group()->CallWithLines(
       "save", [&](size_t r, int64_t id) { return SaveRequestLine(calls[r], id); }, &replies)));
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   if (options.async && capabilities_.async) {
     PendingSave pending{input.shared(), {}};
-    if (group_->hello().poll) {  // what the adapter holds matters only when Poll sends changes
+    if (slot_.group()
+            ->hello()
+            .poll) {  // what the adapter holds matters only when Poll sends changes
       for (const ShardedStateDict& dict : every_rank) {
         pending.held.emplace_back();
         for (const ShardedTensor& t : dict.tensors) {
@@ -245,24 +180,24 @@ Status ProcessEngine::Save(int64_t iteration, SaveInput input, const SaveOptions
 Status ProcessEngine::Poll(bool* complete) {
   *complete = true;
   if (!pending_) return Status::OK();
-  if (!group_ || !group_->alive()) {
+  if (!slot_.alive()) {
     pending_.reset();  // the group's fault was that call's error; its save is gone with it
     return Status::OK();
   }
-  if (!group_->hello().poll) {
+  if (!slot_.group()->hello().poll) {
     *complete = false;  // not asked: the next Finalize, Save or Load completes it
     return Status::OK();
   }
   // The caller updates the buffers in place and keeps the structure (SaveInput); entries beyond
   // what was saved are not the save's and are not sent.
   const std::vector<ShardedStateDict>& live = *pending_->live;
-  const int n = group_->world_size();
+  const int n = slot_.group()->world_size();
   std::unique_ptr<ScratchDir> scratch;
   CKPTSPEC_RETURN_IF_ERROR(NewCallDir(&scratch));
   std::vector<json> requests(n, json::object());
   for (int r = 0; r < n; ++r) {
     PollCall call;
-    OutgoingEntries out(scratch.get(), r, group_->hello().packed ? "poll" : nullptr);
+    OutgoingEntries out(scratch.get(), r, slot_.group()->hello().packed ? "poll" : nullptr);
     const size_t tensors =
         r < static_cast<int>(live.size()) && r < static_cast<int>(pending_->held.size())
             ? std::min(live[r].tensors.size(), pending_->held[r].size())
@@ -280,7 +215,8 @@ Status ProcessEngine::Poll(bool* complete) {
     PollCallToJson(call, &requests[r]);
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->Call("poll", std::move(requests), &replies)));
+  CKPTSPEC_RETURN_IF_ERROR(
+      slot_.NoteTimeout(slot_.group()->Call("poll", std::move(requests), &replies)));
   const Status errors = RanksErrors(replies);
   if (!errors.ok()) {
     pending_.reset();  // the save ended with that error: reported here, once
@@ -290,13 +226,13 @@ Status ProcessEngine::Poll(bool* complete) {
   for (int r = 0; r < n; ++r) {
     PollReply reply;
     const Status s = PollReplyFromJson(replies[r], &reply);
-    if (!s.ok()) return group_->Fault(r, AdapterFault::kMalformedReply, s.message());
+    if (!s.ok()) return slot_.group()->Fault(r, AdapterFault::kMalformedReply, s.message());
     all = all && reply.complete;
     any = any || reply.complete;
   }
   if (any && !all) {
-    return group_->Fault(0, AdapterFault::kMalformedReply,
-                         "the ranks disagree on whether the async save is complete");
+    return slot_.group()->Fault(0, AdapterFault::kMalformedReply,
+                                "the ranks disagree on whether the async save is complete");
   }
   *complete = all;
   if (all) pending_.reset();
@@ -307,9 +243,10 @@ Status ProcessEngine::Finalize() {
   bool complete;
   CKPTSPEC_RETURN_IF_ERROR(Poll(&complete));  // the latest values first; it may complete it
   pending_.reset();
-  if (!group_ || !group_->alive()) return Status::OK();
-  std::vector<json> requests(group_->world_size(), json::object()), replies;
-  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->Call("finalize", std::move(requests), &replies)));
+  if (!slot_.alive()) return Status::OK();
+  std::vector<json> requests(slot_.group()->world_size(), json::object()), replies;
+  CKPTSPEC_RETURN_IF_ERROR(
+      slot_.NoteTimeout(slot_.group()->Call("finalize", std::move(requests), &replies)));
   return RanksErrors(replies);
 }
 
@@ -333,7 +270,7 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
     // Packed (revision 4): the tensors' ranges of one file, in template order; objects, whose
     // length is not known before, keep a file each.
     const std::string packed_path =
-        group_->hello().packed ? scratch->PathOf(PackedName(r, "load")) : std::string();
+        slot_.group()->hello().packed ? scratch->PathOf(PackedName(r, "load")) : std::string();
     uint64_t packed_end = 0;
     for (size_t i = 0; i < t.tensors.size(); ++i) {
       WireTensor& w = call.tensors.emplace_back();
@@ -352,17 +289,18 @@ Status ProcessEngine::Load(LoadRequest request, LoadResult* result) {
     }
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(NoteTimeout(group_->CallWithLines(
+  CKPTSPEC_RETURN_IF_ERROR(slot_.NoteTimeout(slot_.group()->CallWithLines(
       "load", [&](size_t r, int64_t id) { return LoadRequestLine(calls[r], id); }, &replies)));
   CKPTSPEC_RETURN_IF_ERROR(RanksErrors(replies));
   std::vector<LoadReply> loaded(n);
   for (int r = 0; r < n; ++r) {
     const Status s = LoadReplyFromJson(replies[r], &loaded[r]);
-    if (!s.ok()) return group_->Fault(r, AdapterFault::kMalformedReply, s.message());
+    if (!s.ok()) return slot_.group()->Fault(r, AdapterFault::kMalformedReply, s.message());
     if (loaded[r].iteration != loaded[0].iteration) {
-      return group_->Fault(r, AdapterFault::kMalformedReply,
-                           "loaded iteration " + std::to_string(loaded[r].iteration) +
-                               ", rank 0 loaded iteration " + std::to_string(loaded[0].iteration));
+      return slot_.group()->Fault(r, AdapterFault::kMalformedReply,
+                                  "loaded iteration " + std::to_string(loaded[r].iteration) +
+                                      ", rank 0 loaded iteration " +
+                                      std::to_string(loaded[0].iteration));
     }
   }
   result->iteration = loaded[0].iteration;
@@ -394,16 +332,16 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadCall& call, const Lo
       case ScratchDir::ReadResult::kOk:
         return Status::OK();
       case ScratchDir::ReadResult::kMissing:
-        return group_->Fault(rank, AdapterFault::kWrongSize,
-                             "loaded " + what + " but wrote no file");
+        return slot_.group()->Fault(rank, AdapterFault::kWrongSize,
+                                    "loaded " + what + " but wrote no file");
       case ScratchDir::ReadResult::kUnsafe:
-        return group_->Fault(rank, AdapterFault::kUnsafeFile,
-                             "left " + detail + " at " + dir.PathOf(name) + " for " + what +
-                                 " instead of a regular file; not read");
+        return slot_.group()->Fault(rank, AdapterFault::kUnsafeFile,
+                                    "left " + detail + " at " + dir.PathOf(name) + " for " + what +
+                                        " instead of a regular file; not read");
       case ScratchDir::ReadResult::kTooLarge:
-        return group_->Fault(rank, AdapterFault::kWrongSize,
-                             "wrote " + detail + " for " + what + ", at most " +
-                                 std::to_string(max_size) + " expected");
+        return slot_.group()->Fault(rank, AdapterFault::kWrongSize,
+                                    "wrote " + detail + " for " + what + ", at most " +
+                                        std::to_string(max_size) + " expected");
       case ScratchDir::ReadResult::kError:
         break;
     }
@@ -427,11 +365,11 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadCall& call, const Lo
             read(packed_name, size, what + " in the packed file", &packed.emplace()));
       }
       if (range->end() > packed->size()) {
-        return group_->Fault(rank, AdapterFault::kWrongSize,
-                             "wrote " + std::to_string(packed->size()) + " bytes to " +
-                                 dir.PathOf(packed_name) + ", where " + what + " lies at [" +
-                                 std::to_string(range->offset) + ", " +
-                                 std::to_string(range->end()) + ")");
+        return slot_.group()->Fault(rank, AdapterFault::kWrongSize,
+                                    "wrote " + std::to_string(packed->size()) + " bytes to " +
+                                        dir.PathOf(packed_name) + ", where " + what + " lies at [" +
+                                        std::to_string(range->offset) + ", " +
+                                        std::to_string(range->end()) + ")");
       }
       t.data.assign(packed->begin() + static_cast<ptrdiff_t>(range->offset),
                     packed->begin() + static_cast<ptrdiff_t>(range->end()));
@@ -441,9 +379,9 @@ Status ProcessEngine::ReadLoadedEntries(int rank, const LoadCall& call, const Lo
     std::string bytes;
     CKPTSPEC_RETURN_IF_ERROR(read(EntryName(rank, 't', i), expected, what, &bytes));
     if (bytes.size() != expected) {
-      return group_->Fault(rank, AdapterFault::kWrongSize,
-                           "wrote " + std::to_string(bytes.size()) + " bytes for " + what +
-                               ", expected " + std::to_string(expected));
+      return slot_.group()->Fault(rank, AdapterFault::kWrongSize,
+                                  "wrote " + std::to_string(bytes.size()) + " bytes for " + what +
+                                      ", expected " + std::to_string(expected));
     }
     t.data.assign(bytes.begin(), bytes.end());
     tensors.push_back(std::move(t));

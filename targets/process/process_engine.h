@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "targets/process/case_events.h"
+#include "targets/process/group_slot.h"
 #include "targets/process/rank_group.h"
 #include "targets/process/rank_group_pool.h"
 #include "targets/process/scratch_dir.h"
@@ -76,17 +77,14 @@ class ProcessEngine : public Engine {
 
   // The current group (null before the first call); after a fault it is the dead group, whose
   // last_fault() names the verdict.
-  const RankGroup* group() const { return group_.get(); }
+  const RankGroup* group() const { return slot_.group(); }
   // Every pid any group of this engine started.
-  const std::vector<pid_t>& started_pids() const { return started_pids_; }
+  const std::vector<pid_t>& started_pids() const { return slot_.started_pids(); }
 
  private:
   Status EnsureGroup(int world_size);
-  // Gives group_ back (to the pool, or by shutting it down) and forgets it.
+  // Forgets the pending save and gives the group back (GroupSlot::Release).
   Status ReleaseGroup();
-  // Returns `s` (the group's start or call), having recorded it in options_.events when the
-  // group timed out.
-  Status NoteTimeout(Status s);
   Status NewCallDir(std::unique_ptr<ScratchDir>* dir);
   // Fills rank `rank`'s template *state from the files the adapter wrote for `call`.
   Status ReadLoadedEntries(int rank, const LoadCall& call, const LoadReply& reply,
@@ -101,10 +99,8 @@ class ProcessEngine : public Engine {
   ProcessEngineOptions options_;
   Capabilities capabilities_;
   std::optional<PendingSave> pending_;
-  RequestIds ids_;  // without a pool
   std::unique_ptr<ScratchSpace> scratch_;
-  std::unique_ptr<RankGroup> group_;
-  std::vector<pid_t> started_pids_;
+  GroupSlot slot_;
 };
 
 }  // namespace ckptspec

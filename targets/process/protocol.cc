@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "model/json_fields.h"
 #include "model/json_util.h"
 #include "model/signature_json.h"
 
@@ -182,6 +183,10 @@ void HelloReplyToJson(const HelloReply& hello, json* reply) {
   if (hello.reset) (*reply)["capabilities"]["reset"] = true;
   if (hello.poll) (*reply)["capabilities"]["poll"] = true;
   if (hello.packed) (*reply)["capabilities"]["packed"] = true;
+  if (hello.framework) {
+    (*reply)["capabilities"]["framework"] = true;
+    (*reply)["framework"] = FrameworkSupportToJson(*hello.framework);
+  }
 }
 
 Status HelloReplyFromJson(const json& reply, HelloReply* out) {
@@ -216,6 +221,22 @@ Status HelloReplyFromJson(const json& reply, HelloReply* out) {
       out->*member = value.get<bool>();
       engine_caps.erase(name);
     }
+  }
+  out->framework.reset();
+  bool framework = false;
+  if (engine_caps.is_object() && engine_caps.contains("framework")) {
+    const json& value = engine_caps["framework"];
+    if (!value.is_boolean()) return Bad("hello.capabilities.framework", "true or false", value);
+    framework = value.get<bool>();
+    engine_caps.erase("framework");
+  }
+  if (framework) {
+    const json* support;
+    CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "framework", &support));
+    FrameworkSupport s;
+    CKPTSPEC_RETURN_IF_ERROR(
+        FrameworkSupportFromJson(JsonField(*support), &s).WithContext("hello.framework"));
+    out->framework = std::move(s);
   }
   return CapabilitiesFromJson(engine_caps, &out->capabilities).WithContext("hello");
 }

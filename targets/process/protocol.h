@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/framework_support.h"
 #include "model/sharded.h"
 #include "model/status.h"
 #include "targets/target.h"
@@ -26,8 +27,8 @@ inline constexpr int kProtocolVersion = 1;
 // Revisions add what an adapter opts into and keep the version (docs/PROTOCOL.md, "Revisions").
 // Revision 2: the reset request and capability, live groups. Revision 3: the poll request and
 // capability, tensor placements in save. Revision 4: the packed capability, entries at ranges of
-// one file per rank and request.
-inline constexpr int kProtocolRevision = 4;
+// one file per rank and request. Revision 5: framework adapters (the framework capability).
+inline constexpr int kProtocolRevision = 5;
 
 // Revision 4: where an entry's bytes lie in a file that holds several entries (the members
 // "offset" and "length" of the entry, both or neither).
@@ -64,6 +65,10 @@ struct HelloReply {
   // range of a file shared by the rank's entries of one request, and writes loaded tensors
   // into their ranges of one file (objects keep a file each).
   bool packed = false;
+  // Revision 5: "framework" among the capabilities: the process is a framework adapter (the
+  // requests of docs/PROTOCOL.md, "Framework adapters"), and the reply's "framework" member says
+  // what it can be asked.
+  std::optional<FrameworkSupport> framework;
 };
 
 // Engine::Save's arguments for one rank.
