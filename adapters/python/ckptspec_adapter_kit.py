@@ -1,5 +1,5 @@
 """What every Python adapter of ckptspec shares (standard library only): the request loop of the
-adapter protocol (docs/PROTOCOL.md, version 1 revision 4), its error type, the protocol's entries,
+adapter protocol (docs/PROTOCOL.md, version 1 revision 5), its error type, the protocol's entries,
 and the Megatron-style checkpoint directory that the adapters write:
 
   <directory>/latest_checkpointed_iteration.txt   the tracker: rank 0, once every rank is done
@@ -209,10 +209,13 @@ def end_children(timeout_s=5):
         child.join(timeout_s)
 
 
-def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=None):
+def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=None,
+          hello=None):
     """Answers requests from stdin, one JSON line each, with one reply line on stdout, until
     shutdown or the end of stdin. `ops` maps each op but hello and shutdown to a function of the
-    request returning the reply's fields ("reset" only when the adapter declares it). An
+    request returning the reply's fields ("reset" only when the adapter declares it); `hello`,
+    when given, is a function of the hello request returning the reply's fields beyond protocol,
+    adapter and capabilities (a framework adapter's "framework" member). An
     exception becomes the reply's error (to_error); one that is not an AdapterError is a defect of
     the adapter or its third party: its traceback goes to stderr and on_unexpected(e) is told.
     Whatever else the process prints goes to stderr: stdout carries replies only. SIGUSR1 makes
@@ -234,6 +237,8 @@ def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=
                     raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
                                                        f"this adapter speaks {PROTOCOL}")
                 reply.update(protocol=PROTOCOL, adapter=adapter, capabilities=capabilities)
+                if hello is not None:
+                    reply.update(hello(req))
             elif op == "shutdown":
                 out.write(json.dumps(reply) + "\n")
                 out.flush()
