@@ -17,6 +17,7 @@ std::string EncodeOutcome(const PropertyOutcome& o) {
   j["shrunk_size"] = o.shrunk_size;
   j["reproduce"] = o.reproduce;
   j["tag_counts"] = o.tag_counts;
+  j["known_hits"] = o.known_hits;
   // Messages hold whatever a target printed: invalid UTF-8 is replaced, never thrown on.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -42,6 +43,7 @@ Status DecodeOutcome(const std::string& bytes, PropertyOutcome* out) {
     o.shrunk_size = j.at("shrunk_size").get<size_t>();
     o.reproduce = j.at("reproduce").get<std::string>();
     o.tag_counts = j.at("tag_counts").get<std::vector<std::pair<std::string, int>>>();
+    o.known_hits = j.at("known_hits").get<std::vector<std::pair<std::string, int>>>();
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(std::string("a worker's outcome does not decode: ") + e.what());
   }

@@ -1,6 +1,9 @@
 #include "cli/replay_command.h"
 
 #include "cli/input_file.h"
+#include "cli/numeric_flag.h"
+#include "cli/run_command.h"
+#include "properties/adapter_target.h"
 #include "properties/plugin.h"
 #include "properties/runner.h"
 #include "properties/target_registry.h"
@@ -13,6 +16,11 @@ CLI::App* AddReplayCommand(CLI::App& app, ReplayOptions* o) {
   cmd->add_option("reproduce", o->reproduce, "the RC_PARAMS value after \"reproduce:\"")
       ->required();
   cmd->add_option("--plugin", o->plugins, "shared library registering the target (repeatable)");
+  cmd->add_option("--adapter", o->adapter,
+                  "the adapter command the case was recorded against (docs/PROTOCOL.md), run by "
+                  "/bin/sh -c once per rank");
+  AddNumberFlag(cmd, "--adapter-timeout", &o->adapter_timeout_s, kAdapterTimeoutSeconds,
+                "seconds the adapter may take per request");
   return cmd;
 }
 
@@ -26,7 +34,20 @@ int RunReplayCommand(const ReplayOptions& o, std::ostream& out, std::ostream& er
   }
   std::vector<TargetFactory> plugged, targets;
   for (const PluginTarget& p : plugins) plugged.push_back(p.factory);
-  if (s.ok()) s = ResolveTargets(target_name, &targets, plugged);
+  if (s.ok() && !o.adapter.empty()) {
+    AdapterOptions adapter;
+    adapter.command = o.adapter;
+    adapter.timeout_s = o.adapter_timeout_s;
+    TargetFactory factory;
+    s = AdapterTargetFactory(adapter, &factory);
+    if (s.ok() && factory.name != target_name) {
+      s = Status::InvalidArgument("the string was recorded against '" + target_name +
+                                  "'; --adapter names itself '" + factory.name + "'");
+    }
+    if (s.ok()) targets.push_back(std::move(factory));
+  } else if (s.ok()) {
+    s = ResolveTargets(target_name, &targets, plugged);
+  }
   const Property* property = FindProperty(property_id);
   if (s.ok() && !property) s = Status::InvalidArgument("unknown property '" + property_id + "'");
   if (!s.ok()) {

@@ -118,10 +118,12 @@ Status SelectProperties(const std::string& list, std::vector<Property>* out) {
 // successive seeds until `seconds` pass or a case fails. `shrink` false: a failure is reported as
 // found (RunJudging::ShrinksFailures).
 PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint64_t seed,
-                                const Budget& budget, double seconds, bool shrink) {
+                                const Budget& budget, double seconds, bool shrink,
+                                const std::vector<KnownFailure>& known) {
   RunParams params;
   params.seed = seed;
   params.shrink = shrink;
+  params.known = known;
   if (budget.cases > 0) {
     params.max_success = budget.cases;
     return RunProperty(p, f, params);
@@ -129,16 +131,18 @@ PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint6
   PropertyOutcome total;
   int cases = 0;
   double spent = 0;
-  std::map<std::string, int> tag_counts;
+  std::map<std::string, int> tag_counts, known_hits;
   do {
     PropertyOutcome batch = RunProperty(p, f, params);
     cases += batch.cases;
     const double before = spent;
     spent += batch.seconds;
+    for (const auto& [finding, n] : batch.known_hits) known_hits[finding] += n;
     if (batch.verdict != Verdict::kPass) {
       batch.time_to_failure_s += before;
       batch.seconds = spent;
       batch.cases = cases;
+      batch.known_hits.assign(known_hits.begin(), known_hits.end());
       return batch;
     }
     for (const auto& [tag, n] : batch.tag_counts) tag_counts[tag] += n;
@@ -148,6 +152,7 @@ PropertyOutcome RunWithinBudget(const Property& p, const TargetFactory& f, uint6
   total.cases = cases;
   total.seconds = spent;
   total.tag_counts.assign(tag_counts.begin(), tag_counts.end());
+  total.known_hits.assign(known_hits.begin(), known_hits.end());
   return total;
 }
 
@@ -228,8 +233,10 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const auto run_pair = [&](size_t i) {
     const Property& property = properties[i % properties.size()];
     const TargetFactory& target = targets[i / properties.size()];
-    return RunWithinBudget(property, target, o.seed, budget, per_property_s,
-                           judging.ShrinksFailures(target.name, property.id));
+    return RunWithinBudget(
+        property, target, o.seed, budget, per_property_s,
+        judging.ShrinksFailures(target.name, property.id),
+        judging.expectations ? judging.expectations->known : std::vector<KnownFailure>());
   };
   size_t shown = 0;
   const auto show = [&](size_t i) {

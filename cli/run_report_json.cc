@@ -35,6 +35,11 @@ std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t 
       for (const auto& [tag, n] : o.tag_counts) tags[tag] = n;
       e["tags"] = tags;
     }
+    if (!o.known_hits.empty()) {
+      nlohmann::json known = nlohmann::json::object();
+      for (const auto& [finding, n] : o.known_hits) known[finding] = n;
+      e["known_findings"] = known;  // cases set aside as each known finding's
+    }
     const OutcomeJudgement judged = JudgeOutcome(o, judging);
     if (judged.expected) {
       e["expected"] = ExpectedName(judged.expected->expected);

@@ -112,6 +112,13 @@ std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
         }
       } else if (j.expected) {
         const Expectation& x = *j.expected;
+        if (j.meets && !outcome.known_hits.empty()) {
+          out << "\n" << t << " " << outcome.property << " stepped over known findings:";
+          for (const auto& [finding, cases] : outcome.known_hits) {
+            out << " " << finding << " (" << cases << (cases == 1 ? " case)" : " cases)");
+          }
+          out << "\n";
+        }
         if (j.meets) {
           if (x.expected == Expected::kFail) {
             out << "\nxfail " << t << " " << outcome.property << " (" << x.reason

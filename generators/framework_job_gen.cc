@@ -26,7 +26,6 @@ int64_t SizeAlong(const FrameworkSupport& s, const char* dim, int64_t room, int6
   return *rc::gen::elementOf(Divisors(room, max));
 }
 
-
 // A layout of `world` ranks inside the support.
 Layout LayoutOf(const FrameworkSupport& s, int64_t world) {
   const int64_t tp = SizeAlong(s, "tp", world, 4);

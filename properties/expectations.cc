@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
 #include "model/json_util.h"
 #include "properties/property.h"
 
@@ -81,7 +82,7 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
   if (!j.is_object()) return Error(source, "(root)", "expected an object, got " + JsonPreview(j));
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "format" && it.key() != "version" && it.key() != "properties" &&
-        it.key() != "extends") {
+        it.key() != "extends" && it.key() != "known") {
       return Error(source, "(root)", "unknown member " + JsonPreview(json(it.key())));
     }
   }
@@ -117,6 +118,22 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
           ReadExpectation(it.value(), source, where, &result.properties[it.key()]));
     }
   }
+  const JsonField root(j);
+  const Status known = root.OptionalMember("known").ForEachElement([&result](const JsonField& e) {
+    CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"finding", "match", "reason"}));
+    KnownFailure k;
+    std::string reason;
+    CKPTSPEC_RETURN_IF_ERROR(e.Member("finding").GetString(&k.finding));
+    CKPTSPEC_RETURN_IF_ERROR(e.Member("match").GetString(&k.match));
+    CKPTSPEC_RETURN_IF_ERROR(e.Member("reason").GetString(&reason));
+    if (k.finding.empty() || k.match.empty() || reason.empty()) {
+      return e.Error("\"finding\", \"match\" and \"reason\" must not be empty");
+    }
+    result.known.push_back(std::move(k));
+    result.known_reasons.push_back(std::move(reason));
+    return Status::OK();
+  });
+  if (!known.ok()) return Status::InvalidArgument(source + ": " + known.message());
   *out = std::move(result);
   return Status::OK();
 }
@@ -129,6 +146,9 @@ Status ApplyBase(const Expectations& base, Expectations* own) {
   for (const auto& [property, expectation] : base.properties) {
     own->properties.emplace(property, expectation);  // the file's own entry wins
   }
+  own->known.insert(own->known.begin(), base.known.begin(), base.known.end());
+  own->known_reasons.insert(own->known_reasons.begin(), base.known_reasons.begin(),
+                            base.known_reasons.end());
   return Status::OK();
 }
 

@@ -9,6 +9,12 @@
 // A property the file does not list is expected to pass. "fail" and "n/a" need a non-empty
 // reason. Reading never throws; errors name the file and the member.
 //
+// "known": [{"finding": "F9", "match": "a view of a leaf Variable", "reason": "..."}] lists
+// upstream defects already found (docs/FINDINGS.md): a case that fails with a message containing
+// `match` is set aside as that finding's and the property's search goes on (runner.h), so one
+// known defect never hides another behind the same property -- nor stands in for it: a failure
+// the file expects must still happen, for another reason than a known one.
+//
 // "extends": "base.json" (a file name in the same directory, no path) takes every expectation of
 // that file first and lets this one add or replace properties, so that a row of a version matrix
 // (megatron_core-0.19.2-torch-2.15.0.json) states only how it differs from its version's file. A
@@ -17,6 +23,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "model/status.h"
 #include "properties/runner.h"
@@ -35,6 +42,10 @@ struct Expectations {
   std::string source;   // the file, for messages
   std::string extends;  // the base file's name, as written ("" without one)
   std::map<std::string, Expectation> properties;  // by id ("P13"); ids are catalog ids
+  // Known findings every property of the target steps over (runner.h, KnownFailure), with why
+  // each is known; a base's come first.
+  std::vector<KnownFailure> known;
+  std::vector<std::string> known_reasons;  // parallel to `known`
   const Expectation& For(const std::string& property) const;
 };
 

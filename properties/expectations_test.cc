@@ -58,6 +58,35 @@ TEST(Expectations, ParseTheFormAndRejectWhatIsWrongByName) {
             "x.json: (root): unknown member \"target\"");
 }
 
+TEST(Expectations, KnownFindingsAreReadAndInheritedBaseFirst) {
+  Expectations base, own;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "known": [{"finding": "F9", "match": "a view of a leaf", "reason": "upstream"}]})",
+                                "base.json", &base)
+                  .ok());
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "extends": "base.json",
+      "known": [{"finding": "F10", "match": "Caller", "reason": "fixed in 0.19"}]})",
+                                "own.json", &own)
+                  .ok());
+  ASSERT_TRUE(ApplyBase(base, &own).ok());
+  ASSERT_EQ(own.known.size(), 2u);
+  EXPECT_EQ(own.known[0].finding, "F9");
+  EXPECT_EQ(own.known[1].match, "Caller");
+  EXPECT_EQ(own.known_reasons[1], "fixed in 0.19");
+  Expectations e;
+  EXPECT_EQ(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "known": [{"finding": "F9", "match": ""  , "reason": "r"}]})",
+                              "x.json", &e)
+                .message(),
+            "x.json: known[0]: \"finding\", \"match\" and \"reason\" must not be empty");
+  EXPECT_EQ(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "known": [{"finding": "F9", "match": "x"}]})",
+                              "x.json", &e)
+                .message(),
+            "x.json: known[0]: missing required member \"reason\"");
+}
+
 TEST(Expectations, ApplyBaseKeepsTheFilesOwnEntriesAndTakesTheOthers) {
   const char* kBase = R"({"format": "ckptspec.expectations", "version": 1,
       "properties": {"P13": {"expect": "n/a", "reason": "real disk"},

@@ -8,6 +8,9 @@
 //  - A property not applicable to the factory is kNotApplicable with the reason; it never runs.
 //  - time_to_failure_s measures until the first failing case, before shrinking; seconds the
 //    whole run, shrinking included.
+//  - A case that fails with a known finding's message (RunParams::known) is discarded and counted
+//    in known_hits, never reported as the property's failure; too many such cases make the run
+//    give up, as RapidCheck's discards do.
 //  - Targets served by processes are judged on what those did outside engine calls too
 //    (CaseEvents): a case whose adapter timed out fails with the timeout, and no case is run
 //    after it (shrinking stops there: a hang costs one timeout, not one per shrink step); a case
@@ -23,6 +26,15 @@
 
 namespace ckptspec {
 
+// An upstream defect already found and recorded (an expectations file's "known", docs/ADAPTERS.md):
+// a case whose failure message contains `match` is set aside as that finding's -- discarded, and
+// counted -- and the search goes on, so that one known defect does not hide another behind the
+// same property.
+struct KnownFailure {
+  std::string finding;  // its docs/FINDINGS.md id, "F9"
+  std::string match;    // a substring of the failure message that identifies it
+};
+
 struct RunParams {
   uint64_t seed = 1;
   int max_success = 100;  // cases that must pass
@@ -32,6 +44,8 @@ struct RunParams {
   // reproduce entry for this target and property replace the fields above: the run replays the
   // recorded counterexample (and shrinks no further).
   std::string reproduce;
+  // Known findings to step over (KnownFailure); a failure matching none is the property's.
+  std::vector<KnownFailure> known;
 };
 
 enum class Verdict { kPass, kFail, kNotApplicable, kGaveUp, kError };
@@ -53,6 +67,9 @@ struct PropertyOutcome {
   // quotes RapidCheck prints around it), how many of the passing cases carried it; sorted by
   // tag. What `ckptspec run --coverage` measures (properties/scenario_classes.h).
   std::vector<std::pair<std::string, int>> tag_counts;
+  // For each known finding that cases hit (RunParams::known), how many were set aside (shrinking
+  // included), by finding id.
+  std::vector<std::pair<std::string, int>> known_hits;
 };
 
 PropertyOutcome RunProperty(const Property& property, const TargetFactory& factory,

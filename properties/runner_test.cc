@@ -51,6 +51,24 @@ TEST(Runner, BrokenFrameworkFailsWithAReproducibleShrunkCase) {
   EXPECT_EQ(again.counterexample, o.counterexample);
 }
 
+// A known finding's failures are set aside: the property goes on, and a failure for another
+// reason is still the property's.
+TEST(Runner, KnownFindingsAreSteppedOverNotAbsorbed) {
+  RunParams params;
+  params.seed = 7;
+  params.max_success = 20;
+  params.known = {{"F99", "iteration"}};
+  const PropertyOutcome stepped = RunProperty(*FindProperty("P2"), BrokenFactory(), params);
+  EXPECT_NE(stepped.verdict, Verdict::kFail) << DescribeOutcome(stepped);
+  ASSERT_EQ(stepped.known_hits.size(), 1u);
+  EXPECT_EQ(stepped.known_hits[0].first, "F99");
+  EXPECT_GT(stepped.known_hits[0].second, 0);
+  params.known = {{"F99", "no such message"}};
+  const PropertyOutcome failed = RunProperty(*FindProperty("P2"), BrokenFactory(), params);
+  EXPECT_EQ(failed.verdict, Verdict::kFail) << DescribeOutcome(failed);
+  EXPECT_TRUE(failed.known_hits.empty());
+}
+
 TEST(Runner, NotApplicableNeverRuns) {
   Property p = *FindProperty("P2");
   p.not_applicable = [](const TargetFactory&) { return std::string("needs a capability"); };
