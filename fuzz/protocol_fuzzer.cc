@@ -8,6 +8,7 @@
 
 #include "fuzz/fuzz_target.h"
 #include "model/json_util.h"
+#include "targets/process/framework_protocol.h"
 #include "targets/process/protocol.h"
 
 namespace {
@@ -50,6 +51,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                "a poll request does not round-trip");
   ReadsAndRoundTrips<PollReply>(message, PollReplyFromJson, PollReplyToJson,
                                 "a poll reply does not round-trip");
+  // The framework adapter's messages (revision 5).
+  ReadsAndRoundTrips<FrameworkJob>(message, BuildCallFromJson, BuildCallToJson,
+                                   "a build request does not round-trip");
+  ReadsAndRoundTrips<TrainCall>(message, TrainCallFromJson, TrainCallToJson,
+                                "a train request does not round-trip");
+  ReadsAndRoundTrips<TrainResult>(message, TrainReplyFromJson, TrainReplyToJson,
+                                  "a train reply does not round-trip");
+  ReadsAndRoundTrips<FrameworkSaveCall>(message, FrameworkSaveCallFromJson,
+                                        FrameworkSaveCallToJson,
+                                        "a framework save request does not round-trip");
+  ReadsAndRoundTrips<FrameworkSaveReply>(
+      message,
+      [](const json& m, FrameworkSaveReply* out) { return FrameworkSaveReplyFromJson(m, 0, out); },
+      FrameworkSaveReplyToJson, "a framework save reply does not round-trip");
+  ReadsAndRoundTrips<FrameworkLoadCall>(message, FrameworkLoadCallFromJson,
+                                        FrameworkLoadCallToJson,
+                                        "a framework load request does not round-trip");
+  ReadsAndRoundTrips<RankObservation>(message, ObserveReplyFromJson, ObserveReplyToJson,
+                                      "an observe reply does not round-trip");
   Capabilities capabilities;
   if (CapabilitiesFromJson(message, &capabilities).ok()) {
     Capabilities again;

@@ -11,7 +11,7 @@
 // |------------|------|------------------------------------------------------------------------|
 // | iteration  | L2   | 0 under finetune, else the saved one, on every rank                    |
 // | model      | L1   | every parameter's digest summed over ranks is the saved one (under an  |
-// |            |      | unchanged layout also rank by rank)                                   |
+// |            |      | unchanged layout also rank by rank)                                    |
 // | copies     | L3,L4| with the optimizer loaded, every main and offload copy holds the saved |
 // |            |      | master value (the offload copy where one was saved, else the main copy,|
 // |            |      | else the model weight); without it, the loaded model weight (L4); the  |
