@@ -58,15 +58,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 "a train request does not round-trip");
   ReadsAndRoundTrips<TrainResult>(message, TrainReplyFromJson, TrainReplyToJson,
                                   "a train reply does not round-trip");
-  ReadsAndRoundTrips<FrameworkSaveCall>(message, FrameworkSaveCallFromJson,
-                                        FrameworkSaveCallToJson,
+  ReadsAndRoundTrips<FrameworkSaveCall>(message, FrameworkSaveCallFromJson, FrameworkSaveCallToJson,
                                         "a framework save request does not round-trip");
   ReadsAndRoundTrips<FrameworkSaveReply>(
       message,
       [](const json& m, FrameworkSaveReply* out) { return FrameworkSaveReplyFromJson(m, 0, out); },
       FrameworkSaveReplyToJson, "a framework save reply does not round-trip");
-  ReadsAndRoundTrips<FrameworkLoadCall>(message, FrameworkLoadCallFromJson,
-                                        FrameworkLoadCallToJson,
+  ReadsAndRoundTrips<FrameworkLoadCall>(message, FrameworkLoadCallFromJson, FrameworkLoadCallToJson,
                                         "a framework load request does not round-trip");
   ReadsAndRoundTrips<RankObservation>(message, ObserveReplyFromJson, ObserveReplyToJson,
                                       "an observe reply does not round-trip");
