@@ -146,7 +146,7 @@ int64_t Lcm(int64_t a, int64_t b) { return a / std::gcd(a, b) * b; }
 
 }  // namespace
 
-bool OneIn(int n) { return *rc::gen::inRange(0, n) == n - 1; }
+bool OneIn(int n) { return *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(0, n)) == n - 1; }
 
 rc::Gen<FrameworkJob> JobWithin(const FrameworkSupport& support, bool plan_cache, int max_world) {
   return AtNonNegativeSize(rc::gen::exec([support, plan_cache, max_world] {

@@ -33,7 +33,9 @@ rc::Gen<FrameworkJob> ResumeJobFor(const FrameworkJob& saved, const FrameworkSup
                                    int max_world, bool change_layout);
 rc::Gen<LoadFlags> LoadFlagsWithin(const FrameworkSupport& support, bool allow_conflict);
 
-// Inside a generator or property: true one time in n, shrinking to false (the plainer case).
+// Inside a generator or property: true one time in n at every size, shrinking to false (the
+// plainer case). (RapidCheck's inRange narrows its range at small sizes; a choice drawn through
+// it would be rare everywhere but in the last cases of a run.)
 bool OneIn(int n);
 
 }  // namespace gen

@@ -173,8 +173,9 @@ Status SpecJob::Observe(Observation* out) const {
             {Copy::kExpAvgSq, &ps.exp_avg_sq}};
         for (const auto& [copy, values] : copies) {
           if (values->empty()) continue;
+          const std::vector<float>& v = *values;  // a lambda may not capture a binding (C++17)
           o.copy(copy)[spec.name] =
-              DigestOf(spec, h, [&](int64_t i) { return (*values)[static_cast<size_t>(i)]; });
+              DigestOf(spec, h, [&v](int64_t i) { return v[static_cast<size_t>(i)]; });
         }
       }
       for (const SubOptimizer& sub : s.optimizers) {

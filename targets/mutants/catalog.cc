@@ -80,7 +80,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the resumed sampler keeps the resume position frozen and re-applies it at every "
        "epoch pass (`DataIteratorState::pass_origin`), so each later epoch replays the tail "
        "of the resume epoch",
-       "P1 P12", B10Parts},
+       "P1 P12", B10Parts, "P1"},
       {"B11", "rng-reseeded-after-load", "ms-swift PR #9935",
        "after L7 restores the RNG, every rank is reseeded as a fresh run", "P1 P2 P12", B11Parts,
        "P1 P2 P12"},
@@ -102,7 +102,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "P1 P2", B15Parts, "P1 P2"},
       {"B16", "skip-batches-epoch-reset", "accelerate PR #4071",
        "the resumed iterator keeps its position within the epoch but resets the epoch to 0",
-       "P1 P12", B16Parts},
+       "P1 P12", B16Parts, "P7 P19"},
       {"B17", "rng-state-all", "transformers PR #23045",
        "only the first rank of a module gets its CUDA RNG (the `cuda` stream and the "
        "trackers) restored",
