@@ -59,11 +59,26 @@ TEST_F(ExpectationsFileTest, ABaseThatIsMissingNotRegularOrExtendingIsNamed) {
       ReadExpectationsFile(fifo, &x).message(),
       fifo + ": extends: --expectations '" + dir_ + "/fifo.json': a FIFO, not a regular file");
   alarm(0);
-  Write("base.json", R"("P7": {"expect": "fail", "reason": "r"})", "other.json");
+  // A chain: its bases' expectations in, the nearer file winning; a cycle and a chain of more
+  // than kMaxExpectationsChain files are named.
+  Write("root.json",
+        R"("P7": {"expect": "fail", "reason": "r"}, "P8": {"expect": "n/a", "reason": "r"})");
+  Write("base.json", R"("P8": {"expect": "fail", "reason": "r"})", "root.json");
   const std::string chained = Write("chained.json", "", "base.json");
-  EXPECT_EQ(
-      ReadExpectationsFile(chained, &x).message(),
-      chained + ": extends: " + dir_ + "/base.json extends another file; a base may not extend");
+  ASSERT_TRUE(ReadExpectationsFile(chained, &x).ok());
+  EXPECT_EQ(x.properties.at("P7").expected, Expected::kFail);
+  EXPECT_EQ(x.properties.at("P8").expected, Expected::kFail);
+  Write("loop-a.json", "", "loop-b.json");
+  const std::string loop = Write("loop-b.json", "", "loop-a.json");
+  EXPECT_EQ(ReadExpectationsFile(loop, &x).message(),
+            loop + ": extends: " + dir_ + "/loop-a.json: extends: loop-b.json, which the chain " +
+                "of bases has read already");
+  Write("c1.json", "", "chained.json");
+  const std::string deep = Write("c2.json", "", "c1.json");
+  EXPECT_EQ(ReadExpectationsFile(deep, &x).message(),
+            deep + ": extends: " + dir_ + "/c1.json: extends: " + dir_ +
+                "/chained.json: extends: " + dir_ + "/base.json: extends: root.json: a chain of " +
+                "more than 4 files");
   const std::string broken = Write("broken.json", R"("P99": {"expect": "pass"})");
   const std::string on_broken = Write("on-broken.json", "", "broken.json");
   EXPECT_EQ(ReadExpectationsFile(on_broken, &x).message(),

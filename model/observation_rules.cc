@@ -240,6 +240,25 @@ void DeclaredBounds(const FrameworkJob& job, const std::string& param, bool deco
   }
 }
 
+// Where loaded LR bounds that are not the expected ones come from: "; the saved bounds of its own
+// group", "; the saved bounds of another group (of <param>)", or "".
+template <typename Groups>
+std::string BoundsOrigin(const ParamGroupIdentity& have, const std::string& param,
+                         const Groups& saved, const SchedulerConfig& c) {
+  auto same = [&have, &c](const ParamGroupIdentity& id) {
+    return id.Has(IdentityField::kMaxLr) && id.Has(IdentityField::kMinLr) &&
+           Near(Effective(id.max_lr, c.max_lr), *have.max_lr) &&
+           Near(Effective(id.min_lr, c.min_lr), *have.min_lr);
+  };
+  const auto own = saved.find(param);
+  if (own != saved.end() && same(own->second.identity))
+    return "; the saved bounds of its own group";
+  for (const auto& [q, g] : saved) {
+    if (q != param && same(g.identity)) return "; the saved bounds of another group (of " + q + ")";
+  }
+  return "";
+}
+
 std::string CheckGroups(const LoadCase& l, const Observation& loaded) {
   std::string conflict;
   const auto got = GroupsByParam(loaded, &conflict);
@@ -291,6 +310,16 @@ std::string CheckGroups(const LoadCase& l, const Observation& loaded) {
         l.flags.override_scheduler
             ? " (override_scheduler: bounds from the job, lr from its scheduler)"
             : " (the saved group, lr from the scheduler at the loaded num_steps)";
+    // Wrong LR bounds first: they are the cause of a wrong lr, and where they came from names
+    // the defect (another saved group's: groups merged on load; this group's saved ones under
+    // override_scheduler: the override not applied).
+    if (have.identity.Has(IdentityField::kMaxLr) && have.identity.Has(IdentityField::kMinLr) &&
+        (!Near(*have.identity.max_lr, *want.identity.max_lr) ||
+         !Near(*have.identity.min_lr, *want.identity.min_lr))) {
+      return p + ": LR bounds " + Num(*have.identity.max_lr) + "/" + Num(*have.identity.min_lr) +
+             ", expected " + Num(*want.identity.max_lr) + "/" + Num(*want.identity.min_lr) + why +
+             BoundsOrigin(have.identity, p, saved, c);
+    }
     if (!Near(have.lr, want.lr)) {
       return p + ": lr " + Num(have.lr) + ", expected " + Num(want.lr) + why;
     }

@@ -122,14 +122,35 @@ TEST(ObservationRules, UnderOverrideTheGroupsTakeTheNewSchedule) {
   loaded[0].scheduler->config = s.job.scheduler;
   // The stale bounds of the saved group, lr recomputed with them (B05).
   loaded[0].groups[0].lr = SchedulerLr(s.job.scheduler, n, 1e-3, 1e-5);
-  const std::string d = CheckLoadedClass(s.Case(flags), loaded, StateClass::kGroups);
-  EXPECT_NE(d.find("override_scheduler"), std::string::npos) << d;
+  EXPECT_EQ(CheckLoadedClass(s.Case(flags), loaded, StateClass::kGroups),
+            "groups: w: LR bounds 0.001/1.0000000000000001e-05, expected "
+            "0.00029999999999999997/1.0000000000000001e-05 (override_scheduler: bounds from the "
+            "job, lr from its scheduler); the saved bounds of its own group");
   // The new bounds and the lr they give: as the rules say.
   loaded[0].groups[0].identity.max_lr = 3e-4;
   loaded[0].groups[0].lr = SchedulerLr(s.job.scheduler, n, 3e-4, 1e-5);
   EXPECT_EQ(CheckLoadedClass(s.Case(flags), loaded, StateClass::kGroups), "");
   EXPECT_EQ(CheckLoadedClass(s.Case(flags), loaded, StateClass::kScheduler), "");
   EXPECT_EQ(CheckGroupsFollowScheduler(s.job, loaded), "");
+}
+
+TEST(ObservationRules, BoundsOfAnotherSavedGroupAreNamed) {
+  // Two groups that differ only in their LR bounds, merged on load (B21): w gets v's bounds.
+  Scenario s;
+  for (Observation* o : {&s.saved, &s.fresh}) {
+    GroupObservation v = (*o)[0].groups[0];
+    v.params = {"v"};
+    v.identity.max_lr = 2e-3;
+    v.lr = SchedulerLr(s.job.scheduler, (*o)[0].scheduler->num_steps, 2e-3, 1e-5);
+    (*o)[0].groups.push_back(v);
+  }
+  Observation loaded = s.saved;
+  loaded[0].groups[0].identity.max_lr = 2e-3;
+  loaded[0].groups[0].lr = loaded[0].groups[1].lr;
+  EXPECT_EQ(CheckLoadedClass(s.Case(LoadFlags()), loaded, StateClass::kGroups),
+            "groups: w: LR bounds 0.002/1.0000000000000001e-05, expected "
+            "0.001/1.0000000000000001e-05 (the saved group, lr from the scheduler at the loaded "
+            "num_steps); the saved bounds of another group (of v)");
 }
 
 TEST(ObservationRules, AMissingIdentityFieldIsNamed) {

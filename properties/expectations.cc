@@ -139,10 +139,6 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
 }
 
 Status ApplyBase(const Expectations& base, Expectations* own) {
-  if (!base.extends.empty()) {
-    return Status::InvalidArgument(own->source + ": extends: " + base.source +
-                                   " extends another file; a base may not extend");
-  }
   for (const auto& [property, expectation] : base.properties) {
     own->properties.emplace(property, expectation);  // the file's own entry wins
   }

@@ -18,7 +18,7 @@
 // "extends": "base.json" (a file name in the same directory, no path) takes every expectation of
 // that file first and lets this one add or replace properties, so that a row of a version matrix
 // (megatron_core-0.19.2-torch-2.15.0.json) states only how it differs from its version's file. A
-// base may not extend another.
+// base may extend another in turn (up to kMaxExpectationsChain files; no file twice).
 #pragma once
 
 #include <map>
@@ -53,9 +53,9 @@ struct Expectations {
 // members and expectations other than "pass", "fail", "n/a" are errors. `extends` is recorded,
 // not followed.
 Status ParseExpectations(const std::string& text, const std::string& source, Expectations* out);
-// Completes a file that extends `base` (the file its `extends` names, parsed): *own keeps its
-// properties and takes the base's others. InvalidArgument when the base extends a file itself.
-// (Reading the base is the caller's: cli/expectations_file.h.)
+// Completes a file that extends `base` (the file its `extends` names, read and completed with its
+// own bases): *own keeps its properties and takes the base's others, and the base's known
+// findings come first. (Reading the base is the caller's: cli/expectations_file.h.)
 Status ApplyBase(const Expectations& base, Expectations* own);
 
 // How an outcome compares with its expectation. A failure, an error and a run that gave up all

@@ -6,10 +6,13 @@ name a file of the tree, either from the repository root or from the citing file
 docs/ may cite its siblings by their bare names, and code must give the path from the root). A citation followed by a
 section, `docs/DESIGN.md §4.3` or `docs/PROTOCOL.md, "Revisions"`, must also name a heading of
 that document: one whose number is that section, or whose title contains the quoted words.
+An expectations file's known findings (adapters/expectations/*.json, `"known": [{"finding": "F9",
+...}]`) cite docs/FINDINGS.md the same way: each id must be the number of one of its headings.
 
   check_doc_citations.py REPO_ROOT    exit 0: every citation resolves; 1: each one that does not,
                                       as FILE:LINE: what is wrong; 2: usage
 """
+import json
 import os
 import re
 import subprocess
@@ -75,7 +78,33 @@ def check(root):
                     problems.append(f"{where}: cites {doc} §{section}, which has no such section")
                 elif title and target.endswith(".md") and not has_titled(headings(target), title):
                     problems.append(f"{where}: cites {doc}, \"{title}\", which has no such heading")
+    for rel in sorted(tracked_files(root)):
+        if rel.startswith("adapters/expectations/") and rel.endswith(".json"):
+            cited += check_known_findings(root, rel, problems)
     return problems, cited
+
+
+FINDINGS = "docs/FINDINGS.md"
+
+
+def check_known_findings(root, rel, problems):
+    """Appends to `problems` each known finding of the expectations file `rel` that docs/FINDINGS.md
+    has no heading for; returns how many it cites."""
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            known = json.load(f).get("known", [])
+    except (OSError, ValueError, AttributeError):
+        return 0  # an expectations file that does not read is ckptspec's error to report
+    findings = os.path.join(root, FINDINGS)
+    heads = headings(findings) if os.path.isfile(findings) else []
+    for entry in known:
+        finding = entry.get("finding", "") if isinstance(entry, dict) else ""
+        if not os.path.isfile(findings):
+            problems.append(f"{rel}: known finding {finding} cites {FINDINGS}, which the "
+                            f"repository lacks")
+        elif not has_section(heads, finding):
+            problems.append(f"{rel}: known finding {finding} has no heading in {FINDINGS}")
+    return len(known)
 
 
 def main(argv):

@@ -58,5 +58,19 @@ class CheckDocCitationsTest(unittest.TestCase):
         self.assertIn("4 unresolved", out)
 
 
+    def test_known_findings_of_expectations_files_need_a_heading(self):
+        root = tree(dict(DOCS, **{
+            "docs/FINDINGS@": "# Findings\n\n## F1. One\n\n## F12. Twelve\n",
+            "adapters/expectations/a.json":
+                '{"known": [{"finding": "F1", "match": "x", "reason": "y"},'
+                ' {"finding": "F12", "match": "x", "reason": "y"}]}',
+            "adapters/expectations/b.json":
+                '{"known": [{"finding": "F2", "match": "x", "reason": "y"}]}'}))
+        code, out = run(root)
+        self.assertEqual(code, 1, out)
+        self.assertIn(md("adapters/expectations/b.json: known finding F2 has no heading in "
+                         "docs/FINDINGS@"), out)
+        self.assertIn("1 unresolved", out)
+
 if __name__ == "__main__":
     unittest.main()
