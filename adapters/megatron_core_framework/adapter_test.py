@@ -202,7 +202,10 @@ class FrameworkAdapterTest(unittest.TestCase):
                           "plan_cache": True, "strict_modes": True})
         d = self.declared
         self.assertTrue(d["library"].startswith("megatron-core "))
-        self.assertEqual(d["max_modules"], 1)
+        # 2 where megatron-core has the MIMO optimizer (0.17+; mimo_adapter_test.py), else 1
+        self.assertIn(d["max_modules"], (1, 2))
+        self.assertEqual(d["max_modules"] == 2,
+                         any(line.startswith("MIMO jobs") for line in d["fidelity"]))
         self.assertTrue(d["signatures"])
         for member, names in FIXED_NAMES.items():
             self.assertLessEqual(set(d[member]), names, member)
@@ -418,6 +421,29 @@ class FrameworkAdapterTest(unittest.TestCase):
         self.assertEqual(bounds["decoder.layers.1.mlp.linear_fc2.weight"], (5e-4, 1e-5))
         self.assertEqual(bounds["output_layer.weight"], (2e-3, 1e-5))
         self.assertEqual(bounds["decoder.final_layernorm.weight"], (1e-3, 1e-5))
+
+    def test_harness_jobs_build_and_resets_release_process_groups(self):
+        # The harness sends expert TP = TP (Megatron's default) with every TP > 1 job; and a
+        # process serving many jobs through reset must not keep each job's process groups (a
+        # gloo group keeps its threads: thousands after a few hundred builds).
+        j = job(tp=2)
+        j["modules"][0]["etp"] = 2
+        self.ranks.ok("build", job=j)
+        self.ranks.ok("reset")
+
+        def threads():
+            return [len(os.listdir(f"/proc/{p.pid}/task")) for p in self.ranks.group.procs]
+
+        self.ranks.ok("build", job=job())
+        self.ranks.ok("reset")
+        before = threads()
+        for _ in range(5):
+            self.ranks.ok("build", job=job(pp=2))
+            self.ranks.ok("train", steps=1, fault=False)
+            self.ranks.ok("reset")
+        after = threads()
+        for b, a in zip(before, after):
+            self.assertLessEqual(a, b + 2, (before, after))
 
     # --- signatures ---
 

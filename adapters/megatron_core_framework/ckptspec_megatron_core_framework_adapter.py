@@ -7,8 +7,9 @@ reset), CPU tensors. The megatron-core version is whichever `megatron` the inter
 importable too. The adapter owns the whole training job and drives megatron-core's own objects in
 Megatron-LM's order (gpt.py: the model, optimizer, scheduler and rerun state machine; loop.py:
 the training loop; checkpointing.py: save and load as megatron/training/checkpointing.py does them
-for torch_dist; observe.py: the observation). Its CPU shims are all in cpu_shims.py and reported in
-hello's framework.fidelity.
+for torch_dist; observe.py: the observation). A job of two modules is megatron-core's MIMO model
+(mimo.py, mimo_checkpointing.py, mimo_observe.py), where megatron-core has it. Its CPU shims are
+all in cpu_shims.py and reported in hello's framework.fidelity.
 
 Requests: hello (with the "framework" member, features.py), build, train, save, finalize, load,
 observe, reset, shutdown. Capabilities: framework, reset, resharding, plan_cache, strict_modes.
@@ -50,6 +51,7 @@ class Session:
         self.framework = None
         self.declared = None
         self.run = None
+        self.active = None  # the framework of the job being built or built (a MIMO job's own)
 
     # --- hello ---
 
@@ -90,7 +92,8 @@ class Session:
         self.group.ensure()
         job, error = attempt(lambda: parse_job(req.get("job"), self.declared, self.world))
         self.group.agree(error)
-        fw = self.framework
+        fw = self.framework_for(job)
+        self.active = fw
         try:
             _, error = attempt(lambda: fw.initialize(job))
             self.group.agree(error)
@@ -105,14 +108,25 @@ class Session:
             built, error = attempt(optimizer_and_scheduler)
             self.group.agree(error)
             optimizer, scheduler = built
+            if hasattr(fw, "param_table"):  # a MIMO job (mimo.py)
+                table, args = fw.param_table(job, model), fw.run_args(job)
+            else:
+                table, args = ParamTable(job, model[0]), run_args(job)
             self.run = Run(job=job, framework=fw, model=model, optimizer=optimizer,
-                           scheduler=scheduler, table=ParamTable(job, model[0]),
-                           args=run_args(job))
+                           scheduler=scheduler, table=table, args=args)
             enter_loop(self.run)
         except Exception:
             self.forget()
             raise
         return {}
+
+    def framework_for(self, job):
+        """The framework of `job`: megatron-core's MIMO model for a job of several modules (a
+        fresh mimo.MimoFramework per build), else the GPT framework."""
+        if len(job.modules) > 1:
+            from mimo import MimoFramework
+            return MimoFramework(self.bridge, raw_torch_adam=self.args.raw_torch_adam)
+        return self.framework
 
     def built(self, op):
         if self.run is None:
@@ -134,6 +148,8 @@ class Session:
     def save(self, req):
         from checkpointing import save_checkpoint
         run = self.built("save")
+        if hasattr(run.framework, "param_table"):  # a MIMO run
+            from mimo_checkpointing import save_checkpoint
         if req.get("async"):
             raise AdapterError("NotSupported", "save: async saves are not declared")
         return save_checkpoint(run, req["directory"], self.group)
@@ -142,6 +158,8 @@ class Session:
         from checkpointing import load_checkpoint
         from job import parse_flags
         run = self.built("load")
+        if hasattr(run.framework, "param_table"):  # a MIMO run
+            from mimo_checkpointing import load_checkpoint
         strict = req.get("strict", "assume_ok_unexpected")
         if strict not in STRICT_MODES:
             raise AdapterError("InvalidArgument", f"load: unknown strict mode '{strict}'")
@@ -161,6 +179,8 @@ class Session:
     def observe(self, req):
         from observe import observe
         run = self.built("observe")
+        if hasattr(run.framework, "param_table"):  # a MIMO run
+            from mimo_observe import observe
         obs, error = attempt(lambda: observe(run))
         self.group.agree(error)
         return {"observation": obs}
@@ -174,8 +194,11 @@ class Session:
         """Drops the run and megatron's process-wide state (model-parallel groups, the rerun
         state machine, the RNG tracker); the default process group stays."""
         self.run = None
-        if self.framework is not None:
-            self.framework.destroy()
+        framework, self.active = self.active or self.framework, None
+        if framework is not None:
+            framework.destroy()
+        if self.group is not None:
+            destroy_process_groups(keep=[self.group.async_pg])
         gc.collect()
 
     def reset(self, req):
@@ -185,10 +208,29 @@ class Session:
         return {}
 
 
-def serve(args):
+def destroy_process_groups(keep=()):
+    """Destroys every process group but the default one and `keep`: megatron's
+    destroy_model_parallel forgets its groups (initialize_model_parallel's, and the gloo ones it
+    asks for) without destroying most of them, and each gloo group keeps its threads (two or more)
+    for the life of the process; a process that serves many jobs through reset would pile them up
+    (thousands of threads after a few hundred builds), where a training process builds its groups
+    once. Local to this rank (no collective)."""
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+    if not dist.is_initialized():
+        return
+    kept = {id(dist.group.WORLD)} | {id(g) for g in keep if g is not None}
+    for pg in list(c10d._world.pg_map):
+        if id(pg) not in kept:
+            dist.destroy_process_group(pg)
+
+
+def serve(args, session_class=None, adapter=ADAPTER, capabilities=CAPABILITIES):
+    """Serves requests with a Session (or `session_class`, a subclass: another framework adapter
+    built on this one, adapters/ms_swift_framework/) under `adapter`'s name and capabilities."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
-    session = Session(args, rank, world)
+    session = (session_class or Session)(args, rank, world)
     from errors import from_exception as to_error
     ops = {"build": session.build, "train": session.train, "save": session.save,
            "finalize": session.finalize, "load": session.load, "observe": session.observe,
@@ -198,7 +240,7 @@ def serve(args):
         if session.group is not None:
             session.group.check(e)
 
-    if serve_requests(rank, ADAPTER, CAPABILITIES, ops, to_error, unexpected,
+    if serve_requests(rank, adapter, capabilities, ops, to_error, unexpected,
                       hello=session.hello) == "shutdown":
         os._exit(0)  # no teardown of the gloo group: a peer may already be gone
     if session.group is not None:
@@ -221,6 +263,10 @@ def main():
     p.add_argument("--raw-torch-adam", action="store_true",
                    help="leave out the shims that stand in for FusedAdam's step handling (the "
                         "torch AdamW fallback's KeyError 'step' and shared step after a load)")
+    p.add_argument("--undeclare", action="append", metavar="FEATURE",
+                   help="leave a declared feature out of hello's framework member (repeatable), "
+                        "so that no job asks for it: to look for one defect where another, "
+                        "already found, would answer first (e.g. lr_bounds)")
     p.add_argument("--pg-timeout", type=float,
                    default=float(os.environ.get("CKPTSPEC_MCORE_PG_TIMEOUT", 45)),
                    help="gloo collective timeout in seconds (default 45: below the harness's 60)")

@@ -374,12 +374,18 @@ def prime_torch_adam_state(optimizer):
     len(steps) == 1`), which an unstepped optimizer lacks (FusedAdam keeps the step in its groups
     and needs none). Uses the optimizer's own init_state_fn (moments of zeros) plus step 0; for a
     HybridDeviceOptimizer, each sub-optimizer's torch AdamW state, then its own sync to the
-    HybridDeviceOptimizer's state. A no-op for an optimizer that has state."""
+    HybridDeviceOptimizer's state. A no-op for an optimizer that has state, and for a leaf that is
+    not a DistributedOptimizer: the non-distributed optimizers (Float16OptimizerWithFloat16Params,
+    FP32Optimizer) build their state dicts from an unstepped optimizer as they are, as they do
+    over FusedAdam (whose state is created at its first step too); priming them would save
+    moments and a step 0 that megatron's `if step:` then drops (KeyError 'step' in torch's
+    Adam.__setstate__ at the load)."""
+    from megatron.core.optimizer import DistributedOptimizer
     from megatron.core.optimizer.cpu_offloading import HybridDeviceOptimizer
     leaves = getattr(optimizer, "chained_optimizers", None) or [optimizer]
     for leaf in leaves:
         inner = getattr(leaf, "optimizer", None)
-        if inner is None or len(inner.state) > 0:
+        if inner is None or len(inner.state) > 0 or not isinstance(leaf, DistributedOptimizer):
             continue
         if isinstance(inner, HybridDeviceOptimizer):
             for sub in inner.sub_optimizers:
@@ -402,8 +408,9 @@ def _prime_adam(opt, init_state_fn, config=None):
             state.setdefault("step", torch.tensor(0.0))
 
 
-PRIMING_LINE = ("an unstepped torch AdamW gets the zero state and step 0 of its first step "
-                "before a save or load state dict is built (DistributedOptimizer.state_dict "
+PRIMING_LINE = ("an unstepped torch AdamW under the DistributedOptimizer gets the zero state and "
+                "step 0 of its first step before a save or load state dict is built "
+                "(DistributedOptimizer.state_dict "
                 "asserts one step; FusedAdam keeps it in the groups)")
 SUBSTITUTES = ["torch.optim.AdamW (megatron-core's fallback) in place of Transformer Engine's or "
                "Apex's FusedAdam",

@@ -4,6 +4,7 @@ mechanism it needs (branching on features, never on version strings).
 
   parallelism   tp, pp (context parallelism needs Transformer Engine's attention; experts are not
                 built by this adapter)
+  max_modules   2 where megatron-core has the MIMO model and get_mimo_optimizer (mimo.py), else 1
   dtypes        fp32, bf16, fp16
   model         gated_linear_unit, add_bias, untied_embeddings, query_groups; pipeline_split where
                 TransformerConfig has num_layers_in_first/last_pipeline_stage
@@ -100,6 +101,13 @@ def rerun_modes():
     return [m for m in RERUN_MODES if m in values]
 
 
+def max_modules(bridge):
+    """2 where this megatron-core has the MIMO model and get_mimo_optimizer (mimo.py; 0.17.0+)
+    and no Megatron-Bridge release is set up, else 1."""
+    import mimo
+    return 2 if bridge is None and mimo.supported() else 1
+
+
 def framework_member(args, bridge, fidelity):
     """hello's "framework" member for this process (args: the adapter's command line)."""
     import megatron.core
@@ -109,13 +117,35 @@ def framework_member(args, bridge, fidelity):
     lines = list(fidelity)
     if bridge is not None:
         lines.append(bridge.fidelity())
+    if max_modules(bridge) > 1:
+        import mimo
+        lines.extend(mimo.FIDELITY)
+        if not args.raw_torch_adam:
+            lines.append(mimo.STEP_LINE)
     if args.lr_mult_identity_only and not scheduler_applies_lr_mult():
         lines.append("lr_mult: megatron-core's scheduler does not scale a group's lr by its "
                      "lr_mult; the job's lr_mult is a param-group identity field only")
-    return {"library": library, "max_world_size": args.max_world_size,
-            "parallelism": ["tp", "pp"], "max_modules": 1,
-            "dtypes": ["bf16", "fp16", "fp32"], "model": model_features(),
-            "optimizer": optimizer_features(args.lr_mult_identity_only, bridge),
-            "optimizer_formats": optimizer_formats(), "load_flags": list(LOAD_FLAGS),
-            "rerun_modes": rerun_modes(), "signatures": True, "options": {},
-            "fidelity": lines}
+    return undeclare({"library": library, "max_world_size": args.max_world_size,
+                      "parallelism": ["tp", "pp"], "max_modules": max_modules(bridge),
+                      "dtypes": ["bf16", "fp16", "fp32"], "model": model_features(),
+                      "optimizer": optimizer_features(args.lr_mult_identity_only, bridge),
+                      "optimizer_formats": optimizer_formats(), "load_flags": list(LOAD_FLAGS),
+                      "rerun_modes": rerun_modes(), "signatures": True, "options": {},
+                      "fidelity": lines}, getattr(args, "undeclare", None) or [])
+
+
+def undeclare(member, names):
+    """`member` without `names` in any of its lists of features (the adapter's --undeclare): a job
+    then never asks for them. A name that none of the lists has is an error, so a typo cannot
+    leave a run wider than meant."""
+    lists = [k for k, v in member.items() if isinstance(v, list) and k != "fidelity"]
+    for name in names:
+        holders = [k for k in lists if name in member[k]]
+        if not holders:
+            raise SystemExit(f"--undeclare {name}: no declared feature has that name")
+        for k in holders:
+            member[k] = [x for x in member[k] if x != name]
+    if names:
+        member["fidelity"] = member["fidelity"] + [
+            "undeclared on the command line (--undeclare): " + ", ".join(names)]
+    return member

@@ -109,6 +109,9 @@ class Job:
     rerun_mode: str
     assume_constant_structure: bool
     options: dict = field(default_factory=dict)
+    # Every module, in rank order (a multi-module job: non-colocated modules on consecutive
+    # rank ranges, mimo.py); `module` is the first.
+    modules: List[ModuleSpec] = field(default_factory=list)
 
     def param_name(self, megatron_name):
         """A parameter's full name: the module's name, then megatron's (global layer index)."""
@@ -232,12 +235,16 @@ def _module(r, declared, world):
     order = r.str("order", optional=True, default="tp-cp-ep-dp-pp")
     for size, name in ((tp, "tp"), (pp, "pp"), (cp, "cp"), (ep, "ep"), (etp, "etp")):
         parallel = "ep" if name == "etp" else name
+        # Expert TP equal to TP is Megatron's default (expert_tensor_parallel_size unset), which
+        # the harness sends with every TP > 1 job: it needs no expert parallelism of its own.
+        if name == "etp" and size == tp:
+            continue
         if size > 1 and parallel not in declared["parallelism"]:
             _refuse(r.where(name), f"= {size}: this adapter declares parallelism "
                                    f"{declared['parallelism']}")
     if set(order.split("-")) != ORDER_TOKENS or len(order.split("-")) != 5:
         _invalid(r.where("order"), f"= '{order}' is not an order of tp, cp, ep, dp, pp")
-    if ws != world:
+    if world is not None and ws != world:  # None: one of several modules (_check_modules)
         _invalid(r.where("world_size"), f"= {ws}, but this group has {world} ranks")
     if ws > declared["max_world_size"]:
         _refuse(r.where("world_size"), f"= {ws} exceeds max_world_size "
@@ -360,6 +367,22 @@ def _scheduler(r):
     return s
 
 
+def _check_modules(specs, world):
+    """Several non-colocated modules: each named (its name prefixes its parameters' names), names
+    distinct, their ranks together the group's."""
+    names = [m.name for m in specs]
+    for i, name in enumerate(names):
+        if not name:
+            _invalid(f"modules[{i}].name", "must be set in a job of several modules")
+        if any(c in name for c in "./ "):
+            _invalid(f"modules[{i}].name", f"= '{name}' must not contain '.', '/' or spaces")
+        if name in names[:i]:
+            _invalid(f"modules[{i}].name", f"= '{name}' names an earlier module too")
+    total = sum(m.world_size for m in specs)
+    if total != world:
+        _invalid("modules", f"have {total} ranks together, but this group has {world} ranks")
+
+
 def parse_job(job, declared, world):
     """The build request's job as a Job (see the module docstring)."""
     r = _Reader(job, "")
@@ -369,7 +392,11 @@ def parse_job(job, declared, world):
     if len(modules) > declared["max_modules"]:
         _refuse("modules", f"has {len(modules)} modules; this adapter declares max_modules "
                            f"{declared['max_modules']}")
-    module = _module(_Reader(modules[0], "modules[0]"), declared, world)
+    specs = [_module(_Reader(m, f"modules[{i}]"), declared, None if len(modules) > 1 else world)
+             for i, m in enumerate(modules)]
+    if len(specs) > 1:
+        _check_modules(specs, world)
+    module = specs[0]
     frozen = r.list("frozen", optional=True, default=[])
     if not all(isinstance(f, str) for f in frozen):
         _invalid("frozen", "must be an array of strings")
@@ -391,7 +418,8 @@ def parse_job(job, declared, world):
             _invalid(f"options.{key}", "must be true or false")
     return Job(seed=r.int("seed"), module=module, frozen=list(frozen), optimizer=optimizer,
                scheduler=scheduler, global_batch_size=r.int("global_batch_size", 1),
-               rerun_mode=rerun_mode, assume_constant_structure=constant, options=dict(options))
+               rerun_mode=rerun_mode, assume_constant_structure=constant, options=dict(options),
+               modules=specs)
 
 
 def parse_flags(flags, declared):

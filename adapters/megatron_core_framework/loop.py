@@ -128,7 +128,9 @@ def forward_backward(run, iteration, fault):
                         message="found Inf in local forward loss calculation", tolerance=0.0,
                         fatal=True)
     set_synthetic_gradients(run, iteration)
-    finalize_model_grads(run.model)
+    # Megatron-LM's config.finalize_model_grads_func: a framework may finalize its own way
+    # (a MIMO run: each module over its own process groups, mimo.py).
+    getattr(run.framework, "finalize_model_grads", finalize_model_grads)(run.model)
 
 
 def forward_backward_passes(run, fault):
