@@ -7,6 +7,16 @@ the data-parallel group, no fully-parallel load, no async save, data_parallel_ra
 save_checkpoint(run, directory, group) -> {"iteration", "signature"}
 load_checkpoint(run, directory, iteration, flags, strict, group) -> the loop's iteration
 
+The same functions serve a GPT run (gpt.GptFramework) and a MIMO run (mimo.MimoFramework): where
+Megatron-LM reads the run's layout, they ask the run's framework (gpt.py's contract), which for a
+MIMO run answers with the rank's own module, as Megatron-LM's heterogeneous MIMO training passes
+the module's groups: the content metadata's dp_cp_group and the fully-parallel save's group
+(data_parallel_group), the RNG object's key, shape, offset and replica id (rng_sharding), the
+model's sharded state dict and what it loads into (sharded_model_state_dict, model_to_load: a
+MimoModel's), the optimizers primed before a state dict is built (module_optimizers), the layout
+the load's decisions compare (parallel_layout) and the check of the checkpoint's args
+(check_checkpoint_args).
+
 Every rank fails together (docs/PROTOCOL.md): the preparation of a save or load ends in an
 agreement (group.agree), and the dist_checkpointing strategies are gated (the megatron_core storage
 adapter's Gate: a rank that failed before the strategy's collectives meets the others at the gate).
@@ -29,7 +39,6 @@ from ckptspec_adapter_kit import (AdapterError, iter_dir, iteration_to_load,  # 
                                   refuse_overwrite, write_tracker)
 from errors import attempt, failure, from_exception  # noqa: E402  (puts megatron_core/ on the path)
 from ckptspec_megatron_core_adapter import Gate, gated  # noqa: E402
-from gpt import gpt_model  # noqa: E402
 from loop import enter_loop  # noqa: E402
 
 CHECKPOINT_VERSION = 3.0
@@ -42,11 +51,17 @@ DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16",
 # State dict pieces
 
 
+def prime_optimizers(run):
+    """cpu_shims.prime_torch_adam_state for every optimizer of the rank's modules (a MIMO run's
+    MimoOptimizer keeps one per module)."""
+    for _, optimizer in run.framework.module_optimizers(run.optimizer):
+        cpu_shims.prime_torch_adam_state(optimizer)
+
+
 def sharded_sd_metadata(run):
     """Megatron-LM's _build_sharded_state_dict_metadata: the distributed optimizer's sharding type
     (the job's format), singleton_local_shards False, chained_optim_avoid_prefix True, and the
     data-parallel (with context-parallel) group."""
-    from megatron.core import parallel_state as ps
     metadata = {}
     if run.job.optimizer.distributed:
         metadata["distrib_optim_sharding_type"] = run.job.optimizer.format
@@ -54,15 +69,15 @@ def sharded_sd_metadata(run):
             metadata["distrib_optim_fully_reshardable_mem_efficient"] = False
     metadata["singleton_local_shards"] = False
     metadata["chained_optim_avoid_prefix"] = True
-    metadata["dp_cp_group"] = ps.get_data_parallel_group(with_context_parallel=True)
+    metadata["dp_cp_group"] = run.framework.data_parallel_group()
     return metadata
 
 
-def rng_state_object():
+def rng_state_object(run):
     """Megatron-LM's get_rng_state for torch_dist: this rank's python, numpy, torch, CUDA and
-    CUDA-tracker RNG states as a ShardedObject 'rng_state' over (pp, tp), one replica per
-    data-parallel (with context-parallel) rank."""
-    from megatron.core import parallel_state as ps
+    CUDA-tracker RNG states as a ShardedObject (the framework's rng_sharding: 'rng_state' over
+    (pp, tp), one replica per data-parallel with context-parallel rank; a MIMO run's module's
+    grid, its key prefixed per module)."""
     from megatron.core import tensor_parallel
     from megatron.core.dist_checkpointing.mapping import ShardedObject
     rng_state = {"random_rng_state": random.getstate(),
@@ -70,24 +85,20 @@ def rng_state_object():
                  "torch_rng_state": torch.get_rng_state(),
                  "cuda_rng_state": torch.cuda.get_rng_state(),
                  "rng_tracker_states": tensor_parallel.get_cuda_rng_tracker().get_states()}
-    return ShardedObject("rng_state", [rng_state],
-                         (ps.get_pipeline_model_parallel_world_size(),
-                          ps.get_tensor_model_parallel_world_size()),
-                         (ps.get_pipeline_model_parallel_rank(),
-                          ps.get_tensor_model_parallel_rank()),
-                         replica_id=ps.get_data_parallel_rank(with_context_parallel=True))
+    key, shape, offset, replica_id = run.framework.rng_sharding()
+    return ShardedObject(key, [rng_state], shape, offset, replica_id=replica_id)
 
 
 def generate_state_dict(run, optimizer, scheduler, rng_state, iteration=None,
                         optim_sd_kwargs=None, model_sd_kwargs=None, rerun_state=None):
     """Megatron-LM's generate_state_dict for torch_dist: args, checkpoint_version, iteration, the
-    (unwrapped) model's sharded state dict, the optimizer's (given the model's) and the
-    scheduler's state,
-    the rerun state machine's, the RNG object."""
+    model's sharded state dict (the framework's sharded_model_state_dict), the optimizer's (given
+    the model's) and the scheduler's state, the rerun state machine's, the RNG object."""
     state_dict = {"args": run.args, "checkpoint_version": CHECKPOINT_VERSION}
     if iteration is not None:
         state_dict["iteration"] = iteration
-    state_dict["model"] = gpt_model(run.model[0]).sharded_state_dict(**(model_sd_kwargs or {}))
+    state_dict["model"] = run.framework.sharded_model_state_dict(run.model,
+                                                                 **(model_sd_kwargs or {}))
     if optimizer is not None and not getattr(optimizer, "is_stub_optimizer", False):
         state_dict["optimizer"] = optimizer.sharded_state_dict(state_dict,
                                                                **(optim_sd_kwargs or {}))
@@ -126,6 +137,31 @@ def rank_signature(state_dict, content_metadata, rank):
 
 
 # ---------------------------------------------------------------------------------------------
+# The dist_checkpointing call of a save or load
+
+
+def through_gate(group, strategy, call):
+    """call() -- dist_checkpointing.save or load with `strategy` -- with the strategy gated over
+    `group` (a rank that fails before the strategy's collectives meets the others at the gate,
+    which fails them too), then an agreement: a failure on any rank is raised on every rank.
+    Returns call()'s result."""
+    gate = Gate(group, True)
+    strategy.ckptspec_gate = gate
+    result, error = None, None
+    try:
+        result = call()
+    except BaseException as e:
+        if not failure(e):
+            raise
+        traceback.print_exc(file=sys.stderr)
+        group.check(e)
+        error = from_exception(e)
+        gate.fail(error)
+    group.agree(error)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
 # Save
 
 
@@ -136,7 +172,6 @@ def save_strategy(run):
     plugged in, wrapped in FullyParallelSaveStrategyWrapper over the data-parallel group: the
     default --ckpt-fully-parallel-save) and reused by every later save of the process. Returns
     (strategy, validate_access_integrity)."""
-    from megatron.core import parallel_state as ps
     from megatron.core.dist_checkpointing.strategies.fully_parallel import \
         FullyParallelSaveStrategyWrapper
     from megatron.core.dist_checkpointing.strategies.torch import TorchDistSaveShardedStrategy
@@ -152,7 +187,7 @@ def save_strategy(run):
         if cached is not None:
             strategy.cached_global_metadata = cached
     wrapper = gated(FullyParallelSaveStrategyWrapper, "save")
-    strategy = wrapper(strategy, ps.get_data_parallel_group(with_context_parallel=True), constant)
+    strategy = wrapper(strategy, run.framework.data_parallel_group(), constant)
     run.context["save_strategy"] = strategy
     return strategy, True
 
@@ -168,8 +203,8 @@ def save_checkpoint(run, directory, group):
 
     def prepare():
         refuse_overwrite(directory, iteration)
-        cpu_shims.prime_torch_adam_state(run.optimizer)  # an unstepped optimizer (iteration 0)
-        rng_state = rng_state_object()
+        prime_optimizers(run)  # an unstepped optimizer (iteration 0)
+        rng_state = rng_state_object(run)
         rerun_state = get_rerun_state_machine().state_dict(data_iterator=run.data_iterator,
                                                            ckpt_format="torch_dist")
         metadata = sharded_sd_metadata(run)
@@ -189,20 +224,10 @@ def save_checkpoint(run, directory, group):
     group.agree(error)  # also: rank 0 made the directory before anyone saves into it
     state_dict, content, signature = prepared
     strategy, validate = save_strategy(run)
-    gate = Gate(group, True)
-    strategy.ckptspec_gate = gate
-    error = None
-    try:
-        dist_checkpointing.save(state_dict, str(ckpt), strategy,
-                                validate_access_integrity=validate, content_metadata=content)
-    except BaseException as e:
-        if not failure(e):
-            raise
-        traceback.print_exc(file=sys.stderr)
-        group.check(e)
-        error = from_exception(e)
-        gate.fail(error)
-    group.agree(error)
+    through_gate(group, strategy,
+                 lambda: dist_checkpointing.save(state_dict, str(ckpt), strategy,
+                                                 validate_access_integrity=validate,
+                                                 content_metadata=content))
 
     def commit():
         if dist.get_rank() == 0:
@@ -217,19 +242,6 @@ def save_checkpoint(run, directory, group):
 # Load
 
 
-def check_checkpoint_args(ckpt_args, args):
-    """Megatron-LM's check_checkpoint_args for a torch_dist checkpoint (no vocab file): the
-    model's fixed sizes must match."""
-    for name in ("num_layers", "hidden_size", "num_attention_heads"):
-        ckpt, now = getattr(ckpt_args, name), getattr(args, name)
-        assert ckpt == now, (f"{name} value from checkpoint ({ckpt}) is not equal to the input "
-                             f"argument value ({now}).")
-    ckpt = getattr(ckpt_args, "add_position_embedding", True)
-    assert ckpt == args.add_position_embedding, (
-        f"add_position_embedding value from checkpoint ({ckpt}) is not equal to the input "
-        f"argument value ({args.add_position_embedding}).")
-
-
 def read_common(directory, iteration):
     """Megatron-LM's _load_base_checkpoint(rank0=True): the tracker's (or the requested)
     iteration and the checkpoint's common state (dist_checkpointing.load_common_state_dict)."""
@@ -242,7 +254,9 @@ def read_common(directory, iteration):
 
 class LoadPlan:
     """What Megatron-LM's load_checkpoint decides from the common state and the flags before it
-    builds the template (which parts load, the content metadata)."""
+    builds the template (which parts load, the content metadata). The layout it compares is the
+    rank's own model's (the framework's parallel_layout; a MIMO run's module's, with the world
+    size)."""
 
     def __init__(self, run, common, flags):
         from megatron.core import dist_checkpointing
@@ -251,10 +265,11 @@ class LoadPlan:
         args, finetune = run.args, flags["finetune"]
         ckpt_args = common.get("args")
         get = (lambda name, default: getattr(ckpt_args, name, default))
-        ckpt_tp_pp = (get("tensor_model_parallel_size", 1), get("pipeline_model_parallel_size", 1))
-        run_tp_pp = (args.tensor_model_parallel_size, args.pipeline_model_parallel_size)
+        ckpt_tp, ckpt_pp, ckpt_dp = run.framework.parallel_layout(ckpt_args)
+        run_tp, run_pp, run_dp = run.framework.parallel_layout(args)
+        ckpt_tp_pp, run_tp_pp = (ckpt_tp, ckpt_pp), (run_tp, run_pp)
         same_layout = (ckpt_tp_pp == run_tp_pp and get("world_size", 0) == args.world_size
-                       and get("data_parallel_size", 0) == args.data_parallel_size)
+                       and ckpt_dp == run_dp)
         mismatch = f"(TP, PP) mismatch after resume ({run_tp_pp} vs {ckpt_tp_pp} from checkpoint)"
         self.load_rng = (ckpt_tp_pp == run_tp_pp and not finetune and not flags["no_load_rng"]
                          and not get("no_save_rng", False))
@@ -271,9 +286,8 @@ class LoadPlan:
                                    f"{mismatch}: not supported for DistributedOptimizer with "
                                    f"sharding type {kind}. Please use `--ckpt-fully-parallel-save`"
                                    " flag during checkpoint saving.")
-        from megatron.core import parallel_state as ps
         self.metadata = dict(metadata or {})
-        self.metadata["dp_cp_group"] = ps.get_data_parallel_group(with_context_parallel=True)
+        self.metadata["dp_cp_group"] = run.framework.data_parallel_group()
         self.load_rerun = False
         rsm = get_rerun_state_machine()
         if same_layout and not finetune and "rerun_state_machine" in common:
@@ -296,14 +310,14 @@ def load_checkpoint(run, directory, iteration, flags, strict, group):
         found = read_common(directory, iteration)
         plan = LoadPlan(run, found[2], flags)
         if plan.load_optim:
-            cpu_shims.prime_torch_adam_state(run.optimizer)
+            prime_optimizers(run)
         rsm = get_rerun_state_machine()
         rerun = (rsm.state_dict(data_iterator=None, ckpt_format="torch_dist", force=True)
                  if plan.load_rerun else None)
         template = generate_state_dict(
             run, run.optimizer if plan.load_optim else None,
             run.scheduler if plan.load_optim else None,
-            rng_state_object() if plan.load_rng else None,
+            rng_state_object(run) if plan.load_rng else None,
             optim_sd_kwargs=dict(metadata=plan.metadata, is_loading=True),
             model_sd_kwargs=dict(metadata=plan.metadata), rerun_state=rerun)
         return found, plan, template
@@ -312,22 +326,15 @@ def load_checkpoint(run, directory, iteration, flags, strict, group):
     group.agree(error)
     (iteration, ckpt, common), plan, template = prepared
     strategy = load_strategy(run)
-    gate = Gate(group, True)
-    strategy.ckptspec_gate = gate
-    loaded, error = None, None
-    try:
+
+    def load():
         loaded = dist_checkpointing.load(template, str(ckpt), strategy,
                                          strict=StrictHandling(strict))
         if isinstance(loaded, tuple):  # the return_* modes: (state dict, missing, unexpected)
             loaded = loaded[0]
-    except BaseException as e:
-        if not failure(e):
-            raise
-        traceback.print_exc(file=sys.stderr)
-        group.check(e)
-        error = from_exception(e)
-        gate.fail(error)
-    group.agree(error)
+        return loaded
+
+    loaded = through_gate(group, strategy, load)
     _, error = attempt(lambda: restore(run, loaded, plan, flags))
     group.agree(error)
     return run.iteration
@@ -359,11 +366,11 @@ def restore(run, state_dict, plan, flags):
     iteration = 0 if finetune else state_dict["iteration"]
     if "args" in state_dict and not finetune:
         ckpt_args = state_dict["args"]
-        check_checkpoint_args(ckpt_args, run.args)
+        run.framework.check_checkpoint_args(ckpt_args, run.args)
         run.args.consumed_train_samples = getattr(ckpt_args, "consumed_train_samples", 0)
         run.args.skipped_train_samples = getattr(ckpt_args, "skipped_train_samples", 0)
         run.args.consumed_valid_samples = getattr(ckpt_args, "consumed_valid_samples", 0)
-    load_model_state_dict(run.model[0], state_dict["model"])
+    load_model_state_dict(run.framework.model_to_load(run.model), state_dict["model"])
     if plan.load_optim:
         run.optimizer.load_state_dict(state_dict["optimizer"])
         if run.scheduler is not None:

@@ -8,7 +8,8 @@ importable too. The adapter owns the whole training job and drives megatron-core
 Megatron-LM's order (gpt.py: the model, optimizer, scheduler and rerun state machine; loop.py:
 the training loop; checkpointing.py: save and load as megatron/training/checkpointing.py does them
 for torch_dist; observe.py: the observation). A job of two modules is megatron-core's MIMO model
-(mimo.py, mimo_checkpointing.py, mimo_observe.py), where megatron-core has it. Its CPU shims are
+(mimo.py, whose framework answers checkpointing.py's questions; mimo_observe.py), where
+megatron-core has it. Its CPU shims are
 all in cpu_shims.py and reported in hello's framework.fidelity.
 
 Requests: hello (with the "framework" member, features.py), build, train, save, finalize, load,
@@ -148,8 +149,6 @@ class Session:
     def save(self, req):
         from checkpointing import save_checkpoint
         run = self.built("save")
-        if hasattr(run.framework, "param_table"):  # a MIMO run
-            from mimo_checkpointing import save_checkpoint
         if req.get("async"):
             raise AdapterError("NotSupported", "save: async saves are not declared")
         return save_checkpoint(run, req["directory"], self.group)
@@ -158,8 +157,6 @@ class Session:
         from checkpointing import load_checkpoint
         from job import parse_flags
         run = self.built("load")
-        if hasattr(run.framework, "param_table"):  # a MIMO run
-            from mimo_checkpointing import load_checkpoint
         strict = req.get("strict", "assume_ok_unexpected")
         if strict not in STRICT_MODES:
             raise AdapterError("InvalidArgument", f"load: unknown strict mode '{strict}'")

@@ -14,6 +14,18 @@ model, ms-swift's optimizer setup) is another class with the same methods. Its c
   build_rerun_state_machine(job)  megatron's global RerunStateMachine in the job's mode
   post_load(optimizer)            what the framework runs after a checkpoint load (Bridge's sync)
   destroy()                       forgets everything initialize() and the builders set up
+
+and where a run's layout matters to checkpointing.py and observe.py (the rank's own model: a MIMO
+run's module):
+  module_optimizers(optimizer)    [(module name or None, its megatron optimizer)] of this rank
+  data_parallel_group()           the data-parallel (with context-parallel) group
+  tensor_parallel_rank()          this rank's tensor-parallel rank
+  rng_sharding()                  the RNG ShardedObject's key, shape, offset and replica id
+  sharded_model_state_dict(model, **kwargs), model_to_load(model)
+                                  the checkpoint's 'model' entry, and what it loads into
+  parallel_layout(args)           (TP, PP, DP) as a checkpoint's (or the run's) args record them
+  check_checkpoint_args(ckpt_args, args)
+                                  Megatron-LM's check of the checkpoint's model sizes
 """
 import random
 
@@ -250,6 +262,66 @@ class GptFramework:
         release's post-load step (setup.py after checkpoint_manager.load)."""
         if self.bridge is not None:
             self.bridge.post_load(optimizer)
+
+    # --- the run's layout, as checkpointing.py and observe.py read it ---
+
+    def module_optimizers(self, optimizer):
+        """[(module name, its megatron optimizer)] of the modules this rank is in: the one
+        optimizer of the run's one module, which has no name of its own (None)."""
+        return [(None, optimizer)]
+
+    def data_parallel_group(self):
+        """The data-parallel (with context-parallel) group of this rank's model: the one a
+        checkpoint's content metadata names (dp_cp_group) and a fully-parallel save spreads its
+        writes over. megatron's global group."""
+        from megatron.core import parallel_state as ps
+        return ps.get_data_parallel_group(with_context_parallel=True)
+
+    def tensor_parallel_rank(self):
+        """This rank's tensor-parallel rank: megatron's global one."""
+        from megatron.core import parallel_state as ps
+        return ps.get_tensor_model_parallel_rank()
+
+    def rng_sharding(self):
+        """Where Megatron-LM's get_rng_state (torch_dist) places this rank's RNG ShardedObject:
+        (key, global shape, global offset, replica id) = ('rng_state', (PP, TP) sizes, (PP, TP)
+        ranks, the data-parallel with context-parallel rank)."""
+        from megatron.core import parallel_state as ps
+        return ("rng_state",
+                (ps.get_pipeline_model_parallel_world_size(),
+                 ps.get_tensor_model_parallel_world_size()),
+                (ps.get_pipeline_model_parallel_rank(), ps.get_tensor_model_parallel_rank()),
+                ps.get_data_parallel_rank(with_context_parallel=True))
+
+    def sharded_model_state_dict(self, model, **kwargs):
+        """The checkpoint's 'model' entry (Megatron-LM's generate_state_dict): the unwrapped
+        GPTModel's sharded_state_dict(**kwargs)."""
+        return gpt_model(model[0]).sharded_state_dict(**kwargs)
+
+    def model_to_load(self, model):
+        """What Megatron-LM's load_model_state_dict loads the checkpoint's 'model' into: the DDP
+        model chunk."""
+        return model[0]
+
+    def parallel_layout(self, args):
+        """(TP, PP, DP) of this rank's model as `args` (a checkpoint's, possibly None, or the
+        run's) record them; (1, 1, 0) for what they lack, as Megatron-LM's load_checkpoint reads
+        a checkpoint's args."""
+        return (getattr(args, "tensor_model_parallel_size", 1),
+                getattr(args, "pipeline_model_parallel_size", 1),
+                getattr(args, "data_parallel_size", 0))
+
+    def check_checkpoint_args(self, ckpt_args, args):
+        """Megatron-LM's check_checkpoint_args for a torch_dist checkpoint (no vocab file): the
+        model's fixed sizes must match (AssertionError naming the first that does not)."""
+        for name in ("num_layers", "hidden_size", "num_attention_heads"):
+            ckpt, now = getattr(ckpt_args, name), getattr(args, name)
+            assert ckpt == now, (f"{name} value from checkpoint ({ckpt}) is not equal to the "
+                                 f"input argument value ({now}).")
+        ckpt = getattr(ckpt_args, "add_position_embedding", True)
+        assert ckpt == args.add_position_embedding, (
+            f"add_position_embedding value from checkpoint ({ckpt}) is not equal to the input "
+            f"argument value ({args.add_position_embedding}).")
 
 
 def gpt_model(chunk):

@@ -18,7 +18,25 @@ Megatron-LM's setup_model_and_optimizer makes it (get_optimizer_param_scheduler(
 
 Seeds: Megatron-LM's heterogeneous MIMO builder seeds each module's ranks with seed + 10000
 (encoder) or + 20000 (language), plus 100 x the module's pipeline rank, the CUDA RNG tracker with
-the module's TP rank. Checkpoints: mimo_checkpointing.py; the observation: mimo_observe.py.
+the module's TP rank.
+
+Checkpoints (checkpointing.py) are a GPT run's, with the rank's own module where they read the
+run's layout (gpt.py's contract, MimoFramework's answers), as
+Megatron-LM's heterogeneous MIMO training passes the module's groups to save_checkpoint and
+load_checkpoint:
+  - the content metadata's dp_cp_group, the fully-parallel save's group and the RNG object's
+    replica id: the module's data-parallel (with context-parallel) group; the RNG object's shape
+    and offset: the module's (PP, TP) sizes and ranks; its key: "encoder.rng_state" or
+    "language.rng_state" (the MIMO builder's rng_state_key_prefix);
+  - the state dict's model: MimoModel.sharded_state_dict; on load MimoModel.load_state_dict; the
+    optimizer: the MimoOptimizer's (its own extraction and restoration of param groups, grad
+    scaler and sharding type run unchanged), its module optimizers primed before a state dict is
+    built;
+  - the load's decisions (RNG, optimizer format, rerun machine) compare the rank's own module's
+    layout (args.mimo_modules) where Megatron-LM compares the job's one layout; the rerun machine
+    loads where the world and the module's TP, PP and DP are unchanged; check_checkpoint_args
+    checks the module's sizes first.
+The observation: mimo_observe.py.
 
 Two departures, each a hello fidelity line (FIDELITY below):
   - get_mimo_optimizer passes one OptimizerConfig and no config_overrides to each module's
@@ -113,9 +131,10 @@ def _pg_size(group):
 
 
 class MimoFramework(GptFramework):
-    """megatron-core's MIMO training job (see the module docstring); GptFramework's contract, plus
-    finalize_model_grads(chunks), param_table(job, model), run_args(job) and the checkpointing and
-    observation functions of a MIMO run. One instance per build."""
+    """megatron-core's MIMO training job (see the module docstring); GptFramework's contract
+    (the layout checkpointing and observation read: the rank's own module's), plus
+    finalize_model_grads(chunks), param_table(job, model) and run_args(job). One instance per
+    build."""
 
     def __init__(self, bridge=None, raw_torch_adam=False):
         super().__init__(bridge)
@@ -419,14 +438,64 @@ class MimoFramework(GptFramework):
         from megatron.core.distributed import finalize_model_grads
         finalize_model_grads(chunks, pg_collection=self.own.pg)
 
+    # --- the run's layout, as checkpointing.py and observe.py read it: the rank's module's ---
+
     def module_optimizers(self, optimizer):
-        """[(module name, its megatron optimizer)] of the modules this rank is in."""
+        """[(module name, its megatron optimizer)] of the modules this rank is in (the
+        MimoOptimizer keeps them in module_infos)."""
         out = []
         for m in self.modules:
             info = optimizer.module_infos.get(m.key)
             if info is not None and info.is_active and info.optimizer is not None:
                 out.append((m.name, info.optimizer))
         return out
+
+    def data_parallel_group(self):
+        """The module's data-parallel (with context-parallel) group."""
+        return self.own.pg.dp_cp
+
+    def tensor_parallel_rank(self):
+        """This rank's TP rank in its module."""
+        return self.own.pg.tp.rank()
+
+    def rng_sharding(self):
+        """Megatron-LM's get_rng_state(torch_dist, tp_group, pp_group, dp_cp_group, key_prefix)
+        with the module's groups: its (PP, TP) sizes and ranks, its data-parallel (with
+        context-parallel) rank, the key prefixed with its MIMO builder's rng_state_key_prefix."""
+        pg = self.own.pg
+        prefix = "language." if self.own.is_language else "encoder."
+        return (f"{prefix}rng_state", (pg.pp.size(), pg.tp.size()), (pg.pp.rank(), pg.tp.rank()),
+                pg.dp_cp.rank())
+
+    def sharded_model_state_dict(self, model, **kwargs):
+        """MimoModel.sharded_state_dict(**kwargs) (both modules' keys; this rank's module's
+        tensors)."""
+        return self.mimo.sharded_state_dict(**kwargs)
+
+    def model_to_load(self, model):
+        """The MimoModel."""
+        return self.mimo
+
+    def parallel_layout(self, args):
+        """(TP, PP, DP) of this rank's module in `args` (its entry of mimo_modules); (1, 1, 0)
+        where args have no entry of it or the entry lacks one."""
+        entry = self.own_module_args(args) or {}
+        return (entry.get("tensor_model_parallel_size", 1),
+                entry.get("pipeline_model_parallel_size", 1), entry.get("data_parallel_size", 0))
+
+    def check_checkpoint_args(self, ckpt_args, args):
+        """Megatron-LM's check_checkpoint_args, for the rank's module first: the checkpoint's
+        entry of the module must have its num_layers, hidden_size and num_attention_heads; then
+        GptFramework's check of the language model's."""
+        saved, now = self.own_module_args(ckpt_args), self.own_module_args(args)
+        assert saved is not None, (
+            f"module '{now['name']}' is not in the checkpoint's args "
+            f"({[e.get('name') for e in getattr(ckpt_args, 'mimo_modules', [])]})")
+        for name in ("num_layers", "hidden_size", "num_attention_heads"):
+            assert saved[name] == now[name], (
+                f"{name} value from checkpoint ({saved[name]}) is not equal to the input argument "
+                f"value ({now[name]}) (module '{now['name']}').")
+        super().check_checkpoint_args(ckpt_args, args)
 
     # --- the run ---
 
