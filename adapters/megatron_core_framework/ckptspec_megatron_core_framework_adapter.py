@@ -8,9 +8,9 @@ importable too. The adapter owns the whole training job and drives megatron-core
 Megatron-LM's order (gpt.py: the model, optimizer, scheduler and rerun state machine; loop.py:
 the training loop; checkpointing.py: save and load as megatron/training/checkpointing.py does them
 for torch_dist; observe.py: the observation). A job of two modules is megatron-core's MIMO model
-(mimo.py, whose framework answers checkpointing.py's questions; mimo_observe.py), where
-megatron-core has it. Its CPU shims are
-all in cpu_shims.py and reported in hello's framework.fidelity.
+(mimo.py: its framework gives checkpointing.py and observe.py the rank's module's layout), where
+megatron-core has it. Its CPU shims are all in cpu_shims.py and reported in hello's
+framework.fidelity.
 
 Requests: hello (with the "framework" member, features.py), build, train, save, finalize, load,
 observe, reset, shutdown. Capabilities: framework, reset, resharding, plan_cache, strict_modes.
@@ -176,8 +176,6 @@ class Session:
     def observe(self, req):
         from observe import observe
         run = self.built("observe")
-        if hasattr(run.framework, "param_table"):  # a MIMO run
-            from mimo_observe import observe
         obs, error = attempt(lambda: observe(run))
         self.group.agree(error)
         return {"observation": obs}

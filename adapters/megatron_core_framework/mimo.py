@@ -20,8 +20,8 @@ Seeds: Megatron-LM's heterogeneous MIMO builder seeds each module's ranks with s
 (encoder) or + 20000 (language), plus 100 x the module's pipeline rank, the CUDA RNG tracker with
 the module's TP rank.
 
-Checkpoints (checkpointing.py) are a GPT run's, with the rank's own module where they read the
-run's layout (gpt.py's contract, MimoFramework's answers), as
+Checkpoints (checkpointing.py) and the observation (observe.py) are a GPT run's, with the rank's
+own module where they read the run's layout (gpt.py's contract, MimoFramework's answers), as
 Megatron-LM's heterogeneous MIMO training passes the module's groups to save_checkpoint and
 load_checkpoint:
   - the content metadata's dp_cp_group, the fully-parallel save's group and the RNG object's
@@ -35,8 +35,8 @@ load_checkpoint:
   - the load's decisions (RNG, optimizer format, rerun machine) compare the rank's own module's
     layout (args.mimo_modules) where Megatron-LM compares the job's one layout; the rerun machine
     loads where the world and the module's TP, PP and DP are unchanged; check_checkpoint_args
-    checks the module's sizes first.
-The observation: mimo_observe.py.
+    checks the module's sizes first;
+  - the observation's optimizer groups are named per module and leaf ("vision.0", "language.0").
 
 Two departures, each a hello fidelity line (FIDELITY below):
   - get_mimo_optimizer passes one OptimizerConfig and no config_overrides to each module's

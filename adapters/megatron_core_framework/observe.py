@@ -1,6 +1,10 @@
 """The observation of a run (docs/PROTOCOL.md, "Framework adapters", observe): what the rank holds
 now, changing nothing (no RNG draw, no optimizer or scheduler call that changes state).
 
+The optimizer is seen through the run's framework (gpt.py's contract): module_optimizers (the
+run's one optimizer; in a MIMO run, mimo.py, the optimizer of the rank's module inside the
+MimoOptimizer) and tensor_parallel_rank.
+
 Copies per parameter (full names, params.ParamTable), each the digest
 (ckptspec_framework_kit.digest) of the elements this rank counts:
   model       the model weights (params.ParamTable.counted)
@@ -14,8 +18,9 @@ Copies per parameter (full names, params.ParamTable), each the digest
               Adam's moments (the inner optimizer's state of the parameter's shard or copy)
 param_steps   torch AdamW's per-parameter step, where it keeps one
 groups        every param group of every sub-optimizer (the ChainedOptimizer's leaves, named by
-              their index), the model parameters whose shard or copy the group holds on this rank,
-              its hyper-parameters and identity fields
+              their index; in a MIMO run by the module's name and the index, "vision.0"), the
+              model parameters whose shard or copy the group holds on this rank, its
+              hyper-parameters and identity fields
 scheduler     OptimizerParamScheduler.state_dict()
 rng           a 64-bit digest of python's, numpy's, torch's, the CUDA generator's and the CUDA RNG
               tracker's states
@@ -49,6 +54,16 @@ def add(copies, kind, name, d):
 def leaves(optimizer):
     """The leaf optimizers of a (Chained)MegatronOptimizer, in order."""
     return list(getattr(optimizer, "chained_optimizers", None) or [optimizer])
+
+
+def named_leaves(run):
+    """[(the leaf's name in the observation's groups, leaf optimizer)] of the rank's module
+    optimizers, in order: the leaf's index, after its module's name where the module has one."""
+    out = []
+    for module, optimizer in run.framework.module_optimizers(run.optimizer):
+        for k, leaf in enumerate(leaves(optimizer)):
+            out.append((str(k) if module is None else f"{module}.{k}", leaf))
+    return out
 
 
 def _float(v):
@@ -122,16 +137,15 @@ class LeafView:
         return [entry.name for entry, t, _, _ in self.items if id(t) in held]
 
 
-def counted_here(entry, view):
+def counted_here(run, entry, view):
     """Whether this rank counts the optimizer's copy of this parameter: the distributed
-    optimizer's shards are each counted by the rank that holds them; a whole copy (non-distributed
-    optimizer) as the model copy is."""
+    optimizer's shards are each counted by the rank that holds them (by TP rank 0 for a parameter
+    TP does not split); a whole copy (non-distributed optimizer) as the model copy is."""
     if entry.tied_copy:
         return False
     if hasattr(view.leaf, "model_param_group_index_map"):
-        from megatron.core import parallel_state as ps
         split = bool(getattr(entry.param, "tensor_model_parallel", False))
-        return split or ps.get_tensor_model_parallel_rank() == 0
+        return split or run.framework.tensor_parallel_rank() == 0
     return entry.counted
 
 
@@ -142,13 +156,13 @@ def copies(run):
     for entry in run.table:
         if entry.counted:
             add(out, "model", entry.name, digest_of(entry.index, entry.param))
-    for leaf in leaves(run.optimizer):
+    for _, leaf in named_leaves(run):
         view = LeafView(leaf, run.table)
         for entry, tensor, index, main in view.items:
             state = view.state_of(tensor)
             if "step" in state and not entry.tied_copy:
                 steps[entry.name] = int(_float(state["step"]))
-            if not counted_here(entry, view):
+            if not counted_here(run, entry, view):
                 continue
             if main is not None:
                 add(out, "main", entry.name, digest_of(index, main))
@@ -180,21 +194,21 @@ def group_step(view, group):
 def groups(run):
     """Every param group of every leaf optimizer, in order (see the module docstring)."""
     out = []
-    for k, leaf in enumerate(leaves(run.optimizer)):
+    for name, leaf in named_leaves(run):
         view = LeafView(leaf, run.table)
         if view.inner is None:
             continue
         for gi, group in enumerate(view.inner.param_groups):
             betas = group.get("betas", (None, None))
-            g = {"optimizer": str(k), "params": view.model_params_of_group(gi),
+            g = {"optimizer": name, "params": view.model_params_of_group(gi),
                  "lr": _float(group.get("lr")), "weight_decay": _float(group.get("weight_decay")),
                  "beta1": _float(betas[0]), "beta2": _float(betas[1]),
                  "eps": _float(group.get("eps")),
                  "step": group_step(view, group)}
-            for name in IDENTITY_FIELDS:
-                if name in group:
-                    v = group[name]
-                    g[name] = v if isinstance(v, bool) or v is None else float(v)
+            for field in IDENTITY_FIELDS:
+                if field in group:
+                    v = group[field]
+                    g[field] = v if isinstance(v, bool) or v is None else float(v)
             out.append(g)
     return out
 
