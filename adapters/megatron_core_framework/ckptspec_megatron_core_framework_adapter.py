@@ -85,8 +85,7 @@ class Session:
 
     def build(self, req):
         from job import parse_job
-        from loop import Run, enter_loop, run_args
-        from params import ParamTable
+        from loop import Run, enter_loop
         self.setup()
         if self.run is not None:
             raise AdapterError("FailedPrecondition", "build: a job is already built; reset first")
@@ -109,12 +108,9 @@ class Session:
             built, error = attempt(optimizer_and_scheduler)
             self.group.agree(error)
             optimizer, scheduler = built
-            if hasattr(fw, "param_table"):  # a MIMO job (mimo.py)
-                table, args = fw.param_table(job, model), fw.run_args(job)
-            else:
-                table, args = ParamTable(job, model[0]), run_args(job)
             self.run = Run(job=job, framework=fw, model=model, optimizer=optimizer,
-                           scheduler=scheduler, table=table, args=args)
+                           scheduler=scheduler, table=fw.param_table(job, model),
+                           args=fw.run_args(job))
             enter_loop(self.run)
         except Exception:
             self.forget()

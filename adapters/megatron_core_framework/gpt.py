@@ -13,6 +13,8 @@ model, ms-swift's optimizer setup) is another class with the same methods. Its c
                                   an OptimizerParamScheduler with the load flags as arguments
   build_rerun_state_machine(job)  megatron's global RerunStateMachine in the job's mode
   post_load(optimizer)            what the framework runs after a checkpoint load (Bridge's sync)
+  param_table(job, model)         the run's params.ParamTable (names, indices, who counts what)
+  run_args(job)                   the args a checkpoint stores (loop.run_args)
   destroy()                       forgets everything initialize() and the builders set up
 
 and where a run's layout matters to checkpointing.py and observe.py (the rank's own model: a MIMO
@@ -204,31 +206,13 @@ class GptFramework:
         that no earlier entry of its list matches. Names are matched as the job names parameters
         (full names, global layer numbers)."""
         from megatron.core.optimizer import get_standard_config_overrides
-        from megatron.core.optimizer.optimizer_config import ParamKey, ParamWithNamePredicate
         overrides = get_standard_config_overrides(config=config)
         full = {}
         for chunk in model:
             names = global_param_names(chunk)
             for p in chunk.parameters():
                 full[id(p)] = job.param_name(names[id(p)])
-
-        def first_match(entries, k):
-            def fn(param, name):
-                n = full.get(id(param), name)
-                return (entries[k].name_contains in n
-                        and not any(e.name_contains in n for e in entries[:k]))
-            return fn
-
-        def bounds(e):
-            return {"max_lr": e.max_lr, **({} if e.min_lr is None else {"min_lr": e.min_lr})}
-
-        for what, entries, value in (
-                ("lr_bounds", job.optimizer.lr_bounds, bounds),
-                ("lr_mult", job.optimizer.lr_mult, lambda e: {"lr_mult": e.lr_mult})):
-            for k, entry in enumerate(entries):
-                key = ParamKey(with_name_predicate=ParamWithNamePredicate(
-                    name=f"ckptspec_{what}_{k}", fn=first_match(entries, k)))
-                overrides[key] = value(entry)
+        add_job_overrides(overrides, job, full)
         return overrides
 
     def build_optimizer(self, job, model):
@@ -262,6 +246,18 @@ class GptFramework:
         release's post-load step (setup.py after checkpoint_manager.load)."""
         if self.bridge is not None:
             self.bridge.post_load(optimizer)
+
+    # --- the run ---
+
+    def param_table(self, job, model):
+        """params.ParamTable of the model chunk."""
+        from params import gpt_param_table
+        return gpt_param_table(job, model[0])
+
+    def run_args(self, job):
+        """The args a checkpoint stores (loop.run_args)."""
+        from loop import run_args
+        return run_args(job)
 
     # --- the run's layout, as checkpointing.py and observe.py read it ---
 
@@ -330,22 +326,59 @@ def gpt_model(chunk):
     return unwrap_model(chunk)
 
 
+def add_job_overrides(overrides, job, full_names):
+    """Adds the job's per-parameter overrides to `overrides` (megatron's ParamKey ->
+    ParamGroupOverride entries; see GptFramework.config_overrides): lr_bounds as {'max_lr',
+    'min_lr'} (min_lr left out: the scheduler's), lr_mult as {'lr_mult'}, entry k of a list
+    matching the parameters whose full name (full_names[id(param)], else megatron's name) contains
+    its string and no earlier entry's."""
+    from megatron.core.optimizer.optimizer_config import ParamKey, ParamWithNamePredicate
+
+    def first_match(entries, k):
+        def fn(param, name):
+            n = full_names.get(id(param), name)
+            return (entries[k].name_contains in n
+                    and not any(e.name_contains in n for e in entries[:k]))
+        return fn
+
+    def bounds(e):
+        return {"max_lr": e.max_lr, **({} if e.min_lr is None else {"min_lr": e.min_lr})}
+
+    for what, entries, value in (
+            ("lr_bounds", job.optimizer.lr_bounds, bounds),
+            ("lr_mult", job.optimizer.lr_mult, lambda e: {"lr_mult": e.lr_mult})):
+        for k, entry in enumerate(entries):
+            key = ParamKey(with_name_predicate=ParamWithNamePredicate(
+                name=f"ckptspec_{what}_{k}", fn=first_match(entries, k)))
+            overrides[key] = value(entry)
+
+
 def global_param_names(chunk):
     """{id(param): the parameter's name as megatron's checkpoint names it, with its layer numbered
-    globally}: megatron's name in the GPTModel, "decoder.layers.{layer_number - 1}." in place of the
-    stage-local index, and the layer's sharded_state_dict_keys_map applied (the local spec's
-    "input_layernorm." is "self_attention.linear_qkv.layer_norm_", as Transformer Engine's fused
-    layer names it and model/model_config.h does)."""
+    globally}: megatron's name in the GPTModel, with the decoder's layers renamed
+    (names_with_global_layers)."""
     model = gpt_model(chunk)
-    layers = {}
     decoder = getattr(model, "decoder", None)
-    for i, layer in enumerate(getattr(decoder, "layers", [])):
+    return names_with_global_layers(
+        model, [("decoder.layers.", i, layer)
+                for i, layer in enumerate(getattr(decoder, "layers", []))])
+
+
+def names_with_global_layers(model, layers):
+    """{id(param): its name in `model`}, the parameters of every layer in `layers` (a list of
+    (the layer list's prefix, e.g. "decoder.layers.", the layer's stage-local index, the layer))
+    named as megatron's checkpoint names them: "<prefix><layer_number - 1>." in place of
+    "<prefix><index>.", and the layer's sharded_state_dict_keys_map applied to the rest (the local
+    spec's "input_layernorm." is "self_attention.linear_qkv.layer_norm_", as Transformer Engine's
+    fused layer names it and model/model_config.h does)."""
+    renames = {}
+    for prefix, i, layer in layers:
         submodules = getattr(layer, "submodules_config", None)
         keys_map = dict(getattr(submodules, "sharded_state_dict_keys_map", None) or {})
-        layers[f"decoder.layers.{i}."] = (f"decoder.layers.{layer.layer_number - 1}.", keys_map)
+        renames[f"{prefix}{i}."] = (f"{prefix}{layer.layer_number - 1}.", keys_map)
     names = {}
     for name, param in model.named_parameters():
-        for local, (glob, keys_map) in layers.items():
+        for local, (glob, keys_map) in renames.items():
             if name.startswith(local):
                 rest = name[len(local):]
                 for old, new in keys_map.items():

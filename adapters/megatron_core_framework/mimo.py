@@ -57,7 +57,8 @@ import numpy as np
 import torch
 
 from ckptspec_adapter_kit import AdapterError
-from gpt import DTYPES, GptFramework, transformer_config
+from gpt import (DTYPES, GptFramework, add_job_overrides, names_with_global_layers,
+                 transformer_config)
 
 ENCODER_KEY_IN_SUBMODULE = "clip_encoder"
 ENCODER_SEED_OFFSET, LANGUAGE_SEED_OFFSET = 10_000, 20_000
@@ -132,9 +133,8 @@ def _pg_size(group):
 
 class MimoFramework(GptFramework):
     """megatron-core's MIMO training job (see the module docstring); GptFramework's contract
-    (the layout checkpointing and observation read: the rank's own module's), plus
-    finalize_model_grads(chunks), param_table(job, model) and run_args(job). One instance per
-    build."""
+    (the parameter table and the layout checkpointing and observation read: the rank's own
+    module's), plus finalize_model_grads(chunks). One instance per build."""
 
     def __init__(self, bridge=None, raw_torch_adam=False):
         super().__init__(bridge)
@@ -409,28 +409,10 @@ class MimoFramework(GptFramework):
         """gpt.py's config_overrides for one module's chunk: megatron's standard overrides plus
         the job's lr_bounds/lr_mult entries, names matched as the job names the parameters."""
         from megatron.core.optimizer import get_standard_config_overrides
-        from megatron.core.optimizer.optimizer_config import ParamKey, ParamWithNamePredicate
         overrides = get_standard_config_overrides(config=config)
         names = module_param_names(chunk)
         full = {k: full_name(self.own.name, v) for k, v in names.items()}
-
-        def first_match(entries, k):
-            def fn(param, name):
-                n = full.get(id(param), name)
-                return (entries[k].name_contains in n
-                        and not any(e.name_contains in n for e in entries[:k]))
-            return fn
-
-        def bounds(e):
-            return {"max_lr": e.max_lr, **({} if e.min_lr is None else {"min_lr": e.min_lr})}
-
-        for what, entries, value in (
-                ("lr_bounds", job.optimizer.lr_bounds, bounds),
-                ("lr_mult", job.optimizer.lr_mult, lambda e: {"lr_mult": e.lr_mult})):
-            for k, entry in enumerate(entries):
-                key = ParamKey(with_name_predicate=ParamWithNamePredicate(
-                    name=f"ckptspec_{what}_{k}", fn=first_match(entries, k)))
-                overrides[key] = value(entry)
+        add_job_overrides(overrides, job, full)
         return overrides
 
     def finalize_model_grads(self, chunks):
@@ -500,7 +482,8 @@ class MimoFramework(GptFramework):
     # --- the run ---
 
     def param_table(self, job, model):
-        return MimoParamTable(job, self.own, model[0])
+        """params.ParamTable of the module this rank is in (mimo_param_table)."""
+        return mimo_param_table(job, self.own, model[0])
 
     def run_args(self, job):
         """The args a checkpoint stores (the same on every rank): the language model's sizes and
@@ -605,69 +588,35 @@ def step_in_param_groups(leaf):
 def module_param_names(chunk):
     """{id(param): its name in the module (the GPTModel, or the VisionModalitySubmodules), layers
     numbered globally within the module}: every `layers` list of transformer layers (the language
-    model's decoder, the encoder's TransformerBlock) has "layers.{layer_number - 1}." in place of
-    the stage-local index, with the layer's sharded_state_dict_keys_map applied (gpt.py's
-    global_param_names, for any block)."""
+    model's decoder, the encoder's TransformerBlock) renamed as gpt.py's global_param_names renames
+    the decoder's (gpt.names_with_global_layers)."""
     from megatron.core.utils import unwrap_model
     model = unwrap_model(chunk)
-    blocks = {}
+    layers = []
     for prefix, sub in model.named_modules():
-        layers = getattr(sub, "layers", None)
-        if not isinstance(layers, torch.nn.ModuleList):
+        block = getattr(sub, "layers", None)
+        if not isinstance(block, torch.nn.ModuleList):
             continue
-        for i, layer in enumerate(layers):
-            if not hasattr(layer, "layer_number"):
-                continue
-            submodules = getattr(layer, "submodules_config", None)
-            keys_map = dict(getattr(submodules, "sharded_state_dict_keys_map", None) or {})
-            base = f"{prefix}.layers." if prefix else "layers."
-            blocks[f"{base}{i}."] = (f"{base}{layer.layer_number - 1}.", keys_map)
-    names = {}
-    for name, param in model.named_parameters():
-        for local, (glob, keys_map) in blocks.items():
-            if name.startswith(local):
-                rest = name[len(local):]
-                for old, new in keys_map.items():
-                    if rest.startswith(old):
-                        rest = new + rest[len(old):]
-                        break
-                name = glob + rest
-                break
-        names[id(param)] = name
-    return names
+        base = f"{prefix}.layers." if prefix else "layers."
+        layers += [(base, i, layer) for i, layer in enumerate(block)
+                   if hasattr(layer, "layer_number")]
+    return names_with_global_layers(model, layers)
 
 
-class MimoParamTable:
-    """params.ParamTable for the module this rank is in: its parameters under their full names
-    ("<module>.<name in the module>"), each element's index in the whole parameter, which rank
-    counts it (the module's DP rank 0, and its TP rank 0 for a parameter TP does not split) and
-    the last stage's copy of a tied embedding."""
-
-    def __init__(self, job, own, chunk):
-        from megatron.core.utils import unwrap_model
-        from params import ParamEntry, local_index
-        pg = own.pg
-        tp_rank, tp_size = _pg_rank(pg.tp), _pg_size(pg.tp)
-        dp_rank = _pg_rank(pg.dp_cp)
-        first_stage = _pg_rank(pg.pp) == 0
-        names = module_param_names(chunk)
-        gated = own.spec.model.gated_linear_unit
-        self.entries, self.by_param = [], {}
-        for _, param in unwrap_model(chunk).named_parameters():
-            name = full_name(own.name, names[id(param)])
-            index, whole = local_index(param, name, tp_rank, tp_size, gated)
-            tied_copy = bool(getattr(param, "shared_embedding", False)) and not first_stage
-            split = bool(getattr(param, "tensor_model_parallel", False))
-            counted = dp_rank == 0 and (split or tp_rank == 0) and not tied_copy
-            entry = ParamEntry(name, param, index, whole, counted, tied_copy)
-            self.entries.append(entry)
-            self.by_param[id(param)] = entry
-
-    def __iter__(self):
-        return iter(self.entries)
-
-    def of(self, param):
-        return self.by_param[id(param)]
+def mimo_param_table(job, own, chunk):
+    """params.ParamTable for the module this rank is in (`own`, a Module): its parameters under
+    their full names ("<module>.<name in the module>"), placed and counted by the module's TP, DP
+    (with CP) and pipeline ranks: the module's DP rank 0 counts it (and its TP rank 0 a parameter
+    TP does not split)."""
+    from megatron.core.utils import unwrap_model
+    from params import ParamTable
+    pg = own.pg
+    names = module_param_names(chunk)
+    return ParamTable(unwrap_model(chunk),
+                      {k: full_name(own.name, v) for k, v in names.items()},
+                      gated=own.spec.model.gated_linear_unit,
+                      tp_rank=_pg_rank(pg.tp), tp_size=_pg_size(pg.tp), dp_rank=_pg_rank(pg.dp_cp),
+                      first_stage=_pg_rank(pg.pp) == 0)
 
 
 def is_mimo(run) -> bool:

@@ -2,7 +2,8 @@
 rank counts it (docs/PROTOCOL.md, "Framework adapters", observe: every element of a copy is
 counted by exactly one rank of the world).
 
-ParamTable(job, chunk) lists the model parameters of this rank's model chunk, each with
+ParamTable lists the model parameters of this rank's model chunk (gpt_param_table(job, chunk); a
+MIMO run's module: mimo.mimo_param_table), each with
   name          its full name (the job's module prefix, megatron's name, layers numbered globally)
   param         the megatron parameter
   index         an int64 tensor of the parameter's local shape: each local element's row-major
@@ -62,19 +63,15 @@ def local_index(param, name, tp_rank, tp_size, gated):
 class ParamTable:
     """The model parameters of this rank (see the module docstring), in megatron's order."""
 
-    def __init__(self, job, chunk):
-        from megatron.core import parallel_state as ps
-        tp_rank = ps.get_tensor_model_parallel_rank()
-        tp_size = ps.get_tensor_model_parallel_world_size()
-        dp_rank = ps.get_data_parallel_rank(with_context_parallel=True)
-        first_stage = ps.is_pipeline_first_stage()
-        model = gpt_model(chunk)
-        names = global_param_names(chunk)
-        gated = job.module.model.gated_linear_unit
+    def __init__(self, model, full_names, *, gated, tp_rank, tp_size, dp_rank, first_stage):
+        """`model`'s parameters (the unwrapped model of the rank's chunk), each named
+        full_names[id(param)]; `gated`: the model's gated linear unit; the rank's TP rank and
+        size, data-parallel (with context-parallel) rank and whether it is the first pipeline
+        stage, in the model's own process groups."""
         self.entries = []
         self.by_param = {}
         for _, param in model.named_parameters():
-            name = job.param_name(names[id(param)])
+            name = full_names[id(param)]
             index, whole = local_index(param, name, tp_rank, tp_size, gated)
             tied_copy = bool(getattr(param, "shared_embedding", False)) and not first_stage
             split = bool(getattr(param, "tensor_model_parallel", False))
@@ -88,3 +85,17 @@ class ParamTable:
 
     def of(self, param):
         return self.by_param[id(param)]
+
+
+def gpt_param_table(job, chunk):
+    """The ParamTable of a GPT model chunk: full names as the job names them (job.param_name of
+    global_param_names), placed and counted by megatron's global model-parallel ranks."""
+    from megatron.core import parallel_state as ps
+    tp_rank = ps.get_tensor_model_parallel_rank()
+    tp_size = ps.get_tensor_model_parallel_world_size()
+    dp_rank = ps.get_data_parallel_rank(with_context_parallel=True)
+    first_stage = ps.is_pipeline_first_stage()
+    names = global_param_names(chunk)
+    return ParamTable(gpt_model(chunk), {k: job.param_name(v) for k, v in names.items()},
+                      gated=job.module.model.gated_linear_unit, tp_rank=tp_rank, tp_size=tp_size,
+                      dp_rank=dp_rank, first_stage=first_stage)
