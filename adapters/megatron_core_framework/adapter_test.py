@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Protocol-level tests of the megatron-core framework adapter (docs/PROTOCOL.md, "Framework
-adapters"): a small driver speaks the protocol to two rank processes, as ckptspec's harness does,
-and checks what comes back. Run with the torch environment and one megatron-core version:
+adapters"): a small driver (framework_driver.py) speaks the protocol to two rank processes, as
+ckptspec's harness does, and checks what comes back. Run with the torch environment and one
+megatron-core version:
     adapters/megatron_core/run_with_mcore_env.sh . --mcore 0.19.2 @PYTHON@ \\
         adapters/megatron_core_framework/adapter_test.py
 
@@ -21,35 +22,16 @@ suite's founding bugs live, docs/BUGS.md):
 Each request's seconds are printed at the end (the adapter's speed on two ranks).
 """
 import copy
-import hashlib
-import importlib.util
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "torch_dcp_adapter_test", REPO / "adapters" / "torch_dcp" / "adapter_test.py")
-driver = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(driver)
-driver.ADAPTER = Path(__file__).with_name("ckptspec_megatron_core_framework_adapter.py")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from framework_driver import (FIXED_NAMES, LiveGroupTest, Ranks, env_dir, job,  # noqa: E402
+                              report_timings, summed)
 
-MASK = (1 << 64) - 1
-TIMINGS = {}  # op -> [seconds of each call]
-FIXED_NAMES = {
-    "parallelism": {"tp", "pp", "cp", "ep"}, "dtypes": {"fp32", "bf16", "fp16"},
-    "model": {"gated_linear_unit", "add_bias", "untied_embeddings", "query_groups", "moe",
-              "pipeline_split"},
-    "optimizer": {"distributed", "cpu_offload", "lr_mult", "lr_bounds", "decoupled_lr", "frozen"},
-    "optimizer_formats": {"dp_reshardable", "fully_reshardable"},
-    "load_flags": {"finetune", "no_load_optim", "no_load_rng", "override_scheduler",
-                   "use_checkpoint_scheduler"},
-    "rerun_modes": {"disabled", "validate_results", "report_determinism_stats"}}
 # What each megatron-core version does (docs/BUGS.md): B04 the cached plan drops the rerun object
 # (fixed in 0.18.0); B05 the override with loaded optimizer state: "old_bounds" (ignored) or
 # "keyerror" (the load fails); B21 groups that differ only in LR bounds collapse on load (fixed in
@@ -60,139 +42,17 @@ KNOWN = {"0.16.1": {"B04": True, "B05": "old_bounds", "B21": True, "report_stats
          "0.19.2": {"B04": False, "B05": "keyerror", "B21": False, "report_stats": False}}
 
 
-def env_dir(name):
-    """adapters/requirements/env_dir.sh's directory of the environment NAME, or None."""
-    req = REPO / "adapters" / "requirements" / f"{name}.txt"
-    if not req.is_file():
-        return None
-    digest = hashlib.sha256(req.read_bytes()).hexdigest()[:16]
-    root = Path(os.environ.get("CKPTSPEC_CACHE_DIR", Path.home() / ".cache" / "ckptspec"))
-    d = root / "envs" / f"{name}-{digest}"
-    return d if (d / ".ckptspec-complete").is_file() else None
-
-
-def ckptspec_binary():
-    """The ckptspec CLI: $CKPTSPEC_BINARY (ctest sets it), else build/cli/ckptspec, else None."""
-    candidates = [Path(os.environ["CKPTSPEC_BINARY"])] if os.environ.get("CKPTSPEC_BINARY") else []
-    for p in candidates + [REPO / "build" / "cli" / "ckptspec"]:
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-    return None
-
-
-def job(tp=1, pp=1, dtype="bf16", distributed=True, fmt="dp_reshardable", rerun="disabled",
-        constant=False, offload=0.0, **model):
-    """A small job in the protocol's form (2 ranks, 2 layers, hidden 32, vocab 64)."""
-    split = {"first_stage_layers": model.pop("first_stage_layers", -1),
-             "last_stage_layers": model.pop("last_stage_layers", -1)}
-    m = {"num_layers": 2, "hidden_size": 32, "num_attention_heads": 4, "num_query_groups": 4,
-         "ffn_hidden_size": 64, "vocab_size": 64, "gated_linear_unit": False, "add_bias": False,
-         "tie_embeddings": True, "num_experts": 0, "moe_ffn_hidden_size": 0, "moe_layer_freq": 1,
-         "params_dtype": dtype, "pipeline_split": split}
-    m.update(model)
-    return {"seed": 7,
-            "modules": [{"name": "", "world_size": 2, "tp": tp, "pp": pp, "dp": 2 // (tp * pp),
-                         "cp": 1, "ep": 1, "etp": 1, "order": "tp-cp-ep-dp-pp", "model": m}],
-            "frozen": [],
-            "optimizer": {"distributed": distributed, "weight_decay": 0.01, "beta1": 0.9,
-                          "beta2": 0.999, "eps": 1e-8, "cpu_offload_fraction": offload,
-                          "lr_mult_overrides": [], "lr_bound_overrides": [],
-                          "decoupled_lr": None, "decoupled_min_lr": None, "format": fmt},
-            "scheduler": {"init_lr": 0.0, "max_lr": 0.001, "min_lr": 1e-05,
-                          "lr_warmup_steps": 0, "lr_decay_steps": 1000,
-                          "lr_decay_style": "cosine", "wsd_decay_steps": 0,
-                          "lr_wsd_decay_style": "linear", "start_wd": 0.01, "end_wd": 0.01,
-                          "wd_incr_steps": 1000, "wd_incr_style": "constant"},
-            "global_batch_size": 8, "rerun_mode": rerun, "assume_constant_structure": constant,
-            "options": {}}
-
-
-def summed(observations, kind):
-    """Per parameter, the digests of one copy summed over the ranks (layout-independent)."""
-    out = {}
-    for o in observations:
-        for name, d in o[kind].items():
-            out[name] = (out.get(name, 0) + int(d, 16)) & MASK
-    return out
-
-
-class Ranks:
-    """A group of adapter processes (the torch_dcp driver's Group) with one request per call and
-    the seconds each op took."""
-
-    def __init__(self, world=2, args=()):
-        start = time.monotonic()
-        self.group = driver.Group(world, ("--pg-timeout", "60", *args))
-        TIMINGS.setdefault("start+hello", []).append(time.monotonic() - start)
-        self.world = world
-        replies = self.group.call("hello", [{"protocol": 1, "rank": r, "world_size": world,
-                                             "revision": 5} for r in range(world)])
-        self.framework = replies[0]["framework"]
-        self.version = self.framework["library"].split()[1]
-        self.capabilities = self.group.capabilities
-
-    def call(self, op, **fields):
-        start = time.monotonic()
-        replies = self.group.call(op, [dict(fields) for _ in range(self.world)])
-        TIMINGS.setdefault(op, []).append(time.monotonic() - start)
-        if os.environ.get("CKPTSPEC_TEST_TRACE"):
-            print(f"  {op}: {time.monotonic() - start:.3f} s", file=sys.stderr)
-        return replies
-
-    def ok(self, op, **fields):
-        replies = self.call(op, **fields)
-        for r in replies:
-            assert r["ok"], (op, r)
-        return replies
-
-    def observe(self):
-        return [r["observation"] for r in self.ok("observe")]
-
-    def load(self, directory, flags=None, strict="assume_ok_unexpected", iteration=None):
-        return self.call("load", directory=directory, iteration=iteration, flags=flags or {},
-                         strict=strict)
-
-    def close(self):
-        self.group.close()
-
-
 def tearDownModule():
-    lines = [f"  {op:12s} {len(v):4d} calls  mean {sum(v) / len(v):7.3f} s  max {max(v):7.3f} s"
-             for op, v in sorted(TIMINGS.items())]
-    print("\nseconds per request (2 ranks):\n" + "\n".join(lines), file=sys.stderr)
+    report_timings("seconds per request")
 
 
-class FrameworkAdapterTest(unittest.TestCase):
-    """One live group for every test (reset between tests, as the harness keeps live groups)."""
+class FrameworkAdapterTest(LiveGroupTest):
+    """One live group of two ranks for every test (framework_driver.LiveGroupTest)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.ranks = Ranks(2)
-        cls.declared = cls.ranks.framework
+        super().setUpClass()
         cls.known = KNOWN.get(cls.ranks.version)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.ranks.close()
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.addCleanup(lambda: self.ranks.ok("reset"))
-        self.n = 0
-
-    def directory(self):
-        self.n += 1
-        return str(Path(self.tmp.name) / f"ckpt{self.n}")
-
-    def supported(self, j):
-        """Whether the declaration covers the job's features."""
-        o, m = j["optimizer"], j["modules"][0]["model"]
-        d = self.declared
-        return ((not o["distributed"] or "distributed" in d["optimizer"])
-                and (o["cpu_offload_fraction"] == 0 or "cpu_offload" in d["optimizer"])
-                and m["params_dtype"] in d["dtypes"] and o["format"] in d["optimizer_formats"]
-                and j["rerun_mode"] in d["rerun_modes"])
 
     # --- hello ---
 
@@ -213,30 +73,7 @@ class FrameworkAdapterTest(unittest.TestCase):
         self.assertTrue(all(isinstance(line, str) for line in d["fidelity"]))
         self.assertNotIn("lr_mult", d["optimizer"])  # no megatron-core 0.16-0.19 applies it
 
-    # --- resume equivalence ---
-
-    def resume_equivalent(self, j):
-        """train 3 == train 1, save, reset, build, load, train 2 (every rank's observation)."""
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=3, fault=False)
-        straight = self.ranks.observe()
-        self.ranks.ok("reset")
-        d = self.directory()
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=1, fault=False)
-        self.ranks.ok("save", directory=d, **{"async": False})
-        self.ranks.ok("reset")
-        self.ranks.ok("build", job=j)
-        replies = self.ranks.ok("load", directory=d, iteration=None, flags={},
-                                strict="assume_ok_unexpected")
-        self.assertEqual([r["iteration"] for r in replies], [1, 1])
-        self.ranks.ok("train", steps=2, fault=False)
-        resumed = self.ranks.observe()
-        self.ranks.ok("reset")
-        for rank, (a, b) in enumerate(zip(straight, resumed)):
-            for member in a:
-                self.assertEqual(a[member], b.get(member), f"rank {rank}: {member}")
-        return straight
+    # --- resume equivalence (train 3 == train 1, save, reset, build, load, train 2) ---
 
     def test_resume_is_equivalent_to_training_straight_through(self):
         cases = [dict(), dict(distributed=False), dict(tp=2), dict(tp=2, distributed=False),
@@ -256,7 +93,7 @@ class FrameworkAdapterTest(unittest.TestCase):
             if not self.supported(j):
                 continue
             with self.subTest(**case):
-                obs = self.resume_equivalent(j)
+                obs, _ = self.resume_equivalent(j)
                 self.assertEqual(obs[0]["iteration"], 3)
                 self.assertEqual(obs[0]["consumed_samples"], 24)
                 self.assertEqual(obs[0]["scheduler"]["num_steps"], 24)
@@ -264,10 +101,7 @@ class FrameworkAdapterTest(unittest.TestCase):
     def test_fp32_distributed_optimizer_dp_reshardable_load_fails(self):
         # megatron-core 0.16-0.19 (and main): load_parameter_state_from_dp_reshardable copies into
         # the fp32 main shards, which are views of the model's parameters, outside no_grad.
-        d = self.directory()
-        self.ranks.ok("build", job=job(dtype="fp32"))
-        self.ranks.ok("train", steps=1, fault=False)
-        self.ranks.ok("save", directory=d, **{"async": False})
+        d, _ = self.train_and_save(job(dtype="fp32"))
         self.ranks.ok("reset")
         self.ranks.ok("build", job=job(dtype="fp32"))
         replies = self.ranks.load(d)
@@ -277,12 +111,9 @@ class FrameworkAdapterTest(unittest.TestCase):
     # --- the founding bugs ---
 
     def test_scheduler_override_with_loaded_optimizer_b05(self):
-        d = self.directory()
         old = job()
         old["scheduler"].update(max_lr=3e-4, min_lr=3e-5, lr_decay_steps=800)
-        self.ranks.ok("build", job=old)
-        self.ranks.ok("train", steps=10, fault=False)
-        self.ranks.ok("save", directory=d, **{"async": False})
+        d, _ = self.train_and_save(old, steps=10)
         self.ranks.ok("reset")
         new = copy.deepcopy(old)
         new["scheduler"].update(max_lr=3e-5, min_lr=2e-5)
@@ -448,35 +279,23 @@ class FrameworkAdapterTest(unittest.TestCase):
     # --- signatures ---
 
     def test_signatures_pass_verify_plan(self):
-        binary = ckptspec_binary()
         for case in (dict(), dict(tp=2, gated_linear_unit=True), dict(pp=2),
                      dict(fmt="fully_reshardable"), dict(distributed=False, tp=2)):
             with self.subTest(**case):
-                d = self.directory()
-                self.ranks.ok("build", job=job(**case))
-                self.ranks.ok("train", steps=1, fault=False)
-                replies = self.ranks.ok("save", directory=d, **{"async": False})
+                _, replies = self.train_and_save(job(**case))
                 self.ranks.ok("reset")
                 ranks = [r["signature"] for r in replies]
                 self.assertEqual([s["rank"] for s in ranks], [0, 1])
                 dtypes = {t["dtype"] for s in ranks for t in s["tensors"]}
                 self.assertLessEqual(dtypes, {"fp32", "bf16", "fp16", "int64", "int32"})
-                if binary is None:
-                    continue
-                path = Path(self.tmp.name) / f"signature{self.n}.json"
-                path.write_text(json.dumps({"format": "ckptspec.signature", "version": 1,
-                                            "ranks": ranks}))
-                result = subprocess.run([str(binary), "verify-plan", str(path)],
-                                        capture_output=True, text=True)
-                self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+                checked = self.verify_plan(replies)
+                if checked is not None:
+                    self.assertEqual(checked[0], 0, checked[1])
 
     # --- errors ---
 
     def test_errors_fail_every_rank_alike(self):
-        def same_error(replies, code):
-            self.assertTrue(all(not r["ok"] for r in replies), replies)
-            self.assertEqual({r["error"]["code"] for r in replies}, {code}, replies)
-
+        same_error = self.assert_same_error
         same_error(self.ranks.call("observe"), "FailedPrecondition")
         unsupported = job()
         unsupported["modules"][0]["cp"] = 2

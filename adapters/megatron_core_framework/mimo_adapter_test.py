@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Protocol-level tests of the megatron-core framework adapter's MIMO jobs (two non-colocated
-modules, "vision" then "language": mimo.py), with adapter_test.py's driver. Run with the torch
+modules, "vision" then "language": mimo.py), with the framework adapters' driver
+(framework_driver.py). Run with the torch
 environment and one megatron-core version:
     adapters/megatron_core/run_with_mcore_env.sh . --mcore 0.18.0 @PYTHON@ \\
         adapters/megatron_core_framework/mimo_adapter_test.py
@@ -26,18 +27,13 @@ What it shows, per version:
 Each request's seconds are printed at the end (two-module jobs).
 """
 import copy
-import json
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import adapter_test as at  # noqa: E402
+from framework_driver import LiveGroupTest, job, report_timings, summed  # noqa: E402
 
-TIMINGS = {}  # (world, op) -> [seconds]
 # Per version: B02 (the non-colocated distributed optimizer's fully_reshardable save keeps each
 # module's wrapper and sharding type in a common state per rank, the load fails on rank 1; the
 # param groups' replica id ignores the TP rank), "dp_keys" (the distributed optimizer's
@@ -52,7 +48,7 @@ def mimo_job(vision=None, language=None, distributed=True, fmt="fully_reshardabl
              rerun="disabled", constant=False):
     """A two-module job: `vision` and `language` are dicts of module fields (world_size, tp, pp)
     and model fields (anything else); by default one rank each, a small model each."""
-    j = at.job(distributed=distributed, fmt=fmt, rerun=rerun, constant=constant)
+    j = job(distributed=distributed, fmt=fmt, rerun=rerun, constant=constant)
     base = j["modules"][0]
     modules = []
     for name, fields, model in (
@@ -74,75 +70,34 @@ def mimo_job(vision=None, language=None, distributed=True, fmt="fully_reshardabl
     return j
 
 
-class Timed(at.Ranks):
-    def call(self, op, **fields):
-        start = time.monotonic()
-        replies = super().call(op, **fields)
-        TIMINGS.setdefault((self.world, op), []).append(time.monotonic() - start)
-        return replies
-
-
 def tearDownModule():
-    lines = [f"  {world} ranks {op:10s} {len(v):4d} calls  mean {sum(v) / len(v):7.3f} s  "
-             f"max {max(v):7.3f} s" for (world, op), v in sorted(TIMINGS.items())]
-    if lines:
-        print("\nseconds per request (two-module jobs):\n" + "\n".join(lines), file=sys.stderr)
+    report_timings("seconds per request (two-module jobs)")
 
 
 def common_states(replies):
     return [r["signature"]["common"] for r in replies]
 
 
-class MimoTestBase(unittest.TestCase):
-    WORLD = 2
+class MimoTestBase(LiveGroupTest):
+    """One live group of WORLD ranks for every test (framework_driver.LiveGroupTest); every test
+    skips where megatron-core has no MIMO optimizer."""
 
     @classmethod
     def setUpClass(cls):
-        cls.ranks = Timed(cls.WORLD)
-        cls.declared = cls.ranks.framework
+        super().setUpClass()
         cls.version = cls.ranks.version
         known = KNOWN.get(cls.version, {})
         cls.b02, cls.dp_keys, cls.b21 = known.get("B02"), known.get("dp_keys"), known.get("B21")
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.ranks.close()
-
     def setUp(self):
         if self.declared["max_modules"] < 2:
             self.skipTest(f"megatron-core {self.version} has no MIMO optimizer")
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.addCleanup(lambda: self.ranks.ok("reset"))
-        self.n = 0
-
-    def directory(self):
-        self.n += 1
-        return str(Path(self.tmp.name) / f"ckpt{self.n}")
+        super().setUp()
 
     def resume_equivalent(self, j, k=1, m=2):
-        """train k + m == train k, save, reset, build, load, train m, on every rank."""
-        self.ranks.call("reset")  # after an earlier subtest's failure
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=k + m, fault=False)
-        straight = self.ranks.observe()
-        self.ranks.ok("reset")
-        d = self.directory()
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=k, fault=False)
-        saved = self.ranks.ok("save", directory=d, **{"async": False})
-        self.ranks.ok("reset")
-        self.ranks.ok("build", job=j)
-        replies = self.ranks.ok("load", directory=d, iteration=None, flags={},
-                                strict="assume_ok_unexpected")
-        self.assertEqual([r["iteration"] for r in replies], [k] * self.WORLD)
-        self.ranks.ok("train", steps=m, fault=False)
-        resumed = self.ranks.observe()
-        self.ranks.ok("reset")
-        for rank, (a, b) in enumerate(zip(straight, resumed)):
-            for member in a:
-                self.assertEqual(a[member], b.get(member), f"rank {rank}: {member}")
-        return straight, saved
+        """LiveGroupTest's, after a reset (an earlier subtest's failure may leave a job built)."""
+        self.ranks.call("reset")
+        return super().resume_equivalent(j, k, m)
 
     def skipped(self, j):
         """Whether a resume of `j` is not expected to work here: B02, or the dp_reshardable keys
@@ -157,19 +112,6 @@ class MimoTestBase(unittest.TestCase):
             return True
         return distributed and ((fmt == "fully_reshardable" and self.b02)
                                 or (fmt == "dp_reshardable" and self.dp_keys))
-
-    def verify_plan(self, replies):
-        """`ckptspec verify-plan` of the save's signatures: (returncode, output), or None
-        without the binary."""
-        binary = at.ckptspec_binary()
-        if binary is None:
-            return None
-        path = Path(self.tmp.name) / f"signature{self.n}.json"
-        path.write_text(json.dumps({"format": "ckptspec.signature", "version": 1,
-                                    "ranks": [r["signature"] for r in replies]}))
-        result = subprocess.run([str(binary), "verify-plan", str(path)], capture_output=True,
-                                text=True)
-        return result.returncode, result.stdout + result.stderr
 
 
 class MimoTwoRankTest(MimoTestBase):
@@ -202,10 +144,7 @@ class MimoTwoRankTest(MimoTestBase):
                   f"optimizer per rank {[c['optimizer'] for c in common]}; verify-plan: "
                   f"{checked and checked[1].strip()}", file=sys.stderr)
             return
-        d = self.directory()
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=1, fault=False)
-        saved = self.ranks.ok("save", directory=d, **{"async": False})
+        d, saved = self.train_and_save(j)
         common = common_states(saved)
         self.assertNotEqual(common[0], common[1])
         self.assertEqual(sorted(common[0]["optimizer"]["vision"]),
@@ -236,10 +175,7 @@ class MimoTwoRankTest(MimoTestBase):
         if not self.dp_keys:
             self.resume_equivalent(j)
             return
-        d = self.directory()
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=1, fault=False)
-        replies = self.ranks.call("save", directory=d, **{"async": False})
+        _, replies = self.train_and_save(j, ok=False)
         self.assertTrue(all(not r["ok"] for r in replies), replies)
         self.assertIn("optimizer.distributed.dp_group_idx_0.gbuf_idx_0",
                       replies[0]["error"]["message"])
@@ -251,12 +187,9 @@ class MimoTwoRankTest(MimoTestBase):
         # dict has no 'optimizer' wrapper: the MIMO optimizer does not route its param groups
         # through a ShardedObject, they stay in the common state, which is rank 0's (vision's).
         # The language module's load finds none, in every version.
-        d = self.directory()
         j = mimo_job(vision=dict(params_dtype="fp32"), language=dict(params_dtype="fp32"),
                      distributed=False)
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=1, fault=False)
-        saved = self.ranks.ok("save", directory=d, **{"async": False})
+        d, saved = self.train_and_save(j)
         common = common_states(saved)
         self.assertIn("param_groups", common[0]["optimizer"]["vision"])
         self.assertIn("param_groups", common[1]["optimizer"]["language"])
@@ -370,10 +303,7 @@ class MimoFourRankTest(MimoTestBase):
         if not self.b02:
             self.resume_equivalent(j)
             return
-        d = self.directory()
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=1, fault=False)
-        replies = self.ranks.call("save", directory=d, **{"async": False})
+        _, replies = self.train_and_save(j, ok=False)
         self.assertTrue(all(not r["ok"] for r in replies), replies)
         message = " ".join(r["error"]["message"] for r in replies)
         self.assertIn("Duplicate ShardedObject keys", message)
@@ -386,9 +316,7 @@ class MimoFourRankTest(MimoTestBase):
         # last stage's copy of the word embeddings from parallel_state's data-parallel rank, which
         # a MIMO run (process groups per module) never initializes: every version.
         j = mimo_job(vision=dict(world_size=2), language=dict(world_size=2, pp=2))
-        self.ranks.ok("build", job=j)
-        self.ranks.ok("train", steps=1, fault=False)
-        replies = self.ranks.call("save", directory=self.directory(), **{"async": False})
+        _, replies = self.train_and_save(j, ok=False)
         self.assertTrue(all(not r["ok"] for r in replies), replies)
         self.assertRegex(replies[0]["error"]["message"],
                          "AssertionError: data parallel group with .* is not initialized")
@@ -410,7 +338,7 @@ class MimoFourRankTest(MimoTestBase):
                       strict="assume_ok_unexpected")
         loaded = self.ranks.observe()
         for kind in ("model", "main", "exp_avg", "exp_avg_sq"):
-            self.assertEqual(at.summed(saved, kind), at.summed(loaded, kind), kind)
+            self.assertEqual(summed(saved, kind), summed(loaded, kind), kind)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Protocol-level tests of the ms-swift framework adapter (docs/PROTOCOL.md, "Framework adapters"),
-with the megatron-core framework adapter's test driver (adapters/megatron_core_framework/
-adapter_test.py: two rank processes spoken to as ckptspec's harness does). Run with one ms-swift
+with the framework adapters' test driver (adapters/megatron_core_framework/framework_driver.py:
+two rank processes spoken to as ckptspec's harness does). Run with one ms-swift
 release and one megatron-core version:
     adapters/ms_swift_framework/run_with_swift_env.sh . --swift 4.3.0 --mcore 0.18.0 @PYTHON@ \\
         adapters/ms_swift_framework/adapter_test.py
@@ -22,22 +22,17 @@ expected to do):
     are not whole iterations is NotSupported;
   - the signatures pass `ckptspec verify-plan` where the binary is built; errors on every rank.
 """
-import importlib.util
 import inspect
 import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "megatron_core_framework_adapter_test",
-    REPO / "adapters" / "megatron_core_framework" / "adapter_test.py")
-base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base)
-base.driver.ADAPTER = Path(__file__).with_name("ckptspec_ms_swift_framework_adapter.py")
-job, summed, Ranks = base.job, base.summed, base.Ranks
-tearDownModule = base.tearDownModule
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "megatron_core_framework"))
+from framework_driver import (FIXED_NAMES, LiveGroupTest, Ranks, job,  # noqa: E402
+                              report_timings, use_adapter)
+
+use_adapter(Path(__file__).with_name("ckptspec_ms_swift_framework_adapter.py"))
 
 LR_MULT_ERROR = "Key lr_mult (or pre_lr_mult) not found in param_group"
 JOIN_ERROR = "can only join an iterable"
@@ -71,40 +66,26 @@ def known(swift, mcore):
             "validate_patch_breaks_saves": old_patch and torch_joins_validation_errors()}
 
 
+def tearDownModule():
+    report_timings("seconds per request")
+
+
 def qk_job(**kw):
     j = job(**kw)
     j["options"] = {"apply_wd_to_qk_layernorm": True}
     return j
 
 
-class SwiftFrameworkTest(unittest.TestCase):
-    """One live group for every test (reset between tests, as the harness keeps live groups)."""
-
-    resume_equivalent = base.FrameworkAdapterTest.resume_equivalent
-    supported = base.FrameworkAdapterTest.supported
+class SwiftFrameworkTest(LiveGroupTest):
+    """One live group of two ranks for every test (framework_driver.LiveGroupTest)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.ranks = Ranks(2)
-        cls.declared = cls.ranks.framework
+        super().setUpClass()
         cls.swift, cls.mcore = versions(cls.declared)
         cls.known = known(cls.swift, cls.mcore)
         print(f"ms-swift {cls.swift}, megatron-core {cls.mcore}: expected {cls.known}",
               file=sys.stderr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.ranks.close()
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.addCleanup(lambda: self.ranks.ok("reset"))
-        self.n = 0
-
-    def directory(self):
-        self.n += 1
-        return str(Path(self.tmp.name) / f"ckpt{self.n}")
 
     def test_hello_declares_ms_swift(self):
         self.assertEqual(self.ranks.capabilities,
@@ -116,7 +97,7 @@ class SwiftFrameworkTest(unittest.TestCase):
         self.assertEqual(d["rerun_modes"], ["disabled"])
         self.assertNotIn("lr_mult", d["optimizer"])
         self.assertNotIn("lr_bounds", d["optimizer"])
-        for member, names in base.FIXED_NAMES.items():
+        for member, names in FIXED_NAMES.items():
             self.assertLessEqual(set(d[member]), names, member)
         fidelity = "\n".join(d["fidelity"])
         self.assertIn("mcore_bridge is a stub module", fidelity)
@@ -150,7 +131,7 @@ class SwiftFrameworkTest(unittest.TestCase):
         self.assertTrue(all(r["ok"] for r in replies), replies)
         self.assertEqual([r["iteration"] for r in replies], [1, 1])
         self.ranks.ok("reset")
-        obs = self.resume_equivalent(j)
+        obs, _ = self.resume_equivalent(j)
         self.assertEqual(obs[0]["iteration"], 3)
 
     # --- resume equivalence on megatron-core's groups ---
@@ -166,7 +147,7 @@ class SwiftFrameworkTest(unittest.TestCase):
             if not self.supported(j):
                 continue
             with self.subTest(**case):
-                obs = self.resume_equivalent(j)
+                obs, _ = self.resume_equivalent(j)
                 self.assertEqual(obs[0]["iteration"], 3)
                 self.assertEqual(obs[0]["consumed_samples"], 24)
                 self.assertEqual(obs[0]["scheduler"]["num_steps"], 24)
@@ -237,32 +218,17 @@ class SwiftFrameworkTest(unittest.TestCase):
     # --- signatures, errors ---
 
     def test_signatures_pass_verify_plan(self):
-        import json
-        import subprocess
-        binary = base.ckptspec_binary()
         for case in (dict(), dict(tp=2), dict(fmt="fully_reshardable")):
             with self.subTest(**case):
-                d = self.directory()
-                self.ranks.ok("build", job=job(**case))
-                self.ranks.ok("train", steps=1, fault=False)
-                replies = self.ranks.ok("save", directory=d, **{"async": False})
+                _, replies = self.train_and_save(job(**case))
                 self.ranks.ok("reset")
-                ranks = [r["signature"] for r in replies]
-                self.assertEqual([s["rank"] for s in ranks], [0, 1])
-                if binary is None:
-                    continue
-                path = Path(self.tmp.name) / f"signature{self.n}.json"
-                path.write_text(json.dumps({"format": "ckptspec.signature", "version": 1,
-                                            "ranks": ranks}))
-                result = subprocess.run([str(binary), "verify-plan", str(path)],
-                                        capture_output=True, text=True)
-                self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+                self.assertEqual([r["signature"]["rank"] for r in replies], [0, 1])
+                checked = self.verify_plan(replies)
+                if checked is not None:
+                    self.assertEqual(checked[0], 0, checked[1])
 
     def test_errors_fail_every_rank_alike(self):
-        def same_error(replies, code):
-            self.assertTrue(all(not r["ok"] for r in replies), replies)
-            self.assertEqual({r["error"]["code"] for r in replies}, {code}, replies)
-
+        same_error = self.assert_same_error
         same_error(self.ranks.call("observe"), "FailedPrecondition")
         unsupported = job()
         unsupported["optimizer"]["lr_bound_overrides"] = [
