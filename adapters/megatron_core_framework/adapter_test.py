@@ -246,6 +246,8 @@ class FrameworkAdapterTest(LiveGroupTest):
                 for name in g["params"]:
                     bounds[name] = (g["max_lr"], g["min_lr"])
         self.assertNotIn("embedding.word_embeddings.weight", bounds)  # frozen: no group
+        leaves = {g["optimizer"] for o in obs for g in o["groups"]}  # each group's leaf, by index
+        self.assertTrue(leaves and all(name.isdigit() for name in leaves), leaves)
         self.assertIn("embedding.word_embeddings.weight", summed(obs, "model"))
         self.assertNotIn("embedding.word_embeddings.weight", summed(obs, "exp_avg"))
         self.assertEqual(bounds["decoder.layers.0.mlp.linear_fc1.weight"], (3e-4, 3e-5))
