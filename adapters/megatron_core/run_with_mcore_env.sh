@@ -15,19 +15,11 @@ if [ "$1" != "--mcore" ] || [ -z "$2" ]; then
 fi
 version=$2
 shift 2
+# shellcheck source-path=SCRIPTDIR source=../requirements/env_dir.sh
 . "$repo/adapters/requirements/env_dir.sh"
-mcore_name=megatron-core-$version
-mcore_requirements="$repo/adapters/requirements/$mcore_name.txt"
-if [ ! -f "$mcore_requirements" ]; then
-  echo "SKIPPED: no requirement file $mcore_requirements (--mcore $version)" >&2
-  exit 77
-fi
-mcore_dir=$(ckptspec_env_dir "$mcore_name" "$mcore_requirements")
-if [ ! -f "$mcore_dir/.ckptspec-complete" ] || [ ! -d "$mcore_dir/megatron/core" ]; then
-  echo "SKIPPED: megatron-core $version ($mcore_dir) is missing or incomplete; ci/setup builds it" >&2
-  exit 77
-fi
-PYTHONPATH="$mcore_dir${PYTHONPATH:+:$PYTHONPATH}"
+ckptspec_need_env "$repo" "megatron-core-$version" "megatron-core $version" megatron/core \
+  "ci/setup builds it"
+PYTHONPATH="$ckptspec_env${PYTHONPATH:+:$PYTHONPATH}"
 # What the framework adapters need beside megatron-core (einops, for the MIMO models' process
 # groups), when ci/setup installed it.
 deps_dir=$(ckptspec_env_dir framework-deps "$repo/adapters/requirements/framework-deps.txt")

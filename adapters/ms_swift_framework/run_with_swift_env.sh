@@ -16,21 +16,14 @@ fi
 swift_version=$2
 mcore_version=$4
 shift 4
+# shellcheck source-path=SCRIPTDIR source=../requirements/env_dir.sh
 . "$repo/adapters/requirements/env_dir.sh"
 dirs=""
-# NAME WHAT CHECK: the directory of adapters/requirements/NAME.txt, appended to $dirs, or exit 77.
+# NAME WHAT CONTENT: the directory of adapters/requirements/NAME.txt's environment, appended to
+# $dirs, or exit 77 (ckptspec_need_env).
 need() {
-  requirements="$repo/adapters/requirements/$1.txt"
-  if [ ! -f "$requirements" ]; then
-    echo "SKIPPED: no requirement file $requirements ($2)" >&2
-    exit 77
-  fi
-  dir=$(ckptspec_env_dir "$1" "$requirements")
-  if [ ! -f "$dir/.ckptspec-complete" ] || [ ! -e "$dir/$3" ]; then
-    echo "SKIPPED: $2 ($dir) is missing or incomplete; CKPTSPEC_SWIFT_ENVS=1 ci/setup builds it" >&2
-    exit 77
-  fi
-  dirs="$dirs${dirs:+:}$dir"
+  ckptspec_need_env "$repo" "$1" "$2" "$3" "CKPTSPEC_SWIFT_ENVS=1 ci/setup builds it"
+  dirs="$dirs${dirs:+:}$ckptspec_env"
 }
 need "ms-swift-$swift_version" "ms-swift $swift_version" swift/megatron
 need ms-swift-deps "ms-swift's dependencies" transformers
