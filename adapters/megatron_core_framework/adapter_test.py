@@ -88,15 +88,7 @@ class FrameworkAdapterTest(LiveGroupTest):
                  dict(pp=2, num_layers=3, first_stage_layers=1),
                  dict(rerun="validate_results", constant=True, pp=2),
                  dict(offload=1.0), dict(offload=0.5, tp=2)]
-        for case in cases:
-            j = job(**case)
-            if not self.supported(j):
-                continue
-            with self.subTest(**case):
-                obs, _ = self.resume_equivalent(j)
-                self.assertEqual(obs[0]["iteration"], 3)
-                self.assertEqual(obs[0]["consumed_samples"], 24)
-                self.assertEqual(obs[0]["scheduler"]["num_steps"], 24)
+        self.resume_cases(cases)
 
     def test_fp32_distributed_optimizer_dp_reshardable_load_fails(self):
         # megatron-core 0.16-0.19 (and main): load_parameter_state_from_dp_reshardable copies into

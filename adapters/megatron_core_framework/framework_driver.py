@@ -11,7 +11,8 @@ a test itself.
   env_dir(name), ckptspec_binary()
                             an environment ci/setup built; the ckptspec CLI
   LiveGroupTest             setUpClass/tearDownClass/setUp/directory for one group per class, and
-                            the checks the drivers repeat (resume_equivalent, verify_plan, ...)
+                            the checks the drivers repeat (resume_equivalent, resume_cases,
+                            verify_plan, ...)
   report_timings(title)     the recorded seconds per request, on stderr (a tearDownModule)
 """
 import hashlib
@@ -222,6 +223,19 @@ class LiveGroupTest(unittest.TestCase):
             for member in a:
                 self.assertEqual(a[member], b.get(member), f"rank {rank}: {member}")
         return straight, saved
+
+    def resume_cases(self, cases):
+        """resume_equivalent of job(**case) for every case the declaration covers, each a subtest:
+        the straight run's 3 iterations are 24 samples and 24 scheduler steps."""
+        for case in cases:
+            j = job(**case)
+            if not self.supported(j):
+                continue
+            with self.subTest(**case):
+                obs, _ = self.resume_equivalent(j)
+                self.assertEqual(obs[0]["iteration"], 3)
+                self.assertEqual(obs[0]["consumed_samples"], 24)
+                self.assertEqual(obs[0]["scheduler"]["num_steps"], 24)
 
     def assert_same_error(self, replies, code):
         """Every rank failed with `code`."""
