@@ -7,17 +7,9 @@
 repo=$1
 mcore=$2
 shift 2
+# shellcheck source-path=SCRIPTDIR source=../../adapters/requirements/env_dir.sh
 . "$repo/adapters/requirements/env_dir.sh"
-requirements="$repo/adapters/requirements/$mcore.txt"
-if [ ! -f "$requirements" ]; then
-  echo "SKIPPED: no requirement file $requirements" >&2
-  exit 77
-fi
-dir=$(ckptspec_env_dir "$mcore" "$requirements")
-if [ ! -f "$dir/.ckptspec-complete" ] || [ ! -d "$dir/megatron/core" ]; then
-  echo "SKIPPED: $mcore ($dir) is missing or incomplete; ci/setup installs it beside the torch" \
-       "environment (CKPTSPEC_SKIP_TORCH_ENV=1 leaves it out)" >&2
-  exit 77
-fi
-PYTHONPATH="$dir${PYTHONPATH:+:$PYTHONPATH}" exec "$repo/adapters/torch_dcp/run_with_torch_env.sh" \
-  "$repo" "$@"
+ckptspec_need_env "$repo" "$mcore" "$mcore" megatron/core \
+  "ci/setup installs it beside the torch environment (CKPTSPEC_SKIP_TORCH_ENV=1 leaves it out)"
+PYTHONPATH="$ckptspec_env${PYTHONPATH:+:$PYTHONPATH}" \
+  exec "$repo/adapters/torch_dcp/run_with_torch_env.sh" "$repo" "$@"
