@@ -276,15 +276,9 @@ class FrameworkAdapterTest(LiveGroupTest):
         for case in (dict(), dict(tp=2, gated_linear_unit=True), dict(pp=2),
                      dict(fmt="fully_reshardable"), dict(distributed=False, tp=2)):
             with self.subTest(**case):
-                _, replies = self.train_and_save(job(**case))
-                self.ranks.ok("reset")
-                ranks = [r["signature"] for r in replies]
-                self.assertEqual([s["rank"] for s in ranks], [0, 1])
+                ranks = self.signatures_verified(job(**case))
                 dtypes = {t["dtype"] for s in ranks for t in s["tensors"]}
                 self.assertLessEqual(dtypes, {"fp32", "bf16", "fp16", "int64", "int32"})
-                checked = self.verify_plan(replies)
-                if checked is not None:
-                    self.assertEqual(checked[0], 0, checked[1])
 
     # --- errors ---
 

@@ -12,7 +12,7 @@ a test itself.
                             an environment ci/setup built; the ckptspec CLI
   LiveGroupTest             setUpClass/tearDownClass/setUp/directory for one group per class, and
                             the checks the drivers repeat (resume_equivalent, resume_cases,
-                            verify_plan, ...)
+                            signatures_verified, ...)
   report_timings(title)     the recorded seconds per request, on stderr (a tearDownModule)
 """
 import hashlib
@@ -241,6 +241,18 @@ class LiveGroupTest(unittest.TestCase):
         """Every rank failed with `code`."""
         self.assertTrue(all(not r["ok"] for r in replies), replies)
         self.assertEqual({r["error"]["code"] for r in replies}, {code}, replies)
+
+    def signatures_verified(self, j):
+        """Builds `j`, trains a step, saves and resets; the save's signatures must name the ranks
+        in order and pass `ckptspec verify-plan` (where the binary is built). Returns them."""
+        _, replies = self.train_and_save(j)
+        self.ranks.ok("reset")
+        signatures = [r["signature"] for r in replies]
+        self.assertEqual([s["rank"] for s in signatures], list(range(self.ranks.world)))
+        checked = self.verify_plan(replies)
+        if checked is not None:
+            self.assertEqual(checked[0], 0, checked[1])
+        return signatures
 
     def verify_plan(self, replies):
         """`ckptspec verify-plan` of a save's signatures: (returncode, output), or None without

@@ -212,12 +212,7 @@ class SwiftFrameworkTest(LiveGroupTest):
     def test_signatures_pass_verify_plan(self):
         for case in (dict(), dict(tp=2), dict(fmt="fully_reshardable")):
             with self.subTest(**case):
-                _, replies = self.train_and_save(job(**case))
-                self.ranks.ok("reset")
-                self.assertEqual([r["signature"]["rank"] for r in replies], [0, 1])
-                checked = self.verify_plan(replies)
-                if checked is not None:
-                    self.assertEqual(checked[0], 0, checked[1])
+                self.signatures_verified(job(**case))
 
     def test_errors_fail_every_rank_alike(self):
         same_error = self.assert_same_error
