@@ -21,7 +21,7 @@ namespace ckptspec {
 // The largest expectations file read (they list a few dozen properties).
 constexpr uint64_t kMaxExpectationsFileBytes = 1 << 20;
 // The most files one chain of "extends" may hold, the first included.
-constexpr int kMaxExpectationsChain = 4;
+constexpr int kMaxExpectationsChain = 6;
 
 Status ReadExpectationsFile(const std::string& path, Expectations* out);
 

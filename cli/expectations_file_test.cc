@@ -74,11 +74,14 @@ TEST_F(ExpectationsFileTest, ABaseThatIsMissingNotRegularOrExtendingIsNamed) {
             loop + ": extends: " + dir_ + "/loop-a.json: extends: loop-b.json, which the chain " +
                 "of bases has read already");
   Write("c1.json", "", "chained.json");
-  const std::string deep = Write("c2.json", "", "c1.json");
+  Write("c2.json", "", "c1.json");
+  Write("c3.json", "", "c2.json");
+  ASSERT_TRUE(ReadExpectationsFile(dir_ + "/c3.json", &x).ok());  // six files: the most
+  const std::string deep = Write("c4.json", "", "c3.json");
   EXPECT_EQ(ReadExpectationsFile(deep, &x).message(),
-            deep + ": extends: " + dir_ + "/c1.json: extends: " + dir_ +
-                "/chained.json: extends: " + dir_ + "/base.json: extends: root.json: a chain of " +
-                "more than 4 files");
+            deep + ": extends: " + dir_ + "/c3.json: extends: " + dir_ + "/c2.json: extends: " +
+                dir_ + "/c1.json: extends: " + dir_ + "/chained.json: extends: " + dir_ +
+                "/base.json: extends: root.json: a " + "chain of more than 6 files");
   const std::string broken = Write("broken.json", R"("P99": {"expect": "pass"})");
   const std::string on_broken = Write("on-broken.json", "", "broken.json");
   EXPECT_EQ(ReadExpectationsFile(on_broken, &x).message(),

@@ -132,9 +132,11 @@ class LeafView:
         return state or {}
 
     def model_params_of_group(self, gi):
-        """The full names of the model parameters whose shard or copy group `gi` holds."""
+        """The full names of the model parameters whose shard or copy group `gi` holds (a tied
+        copy by its checkpoint name: the word embedding's)."""
         held = {id(p) for p in self.inner.param_groups[gi]["params"]}
-        return [entry.name for entry, t, _, _ in self.items if id(t) in held]
+        return [entry.checkpoint_name or entry.name for entry, t, _, _ in self.items
+                if id(t) in held]
 
 
 def counted_here(run, entry, view):

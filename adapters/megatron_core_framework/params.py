@@ -16,6 +16,9 @@ MIMO run's module: mimo.mimo_param_table), each with
                 PP > 1 model with tied embeddings): never counted (the embedding is), and its
                 synthetic gradient is zero (the embedding's gradient reaches it through Megatron's
                 embedding all-reduce, so the tied pair gets the one gradient a PP = 1 model gives)
+  checkpoint_name  the name the checkpoint stores it under where that is not `name`: a tied
+                copy's is the word embedding's (megatron's tie_embeddings_and_output_weights_state_dict),
+                so its param group names the one parameter a PP = 1 model has ("" otherwise)
 """
 import math
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ class ParamEntry:
     global_shape: tuple
     counted: bool
     tied_copy: bool
+    checkpoint_name: str = ""
 
     @property
     def trainable(self):
@@ -76,7 +80,8 @@ class ParamTable:
             tied_copy = bool(getattr(param, "shared_embedding", False)) and not first_stage
             split = bool(getattr(param, "tensor_model_parallel", False))
             counted = dp_rank == 0 and (split or tp_rank == 0) and not tied_copy
-            entry = ParamEntry(name, param, index, whole, counted, tied_copy)
+            shared = job.param_name("embedding.word_embeddings.weight") if tied_copy else ""
+            entry = ParamEntry(name, param, index, whole, counted, tied_copy, shared)
             self.entries.append(entry)
             self.by_param[id(param)] = entry
 

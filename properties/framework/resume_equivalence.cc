@@ -1,6 +1,8 @@
 // P1's framework form, resume equivalence: the framework trains k, saves, a new process resumes
 // on the same layout and trains m; every rank's observation is bit for bit the one of a fresh
-// process that trained k + m without interruption.
+// process that trained k + m without interruption. A difference is reported with the first state
+// the load rules find wrong right after the load, where there is one (the cause, most often: a
+// wrong lr shows as different weights m steps later).
 #include "generators/framework_job_gen.h"
 #include "properties/framework/framework_properties.h"
 #include "properties/framework/framework_util.h"
@@ -24,11 +26,15 @@ void CheckFrameworkResumeEquivalence(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Train(k));
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Save(async));
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Finalize());
+  JudgedLoad judged;
+  CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Observe(&judged.saved));
   pair.NewProcess();
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Build(job));
+  CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Observe(&judged.fresh));
   bool loaded = false;
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Load(FrameworkLoad(), &loaded));
   if (!loaded) RC_FAIL("the spec refuses a plain resume on the same layout");
+  CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Observe(&judged.loaded));
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Train(m));
   Observation resumed, uninterrupted;
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Observe(&resumed));
@@ -36,8 +42,13 @@ void CheckFrameworkResumeEquivalence(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Build(job));
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Train(k + m));
   CKPTSPEC_RC_ASSERT_FRAMEWORK_OK(pair, pair.Observe(&uninterrupted));
-  CKPTSPEC_RC_ASSERT_FRAMEWORK_SAME(pair, FirstObservationDifference(resumed, uninterrupted),
-                                    "resumed vs uninterrupted");
+  std::string difference = FirstObservationDifference(resumed, uninterrupted);
+  if (!difference.empty()) {
+    const LoadCase rules{job, judged.saved, job, judged.fresh, LoadFlags()};
+    const std::string cause = CheckLoaded(rules, judged.loaded);
+    if (!cause.empty()) difference += "; right after the load: " + cause;
+  }
+  CKPTSPEC_RC_ASSERT_FRAMEWORK_SAME(pair, difference, "resumed vs uninterrupted");
 }
 
 }  // namespace ckptspec
