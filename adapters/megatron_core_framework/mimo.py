@@ -616,7 +616,8 @@ def mimo_param_table(job, own, chunk):
                       {k: full_name(own.name, v) for k, v in names.items()},
                       gated=own.spec.model.gated_linear_unit,
                       tp_rank=_pg_rank(pg.tp), tp_size=_pg_size(pg.tp), dp_rank=_pg_rank(pg.dp_cp),
-                      first_stage=_pg_rank(pg.pp) == 0)
+                      first_stage=_pg_rank(pg.pp) == 0,
+                      embedding_name=full_name(own.name, "embedding.word_embeddings.weight"))
 
 
 def is_mimo(run) -> bool:

@@ -67,11 +67,13 @@ def local_index(param, name, tp_rank, tp_size, gated):
 class ParamTable:
     """The model parameters of this rank (see the module docstring), in megatron's order."""
 
-    def __init__(self, model, full_names, *, gated, tp_rank, tp_size, dp_rank, first_stage):
+    def __init__(self, model, full_names, *, gated, tp_rank, tp_size, dp_rank, first_stage,
+                 embedding_name):
         """`model`'s parameters (the unwrapped model of the rank's chunk), each named
         full_names[id(param)]; `gated`: the model's gated linear unit; the rank's TP rank and
         size, data-parallel (with context-parallel) rank and whether it is the first pipeline
-        stage, in the model's own process groups."""
+        stage, in the model's own process groups; `embedding_name`: the full name of the word
+        embedding (a tied copy's checkpoint name)."""
         self.entries = []
         self.by_param = {}
         for _, param in model.named_parameters():
@@ -80,7 +82,7 @@ class ParamTable:
             tied_copy = bool(getattr(param, "shared_embedding", False)) and not first_stage
             split = bool(getattr(param, "tensor_model_parallel", False))
             counted = dp_rank == 0 and (split or tp_rank == 0) and not tied_copy
-            shared = job.param_name("embedding.word_embeddings.weight") if tied_copy else ""
+            shared = embedding_name if tied_copy else ""
             entry = ParamEntry(name, param, index, whole, counted, tied_copy, shared)
             self.entries.append(entry)
             self.by_param[id(param)] = entry
@@ -103,4 +105,5 @@ def gpt_param_table(job, chunk):
     names = global_param_names(chunk)
     return ParamTable(gpt_model(chunk), {k: job.param_name(v) for k, v in names.items()},
                       gated=job.module.model.gated_linear_unit, tp_rank=tp_rank, tp_size=tp_size,
-                      dp_rank=dp_rank, first_stage=first_stage)
+                      dp_rank=dp_rank, first_stage=first_stage,
+                      embedding_name=job.param_name("embedding.word_embeddings.weight"))
