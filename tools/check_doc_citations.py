@@ -57,7 +57,8 @@ def has_titled(heads, title):
 
 def check(root):
     problems, cited = [], 0
-    for rel in sorted(tracked_files(root)):
+    files = sorted(tracked_files(root))
+    for rel in files:
         path = os.path.join(root, rel)
         try:
             with open(path, encoding="utf-8") as f:
@@ -78,28 +79,29 @@ def check(root):
                     problems.append(f"{where}: cites {doc} §{section}, which has no such section")
                 elif title and target.endswith(".md") and not has_titled(headings(target), title):
                     problems.append(f"{where}: cites {doc}, \"{title}\", which has no such heading")
-    for rel in sorted(tracked_files(root)):
+    findings = os.path.join(root, FINDINGS)
+    heads = headings(findings) if os.path.isfile(findings) else None
+    for rel in files:
         if rel.startswith("adapters/expectations/") and rel.endswith(".json"):
-            cited += check_known_findings(root, rel, problems)
+            cited += check_known_findings(root, rel, heads, problems)
     return problems, cited
 
 
 FINDINGS = "docs/FINDINGS.md"
 
 
-def check_known_findings(root, rel, problems):
+def check_known_findings(root, rel, heads, problems):
     """Appends to `problems` each known finding of the expectations file `rel` that docs/FINDINGS.md
-    has no heading for; returns how many it cites."""
+    (its headings `heads`, None when the repository lacks it) has no heading for; returns how many
+    it cites."""
     try:
         with open(os.path.join(root, rel), encoding="utf-8") as f:
             known = json.load(f).get("known", [])
     except (OSError, ValueError, AttributeError):
         return 0  # an expectations file that does not read is ckptspec's error to report
-    findings = os.path.join(root, FINDINGS)
-    heads = headings(findings) if os.path.isfile(findings) else []
     for entry in known:
         finding = entry.get("finding", "") if isinstance(entry, dict) else ""
-        if not os.path.isfile(findings):
+        if heads is None:
             problems.append(f"{rel}: known finding {finding} cites {FINDINGS}, which the "
                             f"repository lacks")
         elif not has_section(heads, finding):
