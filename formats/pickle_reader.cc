@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/pickle_globals.h"
+#include "formats/pickle_memo.h"
 #include "formats/quoted_name.h"
 
 namespace ckptspec {
@@ -246,7 +247,7 @@ class PickleMachine {
     // move: pages not yet written are not resident, so the reservation costs address space only.
     doc_->tuples_.reserve(in_.size() / 8);
     doc_->objects_.reserve(in_.size() / 8);
-    CKPTSPEC_RETURN_IF_ERROR(FindMemoReads());
+    FindMemoReads();
     size_t pos = 0;
     Op op;
     while (pos < in_.size()) {
@@ -266,42 +267,33 @@ class PickleMachine {
   }
 
  private:
-  // Pass 1: which memo slots are ever read back (GET), so that the others need not be kept and
-  // the values only they refer to can be released when consumed.
-  // Pass 1: which memo slots are ever read back (GET), so that the others need not be kept and
-  // the values only they refer to can be released when consumed. A pickle in frames (protocol
-  // 4 and later) is scanned in two halves on two threads, split at a frame boundary; a frame
-  // that lies about its length can only make the bitmap wrong, and a wrong bitmap only makes
-  // pass 2 refuse a GET or keep a value longer: never release what is read back.
-  Status FindMemoReads() {
+  // Pass 1: which memo keys are ever read back (GET), so that the values stored at the others
+  // need not be kept and those only they refer to can be released when consumed. A pickle in
+  // frames (protocol 4 and later) is scanned in two halves on two threads, split at a frame
+  // boundary; when the first half's opcodes do not end at the split (a frame that lies about its
+  // length), the rest is scanned again from where they end, so that the keys found are those of
+  // the opcodes pass 2 runs, whatever the frames say.
+  void FindMemoReads() {
     const size_t split = HalfwayFrameBoundary();
-    std::vector<uint64_t> second_bits;
-    Status second_status;
+    MemoReadSet second_reads;
     std::thread second;
     if (split > 0) {
+      const auto scan = [&] { ScanReads(split, in_.size(), &second_reads); };
       try {
-        second = std::thread([&] { second_status = ScanReads(split, in_.size(), &second_bits); });
+        second = std::thread(scan);
       } catch (const std::system_error&) {
-        second_status = ScanReads(split, in_.size(), &second_bits);  // no thread: serially
+        scan();  // no thread: serially
       }
     }
-    std::vector<uint64_t> bits;
-    Status first_status = ScanReads(0, split > 0 ? split : in_.size(), &bits);
+    const size_t first_end = ScanReads(0, split > 0 ? split : in_.size(), &reads_);
     if (second.joinable()) second.join();
-    CKPTSPEC_RETURN_IF_ERROR(first_status);
-    CKPTSPEC_RETURN_IF_ERROR(second_status);
-    if (second_bits.size() > bits.size()) bits.resize(second_bits.size(), 0);
-    for (size_t w = 0; w < second_bits.size(); ++w) bits[w] |= second_bits[w];
-    read_back_ = std::move(bits);
-    rank_before_.assign(read_back_.size(), 0);
-    uint64_t rank = 0;
-    for (size_t w = 0; w < read_back_.size(); ++w) {
-      rank_before_[w] = rank;
-      rank += static_cast<uint64_t>(__builtin_popcountll(read_back_[w]));
+    if (split > 0 && first_end == split) {
+      reads_.Merge(second_reads);
+    } else if (first_end < in_.size()) {
+      ScanReads(first_end, in_.size(), &reads_);
     }
-    memo_.assign(rank, PyValue());
-    memo_set_.assign(rank, false);
-    return Status::OK();
+    reads_.Finish();
+    memo_.assign(reads_.size(), PyValue());
   }
 
   // The position of a frame (or unframed opcode) boundary near the middle of the input, found by
@@ -328,36 +320,25 @@ class PickleMachine {
     return pos < in_.size() ? pos : 0;
   }
 
-  // Sets, in `bits`, the memo slots that the opcodes in [begin, end) read back.
-  Status ScanReads(size_t begin, size_t end, std::vector<uint64_t>* bits) const {
+  // Records, in `reads`, the memo keys that the opcodes from `begin` on read, up to the first
+  // opcode boundary at or past `end`, which it returns; in_.size() when it meets STOP or an
+  // opcode cut short (pass 2 runs nothing after either). A GET whose key does not parse records
+  // nothing (pass 2 refuses it).
+  size_t ScanReads(size_t begin, size_t end, MemoReadSet* reads) const {
     size_t pos = begin;
     Op op;
     while (pos < end) {
       size_t next = 0;
-      if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
-      if (op.code == kStop) break;
-      uint64_t id = 0;
+      if (!decoder_.Next(pos, &op, &next) || op.code == kStop) return in_.size();
+      uint64_t key = 0;
       if (op.code == kBinGet || op.code == kLongBinGet) {
-        id = op.number;
-      } else if (op.code == kGet) {
-        if (!ParseDecimal(op.text, &id)) return BadNumber(op);
-      } else {
-        pos = next;
-        continue;
+        reads->Add(op.number, op.pos);
+      } else if (op.code == kGet && ParseMemoKeyText(op.text, &key)) {
+        reads->Add(key, op.pos);
       }
-      // Every store takes at least one byte: a slot number beyond the input's size was never
-      // stored, and the bitmap stays within the input's size.
-      if (id >= in_.size()) {
-        return Status::Corruption(At(op.pos) + "memo slot " + std::to_string(id) +
-                                  " is read but a pickle of " + std::to_string(in_.size()) +
-                                  " bytes stores fewer slots");
-      }
-      const size_t word = id / 64;
-      if (word >= bits->size()) bits->resize(std::max(word + 1, 2 * bits->size()), 0);
-      (*bits)[word] |= uint64_t{1} << (id % 64);
       pos = next;
     }
-    return Status::OK();
+    return pos;
   }
 
   Status BadNumber(const Op& op) const {
@@ -480,25 +461,22 @@ class PickleMachine {
       case kAddItems:
         return AddItems(op, op.code == kSetItems ? 2 : 1, true);
       case kMemoize:
-        if (stack_.empty()) return Underflow(op);
-        return Store(op, memo_count_, stack_.back());
+        return Store(op, stored_keys_.size());
       case kBinPut:
       case kLongBinPut:
-        if (stack_.empty()) return Underflow(op);
-        return Store(op, op.number, stack_.back());
+        return Store(op, op.number);
       case kPut: {
-        uint64_t id = 0;
-        if (!ParseDecimal(op.text, &id)) return BadNumber(op);
-        if (stack_.empty()) return Underflow(op);
-        return Store(op, id, stack_.back());
+        uint64_t key = 0;
+        if (!ParseMemoKeyText(op.text, &key)) return BadMemoKey(op);
+        return Store(op, key);
       }
       case kBinGet:
       case kLongBinGet:
         return Get(op, op.number);
       case kGet: {
-        uint64_t id = 0;
-        if (!ParseDecimal(op.text, &id)) return BadNumber(op);
-        return Get(op, id);
+        uint64_t key = 0;
+        if (!ParseMemoKeyText(op.text, &key)) return BadMemoKey(op);
+        return Get(op, key);
       }
       case kGlobal:
         return PushGlobal(op, op.text, op.text2);
@@ -761,35 +739,34 @@ class PickleMachine {
     return Status::OK();
   }
 
-  // ---- the memo
+  // ---- the memo (pickle_memo.h)
 
-  // The index in memo_ of slot `id`, or -1 when the slot is never read back.
-  int64_t MemoIndex(uint64_t id) const {
-    const uint64_t word = id / 64;
-    if (word >= read_back_.size()) return -1;
-    const uint64_t bit = uint64_t{1} << (id % 64);
-    if (!(read_back_[word] & bit)) return -1;
-    return static_cast<int64_t>(rank_before_[word] + static_cast<uint64_t>(__builtin_popcountll(
-                                                         read_back_[word] & (bit - 1))));
-  }
-
-  Status Store(const Op& op, uint64_t id, PyValue v) {
-    if (op.code == kMemoize) ++memo_count_;
-    const int64_t i = MemoIndex(id);
-    if (i < 0) return Status::OK();
-    Pin(v);
-    memo_[i] = v;
-    memo_set_[i] = true;
+  // Stores the stack's top at `key`; its value is kept only when some GET reads the key.
+  Status Store(const Op& op, uint64_t key) {
+    if (stack_.size() <= Floor()) return Underflow(op);
+    if (stored_keys_.Insert(key) == MemoKeySet::Insertion::kNewFar &&
+        !Charge(MemoKeySet::kFarKeyBytes)) {
+      return OverBudget(op);
+    }
+    const int64_t slot = reads_.Slot(key);
+    if (slot < 0) return Status::OK();
+    Pin(stack_.back());
+    memo_[static_cast<size_t>(slot)] = stack_.back();
     return Status::OK();
   }
 
-  Status Get(const Op& op, uint64_t id) {
-    const int64_t i = MemoIndex(id);
-    if (i < 0 || !memo_set_[i]) {
-      return Status::Corruption(At(op.pos) + "memo slot " + std::to_string(id) +
+  Status Get(const Op& op, uint64_t key) {
+    const int64_t slot = reads_.Slot(key);
+    if (slot < 0 || !stored_keys_.Contains(key)) {
+      return Status::Corruption(At(op.pos) + "memo slot " + std::to_string(key) +
                                 " is read before it is stored");
     }
-    return Push(memo_[i]);
+    return Push(memo_[static_cast<size_t>(slot)]);
+  }
+
+  Status BadMemoKey(const Op& op) const {
+    return Status::Corruption(At(op.pos) + "memo key " + QuotedName(op.text) +
+                              " is not an integer from 0 to 2^63 - 1");
   }
 
   // ---- globals and objects
@@ -1032,13 +1009,10 @@ class PickleMachine {
 
   std::vector<PyValue> stack_;
   std::vector<size_t> marks_;
-  // The memo keeps only the slots that are read back (GET): read_back_ is their bitmap by slot,
-  // rank_before_ the number of such slots before each word, and memo_ holds them in slot order.
-  std::vector<uint64_t> read_back_;
-  std::vector<uint64_t> rank_before_;
+  // The memo: the keys stored so far, and the values of those some GET reads (by their slot).
+  MemoReadSet reads_;
+  MemoKeySet stored_keys_;
   std::vector<PyValue> memo_;
-  std::vector<bool> memo_set_;
-  uint64_t memo_count_ = 0;  // MEMOIZE's next slot
   std::vector<bool> container_pinned_;
   std::vector<size_t> free_containers_;
   PyValue empty_tuple_;

@@ -1,10 +1,11 @@
 // ReadPickle: a reader of the pickle subset that PyTorch checkpoints use, which never runs code.
 //
 // Accepted: protocols 0 to 5 as Python writes them for data: frames, the memo (PUT/GET and
-// MEMOIZE), MARK, None/bool/int/float, str and bytes (bytearray read as bytes), tuples, lists,
-// dicts, sets and frozensets, GLOBAL and STACK_GLOBAL of the whitelisted globals
-// (pickle_globals.h), REDUCE/NEWOBJ/NEWOBJ_EX/BUILD on them with the meaning the whitelist gives,
-// and BINPERSID/PERSID (torch.save's storage references), kept as data.
+// MEMOIZE, with CPython's keys: pickle_memo.h), MARK, None/bool/int/float, str and bytes
+// (bytearray read as bytes), tuples, lists, dicts, sets and frozensets, GLOBAL and STACK_GLOBAL of
+// the whitelisted globals (pickle_globals.h), REDUCE/NEWOBJ/NEWOBJ_EX/BUILD on them with the
+// meaning the whitelist gives, and BINPERSID/PERSID (torch.save's storage references), kept as
+// data.
 // Refused, each a Status that names the opcode or global and its byte offset: any other global
 // ("pickle byte 120: global 'os.system' is not allowed"), out-of-band buffers, the extension
 // registry, INST/OBJ, ints beyond 64 bits, a GET of a memo slot never set, a stack underflow, an

@@ -45,6 +45,21 @@ class PickleBytes {
   std::string s_;
 };
 
+// Bytes as a C string literal would spell them, for failure messages.
+std::string QuotedForTest(const std::string& bytes) {
+  std::string out;
+  for (char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      const char* digits = "0123456789abcdef";
+      out += std::string("\\x") + digits[u >> 4] + digits[u & 15];
+    }
+  }
+  return out;
+}
+
 Status Read(const std::string& bytes, PickleDocument* doc, bool permissive = false) {
   PickleOptions options;
   options.permissive = permissive;
@@ -92,6 +107,129 @@ TEST(PickleReader, MemoAndFramesAndDup) {
   EXPECT_EQ(doc.Str(t[0]), "shared");
   EXPECT_EQ(doc.Str(t[1]), "shared");
   EXPECT_EQ(doc.Str(doc.Items(t[2])[0]), "shared");
+}
+
+// The memo numbers MEMOIZE as CPython does: the number of distinct keys stored so far
+// (len(memo)), whatever PUT, BINPUT and LONG_BINPUT stored, not a count of MEMOIZE opcodes.
+TEST(PickleReader, MemoizeStoresAtTheNumberOfKeysStored) {
+  struct Case {
+    const char* what;
+    std::string bytes;      // a tuple of ints, built with the memo
+    std::vector<int> want;  // what pickle.loads returns
+  };
+  const std::vector<Case> cases = {
+      // BINPUT 5, then MEMOIZE: len(memo) is 1, so MEMOIZE stores at 1.
+      {"MEMOIZE after BINPUT 5",
+       std::string("\x80\x04(K\x07q\x05K\x08\x94h\x05h\x01t.", 16),
+       {7, 8, 7, 8}},
+      // BINPUT 1, then MEMOIZE: len(memo) is 1, so MEMOIZE replaces key 1; key 0 stays unset.
+      {"MEMOIZE onto the key BINPUT took",
+       std::string("\x80\x04(K\x01q\x01K\x02\x94h\x01t."),
+       {1, 2, 2}},
+      // PUT to key 0 twice keeps one key: the MEMOIZE after it stores at 1.
+      {"BINPUT twice to one key",
+       std::string("\x80\x04(K\x01q\x00K\x02q\x00K\x03\x94h\x00h\x01t.", 20),
+       {1, 2, 3, 2, 3}},
+      // MEMOIZE (key 0), BINPUT 1, MEMOIZE (key 2, not 1).
+      {"MEMOIZE, BINPUT, MEMOIZE",
+       std::string("\x80\x04(K\x01\x94K\x02q\x01K\x03\x94h\x01h\x02t."),
+       {1, 2, 3, 2, 3}},
+      // LONG_BINPUT and text PUT count as keys too.
+      {"LONG_BINPUT and PUT, then MEMOIZE",
+       std::string("\x80\x04(K\x01r\x09\x00\x00\x00K\x02p4\nK\x03\x94h\x02t.", 24),
+       {1, 2, 3, 3}},
+  };
+  for (const Case& c : cases) {
+    PickleDocument doc;
+    const Status s = Read(c.bytes, &doc);
+    ASSERT_TRUE(s.ok()) << c.what << ": " << s.ToString();
+    const PySpan items = doc.Items(doc.root());
+    std::vector<int> got;
+    for (const PyValue& v : items) got.push_back(static_cast<int>(doc.Int(v)));
+    EXPECT_EQ(got, c.want) << c.what;
+  }
+}
+
+// Text PUT and GET keys read as Python's int() reads them; a key is any integer from 0 to
+// 2^63 - 1, not bounded by the input's size.
+TEST(PickleReader, MemoKeysAsPythonReadsThem) {
+  const std::vector<std::string> accepted = {
+      "p 1 \n0g1\n",
+      "p+1\n0g01\n",
+      "p1_0\n0g10\n",
+      "p007\n0g7\n",
+      std::string("p1\0z\n0g1\n", 9),
+      "p-0\n0g0\n",
+      "p\v1\f\n0g1\n",
+      "p100000\n0g100000\n",
+  };
+  for (const std::string& memo : accepted) {
+    PickleDocument doc;
+    const std::string bytes = "\x80\x02K\x07" + memo + ".";
+    const Status s = Read(bytes, &doc);
+    ASSERT_TRUE(s.ok()) << QuotedForTest(memo) << ": " << s.ToString();
+    EXPECT_EQ(doc.Int(doc.root()), 7) << QuotedForTest(memo);
+  }
+  const std::vector<std::pair<std::string, const char*>> refused = {
+      {"p-1\n", "memo key '-1' is not an integer"},
+      {"p1__0\n", "memo key '1__0'"},
+      {"p_1\n", "memo key '_1'"},
+      {"p1_\n", "memo key '1_'"},
+      {"p\x1c"
+       "1\n",
+       "memo key"},
+      {"p9223372036854775808\n", "memo key '9223372036854775808'"},
+      {"p" + std::string(4300, '0') + "1\n", "memo key"},
+      {"p1\n0g-1\n", "memo key '-1'"},
+      {"p1\n0g2\n", "memo slot 2 is read before it is stored"},
+  };
+  for (const auto& [memo, message] : refused) {
+    PickleDocument doc;
+    const Status s = Read("\x80\x02K\x07" + memo + ".", &doc);
+    EXPECT_FALSE(s.ok()) << QuotedForTest(memo);
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.ToString();
+  }
+  // 4300 digits are the most Python converts; leading zeros count.
+  PickleDocument doc;
+  EXPECT_TRUE(Read("\x80\x02K\x07p" + std::string(4299, '0') + "1\n.", &doc).ok());
+}
+
+// A store needs a value above the last MARK, as a GET's value is pushed above it.
+TEST(PickleReader, MemoStoresBelowAMarkAreRefused) {
+  for (const std::string& store : {std::string("\x94"), std::string("q\x00", 2),
+                                   std::string("r\x00\x00\x00\x00", 5), std::string("p0\n")}) {
+    PickleDocument doc;
+    const Status s = Read("\x80\x04N(" + store + "t.", &doc);
+    EXPECT_FALSE(s.ok()) << QuotedForTest(store);
+    EXPECT_NE(s.message().find("needs more values than the stack holds"), std::string::npos)
+        << s.ToString();
+  }
+}
+
+// The first pass, which finds the keys read back, is split in two at a frame boundary for a
+// large framed pickle; a frame whose length lands inside an opcode must not hide a GET from it.
+TEST(PickleReader, AFrameThatLiesAboutItsLengthHidesNoGet) {
+  // PROTO 4, FRAME (its length ends inside the BINBYTES8 below), BININT1 7, MEMOIZE, BINBYTES8 of
+  // 1.5 MiB whose tail, read from inside, is SHORT_BINBYTES of 5 bytes swallowing the BINGET 0
+  // after it; POP; BINGET 0; STOP.
+  const size_t payload = (size_t{3} << 19);
+  PickleBytes head;
+  head.Proto(4).Byte(0x95);
+  const size_t frame_start = head.bytes().size() + 8;
+  std::string tail = std::string(payload - 2, 'N') + "C\x05";
+  PickleBytes rest;
+  rest.Op('0').Op('h').Byte(0);
+  const std::string after = rest.Stop();
+  // The frame ends (and the walk to the middle stops) at the input's middle, inside the bytes.
+  const size_t total = frame_start + 3 + 9 + payload + after.size();
+  head.Le(total / 2 + 16 - frame_start, 8);
+  head.Int(7).Byte(0x94).Byte(0x8e).Le(payload, 8);
+  const std::string bytes = head.bytes() + tail + after;
+  ASSERT_EQ(bytes.size(), total);
+  PickleDocument doc;
+  const Status s = Read(bytes, &doc);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(doc.Int(doc.root()), 7);
 }
 
 TEST(PickleReader, BuildsWhitelistedDataclasses) {
