@@ -1,7 +1,6 @@
 #include "formats/dcp_checks.h"
 
 #include <algorithm>
-#include <map>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -9,7 +8,6 @@
 
 #include "model/box.h"
 #include "model/box_overlap.h"
-#include "model/sharded.h"
 #include "model/validate.h"
 
 namespace ckptspec {
@@ -56,8 +54,11 @@ class Findings {
                                   " more finding(s) of this check not listed");
     }
   }
-  void Add(const std::string& message) {
-    if (++count_ <= kMaxFindingsPerCheck) report_->findings.push_back(check_ + ": " + message);
+  // `message` is a callable returning the finding's text: built only for the findings listed,
+  // so that a million findings cost a count, not a million messages (each may name a long fqn).
+  template <typename Message>
+  void Add(const Message& message) {
+    if (++count_ <= kMaxFindingsPerCheck) report_->findings.push_back(check_ + ": " + message());
   }
 
  private:
@@ -122,50 +123,36 @@ std::vector<size_t> TensorsNotTiled(const DcpMetadata& md) {
   return not_tiled;
 }
 
-// The findings of the tensors that do not tile: the general P4 check, for its messages.
+// The findings of the tensors that do not tile: P4's coverage check (model/validate.h), for its
+// messages. Every chunk's geometry was validated when the index was read (dcp_metadata.h).
 void ReportTiling(const DcpMetadata& md, const DcpStorageIndex& index,
                   const std::vector<size_t>& not_tiled, DcpIndexReport* report) {
   Findings findings("tiling", report);
   const PickleDocument& doc = md.doc();
+  std::vector<WrittenChunk> written;
   for (size_t t : not_tiled) {
     const DcpTensor& tensor = md.tensors()[t];
     const PySpan chunks = doc.Items(tensor.chunks);
     const Dims shape = md.Shape(tensor.size);
-    bool consistent = true;
-    std::map<int64_t, RankSignature> ranks;
+    if (chunks.size == 0) {
+      int64_t volume = 0;
+      if (CheckedVolume(shape, &volume) && volume == 0) continue;
+      findings.Add([&] {
+        return "tensor " + QuotedName(tensor.fqn) + " of shape " + DimsToString(shape) +
+               " has no chunks: none of its elements is saved";
+      });
+      continue;
+    }
+    written.clear();
     for (size_t c = 0; c < chunks.size; ++c) {
-      const Box box = md.ChunkBox(chunks[c]);
-      if (box.offset.size() != shape.size() || box.shape.size() != shape.size()) {
-        findings.Add("tensor " + QuotedName(tensor.fqn) + " of shape " + DimsToString(shape) +
-                     ": chunk " + std::to_string(c) + " has offsets " + DimsToString(box.offset) +
-                     " and sizes " + DimsToString(box.shape) + ", not one per axis");
-        consistent = false;
-        continue;
-      }
       const int64_t entry = index.chunk_entries[t][c];
       const int64_t rank =
           entry < 0 ? 0 : std::max<int64_t>(0, WriterRankOfFile(md.storage(entry).relative_path));
-      TensorSpec spec;
-      spec.key = std::string(tensor.fqn);
-      spec.global_shape = shape;
-      spec.global_offset = box.offset;
-      spec.local_shape = box.shape;
-      ranks[rank].tensors.push_back(std::move(spec));
+      written.push_back({md.ChunkBox(chunks[c]), rank});
     }
-    if (!consistent) continue;
-    int64_t volume = 0;
-    if (chunks.size == 0) {
-      if (CheckedVolume(shape, &volume) && volume == 0) continue;
-      findings.Add("tensor " + QuotedName(tensor.fqn) + " of shape " + DimsToString(shape) +
-                   " has no chunks: none of its elements is saved");
-      continue;
+    for (const Violation& v : CheckChunkTiling(tensor.fqn, shape, written)) {
+      findings.Add([&] { return v.ToString(); });
     }
-    GlobalSignature sig;
-    for (auto& [rank, rs] : ranks) {
-      rs.rank = rank;
-      sig.ranks.push_back(std::move(rs));
-    }
-    for (const Violation& v : CheckShardingIntegrity(sig)) findings.Add(v.ToString());
   }
 }
 
@@ -178,27 +165,35 @@ void CheckStorageEntries(const DcpMetadata& md, const DcpStorageIndex& index,
     const PySpan chunks = doc.Items(tensor.chunks);
     for (size_t c = 0; c < chunks.size; ++c) {
       if (index.chunk_entries[t][c] >= 0) continue;
-      const Box box = md.ChunkBox(chunks[c]);
-      findings.Add("tensor " + QuotedName(tensor.fqn) + ": chunk " + BoxToString(box) +
-                   " has no storage_data entry: its bytes are nowhere");
+      findings.Add([&] {
+        return "tensor " + QuotedName(tensor.fqn) + ": chunk " +
+               BoxToString(md.ChunkBox(chunks[c])) +
+               " has no storage_data entry: its bytes are nowhere";
+      });
     }
   }
   for (size_t b = 0; b < md.bytes_items().size(); ++b) {
     if (index.bytes_entries[b] >= 0) continue;
-    findings.Add("bytes item " + QuotedName(md.bytes_items()[b]) +
-                 " has no storage_data entry: its bytes are nowhere");
+    findings.Add([&] {
+      return "bytes item " + QuotedName(md.bytes_items()[b]) +
+             " has no storage_data entry: its bytes are nowhere";
+    });
   }
   for (size_t e = 0; e < md.storage_count(); ++e) {
     if (index.entry_used[e]) continue;
     const DcpStorageEntry entry = md.storage(e);
-    findings.Add("storage_data entry for " + QuotedName(entry.fqn) + " at offset " +
-                 OffsetText(md, entry.offset) + " (" + QuotedName(entry.relative_path) +
-                 ") belongs to no chunk or bytes item of state_dict_metadata");
+    findings.Add([&] {
+      return "storage_data entry for " + QuotedName(entry.fqn) + " at offset " +
+             OffsetText(md, entry.offset) + " (" + QuotedName(entry.relative_path) +
+             ") belongs to no chunk or bytes item of state_dict_metadata";
+    });
   }
   for (size_t e : index.duplicate_entries) {
     const DcpStorageEntry entry = md.storage(e);
-    findings.Add("two storage_data entries for " + QuotedName(entry.fqn) + " at offset " +
-                 OffsetText(md, entry.offset));
+    findings.Add([&] {
+      return "two storage_data entries for " + QuotedName(entry.fqn) + " at offset " +
+             OffsetText(md, entry.offset);
+    });
   }
 }
 
@@ -227,8 +222,10 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
       names.push_back(entry.relative_path);
       FileInfo info;
       if (!IsPlainFileName(entry.relative_path)) {
-        findings.Add("storage_data names " + QuotedName(entry.relative_path) +
-                     ", not a file of the checkpoint directory");
+        findings.Add([&] {
+          return "storage_data names " + QuotedName(entry.relative_path) +
+                 ", not a file of the checkpoint directory";
+        });
       } else if (file_size(entry.relative_path, &info.size)) {
         info.usable = true;
       }
@@ -241,11 +238,12 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
         static_cast<uint64_t>(entry.offset_in_file) > file.size ||
         static_cast<uint64_t>(entry.length) >
             file.size - static_cast<uint64_t>(entry.offset_in_file)) {
-      findings.Add(QuotedName(entry.fqn) + " at offset " + OffsetText(md, entry.offset) +
-                   ": bytes [" + std::to_string(entry.offset_in_file) + ", " +
-                   std::to_string(entry.offset_in_file) + " + " + std::to_string(entry.length) +
-                   ") lie outside " + QuotedName(entry.relative_path) + " (" +
-                   std::to_string(file.size) + " bytes)");
+      findings.Add([&] {
+        return QuotedName(entry.fqn) + " at offset " + OffsetText(md, entry.offset) + ": bytes [" +
+               std::to_string(entry.offset_in_file) + ", " + std::to_string(entry.offset_in_file) +
+               " + " + std::to_string(entry.length) + ") lie outside " +
+               QuotedName(entry.relative_path) + " (" + std::to_string(file.size) + " bytes)";
+      });
       continue;
     }
     if (entry.length > 0) {
@@ -255,9 +253,11 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
   }
   for (size_t f = 0; f < files.size(); ++f) {
     if (files[f].usable || !IsPlainFileName(names[f])) continue;
-    findings.Add(QuotedName(names[f]) +
-                 " is missing (or not a regular file): " + std::to_string(files[f].entries) +
-                 " storage_data entr" + (files[f].entries == 1 ? "y names" : "ies name") + " it");
+    findings.Add([&] {
+      return QuotedName(names[f]) +
+             " is missing (or not a regular file): " + std::to_string(files[f].entries) +
+             " storage_data entr" + (files[f].entries == 1 ? "y names" : "ies name") + " it";
+    });
   }
   std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
     return a.file != b.file ? a.file < b.file : a.begin < b.begin;
@@ -273,10 +273,12 @@ void CheckFiles(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndex
       continue;
     }
     const DcpStorageEntry x = md.storage(a.entry), y = md.storage(b.entry);
-    findings.Add(QuotedName(names[a.file]) + ": bytes [" + std::to_string(b.begin) + ", " +
-                 std::to_string(std::min(a.end, b.end)) + ") belong to both " + QuotedName(x.fqn) +
-                 " at offset " + OffsetText(md, x.offset) + " and " + QuotedName(y.fqn) +
-                 " at offset " + OffsetText(md, y.offset));
+    findings.Add([&] {
+      return QuotedName(names[a.file]) + ": bytes [" + std::to_string(b.begin) + ", " +
+             std::to_string(std::min(a.end, b.end)) + ") belong to both " + QuotedName(x.fqn) +
+             " at offset " + OffsetText(md, x.offset) + " and " + QuotedName(y.fqn) +
+             " at offset " + OffsetText(md, y.offset);
+    });
     if (b.end > a.end) reach = i;
   }
 }

@@ -3,9 +3,10 @@
 // files. No data is read here (dcp_data.h reads it).
 //
 // Findings, each naming the tensor, the box (global coordinates) or the file:
-//  - tiling: every tensor's chunks have its number of axes, lie inside its global shape, do not
-//    overlap and cover it exactly (P4 over the chunk index, model/validate.h: the first uncovered
-//    or doubly covered boxes are reported); a tensor with elements and no chunk is reported;
+//  - tiling: every tensor's chunks (each with the tensor's axes and inside it: DcpMetadata::Read
+//    refuses any other) do not overlap and cover it exactly (P4 over the chunk index,
+//    model/validate.h: the first uncovered or doubly covered boxes are reported); a tensor with
+//    elements and no chunk is reported;
 //  - storage: every chunk and every bytes item has a storage_data entry, and every entry belongs
 //    to a chunk or a bytes item (at most one entry each);
 //  - files: every entry names a plain file of the directory (no path separator, not "." or

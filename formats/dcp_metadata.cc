@@ -122,6 +122,22 @@ Status DcpMetadata::ReadTensor(std::string_view fqn, PyValue value) {
   if (!IsIntTuple(doc_, t.size)) {
     return BadShape(where + ".size", "a " + TypeName(doc_, t.size) + ", not a torch.Size");
   }
+  const Dims shape = Shape(t.size);
+  if (shape.size() > kMaxDcpTensorAxes) {
+    return Status::NotSupported(where + ".size: " + std::to_string(shape.size()) +
+                                " axes; ckptspec reads tensors of at most " +
+                                std::to_string(kMaxDcpTensorAxes));
+  }
+  int64_t volume = 0;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    if (shape[a] < 0) {
+      return BadShape(where + ".size",
+                      DimsToString(shape) + ": axis " + std::to_string(a) + " is negative");
+    }
+  }
+  if (!CheckedVolume(shape, &volume)) {
+    return BadShape(where + ".size", DimsToString(shape) + ": more elements than int64 counts");
+  }
   t.chunks = doc_.Field(value, "chunks");
   if (!t.chunks.is(Kind::kList) && !t.chunks.is(Kind::kTuple)) {
     return BadShape(where + ".chunks", "a " + TypeName(doc_, t.chunks) + ", not a list");
@@ -139,8 +155,37 @@ Status DcpMetadata::ReadTensor(std::string_view fqn, PyValue value) {
                         "a " + TypeName(doc_, dims) + ", not a torch.Size");
       }
     }
+    CKPTSPEC_RETURN_IF_ERROR(CheckChunkGeometry(where, c, t.size, chunks[c]));
   }
   tensors_.push_back(t);
+  return Status::OK();
+}
+
+Status DcpMetadata::CheckChunkGeometry(const std::string& tensor_where, size_t c, PyValue size,
+                                       PyValue chunk) const {
+  const PySpan shape = doc_.Items(size);
+  const PySpan offsets = doc_.Items(ChunkOffsets(chunk));
+  const PySpan sizes = doc_.Items(ChunkSizes(chunk));
+  const auto where = [&] { return tensor_where + ".chunks[" + std::to_string(c) + "]"; };
+  const auto described = [&] {
+    return "offsets " + DimsToString(Shape(ChunkOffsets(chunk))) + " and sizes " +
+           DimsToString(Shape(ChunkSizes(chunk)));
+  };
+  if (offsets.size != shape.size || sizes.size != shape.size) {
+    return BadShape(where(), described() + " have " + std::to_string(offsets.size) + " and " +
+                                 std::to_string(sizes.size) + " axes; the tensor's size " +
+                                 DimsToString(Shape(size)) + " has " + std::to_string(shape.size));
+  }
+  for (size_t a = 0; a < shape.size; ++a) {
+    const int64_t extent = doc_.Int(shape[a]), lo = doc_.Int(offsets[a]), n = doc_.Int(sizes[a]);
+    if (lo < 0 || n < 0) {
+      return BadShape(where(), described() + ": axis " + std::to_string(a) + " is negative");
+    }
+    if (lo > extent || n > extent - lo) {
+      return BadShape(where(), described() + " reach past the tensor's size " +
+                                   DimsToString(Shape(size)) + " on axis " + std::to_string(a));
+    }
+  }
   return Status::OK();
 }
 

@@ -3,6 +3,11 @@
 // type DCP gives it. Whether the index is consistent (chunks tile their tensors, every chunk has
 // its bytes) is dcp_checks.h's business.
 //
+// Every tensor's geometry is validated here, once, so that nothing downstream indexes by an
+// unchecked axis count: its size has at most kMaxDcpTensorAxes axes, none negative, and a volume
+// that fits in int64; each chunk's offsets and sizes have exactly the tensor's axes, none
+// negative, and the chunk lies inside the tensor. Anything else is a named error (Corruption).
+//
 // Memory: the .metadata bytes, the pickle document (pickle_value.h) and 32 bytes per tensor.
 #pragma once
 
@@ -18,6 +23,10 @@
 #include "model/status.h"
 
 namespace ckptspec {
+
+// The most axes a tensor of a .metadata may have (ckptspec's limit; torch's own tensors stay far
+// below it in practice). More is refused when the index is read.
+inline constexpr size_t kMaxDcpTensorAxes = 64;
 
 struct DcpTensor {
   std::string_view fqn;
@@ -39,8 +48,9 @@ struct DcpStorageEntry {
 
 class DcpMetadata {
  public:
-  // Reads and shape-checks the bytes of a .metadata file (kept). Errors name the entry and the
-  // field: "state_dict_metadata['w']: chunk 3: offsets is a list, not a tuple of ints".
+  // Reads and shape-checks the bytes of a .metadata file (kept), geometry included (above).
+  // Errors name the entry and the field: "state_dict_metadata['w'].chunks[3].offsets: a list,
+  // not a torch.Size".
   Status Read(std::string bytes);
 
   const PickleDocument& doc() const { return doc_; }
@@ -62,6 +72,9 @@ class DcpMetadata {
 
  private:
   Status ReadTensor(std::string_view fqn, PyValue value);
+  // The geometry of chunk `c` of the tensor at `tensor_where` of global `size` (class comment).
+  Status CheckChunkGeometry(const std::string& tensor_where, size_t c, PyValue size,
+                            PyValue chunk) const;
   Status CheckStorage();
 
   PickleDocument doc_;

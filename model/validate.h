@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/box.h"
@@ -83,6 +84,20 @@ inline constexpr int64_t kMaxCompressedCells = 1000000;
 // - Entries failing validation are kInvalidEntry and take no further part.
 // Ranks named for a gap or a missing object are those holding non-main replicas of it.
 std::vector<Violation> CheckShardingIntegrity(const GlobalSignature& signature);
+
+// One chunk of a tensor as an index records it: its box, and the rank that wrote it.
+struct WrittenChunk {
+  Box box;
+  int64_t rank = 0;
+};
+
+// P4's coverage check for the chunks of one tensor on an irregular grid, every chunk a main
+// replica (a PyTorch DCP index): the overlap and gap violations CheckShardingIntegrity reports for
+// such a key, without a GlobalSignature, so that the key is held once and not copied per chunk.
+// Precondition: every box has the axes of `global_shape` and lies inside it (the caller validated
+// the index).
+std::vector<Violation> CheckChunkTiling(std::string_view key, const Dims& global_shape,
+                                        const std::vector<WrittenChunk>& chunks);
 
 // P5, key injectivity: distinct state never shares a key.
 // - kKeyCollision: entries of one key with different non-empty origins (each origin named with its

@@ -636,6 +636,24 @@ void CheckObjectKey(std::string_view key, const std::vector<ObjectRef>& all,
 
 }  // namespace
 
+std::vector<Violation> CheckChunkTiling(std::string_view key, const Dims& global_shape,
+                                        const std::vector<WrittenChunk>& chunks) {
+  std::vector<TensorSpec> specs(chunks.size());  // keys left empty: the violations name `key`
+  std::vector<TensorRef> entries(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    specs[c].global_shape = global_shape;
+    specs[c].global_offset = chunks[c].box.offset;
+    specs[c].local_shape = chunks[c].box.shape;
+    entries[c] = TensorRef{&specs[c], chunks[c].rank};
+  }
+  // In rank order, then in the index's order, as GroupTensorsByKey would give them.
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const TensorRef& a, const TensorRef& b) { return a.rank < b.rank; });
+  std::vector<Violation> out;
+  if (!entries.empty()) CheckIrregularCoverage(key, entries, &out);
+  return out;
+}
+
 std::vector<Violation> CheckShardingIntegrity(const GlobalSignature& signature) {
   std::vector<Violation> out;
   for (const auto& group : GroupTensorsByKey(signature))

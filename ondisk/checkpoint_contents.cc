@@ -8,6 +8,7 @@
 #include "formats/dcp_metadata.h"
 #include "formats/torch_save_archive.h"
 #include "formats/torch_tensor_item.h"
+#include "ondisk/dcp_index_limits.h"
 #include "ondisk/file_byte_source.h"
 #include "targets/reference/reference_engine.h"
 
@@ -43,21 +44,29 @@ Status CheckpointContents::Open(Env* env, const std::string& root, const Resourc
 }
 
 Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
+  // What `ckptspec verify` refuses or reports is refused here, before any data is read: the
+  // index's limits, any finding of its consistency checks (overlapping or missing chunks,
+  // entries outside their files or sharing bytes), and reads beyond max_read_ratio.
   const std::string path = JoinPath(dir_, ".metadata");
-  std::string bytes;
-  CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(env_, path, limits, &bytes));
   DcpMetadata md;
-  const Status read = md.Read(std::move(bytes));
-  if (!read.ok()) return read.WithContext(path);
-  const DcpStorageIndex index = IndexDcpStorage(md);
-  std::unordered_map<std::string_view, size_t> file_ids;
-  for (size_t e = 0; e < md.storage_count(); ++e) {
-    if (!IsPlainFileName(md.storage(e).relative_path)) {
-      return Status::Corruption(path + ": storage_data names " +
-                                QuotedName(md.storage(e).relative_path) +
-                                ", not a file of the checkpoint directory");
-    }
+  CKPTSPEC_RETURN_IF_ERROR(ReadDcpIndex(env_, dir_, limits, &md));
+  DcpIndexReport checked;
+  CheckDcpIndex(
+      md,
+      [&](std::string_view name, uint64_t* size) {
+        return env_->GetFileSize(JoinPath(dir_, std::string(name)), size).ok();
+      },
+      &checked);
+  if (!checked.ok()) {
+    const size_t more = checked.findings.size() - 1;
+    return Status::Corruption(
+        path + ": " + checked.findings.front() +
+        (more > 0 ? " (and " + std::to_string(more) + " more finding(s))" : std::string()) +
+        "; ckptspec verify lists the findings, diff compares only checkpoints it finds sound");
   }
+  const DcpStorageIndex index = IndexDcpStorage(md);
+  CKPTSPEC_RETURN_IF_ERROR(CheckDcpReadRatio(dir_, MeasureDcpReads(env_, dir_, md, index), limits));
+  std::unordered_map<std::string_view, size_t> file_ids;
   auto bytes_of = [&](size_t e) {
     const DcpStorageEntry entry = md.storage(e);
     auto [it, inserted] = file_ids.emplace(entry.relative_path, files_.size());
@@ -74,19 +83,12 @@ Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
     tensor.shape = md.Shape(dcp.size);
     const PySpan chunks = md.doc().Items(dcp.chunks);
     for (size_t c = 0; c < chunks.size; ++c) {
-      const int64_t e = index.chunk_entries[t][c];
-      if (e < 0) {
-        return Status::Corruption(
-            path + ": tensor " + QuotedName(dcp.fqn) + " chunk " +
-            BoxToString(md.ChunkBox(chunks[c])) +
-            " has no storage_data entry (ckptspec verify lists every finding)");
-      }
+      const int64_t e = index.chunk_entries[t][c];  // >= 0: the storage check found none missing
       tensor.chunks.push_back({md.ChunkBox(chunks[c]), bytes_of(static_cast<size_t>(e))});
     }
     tensors_.push_back(std::move(tensor));
   }
   for (size_t b = 0; b < md.bytes_items().size(); ++b) {
-    if (index.bytes_entries[b] < 0) continue;
     blobs_.push_back(
         {std::string(md.bytes_items()[b]), bytes_of(static_cast<size_t>(index.bytes_entries[b]))});
   }

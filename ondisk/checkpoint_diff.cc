@@ -11,6 +11,7 @@
 #include "device/compare_host.h"
 #include "device/compare_setup.h"
 #include "formats/quoted_name.h"
+#include "model/box_overlap.h"
 #include "model/float_codec.h"
 
 namespace ckptspec {
@@ -69,6 +70,76 @@ Dims Unravel(uint64_t index, const Dims& shape) {
   return coord;
 }
 
+// For each chunk of A (by index), the chunks of B that meet it, ascending; found by one sweep over
+// both sides' chunks (model/box_overlap.h), so sub-quadratic in the number of chunks. A's chunks
+// are disjoint and so are B's (else an error: an element would be compared more than once), so
+// the pairs are at most the tensor's elements. Every chunk must have the tensor's axes and lie
+// inside it (the readers validated it; checked again here, as the comparison indexes by it).
+Status MeetingChunks(const StoredTensor& ta, const StoredTensor& tb,
+                     std::vector<std::vector<size_t>>* partners) {
+  const size_t rank = ta.shape.size();
+  const StoredTensor* sides[2] = {&ta, &tb};
+  for (int side = 0; side < 2; ++side) {
+    for (const StoredChunk& c : sides[side]->chunks) {
+      if (c.box.offset.size() != rank || c.box.shape.size() != rank || !IsWithin(c.box, ta.shape)) {
+        return Status::Corruption(std::string(side == 0 ? "A" : "B") + ": chunk " +
+                                  BoxToString(c.box) + " does not lie inside the tensor's shape " +
+                                  DimsToString(ta.shape));
+      }
+    }
+  }
+  // Non-empty chunks of both sides as boxes (a scalar as the box [0, 1) of one axis).
+  BoxBounds all;
+  all.rank = std::max<size_t>(rank, 1);
+  std::vector<size_t> ids;  // A's chunk c is c, B's chunk j is ta.chunks.size() + j
+  const int64_t scalar_lo = 0, scalar_hi = 1;
+  for (int side = 0; side < 2; ++side) {
+    const auto& chunks = sides[side]->chunks;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      int64_t volume = 0;
+      if (!CheckedVolume(chunks[c].box.shape, &volume) || volume == 0) continue;
+      Dims hi = chunks[c].box.offset;
+      for (size_t axis = 0; axis < rank; ++axis) hi[axis] += chunks[c].box.shape[axis];
+      if (rank == 0) {
+        all.Add(&scalar_lo, &scalar_hi);
+      } else {
+        all.Add(chunks[c].box.offset.data(), hi.data());
+      }
+      ids.push_back(side == 0 ? c : ta.chunks.size() + c);
+    }
+  }
+  partners->assign(ta.chunks.size(), {});
+  if (ids.empty()) return Status::OK();
+  const SweepAxes axes = ChooseSweepAxes(all);
+  std::vector<size_t> order(ids.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return all.Lo(x, axes.sweep) < all.Lo(y, axes.sweep); });
+  BoxBounds sorted;
+  sorted.rank = all.rank;
+  for (size_t i : order) sorted.Add(&all.lo[i * all.rank], &all.hi[i * all.rank]);
+  Status overlap;
+  ForEachOverlap(sorted, axes, [&](size_t k, size_t i) {
+    size_t x = ids[order[k]], y = ids[order[i]];
+    if (x > y) std::swap(x, y);
+    const size_t na = ta.chunks.size();
+    if (y < na || x >= na) {
+      const bool in_a = y < na;
+      const StoredTensor& t = in_a ? ta : tb;
+      const size_t first = in_a ? x : x - na, second = in_a ? y : y - na;
+      overlap = Status::Corruption(
+          std::string(in_a ? "A" : "B") + ": chunks " + BoxToString(t.chunks[first].box) + " and " +
+          BoxToString(t.chunks[second].box) + " overlap (ckptspec verify reports it)");
+      return false;
+    }
+    (*partners)[x].push_back(y - na);
+    return true;
+  });
+  if (!overlap.ok()) return overlap;
+  for (std::vector<size_t>& p : *partners) std::sort(p.begin(), p.end());
+  return Status::OK();
+}
+
 class TensorDiffer {
  public:
   TensorDiffer(const CheckpointContents& a, const CheckpointContents& b, const DiffOptions& options)
@@ -94,10 +165,18 @@ class TensorDiffer {
     first_global_ = UINT64_MAX;
     cache_.clear();
     cached_bytes_ = 0;
+    std::vector<std::vector<size_t>> partners;
+    if (const Status s = MeetingChunks(ta, tb, &partners); !s.ok()) {
+      d.problem = s.message();
+      return d;
+    }
     std::string a_bytes;
-    for (const StoredChunk& ca : ta.chunks) {
+    for (size_t i = 0; i < ta.chunks.size(); ++i) {
+      if (partners[i].empty()) continue;
+      const StoredChunk& ca = ta.chunks[i];
       Status s = a_.ReadChunk(ta, ca, &a_bytes);
-      for (size_t j = 0; s.ok() && j < tb.chunks.size(); ++j) {
+      for (size_t p = 0; s.ok() && p < partners[i].size(); ++p) {
+        const size_t j = partners[i][p];
         Box part;
         if (!Intersect(ca.box, tb.chunks[j].box, &part)) continue;
         const std::string* b_bytes = nullptr;

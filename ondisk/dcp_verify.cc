@@ -15,6 +15,7 @@
 #include "formats/torch_tensor_item.h"
 #include "model/json_util.h"
 #include "model/sharded.h"
+#include "ondisk/dcp_index_limits.h"
 #include "ondisk/file_byte_source.h"
 #include "ondisk/global_checksum.h"
 
@@ -134,22 +135,10 @@ class DataReader {
     }
     // What the items declare is read at most max_read_ratio times what their files occupy on
     // disk: overlapping entries (or a sparse file) cannot make the reads unbounded.
-    uint64_t to_read = 0, stored = 0;
-    std::map<std::string_view, bool> seen;
-    for (const DataItem& item : items) {
-      const DcpStorageEntry e = md_.storage(item.entry);
-      to_read += static_cast<uint64_t>(std::max<int64_t>(0, e.length));
-      if (!seen.emplace(item.file, true).second) continue;
-      uint64_t size = 0;
-      if (env_->GetFileStoredSize(JoinPath(dir_, std::string(item.file)), &size).ok()) {
-        stored += size;
-      }
-    }
-    if (to_read > options_.limits.max_read_ratio * std::max<uint64_t>(stored, 1)) {
-      AddFinding(LimitExceeded(dir_, to_read, "bytes to read", &ResourceLimits::max_read_ratio,
-                               options_.limits)
-                     .message() +
-                 " (the data files occupy " + std::to_string(stored) + " bytes)");
+    const Status budget =
+        CheckDcpReadRatio(dir_, MeasureDcpReads(env_, dir_, md_, index), options_.limits);
+    if (!budget.ok()) {
+      AddFinding(budget.message());
       return;
     }
     // In file order, so that each file is read front to back.
@@ -202,8 +191,14 @@ class DataReader {
     std::vector<char> block;
     std::string open_name;
     std::unique_ptr<FileByteSource> open;
-    std::vector<std::string> findings;
-    std::vector<uint64_t> sums;  // per tensor
+    std::vector<std::string> findings;  // at most kMaxFindingsPerCheck + 1: the merge caps them
+    std::vector<uint64_t> sums;         // per tensor
+
+    // Keeps the finding `message()` builds, unless enough are kept to fill the report already.
+    template <typename Message>
+    void Find(const Message& message) {
+      if (findings.size() <= kMaxFindingsPerCheck) findings.push_back(message());
+    }
     int64_t items_read = 0;
     uint64_t bytes_read = 0;
   };
@@ -258,28 +253,35 @@ class DataReader {
       s = CheckZipEntryCrc(window, archive.entries[i]);
       w->bytes_read += archive.entries[i].size;
     }
-    if (!s.ok()) w->findings.push_back("bytes item " + QuotedName(fqn) + ": " + s.message());
+    if (!s.ok()) w->Find([&] { return "bytes item " + QuotedName(fqn) + ": " + s.message(); });
   }
 
   void CheckTensorItem(const WindowByteSource& window, size_t t, size_t c, Worker* w) {
     const DcpTensor& tensor = md_.tensors()[t];
     const PyValue chunk = md_.doc().Items(tensor.chunks)[c];
     const Box box = md_.ChunkBox(chunk);
-    const std::string what = "tensor " + QuotedName(tensor.fqn) + " chunk " + BoxToString(box);
+    // The item named in a finding (built only for one: the fqn may be long, the items many).
+    const auto what = [&] {
+      return "tensor " + QuotedName(tensor.fqn) + " chunk " + BoxToString(box);
+    };
     TorchTensorItem item;
     const Status s = ReadTorchTensorItem(window, ZipLimits(), &item);
     if (!s.ok()) {
-      w->findings.push_back(what + ": " + s.message());
+      w->Find([&] { return what() + ": " + s.message(); });
       return;
     }
     if (item.dtype != tensor.dtype) {
-      w->findings.push_back(what + ": the item holds " + item.dtype->name +
-                            ", the index declares " + tensor.dtype->name);
+      w->Find([&] {
+        return what() + ": the item holds " + item.dtype->name + ", the index declares " +
+               tensor.dtype->name;
+      });
       return;
     }
     if (item.shape != box.shape) {
-      w->findings.push_back(what + ": the item's shape is " + DimsToString(item.shape) +
-                            ", the chunk's " + DimsToString(box.shape));
+      w->Find([&] {
+        return what() + ": the item's shape is " + DimsToString(item.shape) + ", the chunk's " +
+               DimsToString(box.shape);
+      });
       return;
     }
     // One pass over the storage entry: its CRC over every byte, the checksum over the elements.
@@ -290,7 +292,7 @@ class DataReader {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(w->block.size(), end - at));
       const Status r = window.Read(at, n, w->block.data());
       if (!r.ok()) {
-        w->findings.push_back(what + ": " + r.message());
+        w->Find([&] { return what() + ": " + r.message(); });
         return;
       }
       crc = Crc32(crc, w->block.data(), n);
@@ -303,8 +305,10 @@ class DataReader {
     }
     w->bytes_read += item.storage.size;
     if (crc != item.storage.crc32) {
-      w->findings.push_back(what + ": " + QuotedName(item.storage.name) + " has CRC-32 " +
-                            Hex(crc) + ", its archive records " + Hex(item.storage.crc32));
+      w->Find([&] {
+        return what() + ": " + QuotedName(item.storage.name) + " has CRC-32 " + Hex(crc) +
+               ", its archive records " + Hex(item.storage.crc32);
+      });
       return;
     }
     w->sums[t] += checksum.value();
@@ -331,18 +335,8 @@ Status VerifyDcpCheckpoint(Env* env, const DetectedCheckpoint& detected,
   report->kind = detected.kind;
   report->dir = detected.index_dir;
   const std::string& dir = detected.index_dir;
-  std::string bytes;
-  const std::string metadata_path = JoinPath(dir, ".metadata");
-  CKPTSPEC_RETURN_IF_ERROR(ReadIndexFile(env, metadata_path, options.limits, &bytes));
   DcpMetadata md;
-  const Status read = md.Read(std::move(bytes));
-  if (!read.ok()) return read.WithContext(metadata_path);
-  uint64_t entries = md.storage_count();
-  for (const DcpTensor& t : md.tensors()) entries += md.doc().Len(t.chunks);
-  if (entries > options.limits.max_chunks) {
-    return LimitExceeded(metadata_path, entries, "chunks and storage entries",
-                         &ResourceLimits::max_chunks, options.limits);
-  }
+  CKPTSPEC_RETURN_IF_ERROR(ReadDcpIndex(env, dir, options.limits, &md));
   report->dcp_version = std::string(md.version());
   report->metadata_extras = md.extra_attributes();
   CheckDcpIndex(

@@ -17,17 +17,8 @@ namespace {
 
 using testing_util::Fixture;
 using testing_util::ScratchCopy;
+using testing_util::VerifyDcp;
 using testing_util::ViewOf;
-
-Status Verify(const std::string& root, DcpVerifyReport* report, bool data = true) {
-  std::unique_ptr<Env> view = ViewOf(root);
-  DetectedCheckpoint detected;
-  CKPTSPEC_RETURN_IF_ERROR(DetectCheckpoint(view.get(), root, &detected));
-  DcpVerifyOptions options;
-  options.data = data;
-  options.checksums = data;
-  return VerifyDcpCheckpoint(view.get(), detected, options, report);
-}
 
 std::string AllFindings(const DcpVerifyReport& r) {
   std::string all;
@@ -38,7 +29,7 @@ std::string AllFindings(const DcpVerifyReport& r) {
 
 std::map<std::string, uint64_t> Checksums(const std::string& name) {
   DcpVerifyReport report;
-  EXPECT_TRUE(Verify(Fixture(name), &report).ok()) << name;
+  EXPECT_TRUE(VerifyDcp(Fixture(name), &report).ok()) << name;
   std::map<std::string, uint64_t> sums;
   for (const TensorChecksum& c : report.checksums) sums[c.fqn] = c.checksum;
   return sums;
@@ -56,7 +47,7 @@ TEST(DcpVerify, RealCheckpointsOfDcpAndMegatronAreSound) {
                         Case{"torch_dist_mcore", CheckpointKind::kTorchDist, 2, 3, 2},
                         Case{"torch_dist_mcore_0_19", CheckpointKind::kTorchDist, 2, 3, 3}}) {
     DcpVerifyReport report;
-    ASSERT_TRUE(Verify(Fixture(c.name), &report).ok()) << c.name;
+    ASSERT_TRUE(VerifyDcp(Fixture(c.name), &report).ok()) << c.name;
     EXPECT_TRUE(report.ok()) << c.name << ":\n" << AllFindings(report);
     EXPECT_EQ(report.kind, c.kind) << c.name;
     EXPECT_EQ(report.index.tensors, c.tensors) << c.name;
@@ -69,13 +60,13 @@ TEST(DcpVerify, RealCheckpointsOfDcpAndMegatronAreSound) {
 
 TEST(DcpVerify, TorchDistNamesItsBackendsAndCommonState) {
   DcpVerifyReport old_layout, new_layout;
-  ASSERT_TRUE(Verify(Fixture("torch_dist_mcore"), &old_layout, false).ok());
+  ASSERT_TRUE(VerifyDcp(Fixture("torch_dist_mcore"), &old_layout, false).ok());
   EXPECT_EQ(old_layout.sharded_backend, "torch_dist");
   EXPECT_EQ(old_layout.common_backend, "torch");
   EXPECT_EQ(old_layout.common_source, "common.pt");
   EXPECT_EQ(old_layout.common_keys, (std::vector<std::string>{"iteration", "args"}));
   EXPECT_EQ(old_layout.metadata_extras, std::vector<std::string>{"all_local_plans"});
-  ASSERT_TRUE(Verify(Fixture("torch_dist_mcore_0_19"), &new_layout, false).ok());
+  ASSERT_TRUE(VerifyDcp(Fixture("torch_dist_mcore_0_19"), &new_layout, false).ok());
   EXPECT_EQ(new_layout.common_source, "bytes item 'common_state/shard_0_1'");
   EXPECT_EQ(new_layout.common_keys, (std::vector<std::string>{"iteration", "args"}));
 }
@@ -117,7 +108,7 @@ TEST(DcpVerify, EachCorruptionOfTheFixturesIsFoundAndNamed) {
   };
   for (const auto& [name, finding] : cases) {
     DcpVerifyReport report;
-    ASSERT_TRUE(Verify(Fixture(name), &report).ok()) << name;
+    ASSERT_TRUE(VerifyDcp(Fixture(name), &report).ok()) << name;
     EXPECT_FALSE(report.ok()) << name;
     EXPECT_NE(AllFindings(report).find(finding), std::string::npos)
         << name << ": expected\n  " << finding << "\namong\n"
@@ -127,7 +118,7 @@ TEST(DcpVerify, EachCorruptionOfTheFixturesIsFoundAndNamed) {
 
 TEST(DcpVerify, AnUnknownGlobalInMetadataIsRefusedWithItsNameAndOffset) {
   DcpVerifyReport report;
-  const Status s = Verify(Fixture("corrupt_unknown_global"), &report);
+  const Status s = VerifyDcp(Fixture("corrupt_unknown_global"), &report);
   EXPECT_EQ(s.code(), Status::Code::kNotSupported);
   EXPECT_NE(s.message().find("global 'argparse.Namespace' is not allowed"), std::string::npos)
       << s.ToString();
@@ -155,7 +146,7 @@ TEST(DcpVerify, AFlippedDataByteIsACrcFindingNamingTheChunk) {
     f.put(static_cast<char>(c ^ 0x10));
   }
   DcpVerifyReport report;
-  ASSERT_TRUE(Verify(copy.dir(), &report).ok());
+  ASSERT_TRUE(VerifyDcp(copy.dir(), &report).ok());
   EXPECT_TRUE(report.index.ok()) << AllFindings(report);
   EXPECT_NE(AllFindings(report).find("data: tensor 'model.fc1.weight' chunk [0:4, 0:8]: "
                                      "'archive/data/0' has CRC-32"),
@@ -170,7 +161,7 @@ TEST(DcpVerify, ALinkInPlaceOfADataFileIsNotFollowed) {
   std::filesystem::rename(copy.dir() + "/__1_0.distcp", outside);
   std::filesystem::create_symlink(outside, copy.dir() + "/__1_0.distcp");
   DcpVerifyReport report;
-  ASSERT_TRUE(Verify(copy.dir(), &report).ok());
+  ASSERT_TRUE(VerifyDcp(copy.dir(), &report).ok());
   EXPECT_NE(AllFindings(report).find("'__1_0.distcp' is missing (or not a regular file)"),
             std::string::npos)
       << AllFindings(report);
@@ -193,7 +184,7 @@ TEST(DcpVerify, AnEntryNamingAPathOutsideTheDirectoryIsAFindingAndNeverOpened) {
   std::ofstream(metadata, std::ios::binary | std::ios::trunc) << bytes;
   std::filesystem::rename(copy.dir() + "/__1_0.distcp", copy.base() + "/escape.cp");
   DcpVerifyReport report;
-  ASSERT_TRUE(Verify(copy.dir(), &report).ok());
+  ASSERT_TRUE(VerifyDcp(copy.dir(), &report).ok());
   EXPECT_NE(AllFindings(report).find(
                 "files: storage_data names '../escape.cp', not a file of the checkpoint directory"),
             std::string::npos)

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "ondisk/dcp_verify.h"
 #include "targets/env/env.h"
 
 #ifndef CKPTSPEC_SOURCE_DIR
@@ -28,6 +29,20 @@ inline std::unique_ptr<Env> ViewOf(const std::string& root) {
   std::unique_ptr<Env> view;
   EXPECT_TRUE(Env::Posix()->NewConfinedView(root, &view).ok());
   return view;
+}
+
+// `ckptspec verify` of the DCP or torch_dist checkpoint at `root`; with `data`, its data read and
+// checksummed too.
+inline Status VerifyDcp(const std::string& root, DcpVerifyReport* report, bool data = true,
+                        const ResourceLimits& limits = ResourceLimits()) {
+  std::unique_ptr<Env> view = ViewOf(root);
+  DetectedCheckpoint detected;
+  CKPTSPEC_RETURN_IF_ERROR(DetectCheckpoint(view.get(), root, &detected));
+  DcpVerifyOptions options;
+  options.data = data;
+  options.checksums = data;
+  options.limits = limits;
+  return VerifyDcpCheckpoint(view.get(), detected, options, report);
 }
 
 // A fresh copy of fixture `name` under a temporary directory, removed with the object.
