@@ -1,8 +1,15 @@
 // Fuzzes the adapter protocol's message parser (docs/PROTOCOL.md; targets/process/protocol.h), the
 // code that reads what a third-party adapter (or the harness) sends: any bytes give a Status, never
 // a crash. A line that parses as JSON is read as every message kind; a message that reads
-// round-trips: written back and read again, it is the same message.
+// round-trips: written back and read again, it is the same message. Before that, the input goes
+// through the reply reader (targets/process/reply_lines.h) as a rank's stdout would, split into
+// reads at points drawn from the input itself: the lines are those between its newlines, each
+// once, whatever the split.
+#include <algorithm>
+#include <random>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +17,7 @@
 #include "model/json_util.h"
 #include "targets/process/framework_protocol.h"
 #include "targets/process/protocol.h"
+#include "targets/process/reply_lines.h"
 
 namespace {
 
@@ -32,12 +40,47 @@ void ReadsAndRoundTrips(const json& message, Status (*from)(const json&, T*),
   CKPTSPEC_FUZZ_CHECK(!ckptspec::DumpLine(written).empty(), what);
 }
 
+// Feeds `text` to a ReplyLines in reads whose lengths, and the reader's line limit, come from a
+// generator seeded by the input's bytes (so mutating the input moves the split points too).
+void ReadsTheSameLinesHoweverSplit(std::string_view text) {
+  uint64_t seed = 1469598103934665603ull;  // FNV-1a over the input
+  for (char c : text) seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  std::mt19937_64 draw(seed);
+  const size_t max_line_bytes = static_cast<size_t>(draw() % (text.size() + 2));
+  std::vector<std::string_view> expected;
+  size_t begin = 0;
+  for (size_t nl; (nl = text.find('\n', begin)) != std::string_view::npos; begin = nl + 1) {
+    expected.push_back(text.substr(begin, nl - begin));
+  }
+  ckptspec::ReplyLines reader(max_line_bytes);
+  std::string line;
+  size_t taken = 0;
+  for (size_t at = 0; at < text.size();) {
+    // Mostly short reads, sometimes one that takes the rest.
+    const size_t left = text.size() - at;
+    const size_t n = draw() % 8 == 0 ? left : std::min<size_t>(left, 1 + draw() % 64);
+    reader.Append(text.data() + at, n);
+    at += n;
+    while (reader.TakeLine(&line)) {
+      CKPTSPEC_FUZZ_CHECK(taken < expected.size() && line == expected[taken],
+                          "the reply reader gave a line that is not the input's next line");
+      ++taken;
+    }
+    CKPTSPEC_FUZZ_CHECK(reader.too_long() == (reader.pending().size() > max_line_bytes),
+                        "the reply reader's limit disagrees with what is pending");
+  }
+  CKPTSPEC_FUZZ_CHECK(taken == expected.size(), "the reply reader missed a line");
+  CKPTSPEC_FUZZ_CHECK(reader.pending() == text.substr(begin),
+                      "the reply reader lost what follows the last newline");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ckptspec;
   json message;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  ReadsTheSameLinesHoweverSplit(text);
   if (!ParseJson(text, JsonLimits(), &message).ok()) return 0;
   ReadsAndRoundTrips<HelloReply>(message, HelloReplyFromJson, HelloReplyToJson,
                                  "a hello reply does not round-trip");

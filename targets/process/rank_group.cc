@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "model/json_util.h"
 #include "targets/process/harness_registry.h"
@@ -39,7 +40,7 @@ void IgnoreSigpipeOnce() {
 }
 
 // The start of `text`, control characters escaped, for messages.
-std::string Preview(const std::string& text) {
+std::string Preview(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size() && i < 80; ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
@@ -119,7 +120,7 @@ Status RankGroup::Start(HelloReply* hello) {
   if (n < 1) return Status::InvalidArgument("adapter group: world size " + std::to_string(n));
   port_ = PickFreePort();
   if (port_ == 0) return Fault(0, AdapterFault::kStartFailed, "no free TCP port on 127.0.0.1");
-  buffers_.assign(n, std::string());
+  replies_.assign(n, ReplyLines(kMaxLineBytes));
   for (int r = 0; r < n; ++r) {
     ranks_.push_back(std::make_unique<Subprocess>());
     const std::vector<std::string> env = {"RANK=" + std::to_string(r),
@@ -228,9 +229,10 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
                            double timeout_s, std::vector<std::string>* out) {
   const size_t n = ranks_.size();
   for (size_t r = 0; r < n; ++r) {
-    if (!buffers_[r].empty()) {
-      return Fault(static_cast<int>(r), AdapterFault::kGarbage,
-                   "output nobody asked for, before " + during + ": " + Preview(buffers_[r]));
+    if (!replies_[r].empty()) {
+      return Fault(
+          static_cast<int>(r), AdapterFault::kGarbage,
+          "output nobody asked for, before " + during + ": " + Preview(replies_[r].pending()));
     }
   }
   out->assign(n, std::string());
@@ -305,21 +307,18 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
         return DeadRank(rank, during);
       }
       if (got == 0) return DeadRank(rank, during);
-      buffers_[r].append(chunk, static_cast<size_t>(got));
-      const size_t newline = buffers_[r].find('\n');
-      if (newline != std::string::npos) {
-        (*out)[r] = buffers_[r].substr(0, newline);
-        buffers_[r].erase(0, newline + 1);
+      replies_[r].Append(chunk, static_cast<size_t>(got));
+      if (replies_[r].TakeLine(&(*out)[r])) {
         replied[r] = true;
-        if (!buffers_[r].empty()) {
-          return Fault(
-              rank, AdapterFault::kGarbage,
-              "more than one line in reply to " + during + ": then " + Preview(buffers_[r]));
+        if (!replies_[r].empty()) {
+          return Fault(rank, AdapterFault::kGarbage,
+                       "more than one line in reply to " + during + ": then " +
+                           Preview(replies_[r].pending()));
         }
-      } else if (buffers_[r].size() > kMaxLineBytes) {
+      } else if (replies_[r].too_long()) {
         return Fault(rank, AdapterFault::kGarbage,
                      "a reply line longer than " + std::to_string(kMaxLineBytes) +
-                         " bytes during " + during + ": " + Preview(buffers_[r]));
+                         " bytes during " + during + ": " + Preview(replies_[r].pending()));
       }
     }
   }

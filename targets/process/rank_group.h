@@ -32,6 +32,7 @@
 #include "model/status.h"
 #include "targets/process/adapter_fault.h"
 #include "targets/process/protocol.h"
+#include "targets/process/reply_lines.h"
 #include "targets/process/subprocess.h"
 
 namespace ckptspec {
@@ -109,7 +110,7 @@ class RankGroup {
   RankGroupOptions options_;
   RequestIds* ids_;
   std::vector<std::unique_ptr<Subprocess>> ranks_;
-  std::vector<std::string> buffers_;  // bytes read from each rank's stdout not yet consumed
+  std::vector<ReplyLines> replies_;  // bytes read from each rank's stdout not yet consumed
   int port_ = 0;
   HelloReply hello_;
   bool alive_ = false;

@@ -173,6 +173,35 @@ TEST_F(RankGroupTest, ARefusedHelloEndsTheGroupWithTheAdaptersError) {
   ExpectNoProcessLeft(group->pids());
 }
 
+// A reply of 16 MiB arrives in hundreds of reads: it is read whole, as one line.
+TEST_F(RankGroupTest, AReplyOfManyReadsIsReadWhole) {
+  auto group = Group(
+      "read -r l; printf '{\"id\":1,\"rank\":0,\"ok\":true,\"protocol\":1,"
+      "\"capabilities\":{},\"adapter\":\"'; head -c 16777216 /dev/zero | tr '\\0' a; "
+      "printf '\"}\\n'; read -r l",
+      1, /*timeout_s=*/20);
+  HelloReply hello;
+  const Status s = group->Start(&hello);
+  ASSERT_TRUE(s.ok()) << s.ToString().substr(0, 400);
+  EXPECT_EQ(hello.adapter, std::string(size_t{16} << 20, 'a'));
+}
+
+// A reply line is at most 256 MiB: one byte more, without a newline, is garbage, found as soon as
+// it has arrived (well within the deadline: reading it costs time linear in its size).
+TEST_F(RankGroupTest, AReplyLineOverTheLimitIsGarbageNamingTheLimit) {
+  auto group =
+      Group("read -r l; head -c 268435457 /dev/zero | tr '\\0' x; sleep 60", 1, /*timeout_s=*/20);
+  HelloReply hello;
+  const Status s = group->Start(&hello);
+  ASSERT_TRUE(group->last_fault().has_value()) << s.ToString().substr(0, 400);
+  EXPECT_EQ(*group->last_fault(), AdapterFault::kGarbage) << s.ToString().substr(0, 400);
+  EXPECT_NE(s.message().find("a reply line longer than 268435456 bytes during hello (request 1): "
+                             "'xxxxxxxx"),
+            std::string::npos)
+      << s.ToString().substr(0, 400);
+  ExpectNoProcessLeft(group->pids());
+}
+
 TEST_F(RankGroupTest, DestroyingAGroupMidRequestKillsEverything) {
   std::vector<pid_t> pids;
   {
