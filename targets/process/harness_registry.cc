@@ -17,43 +17,34 @@
 
 #include "targets/env/env.h"
 #include "targets/process/process_tree.h"
+#include "targets/process/rank_watchdog.h"
 
 namespace ckptspec {
 namespace {
 
 struct Registry {
   std::mutex mutex;
+  pid_t owner = 0;  // the process whose groups and directories these are
   std::set<pid_t> groups;
   std::set<std::string> dirs;
+  pid_t subreaper = 0;  // the process that made itself a child subreaper
 };
 
-Registry& TheRegistry() {
+// The registry, locked by `lock`. A process forked from the one that filled it (a worker of
+// `ckptspec run --jobs`) starts with an empty one: its parent's groups and directories are not its
+// own to kill or remove.
+Registry& LockedRegistry(std::unique_lock<std::mutex>* lock) {
   static Registry* registry = new Registry();  // never destroyed: the signal thread may use it
+  *lock = std::unique_lock<std::mutex>(registry->mutex);
+  if (registry->owner != getpid()) {
+    registry->groups.clear();
+    registry->dirs.clear();
+    registry->owner = getpid();
+  }
   return *registry;
 }
 
-constexpr int kTerminationSignals[] = {SIGINT, SIGTERM, SIGHUP};
-
-// One line of /proc/PID/stat: "pid (comm) state ppid pgrp ...". The command name may hold spaces
-// and parentheses, so the fields after it are found from the last ')'.
-bool ReadStat(pid_t pid, std::string* name, char* state, pid_t* ppid, pid_t* pgrp) {
-  std::string text;
-  if (!ReadProcFile("/proc/" + std::to_string(pid) + "/stat", &text) || text.empty()) return false;
-  const size_t open_paren = text.find('(');
-  const size_t close_paren = text.rfind(')');
-  if (open_paren == std::string::npos || close_paren == std::string::npos ||
-      close_paren < open_paren) {
-    return false;
-  }
-  *name = text.substr(open_paren + 1, close_paren - open_paren - 1);
-  long parent = 0, group = 0;
-  char s = 0;
-  if (sscanf(text.c_str() + close_paren + 1, " %c %ld %ld", &s, &parent, &group) != 3) return false;
-  *state = s;
-  *ppid = static_cast<pid_t>(parent);
-  *pgrp = static_cast<pid_t>(group);
-  return true;
-}
+constexpr int kTerminationSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 // Every child of this process but those in `skip`, with its command name, state and process
 // group: read from the kernel's list of this process's children where it keeps one
@@ -70,10 +61,9 @@ std::vector<Child> Children(const std::set<pid_t>& skip = {}) {
   const pid_t self = getpid();
   const auto add_if_child = [&](pid_t pid) {
     if (skip.count(pid)) return;
-    Child child{pid, "", 0, 0};
-    pid_t ppid = 0;
-    if (ReadStat(child.pid, &child.name, &child.state, &ppid, &child.pgrp) && ppid == self) {
-      out.push_back(child);
+    ProcStat stat;
+    if (ReadProcStat(pid, &stat) && stat.ppid == self) {
+      out.push_back(Child{pid, stat.name, stat.state, stat.pgrp});
     }
   };
   if (const std::optional<std::vector<pid_t>> listed = ChildPids(self)) {
@@ -102,10 +92,12 @@ void KillAndReap(pid_t pid, pid_t pgrp) {
 // Runs on the signal thread: everything registered is killed and removed, then the process ends
 // by `sig`. The registry's lock is never released: registration blocks until the end.
 [[noreturn]] void TerminateCleanly(int sig) {
-  Registry& registry = TheRegistry();
-  registry.mutex.lock();
+  std::unique_lock<std::mutex> lock;
+  Registry& registry = LockedRegistry(&lock);
+  lock.release();  // never unlocked
   for (pid_t group : registry.groups) kill(-group, SIGKILL);
-  // Every child is killed: ranks, what they left behind, orphans reparented to this subreaper.
+  // Every child is killed: ranks, what they left behind, orphans reparented to this subreaper,
+  // the watchdog (rank_watchdog.h: it has nothing left to do).
   // Orphans of the killed keep arriving for a moment, so this repeats until none is left.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (;;) {
@@ -128,38 +120,57 @@ void KillAndReap(pid_t pid, pid_t pgrp) {
 int SpawnRegisteredGroup(const char* path, const posix_spawn_file_actions_t* actions,
                          posix_spawnattr_t* attr, char* const argv[], char* const envp[],
                          pid_t* pid) {
-  // Orphaned descendants of adapter processes are reparented to this process instead of init,
-  // so that they can be found (FindLeftoverChildren) and reaped.
-  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
-  (void)subreaper;
   short flags = 0;
   int error = posix_spawnattr_getflags(attr, &flags);
   if (error == 0) error = posix_spawnattr_setflags(attr, flags | POSIX_SPAWN_SETPGROUP);
   if (error == 0) error = posix_spawnattr_setpgroup(attr, 0);  // a group led by the child
   if (error != 0) return error;
-  Registry& registry = TheRegistry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
+  std::unique_lock<std::mutex> lock;
+  Registry& registry = LockedRegistry(&lock);
+  // Orphaned descendants of adapter processes are reparented to this process instead of init,
+  // so that they can be found (FindLeftoverChildren) and reaped. (A forked child does not inherit
+  // the attribute: each process sets it for itself.)
+  if (registry.subreaper != getpid() && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) {
+    registry.subreaper = getpid();
+  }
+  if (registry.groups.size() >= kMaxWatchedGroups) return EAGAIN;
+  // No rank starts unwatched: the watchdog runs before the spawn, and hears of the group at once.
+  error = EnsureWatchdog(registry.groups);
+  if (error != 0) return error;
   error = posix_spawn(pid, path, actions, attr, argv, envp);
-  if (error == 0) registry.groups.insert(*pid);
+  if (error != 0) return error;
+  registry.groups.insert(*pid);
+  if (WatchGroup(*pid) == 0) return 0;
+  error = EnsureWatchdog(registry.groups);  // the watchdog had ended: a fresh one, told of all
+  if (error == 0) return 0;
+  registry.groups.erase(*pid);
+  kill(-*pid, SIGKILL);
+  while (waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
   return error;
 }
 
 void UnregisterProcessGroup(pid_t pgid) {
-  Registry& registry = TheRegistry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  registry.groups.erase(pgid);
+  std::unique_lock<std::mutex> lock;
+  Registry& registry = LockedRegistry(&lock);
+  if (registry.groups.erase(pgid) > 0) UnwatchGroup(pgid);
 }
 
 void RegisterTempDir(const std::string& path) {
-  Registry& registry = TheRegistry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  registry.dirs.insert(path);
+  std::unique_lock<std::mutex> lock;
+  LockedRegistry(&lock).dirs.insert(path);
 }
 
 void UnregisterTempDir(const std::string& path) {
-  Registry& registry = TheRegistry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  registry.dirs.erase(path);
+  std::unique_lock<std::mutex> lock;
+  LockedRegistry(&lock).dirs.erase(path);
+}
+
+void RestoreTerminationSignals() {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : kTerminationSignals) signal(sig, SIG_DFL);
 }
 
 void InstallTerminationCleanup() {
@@ -180,16 +191,17 @@ void InstallTerminationCleanup() {
 }
 
 std::vector<LeftoverProcess> FindLeftoverChildren() {
-  std::set<pid_t> groups;
+  std::set<pid_t> skip;
   {
-    Registry& registry = TheRegistry();
-    std::lock_guard<std::mutex> lock(registry.mutex);
-    groups = registry.groups;
+    std::unique_lock<std::mutex> lock;
+    skip = LockedRegistry(&lock).groups;
+    if (WatchdogPid() > 0) skip.insert(WatchdogPid());
   }
   std::vector<LeftoverProcess> out;
-  // A rank process leads its registered group. Any other child was reparented here: an orphan,
-  // even while it is still in a rank's group (it may not have left it yet).
-  for (const Child& c : Children(groups)) {
+  // A rank process leads its registered group; the watchdog is the harness's own. Any other
+  // child was reparented here: an orphan, even while it is still in a rank's group (it may not
+  // have left it yet).
+  for (const Child& c : Children(skip)) {
     if (c.state == 'Z') {
       (void)waitpid(c.pid, nullptr, WNOHANG);
       continue;

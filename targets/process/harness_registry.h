@@ -5,14 +5,21 @@
 // Contracts:
 //  - Registration is thread-safe. Subprocess registers each rank's process group for as long as
 //    it lives (starting it under the registry's lock, so a signal never finds a process started
-//    but not yet recorded); the adapter targets register their temporary directories.
+//    but not yet recorded); the adapter targets register their temporary directories. The record
+//    is the process's own: a process forked from one that registered (a worker of `ckptspec run
+//    --jobs`) starts with an empty record.
+//  - Every registered group is also watched by the process's watchdog (rank_watchdog.h), which
+//    kills the groups still registered when the process ends in a way no code of its own sees
+//    (SIGKILL, a crash). A group is registered only once the watchdog runs and has heard of it;
+//    one that cannot be watched is killed, reaped, and its spawn fails.
 //  - InstallTerminationCleanup() must be called by main() before any thread is started: it blocks
-//    SIGINT, SIGTERM and SIGHUP in the calling thread (so in every thread started later) and
-//    starts a thread that waits for them. On one, that thread kills every registered process
-//    group and every leftover child (below), reaps them, removes every registered directory
-//    (never following a symbolic link), and then ends the process by the same signal, with its
-//    default action. Registration blocks from then on. Processes started by Subprocess get the
-//    default signal mask back before exec.
+//    SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread (so in every thread started later)
+//    and starts a thread that waits for them. On one, that thread kills every registered process
+//    group and every child (leftovers, the watchdog, workers), reaps them, removes every
+//    registered directory (never following a symbolic link), and then ends the process by the
+//    same signal, with its default action. Registration blocks from then on. Processes started by
+//    Subprocess get the default signal mask back before exec; a process forked without exec
+//    calls RestoreTerminationSignals().
 //  - FindLeftoverChildren() lists the children of this process (a child subreaper: the orphans of
 //    adapter processes are reparented to it) that are still running and are not a rank process
 //    (the leader of a registered process group): what adapters left behind, including an orphan
@@ -44,6 +51,11 @@ void RegisterTempDir(const std::string& path);
 void UnregisterTempDir(const std::string& path);
 
 void InstallTerminationCleanup();
+
+// In a process forked (not exec'd) from one that called InstallTerminationCleanup, whose thread
+// waiting for the termination signals the fork did not copy: empties the signal mask and gives
+// the termination signals their default action, so that they end the process. Async-signal-safe.
+void RestoreTerminationSignals();
 
 struct LeftoverProcess {
   pid_t pid = 0;

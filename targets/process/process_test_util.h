@@ -1,20 +1,80 @@
 // Test helper for the process harness: checks that nothing a harness started is left.
 #pragma once
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "targets/process/process_tree.h"
+
 namespace ckptspec {
+
+// Makes this test process a child subreaper: what a process the test started leaves behind when
+// it dies is reparented here, where it can be seen and reaped, instead of to init.
+inline void BecomeSubreaper() { ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0) << strerror(errno); }
+
+// Reaps every child of this process that has ended.
+inline void ReapEndedChildren() {
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+// The processes whose environment holds `entry` ("NAME=value"): a mark a test puts in the
+// environment of a process it starts, which everything that process starts inherits.
+inline std::vector<pid_t> ProcessesMarkedWith(const std::string& entry) {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (const dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
+    std::string environment;
+    if (pid <= 0 || !ReadProcFile("/proc/" + std::to_string(pid) + "/environ", &environment)) {
+      continue;
+    }
+    for (size_t at = 0; at < environment.size();) {
+      const size_t end = std::min(environment.find('\0', at), environment.size());
+      if (environment.compare(at, end - at, entry) == 0) {
+        out.push_back(pid);
+        break;
+      }
+      at = end + 1;
+    }
+  }
+  closedir(proc);
+  return out;
+}
+
+// Waits up to `timeout_s` for every process marked with `entry` to end, reaping the ended
+// children of this process meanwhile. Returns those still running then, after killing them, so
+// that a failing test leaves nothing behind.
+inline std::vector<pid_t> WaitForMarkedToEnd(const std::string& entry, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::vector<pid_t> running;
+  for (;;) {
+    ReapEndedChildren();
+    running = ProcessesMarkedWith(entry);
+    if (running.empty() || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t pid : running) kill(pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ReapEndedChildren();
+  return running;
+}
 
 // Every process group in `leaders` (each adapter rank leads one; what its shell started is in it)
 // has no member left, not even a zombie, within a second.

@@ -28,6 +28,32 @@ bool ReadProcFile(const std::string& path, std::string* out) {
   }
 }
 
+bool ReadProcStat(pid_t pid, ProcStat* out) {
+  std::string text;
+  if (!ReadProcFile("/proc/" + std::to_string(pid) + "/stat", &text) || text.empty()) return false;
+  // "pid (comm) state ppid pgrp ...": the fields after the name are found from the last ')'.
+  const size_t open_paren = text.find('(');
+  const size_t close_paren = text.rfind(')');
+  if (open_paren == std::string::npos || close_paren == std::string::npos ||
+      close_paren < open_paren || close_paren + 2 >= text.size()) {
+    return false;
+  }
+  out->name = text.substr(open_paren + 1, close_paren - open_paren - 1);
+  out->state = text[close_paren + 2];
+  // Fields 4 on (ppid, pgrp, ...) are numbers; the start time is field 22.
+  const char* p = text.c_str() + close_paren + 3;
+  for (int field = 4; field <= 22; ++field) {
+    char* end = nullptr;
+    const long long value = strtoll(p, &end, 10);
+    if (end == p) return false;
+    if (field == 4) out->ppid = static_cast<pid_t>(value);
+    if (field == 5) out->pgrp = static_cast<pid_t>(value);
+    if (field == 22) out->start_time = static_cast<uint64_t>(value);
+    p = end;
+  }
+  return true;
+}
+
 namespace {
 
 // The value in kB of the line "<name>:" of a /proc/PID/status text, or nullopt.

@@ -17,6 +17,19 @@ namespace ckptspec {
 // false when it cannot be opened or read.
 bool ReadProcFile(const std::string& path, std::string* out);
 
+// What the harness reads of a process in /proc/PID/stat.
+struct ProcStat {
+  std::string name;  // the command name (it may hold spaces and parentheses)
+  char state = 0;    // 'R', 'S', 'Z' (a zombie), ...
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  // When it started, in clock ticks after boot: with the pid, it names one process (a pid used
+  // again names a process that started later).
+  uint64_t start_time = 0;
+};
+// False when process `pid` is gone, cannot be read, or there is no /proc.
+bool ReadProcStat(pid_t pid, ProcStat* out);
+
 // The children of process `pid` (of each of its threads: a child belongs to the thread that
 // started it, an orphan to the thread that adopted it), from /proc/PID/task/TID/children. A
 // process that is gone has none. nullopt when the kernel does not list children

@@ -161,6 +161,9 @@ void Subprocess::Kill() {
   if (pid_ == -1 || killed_) return;
   killed_ = true;
   kill(-pid_, SIGKILL);  // the group outlives its leader while a member lives
+  // Unregistered once every member is dying (none can start another), before any is reaped: the
+  // watchdog (rank_watchdog.h) never holds the number of a group that has ended.
+  UnregisterProcessGroup(pid_);
   if (!reaped_) {
     while (waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
     }
@@ -171,7 +174,6 @@ void Subprocess::Kill() {
   int status = 0;
   while (waitpid(-pid_, &status, 0) > 0 || errno == EINTR) {
   }
-  UnregisterProcessGroup(pid_);
   DrainStderr();  // what the rank wrote before it was killed
   CloseFds();
 }

@@ -9,7 +9,8 @@
 //    while nobody drains it blocks once the pipe is full, until the next drain.
 //  - The process group is recorded in the harness registry (harness_registry.h) from the start
 //    (posix_spawn, which copies no page tables of the harness) until Kill(), so a termination
-//    signal to ckptspec kills it too. The child starts with an empty signal mask and SIGPIPE's
+//    signal to ckptspec kills it too, and so does the registry's watchdog when ckptspec is killed
+//    outright (SIGKILL). The child starts with an empty signal mask and SIGPIPE's
 //    default action. A shell that cannot be started is an IOError naming posix_spawn's error.
 //  - Kill() sends SIGKILL to the whole process group (the shell and whatever it started) and reaps
 //    the child and its descendants in the group; the destructor does the same, so a Subprocess
