@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "cli/outcome_wire.h"
+#include "targets/process/harness_registry.h"
 
 namespace ckptspec {
 namespace {
@@ -70,6 +72,7 @@ struct Worker {
 // a pipe or the fork fails.
 bool StartWorker(const std::vector<Worker>& others,
                  const std::function<PropertyOutcome(size_t)>& run, Worker* out) {
+  const pid_t parent = getpid();
   int to_worker[2], from_worker[2];
   if (pipe2(to_worker, O_CLOEXEC) != 0) return false;
   if (pipe2(from_worker, O_CLOEXEC) != 0) {
@@ -83,6 +86,11 @@ bool StartWorker(const std::vector<Worker>& others,
     return false;
   }
   if (pid == 0) {
+    // The worker dies with its parent (the kernel sends SIGKILL when the thread that forked it
+    // ends: the caller's, which stays in RunInWorkers until every worker is reaped). The parent
+    // may have ended before the signal was asked for: then nobody waits for this worker.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
+    RestoreTerminationSignals();  // blocked in the parent for a thread the fork did not copy
     close(to_worker[1]);
     close(from_worker[0]);
     for (const Worker& w : others) {

@@ -15,6 +15,16 @@
 //    not decode gives its task an error outcome (Verdict::kError) that says how it ended; the
 //    other tasks go on in the remaining workers and a fresh one.
 //  - Every worker has exited and been waited for when RunInWorkers returns.
+//  - No worker outlives the caller's process, however it ends (SIGKILL included): each asks the
+//    kernel for SIGKILL when its parent ends (PR_SET_PDEATHSIG), then checks that the parent is
+//    still the one that forked it. The kernel sends that signal when the *thread* that forked the
+//    worker ends, not the process: RunInWorkers forks every worker, fresh ones included, on the
+//    calling thread, which stays in it until every worker has been reaped, so the signal comes
+//    only with the process's end.
+//  - A worker starts with an empty signal mask and the termination signals' default actions
+//    (harness_registry.h RestoreTerminationSignals: ckptspec blocks them for a signal thread
+//    the fork does not copy), so a plain kill ends it. SIGPIPE stays ignored, as RunInWorkers
+//    sets it for the caller.
 #pragma once
 
 #include <cstddef>

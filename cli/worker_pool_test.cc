@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <set>
+#include <string>
+#include <vector>
+
+#include "targets/process/process_test_util.h"
 
 namespace ckptspec {
 namespace {
@@ -71,6 +76,70 @@ TEST(WorkerPool, AWorkerThatDiesGivesItsTaskAnErrorAndTheRestGoOn) {
   EXPECT_EQ(outcomes[4].message,
             "the worker process running it exited with code 3 without an outcome");
   for (size_t i : {0, 1, 3, 5}) EXPECT_EQ(outcomes[i].property, "P" + std::to_string(i)) << i;
+}
+
+// ckptspec blocks the termination signals for its signal thread (harness_registry.h), which a
+// fork does not copy: a worker gets them back, so that a plain kill ends it.
+TEST(WorkerPool, AWorkerEndsByAPlainKill) {
+  sigset_t termination, before;
+  sigemptyset(&termination);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&termination, sig);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &termination, &before), 0);
+  const std::vector<PropertyOutcome> outcomes = RunInWorkers(
+      2, 2,
+      [](size_t i) {
+        raise(i == 0 ? SIGTERM : SIGINT);
+        return Numbered(i);
+      },
+      [](size_t, const PropertyOutcome&) {});
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &before, nullptr), 0);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].message, "the worker process running it died of signal 15 (" +
+                                     std::string(strsignal(SIGTERM)) + ")");
+  EXPECT_EQ(outcomes[1].message, "the worker process running it died of signal 2 (" +
+                                     std::string(strsignal(SIGINT)) + ")");
+}
+
+// The process that runs the workers is killed outright (SIGKILL: no code of its own runs): its
+// workers, busy with tasks that would never end, end within a moment all the same.
+TEST(WorkerPool, WorkersEndWhenTheirParentIsKilled) {
+  BecomeSubreaper();  // the orphaned workers come here, to be seen and reaped
+  int started[2];
+  ASSERT_EQ(pipe(started), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    close(started[0]);
+    (void)RunInWorkers(
+        4, 2,
+        [&](size_t) {
+          const pid_t self = getpid();
+          (void)!write(started[1], &self, sizeof(self));
+          for (;;) pause();
+          return PropertyOutcome();
+        },
+        [](size_t, const PropertyOutcome&) {});
+    _exit(0);
+  }
+  close(started[1]);
+  std::vector<pid_t> workers(2);
+  for (pid_t& w : workers) ASSERT_EQ(read(started[0], &w, sizeof(w)), ssize_t{sizeof(w)});
+  close(started[0]);
+  ASSERT_EQ(kill(parent, SIGKILL), 0);
+  ASSERT_EQ(waitpid(parent, nullptr, 0), parent);
+  std::vector<pid_t> running = workers;
+  for (int i = 0; i < 250 && !running.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ReapEndedChildren();
+    running.clear();
+    for (pid_t w : workers) {
+      if (kill(w, 0) == 0) running.push_back(w);
+    }
+  }
+  EXPECT_TRUE(running.empty()) << running.size() << " workers outlived their parent by 5 s";
+  for (pid_t w : running) kill(w, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ReapEndedChildren();
 }
 
 }  // namespace
