@@ -10,6 +10,7 @@
 
 #include "targets/env/env.h"
 #include "targets/process/harness_registry.h"
+#include "targets/process/owned_temp_dir.h"
 #include "targets/process/process_framework.h"
 #include "targets/process/process_target.h"
 #include "targets/process/rank_group_pool.h"
@@ -17,15 +18,12 @@
 namespace ckptspec {
 namespace {
 
-// A fresh directory "ckptspec-adapter-<pid>-XXXXXX" (mode 0700) under `root`, registered for
-// removal on a termination signal (targets/process/harness_registry.h).
+// A fresh directory named after this process (mode 0700) under `root`, registered for removal on
+// a termination signal (targets/process/harness_registry.h) and reclaimed by a later ckptspec
+// if this one is killed outright (targets/process/owned_temp_dir.h).
 Status MakeTempDir(const std::string& root, std::string* out) {
-  std::string pattern = JoinPath(root, "ckptspec-adapter-" + std::to_string(getpid()) + "-XXXXXX");
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return Status::IOError("cannot create a temporary directory like " + pattern);
-  }
-  *out = pattern;
-  RegisterTempDir(pattern);
+  CKPTSPEC_RETURN_IF_ERROR(MakeOwnedTempDir(root, out));
+  RegisterTempDir(*out);
   return Status::OK();
 }
 
@@ -159,6 +157,10 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   if (!(options.timeout_s > 0)) {
     return Status::InvalidArgument("adapter timeout must be positive, got " +
                                    std::to_string(options.timeout_s));
+  }
+  // What a ckptspec killed outright left behind goes before this one adds its own.
+  for (const std::string& root : {CheckpointRoot(), WorkRoot()}) {
+    (void)ReclaimAbandonedTempDirs(root);
   }
   HelloReply hello;
   CKPTSPEC_RETURN_IF_ERROR(ProcessEngine::Probe(options.command, options.timeout_s, &hello)

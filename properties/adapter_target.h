@@ -4,13 +4,15 @@
 // Contracts:
 //  - AdapterTargetFactory probes the adapter once (one rank: hello, shutdown) for the capabilities
 //    it declares; a probe that fails is the error, with the adapter's verdict.
-//  - Each target made owns two fresh temporary directories "ckptspec-adapter-<pid>-XXXXXX" (mode
-//    0700), removed when the target is destroyed (after the adapter processes are shut down),
-//    never following a link the adapter left in them, and registered so that a termination
-//    signal to ckptspec removes them too (targets/process/harness_registry.h): one under $TMPDIR
-//    (else /tmp) holding the adapter's checkpoint directory ckpt/, the storage under test; one
-//    under $CKPTSPEC_SCRATCH_DIR, else /dev/shm when it is writable, else beside the first, for
-//    the harness's scratch files.
+//  - Each target made owns two fresh temporary directories "ckptspec-adapter-<pid>-..." (mode
+//    0700, named after their owner: targets/process/owned_temp_dir.h): one under $TMPDIR (else
+//    /tmp) holding the adapter's checkpoint directory ckpt/, the storage under test; one under
+//    $CKPTSPEC_SCRATCH_DIR, else /dev/shm when it is writable, else beside the first, for the
+//    harness's scratch files. They are removed when the target is destroyed (after the adapter
+//    processes are shut down), never following a link the adapter left in them, and registered
+//    so that a termination signal to ckptspec removes them too
+//    (targets/process/harness_registry.h). AdapterTargetFactory first removes, from those two
+//    places, the directories a ckptspec killed outright left behind.
 //  - The made targets record their processes' timeouts and leftovers in TargetOptions::events.
 //  - Live groups (docs/PROTOCOL.md, revision 2): when the adapter declares reset and
 //    fresh_processes is false, the targets one factory makes share a pool of rank groups
