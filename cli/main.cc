@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/diff_command.h"
 #include "cli/layout_command.h"
 #include "cli/list_command.h"
+#include "cli/out_of_memory.h"
 #include "cli/replay_command.h"
 #include "cli/run_command.h"
 #include "cli/verify_commands.h"
@@ -58,7 +60,13 @@ int main(int argc, char** argv) {
     if (diff->parsed()) return ckptspec::RunDiffCommand(diff_options, std::cout, std::cerr);
     return 2;
   };
-  const int code = run_verb();
+  int code = 2;
+  try {  // a failed allocation the verb did not name (cli/out_of_memory.h)
+    code = run_verb();
+  } catch (const std::bad_alloc&) {
+    std::cerr << ckptspec::OutOfMemoryMessage(app.get_subcommands().front()->get_name()) << "\n";
+    return 2;
+  }
   // A report on standard output that did not reach it (a full disk) is an error, as for a file.
   if (!std::cout.flush()) {
     std::cerr << "ckptspec: cannot write standard output\n";

@@ -1,11 +1,10 @@
 #include "formats/dcp_checks.h"
 
 #include <algorithm>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
+#include "model/beside_thread.h"
 #include "model/box.h"
 #include "model/box_overlap.h"
 #include "model/validate.h"
@@ -106,7 +105,8 @@ bool TilesExactly(const DcpMetadata& md, const DcpTensor& tensor, BoxBounds* bou
   if (sum != total) return false;
   if (rank == 0 || bounds->size() < 2) return true;
   bool overlap = false;
-  ForEachOverlap(*bounds, ChooseSweepAxes(*bounds), [&](size_t, size_t) {
+  const SweepAxes axes = ChooseSweepAxes(*bounds);
+  ForEachOverlap(SortedAlong(*bounds, axes.sweep), axes, [&](size_t, size_t) {
     overlap = true;
     return false;
   });
@@ -403,15 +403,11 @@ void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIn
     not_tiled = TensorsNotTiled(md);
     CheckFiles(md, file_size, &files);
   };
-  std::thread worker;
-  try {
-    worker = std::thread(first_half);
-  } catch (const std::system_error&) {
-    first_half();  // no thread to be had: the same work, serially
-  }
-  const DcpStorageIndex index = IndexDcpStorage(md);
-  CheckStorageEntries(md, index, &storage);
-  if (worker.joinable()) worker.join();
+  DcpStorageIndex index;
+  RunBeside(first_half, [&] {
+    index = IndexDcpStorage(md);
+    CheckStorageEntries(md, index, &storage);
+  });
   ReportTiling(md, index, not_tiled, &tiling);
   report->transformed_entries = files.transformed_entries;
   for (const DcpIndexReport* part : {&tiling, &storage, &files}) {

@@ -343,4 +343,18 @@ void BoxBounds::Add(const int64_t* box_lo, const int64_t* box_hi) {
   hi.insert(hi.end(), box_hi, box_hi + rank);
 }
 
+BoxBounds SortedAlong(const BoxBounds& boxes, size_t axis, std::vector<size_t>* order) {
+  std::vector<size_t> by_lo(boxes.size());
+  for (size_t i = 0; i < by_lo.size(); ++i) by_lo[i] = i;
+  std::stable_sort(by_lo.begin(), by_lo.end(),
+                   [&](size_t x, size_t y) { return boxes.Lo(x, axis) < boxes.Lo(y, axis); });
+  BoxBounds sorted;
+  sorted.rank = boxes.rank;
+  sorted.lo.reserve(boxes.lo.size());
+  sorted.hi.reserve(boxes.hi.size());
+  for (size_t i : by_lo) sorted.Add(&boxes.lo[i * boxes.rank], &boxes.hi[i * boxes.rank]);
+  if (order != nullptr) *order = std::move(by_lo);
+  return sorted;
+}
+
 }  // namespace ckptspec

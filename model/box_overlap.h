@@ -68,6 +68,10 @@ struct SweepAxes {
 };
 SweepAxes ChooseSweepAxes(const BoxBounds& boxes);
 
+// `boxes` sorted by their lower bound on `axis`, stably (ForEachOverlap's precondition). When
+// `order` is given, (*order)[i] is the index in `boxes` of the result's box i.
+BoxBounds SortedAlong(const BoxBounds& boxes, size_t axis, std::vector<size_t>* order = nullptr);
+
 // ForEachOverlap with the second axis given (any axis; the pairs visited are the same; only the
 // sweep of rank 2 uses it).
 void ForEachOverlap(const BoxBounds& boxes, SweepAxes axes,

@@ -438,8 +438,8 @@ Status ParseJsonStreamed(std::string_view text, const JsonLimits& limits,
     *out = std::move(root);
     return Status::OK();
   } catch (const std::bad_alloc&) {
-    return Status::InvalidArgument("JSON text of " + std::to_string(text.size()) +
-                                   " bytes: out of memory while reading it");
+    return Status::OutOfMemory("JSON text of " + std::to_string(text.size()) +
+                               " bytes: out of memory while reading it");
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("JSON text could not be read: ") + e.what());
   }

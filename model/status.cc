@@ -18,6 +18,8 @@ const char* StatusCodeName(Status::Code code) {
       return "NotSupported";
     case Status::Code::kFailedPrecondition:
       return "FailedPrecondition";
+    case Status::Code::kOutOfMemory:
+      return "OutOfMemory";
   }
   return "Unknown";
 }

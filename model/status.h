@@ -21,6 +21,8 @@ class [[nodiscard]] Status {
     kIOError,             // the environment failed an operation
     kNotSupported,        // valid input this implementation does not handle
     kFailedPrecondition,  // the operation is not allowed in the current state
+    kOutOfMemory,         // the process could not allocate what the operation needs (not a
+                          // fault of the input: commands report it as an error, exit code 2)
   };
 
   Status() = default;
@@ -37,6 +39,7 @@ class [[nodiscard]] Status {
   static Status FailedPrecondition(std::string msg) {
     return Status(Code::kFailedPrecondition, std::move(msg));
   }
+  static Status OutOfMemory(std::string msg) { return Status(Code::kOutOfMemory, std::move(msg)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -1,6 +1,7 @@
 #include "ondisk/checkpoint_contents.h"
 
 #include <algorithm>
+#include <new>
 #include <unordered_map>
 #include <utility>
 
@@ -33,11 +34,15 @@ Status CheckpointContents::Open(Env* env, const std::string& root, const Resourc
   DetectedCheckpoint detected;
   CKPTSPEC_RETURN_IF_ERROR(DetectCheckpoint(env, root, &detected));
   c->kind_ = detected.kind;
-  if (detected.kind == CheckpointKind::kReference) {
-    CKPTSPEC_RETURN_IF_ERROR(c->OpenReference(root, limits));
-  } else {
-    c->dir_ = detected.index_dir;
-    CKPTSPEC_RETURN_IF_ERROR(c->OpenDcp(limits));
+  try {
+    if (detected.kind == CheckpointKind::kReference) {
+      CKPTSPEC_RETURN_IF_ERROR(c->OpenReference(root, limits));
+    } else {
+      c->dir_ = detected.index_dir;
+      CKPTSPEC_RETURN_IF_ERROR(c->OpenDcp(limits));
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("reading the index of " + root + ": out of memory");
   }
   *out = std::move(c);
   return Status::OK();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <unordered_map>
 #include <utility>
 
@@ -111,13 +112,8 @@ Status MeetingChunks(const StoredTensor& ta, const StoredTensor& tb,
   partners->assign(ta.chunks.size(), {});
   if (ids.empty()) return Status::OK();
   const SweepAxes axes = ChooseSweepAxes(all);
-  std::vector<size_t> order(ids.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t x, size_t y) { return all.Lo(x, axes.sweep) < all.Lo(y, axes.sweep); });
-  BoxBounds sorted;
-  sorted.rank = all.rank;
-  for (size_t i : order) sorted.Add(&all.lo[i * all.rank], &all.hi[i * all.rank]);
+  std::vector<size_t> order;
+  const BoxBounds sorted = SortedAlong(all, axes.sweep, &order);
   Status overlap;
   ForEachOverlap(sorted, axes, [&](size_t k, size_t i) {
     size_t x = ids[order[k]], y = ids[order[i]];
@@ -313,7 +309,11 @@ Status DiffCheckpoints(const CheckpointContents& a, const CheckpointContents& b,
       report->only_in_a.push_back(t.key);
       continue;
     }
-    report->tensors.push_back(differ.Run(t, b.tensors()[it->second]));
+    try {
+      report->tensors.push_back(differ.Run(t, b.tensors()[it->second]));
+    } catch (const std::bad_alloc&) {
+      return Status::OutOfMemory("comparing tensor " + QuotedName(t.key) + ": out of memory");
+    }
   }
   for (const StoredTensor& t : b.tensors()) {
     if (in_a.count(t.key) == 0) report->only_in_b.push_back(t.key);

@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <system_error>
-#include <thread>
+#include <new>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "formats/pickle_reader.h"
 #include "formats/torch_save_archive.h"
 #include "formats/torch_tensor_item.h"
+#include "model/beside_thread.h"
 #include "model/json_util.h"
 #include "model/sharded.h"
 #include "ondisk/dcp_index_limits.h"
@@ -162,14 +162,7 @@ class DataReader {
       w->sums.assign(md_.tensors().size(), 0);
       for (size_t i = begin; i < end; ++i) Check(items[i], w);
     };
-    std::thread second;
-    try {
-      second = std::thread(run, &workers[1], split, items.size());
-    } catch (const std::system_error&) {
-      run(&workers[1], split, items.size());  // no thread to be had: the same work, serially
-    }
-    run(&workers[0], 0, split);
-    if (second.joinable()) second.join();
+    RunBeside([&] { run(&workers[1], split, items.size()); }, [&] { run(&workers[0], 0, split); });
     std::vector<uint64_t> sums(md_.tensors().size(), 0);
     for (const Worker& w : workers) {
       report_->items_read += w.items_read;
@@ -327,10 +320,9 @@ class DataReader {
   DcpVerifyReport* report_;
 };
 
-}  // namespace
-
-Status VerifyDcpCheckpoint(Env* env, const DetectedCheckpoint& detected,
-                           const DcpVerifyOptions& options, DcpVerifyReport* report) {
+// VerifyDcpCheckpoint, out of memory an exception.
+Status VerifyDcpUnguarded(Env* env, const DetectedCheckpoint& detected,
+                          const DcpVerifyOptions& options, DcpVerifyReport* report) {
   *report = DcpVerifyReport();
   report->kind = detected.kind;
   report->dir = detected.index_dir;
@@ -352,6 +344,17 @@ Status VerifyDcpCheckpoint(Env* env, const DetectedCheckpoint& detected,
     DataReader(env, dir, md, options, report).Run(IndexDcpStorage(md));
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status VerifyDcpCheckpoint(Env* env, const DetectedCheckpoint& detected,
+                           const DcpVerifyOptions& options, DcpVerifyReport* report) {
+  try {
+    return VerifyDcpUnguarded(env, detected, options, report);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("verifying " + detected.index_dir + ": out of memory");
+  }
 }
 
 std::string DcpVerifyReportJson(const DcpVerifyReport& r) {

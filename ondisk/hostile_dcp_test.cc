@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -165,10 +166,10 @@ std::vector<Chunk> GridTiling(const std::vector<int64_t>& size) {
   return chunks;
 }
 
-enum class Damage { kNone, kDropAxis, kExtraAxes, kPastEnd, kNegative, kOverlap, kGap };
+enum class Damage { kNone, kDropAxis, kExtraAxes, kPastEnd, kNegative, kOverlap, kGap, kShift };
 const char* DamageName(Damage d) {
   static const char* const kNames[] = {"none",     "drop an axis", "extra axes", "past the end",
-                                       "negative", "overlap",      "gap"};
+                                       "negative", "overlap",      "gap",        "shift"};
   return kNames[static_cast<int>(d)];
 }
 
@@ -184,7 +185,7 @@ RC_GTEST_PROP(HostileDcp, ChunkGeometryIsRefusedWhereReadAndNeverTrustedDownstre
   const std::vector<Chunk> b_chunks = GridTiling(size);
   Damage damage =
       *rc::gen::element(Damage::kNone, Damage::kDropAxis, Damage::kExtraAxes, Damage::kPastEnd,
-                        Damage::kNegative, Damage::kOverlap, Damage::kGap);
+                        Damage::kNegative, Damage::kOverlap, Damage::kGap, Damage::kShift);
   if (rank == 0 && damage != Damage::kExtraAxes && damage != Damage::kOverlap &&
       damage != Damage::kGap) {
     damage = Damage::kNone;  // a scalar has no axis to drop, move or negate
@@ -231,12 +232,34 @@ RC_GTEST_PROP(HostileDcp, ChunkGeometryIsRefusedWhereReadAndNeverTrustedDownstre
         a_chunks.erase(a_chunks.begin() + static_cast<std::ptrdiff_t>(victim));
       }
       break;
+    case Damage::kShift:  // below: it needs a chunk that does not start at 0
+      break;
   }
+  if (damage == Damage::kShift) {
+    // One chunk moved back by one on an axis where it does not start at 0: it overlaps its
+    // neighbour and leaves a gap, and the volumes still add up to the tensor's.
+    damage = Damage::kNone;
+    for (Chunk& c : a_chunks) {
+      for (size_t a = 0; a < c.offsets.size() && damage == Damage::kNone; ++a) {
+        if (c.offsets[a] > 0) {
+          --c.offsets[a];
+          damage = Damage::kShift;
+        }
+      }
+      if (damage == Damage::kShift) break;
+    }
+  }
+  // Listed in any order: the checks may not rely on the order the writer used.
+  std::rotate(a_chunks.begin(),
+              a_chunks.begin() + *rc::gen::inRange<std::ptrdiff_t>(
+                                     0, static_cast<std::ptrdiff_t>(a_chunks.size())),
+              a_chunks.end());
+  if (*rc::gen::arbitrary<bool>()) std::reverse(a_chunks.begin(), a_chunks.end());
   RC_TAG(DamageName(damage));
   RC_LOG() << "tensor 'w' of size " << Text(size) << "; A's chunks (" << DamageName(damage)
            << "): " << Text(a_chunks) << "; B's: " << Text(b_chunks) << "\n";
-  const bool geometry_valid =
-      damage == Damage::kNone || damage == Damage::kOverlap || damage == Damage::kGap;
+  const bool geometry_valid = damage == Damage::kNone || damage == Damage::kOverlap ||
+                              damage == Damage::kGap || damage == Damage::kShift;
 
   TempDir tmp;
   const std::string a_dir = tmp.Sub("a"), b_dir = tmp.Sub("b");
@@ -263,7 +286,7 @@ RC_GTEST_PROP(HostileDcp, ChunkGeometryIsRefusedWhereReadAndNeverTrustedDownstre
     RC_ASSERT(diff.same());
     return;
   }
-  // An overlap or a gap: verify's finding, and diff's refusal naming it.
+  // An overlap or a gap (or both): verify's finding, and diff's refusal naming it.
   RC_ASSERT(!report.index.ok());
   RC_ASSERT(!opened.ok());
   RC_ASSERT(opened.message().find(report.index.findings.front()) != std::string::npos);
@@ -367,6 +390,21 @@ TEST(HostileDcp, ALongNameOnManyChunksCostsAboutTheIndex) {
   ASSERT_TRUE(WIFEXITED(status)) << "verify died of signal " << WTERMSIG(status) << " under a "
                                  << (cap >> 20) << " MiB address-space limit";
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Chunks listed in any order: [0:3], [5:10], [1:3] of a tensor of 10 add up to its volume, and
+// only a sweep over them sorted by offset sees that [1:3] overlaps [0:3] and [3:5] is a gap.
+TEST(HostileDcp, ChunksOutOfOrderStillOverlapAndLeaveGaps) {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("unordered");
+  WriteDcp(dir,
+           {Tensor{"w", "float32", {10}, {Chunk{{0}, {3}}, Chunk{{5}, {5}}, Chunk{{1}, {2}}}}});
+  DcpVerifyReport report;
+  ASSERT_TRUE(VerifyDcp(dir, &report).ok());
+  std::string findings;
+  for (const std::string& f : report.index.findings) findings += f + "\n";
+  EXPECT_NE(findings.find("tiling: P4 overlap"), std::string::npos) << findings;
+  EXPECT_NE(findings.find("tiling: P4 gap"), std::string::npos) << findings;
 }
 
 }  // namespace

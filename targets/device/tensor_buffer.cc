@@ -119,7 +119,8 @@ Status TensorBuffer::CopyToHost(std::vector<uint8_t>* out) const {
   try {
     out->resize(size_);
   } catch (const std::bad_alloc&) {
-    return Status::IOError("cannot allocate " + std::to_string(size_) + " bytes of host memory");
+    return Status::OutOfMemory("cannot allocate " + std::to_string(size_) +
+                               " bytes of host memory");
   }
   if (size_ == 0) return Status::OK();
   if (kind_ == MemoryKind::kHost) {

@@ -1,6 +1,7 @@
 // ReferenceEngine: save path, commit protocol, async saves and retention.
 #include "targets/reference/reference_engine.h"
 
+#include <new>
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -98,7 +99,12 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
   if (options_.async_execution == AsyncExecution::kThread) {
     PendingSave* p = pending_.get();
     p->thread = std::thread([this, p] {
-      p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
+      try {
+        p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
+      } catch (const std::bad_alloc&) {  // an exception leaving a thread would end the process
+        p->status = Status::OutOfMemory("writing iteration " + std::to_string(p->iteration) +
+                                        ": out of memory");
+      }
       p->ran = true;
       p->written.store(true, std::memory_order_release);
     });

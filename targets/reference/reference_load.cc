@@ -252,8 +252,9 @@ class CheckpointReader {
     try {
       bytes.resize(entry.extent.size);
     } catch (const std::bad_alloc&) {
-      return Status::IOError(Path(entry.extent) + ": " + what() + " of " +
-                             std::to_string(entry.extent.size) + " bytes does not fit in memory");
+      return Status::OutOfMemory(Path(entry.extent) + ": " + what() + " of " +
+                                 std::to_string(entry.extent.size) +
+                                 " bytes does not fit in memory");
     }
     CKPTSPEC_RETURN_IF_ERROR(
         ReadVerified(entry.extent, what, reinterpret_cast<uint8_t*>(bytes.data())));
@@ -511,8 +512,8 @@ Status ReferenceEngine::ReadMetadata(int64_t iteration, CheckpointMetadata* meta
     *metadata = std::move(m);
     return Status::OK();
   } catch (const std::bad_alloc&) {
-    return Status::IOError("reading the index of " + IterationDirName(iteration) +
-                           ": out of memory");
+    return Status::OutOfMemory("reading the index of " + IterationDirName(iteration) +
+                               ": out of memory");
   }
 }
 
@@ -524,7 +525,7 @@ Status ReferenceEngine::LoadGuarded(LoadRequest& request, DestinationProvider* p
   try {
     return LoadImpl(request, provider, result);
   } catch (const std::bad_alloc&) {
-    return Status::IOError("loading from " + options_.root + ": out of memory");
+    return Status::OutOfMemory("loading from " + options_.root + ": out of memory");
   }
 }
 

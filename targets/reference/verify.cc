@@ -104,13 +104,16 @@ std::vector<Violation> ObjectCoverage(const std::vector<ObjectEntry>& objects) {
   return out;
 }
 
-void VerifyIteration(ReferenceEngine& engine, int64_t iteration, VerifyReport* report) {
+// Running out of memory is the error returned (a limit of this process, not a finding about the
+// checkpoint); everything else is a finding.
+Status VerifyIteration(ReferenceEngine& engine, int64_t iteration, VerifyReport* report) {
   const std::string dir = JoinPath(engine.root(), IterationDirName(iteration));
   CheckpointMetadata md;
   const Status s = engine.ReadMetadata(iteration, &md);
+  if (s.code() == Status::Code::kOutOfMemory) return s;
   if (!s.ok()) {
     report->findings.push_back(dir + ": " + s.ToString());
-    return;
+    return Status::OK();
   }
   ExtentChecker checker(engine.env(), dir, md);
   for (const TensorEntry& t : md.tensors) {
@@ -143,6 +146,7 @@ void VerifyIteration(ReferenceEngine& engine, int64_t iteration, VerifyReport* r
                                  std::to_string(Volume(t.global_shape)) + " elements is stored");
     }
   }
+  return Status::OK();
 }
 
 Status VerifyAll(Env* env, const std::string& root, bool all_iterations,
@@ -172,7 +176,9 @@ Status VerifyAll(Env* env, const std::string& root, bool all_iterations,
   } else if (latest >= 0) {
     report->iterations = {latest};
   }
-  for (int64_t iteration : report->iterations) VerifyIteration(engine, iteration, report);
+  for (int64_t iteration : report->iterations) {
+    CKPTSPEC_RETURN_IF_ERROR(VerifyIteration(engine, iteration, report));
+  }
   return Status::OK();
 }
 
@@ -185,7 +191,7 @@ Status VerifyCheckpoint(Env* env, const std::string& root, bool all_iterations,
     return VerifyAll(env, root, all_iterations, limits, report);
   } catch (const std::bad_alloc&) {
     // Every allocation is bounded by the limits; this is the last line of defence.
-    return Status::IOError("verifying " + root + ": out of memory");
+    return Status::OutOfMemory("verifying " + root + ": out of memory");
   }
 }
 
