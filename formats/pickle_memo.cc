@@ -52,7 +52,7 @@ bool ParseMemoKeyText(std::string_view line, uint64_t* key) {
   return true;
 }
 
-void MemoReadSet::Add(uint64_t key, size_t position) {
+void MemoReadSet::AddBeyondBitmap(uint64_t key, size_t position) {
   if (key < position) {
     SetBit(&bits_, key);
   } else {
@@ -90,8 +90,13 @@ int64_t MemoReadSet::FarSlot(uint64_t key) const {
   return static_cast<int64_t>(near_count_ + static_cast<uint64_t>(it - far_.begin()));
 }
 
-MemoKeySet::Insertion MemoKeySet::Insert(uint64_t key) {
-  ++stores_;
+MemoKeySet::Insertion MemoKeySet::InsertSparsely(uint64_t key) {
+  if (dense_) {  // a key beyond len(memo): from now on, the keys one by one
+    dense_ = false;
+    bits_.assign((size_ + 63) / 64, 0);
+    for (uint64_t w = 0; w < size_ / 64; ++w) bits_[w] = ~uint64_t{0};
+    if (size_ % 64 != 0) bits_[size_ / 64] = (uint64_t{1} << (size_ % 64)) - 1;
+  }
   if (Contains(key)) return Insertion::kReplaced;
   ++size_;
   if (key < 2 * stores_ + 64) {

@@ -32,7 +32,14 @@ bool ParseMemoKeyText(std::string_view line, uint64_t* key);
 class MemoReadSet {
  public:
   // Records that the GET at byte `position` of the input reads `key`.
-  void Add(uint64_t key, size_t position);
+  void Add(uint64_t key, size_t position) {
+    const uint64_t word = key / 64;
+    if (word < bits_.size() && key < position) {
+      bits_[word] |= uint64_t{1} << (key % 64);
+    } else {
+      AddBeyondBitmap(key, position);
+    }
+  }
   // Adds the keys `other` recorded (another part of the same input).
   void Merge(const MemoReadSet& other);
   // Numbers the keys; call once, after the last Add or Merge and before Slot.
@@ -51,6 +58,7 @@ class MemoReadSet {
   uint64_t size() const { return near_count_ + far_.size(); }
 
  private:
+  void AddBeyondBitmap(uint64_t key, size_t position);
   int64_t FarSlot(uint64_t key) const;
 
   std::vector<uint64_t> bits_;         // keys below 64 * bits_.size()
@@ -59,14 +67,24 @@ class MemoReadSet {
   uint64_t near_count_ = 0;
 };
 
-// The set of keys stored so far, and so len(memo). Memory: a bitmap of the keys below twice the
-// number of stores so far (every MEMOIZE key is), and a hash set of the keys stored beyond that
-// when stored (Insert says so, for the reader's memory budget).
+// The set of keys stored so far, and so len(memo). While they are exactly 0 to len(memo) - 1
+// (as Python writes pickles: each store at len(memo)) it is that number alone; otherwise a bitmap
+// of the keys below twice the number of stores so far (every MEMOIZE key is), and a hash set of
+// the keys stored beyond that when stored (Insert says so, for the reader's memory budget).
 class MemoKeySet {
  public:
   enum class Insertion { kReplaced, kNew, kNewFar };
-  Insertion Insert(uint64_t key);
+  Insertion Insert(uint64_t key) {
+    ++stores_;
+    if (dense_ && key <= size_) {
+      if (key < size_) return Insertion::kReplaced;
+      ++size_;
+      return Insertion::kNew;
+    }
+    return InsertSparsely(key);
+  }
   bool Contains(uint64_t key) const {
+    if (dense_) return key < size_;
     const uint64_t word = key / 64;
     if (word < bits_.size() && (bits_[word] & (uint64_t{1} << (key % 64)))) return true;
     return !far_.empty() && far_.count(key) != 0;
@@ -78,6 +96,9 @@ class MemoKeySet {
   static constexpr uint64_t kFarKeyBytes = 48;
 
  private:
+  Insertion InsertSparsely(uint64_t key);
+
+  bool dense_ = true;  // the keys are 0 to size_ - 1; bits_ and far_ unused
   std::vector<uint64_t> bits_;
   std::unordered_set<uint64_t> far_;
   uint64_t size_ = 0;

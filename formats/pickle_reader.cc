@@ -243,10 +243,8 @@ class PickleMachine {
 
   Status Run() {
     doc_->input_ = in_;
-    // Upper bounds of the arenas' sizes for DCP-like input, reserved up front so that they never
-    // move: pages not yet written are not resident, so the reservation costs address space only.
-    doc_->tuples_.reserve(in_.size() / 8);
-    doc_->objects_.reserve(in_.size() / 8);
+    // Nothing is reserved for the input's size: the arenas grow (geometrically) with the values
+    // built, so a large pickle of few values (one long bytes) costs no more than they do.
     FindMemoReads();
     size_t pos = 0;
     Op op;
@@ -346,7 +344,8 @@ class PickleMachine {
                               std::string(op.text.substr(0, 32)) + "'");
   }
 
-  Status Execute(const Op& op) {
+  // Inlined into Run's loop (the stack machine's hot path), whatever its size.
+  __attribute__((always_inline)) inline Status Execute(const Op& op) {
     switch (op.code) {
       case kProto:
         if (op.number > 5) {
@@ -657,7 +656,7 @@ class PickleMachine {
     const size_t start = doc_->tuples_.size();
     Charge(8 * (n + 1));
     doc_->tuples_.push_back(PyValue::Make(Kind::kInt, (uint64_t{n} << 1) | (n == 0 ? 1 : 0)));
-    doc_->tuples_.insert(doc_->tuples_.end(), items, items + n);
+    doc_->tuples_.append(items, n);
     const PyValue t = PyValue::Make(Kind::kTuple, start);
     if (n == 0) empty_tuple_ = t;
     return t;
@@ -741,8 +740,9 @@ class PickleMachine {
 
   // ---- the memo (pickle_memo.h)
 
-  // Stores the stack's top at `key`; its value is kept only when some GET reads the key.
-  Status Store(const Op& op, uint64_t key) {
+  // Stores the stack's top at `key`; its value is kept only when some GET reads the key. (Store
+  // and Get stay calls, so that Execute's switch stays compact.)
+  __attribute__((noinline)) Status Store(const Op& op, uint64_t key) {
     if (stack_.size() <= Floor()) return Underflow(op);
     if (stored_keys_.Insert(key) == MemoKeySet::Insertion::kNewFar &&
         !Charge(MemoKeySet::kFarKeyBytes)) {
@@ -755,7 +755,7 @@ class PickleMachine {
     return Status::OK();
   }
 
-  Status Get(const Op& op, uint64_t key) {
+  __attribute__((noinline)) Status Get(const Op& op, uint64_t key) {
     const int64_t slot = reads_.Slot(key);
     if (slot < 0 || !stored_keys_.Contains(key)) {
       return Status::Corruption(At(op.pos) + "memo slot " + std::to_string(key) +

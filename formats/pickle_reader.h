@@ -12,8 +12,10 @@
 // operation on a value of the wrong kind, a truncated opcode, input without STOP.
 //
 // Cost: time linear in the input (two passes: one finds the memo slots that are read back, one
-// builds); memory a small multiple of the input (pickle_value.h), whatever the input: no opcode
-// copies a container, and nothing is expanded.
+// builds); memory that of the values built (pickle_value.h: nothing is set aside for the input's
+// size, so a large pickle of few values costs little beyond its bytes), and at most a small
+// multiple of the input, whatever the input: no opcode copies a container, and nothing is
+// expanded.
 #pragma once
 
 #include <string>

@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -339,6 +345,62 @@ TEST(PickleReader, RefusesAPickleThatExpandsBeyondItsBudget) {
   EXPECT_EQ(s.code(), Status::Code::kNotSupported);
   EXPECT_NE(s.message().find("the values built exceed 8 times the pickle's"), std::string::npos)
       << s.ToString();
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CKPTSPEC_NO_ADDRESS_LIMIT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define CKPTSPEC_NO_ADDRESS_LIMIT 1
+#endif
+#endif
+
+// The process's address space (VmSize), in bytes; 0 when unknown.
+uint64_t AddressSpaceBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+// What the reader allocates follows the values it builds, not the input's size: a 256 MiB pickle
+// holding one bytes value reads in a child whose address space may grow by 64 MiB past the input.
+TEST(PickleReader, ALargePickleOfOneValueReadsInLittleMoreThanItsOwnSize) {
+#ifdef CKPTSPEC_NO_ADDRESS_LIMIT
+  GTEST_SKIP() << "sanitizers reserve address space beyond any limit";
+#else
+  constexpr size_t kPayload = size_t{256} << 20;
+  constexpr uint64_t kAllowance = uint64_t{64} << 20;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    PickleBytes p;
+    p.Proto(4).Byte(0x8e).Le(kPayload, 8);
+    std::string bytes = p.bytes();
+    bytes.resize(bytes.size() + kPayload, '\0');
+    bytes += '.';
+    const uint64_t limit = AddressSpaceBytes() + kAllowance;
+    const rlimit rl{limit, limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    try {
+      PickleDocument doc;
+      const Status s = ReadPickle(std::move(bytes), PickleOptions(), &doc);
+      const bool one_value =
+          s.ok() && doc.root().is(Kind::kBytes) && doc.Str(doc.root()).size() == kPayload;
+      _exit(one_value ? 0 : 2);
+    } catch (const std::bad_alloc&) {
+      _exit(4);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: not read as one bytes value, 3: setrlimit, 4: "
+                                    << "std::bad_alloc (memory asked for the input's size)";
+#endif
 }
 
 // A random value tree, written with the opcodes Python's pickler uses (protocol 4, MEMOIZE after

@@ -1,6 +1,10 @@
 #include "formats/pickle_value.h"
 
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "formats/pickle_globals.h"
 
@@ -9,7 +13,43 @@ namespace {
 
 constexpr uint64_t kOwnedStringBit = uint64_t{1} << 63;
 
+// An arena of this many bytes or more is a mapping of its own.
+constexpr size_t kMappedBytes = size_t{1} << 20;
+
 }  // namespace
+
+void PyValueArena::Grow(size_t at_least) {
+  size_t capacity = capacity_ < 16 ? 16 : 2 * capacity_;
+  if (capacity < at_least) capacity = at_least;
+  if (capacity > SIZE_MAX / 2 / sizeof(PyValue)) throw std::bad_alloc();
+  const size_t bytes = capacity * sizeof(PyValue);
+  const size_t old_bytes = capacity_ * sizeof(PyValue);
+  void* p = nullptr;
+  if (bytes < kMappedBytes) {
+    p = std::realloc(static_cast<void*>(data_), bytes);
+    if (p == nullptr) throw std::bad_alloc();
+  } else if (old_bytes >= kMappedBytes) {
+    p = mremap(data_, old_bytes, bytes, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+  } else {
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (size_ > 0) std::memcpy(p, static_cast<const void*>(data_), size_ * sizeof(PyValue));
+    std::free(data_);
+  }
+  data_ = static_cast<PyValue*>(p);
+  capacity_ = capacity;
+}
+
+void PyValueArena::Release() {
+  if (capacity_ * sizeof(PyValue) >= kMappedBytes) {
+    munmap(data_, capacity_ * sizeof(PyValue));
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
 
 const char* PyKindName(PyValue::Kind kind) {
   switch (kind) {

@@ -15,9 +15,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +58,64 @@ class PyValue {
 
  private:
   uint64_t bits_ = 0;  // kNone
+};
+
+static_assert(std::is_trivially_copyable_v<PyValue>, "PyValueArena moves PyValues as bytes");
+
+// A growable array of PyValues (the document's tuples and objects) that doubles as it fills. From
+// 1 MiB on it is a memory mapping of its own, which grows by moving its pages (mremap), neither
+// copying them nor touching fresh ones: its cost stays that of the values it holds, as a reserve
+// up front would keep it, without one. Throws std::bad_alloc as std::vector does.
+class PyValueArena {
+ public:
+  PyValueArena() = default;
+  PyValueArena(const PyValueArena&) = delete;
+  PyValueArena& operator=(const PyValueArena&) = delete;
+  PyValueArena(PyValueArena&& o) noexcept { Take(&o); }
+  PyValueArena& operator=(PyValueArena&& o) noexcept {
+    if (this != &o) {
+      Release();
+      Take(&o);
+    }
+    return *this;
+  }
+  ~PyValueArena() { Release(); }
+
+  size_t size() const { return size_; }
+  const PyValue* data() const { return data_; }
+  PyValue& operator[](size_t i) { return data_[i]; }
+  const PyValue& operator[](size_t i) const { return data_[i]; }
+  void push_back(PyValue v) {
+    if (size_ == capacity_) Grow(size_ + 1);
+    data_[size_++] = v;
+  }
+  // Appends n values that do not lie in this arena.
+  void append(const PyValue* values, size_t n) {
+    if (n > capacity_ - size_) Grow(size_ + n);
+    if (n > 0) std::memcpy(static_cast<void*>(data_ + size_), values, n * sizeof(PyValue));
+    size_ += n;
+  }
+  // Shrinks, or grows with None.
+  void resize(size_t n) {
+    if (n > capacity_) Grow(n);
+    for (size_t i = size_; i < n; ++i) data_[i] = PyValue();
+    size_ = n;
+  }
+
+ private:
+  void Grow(size_t at_least);
+  void Release();
+  void Take(PyValueArena* o) {
+    data_ = o->data_;
+    size_ = o->size_;
+    capacity_ = o->capacity_;
+    o->data_ = nullptr;
+    o->size_ = o->capacity_ = 0;
+  }
+
+  PyValue* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;  // PyValues; a mapping from kMappedBytes on, malloc's below
 };
 
 // "str", "dict", "object"...: for messages.
@@ -127,11 +187,11 @@ class PickleDocument {
   std::vector<double> floats_;
   // A tuple of n items is n + 1 slots here: its length (an int), then the items; a kTuple
   // value's payload is the index of the length.
-  std::vector<PyValue> tuples_;
+  PyValueArena tuples_;
   std::vector<std::vector<PyValue>> containers_;  // lists, dicts (flattened pairs), sets
   // An object of a class with n fields is n + 1 slots here: its class id (an int), then the
   // fields; a kObject value's payload is the index of the class id.
-  std::vector<PyValue> objects_;
+  PyValueArena objects_;
   std::unordered_map<uint64_t, PyValue> extras_;  // by object: its extra attributes (a dict)
   std::vector<PyValue> persistent_ids_;
   std::string owned_;  // strings built by the reader (a joined path); a Span64 marks them
