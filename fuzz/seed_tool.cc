@@ -6,7 +6,9 @@
 // rank's RNG state and the rerun payload (common_state_fuzzer), and its whole checkpoint
 // directory as bundles (checkpoint_dir_fuzzer: templates from the metadata, from the framework,
 // two checkpoints). The op_sequence_fuzzer seeds are short job stories written with
-// OpInputWriter. Run it deliberately when the formats change (never from CI); the corpora are
+// OpInputWriter. dcp_dir_fuzzer's seeds are the DCP and torch_dist fixtures of corpus/dcp/ as
+// bundles, and small DCP directories whose chunk geometry disagrees with its tensor in each way
+// the readers refuse (formats/dcp_test_writer.h). Run it deliberately when the formats change (never from CI); the corpora are
 // committed.
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/dcp_test_writer.h"
 #include "fuzz/bundle.h"
 #include "fuzz/op_input.h"
 #include "fuzz/seed_runs.h"
@@ -220,6 +223,48 @@ void WriteOpSequences(const fs::path& corpus) {
             .Finish());
 }
 
+// A DCP directory holding tensor 'w' of `size` in `chunks` (each chunk's item 16 bytes of junk:
+// the geometry is what these seeds are about) as a bundle.
+std::string DcpBundle(const std::vector<int64_t>& size,
+                      const std::vector<dcp_test::Chunk>& chunks) {
+  dcp_test::Index index;
+  index.tensors.push_back({"w", "float32", size, chunks});
+  Bundle bundle;
+  std::string& data = bundle.files["__0_0.distcp"];
+  for (const dcp_test::Chunk& c : chunks) {
+    index.storage.push_back(
+        {"w", c.offsets, "__0_0.distcp", static_cast<int64_t>(data.size()), 16});
+    data += std::string(16, 'x');
+  }
+  bundle.files[".metadata"] = dcp_test::EncodeMetadata(index);
+  return SerializeBundle(bundle);
+}
+
+void WriteDcpSeeds(const fs::path& corpus) {
+  const fs::path dir = corpus / "dcp_dir_fuzzer_seed_corpus";
+  for (const fs::directory_entry& fixture : fs::directory_iterator(corpus / "dcp")) {
+    if (!fixture.is_directory()) continue;
+    Bundle bundle;
+    Die(CollectBundle(Env::Posix(), fixture.path().string(), 0, 0, &bundle));
+    Write(dir, fixture.path().filename().string() + ".bundle", SerializeBundle(bundle));
+  }
+  using dcp_test::Chunk;
+  Write(dir, "geometry_fewer_axes.bundle",
+        DcpBundle({8, 8}, {Chunk{{0, 0}, {4, 8}}, Chunk{{4}, {4, 8}}}));
+  Write(dir, "geometry_nine_axes.bundle",
+        DcpBundle({8, 8}, {Chunk{{0, 0}, {8, 8}},
+                           Chunk{{0, 0, 0, 0, 0, 0, 0, 0, 0}, {8, 8, 1, 1, 1, 1, 1, 1, 1}}}));
+  Write(dir, "geometry_many_axes.bundle",
+        DcpBundle(std::vector<int64_t>(70, 1),
+                  {Chunk{std::vector<int64_t>(70, 0), std::vector<int64_t>(70, 1)}}));
+  Write(dir, "geometry_past_end.bundle",
+        DcpBundle({8, 8}, {Chunk{{0, 0}, {4, 8}}, Chunk{{4, 6}, {4, 8}}}));
+  Write(dir, "geometry_negative.bundle",
+        DcpBundle({8, 8}, {Chunk{{-4, 0}, {4, 8}}, Chunk{{4, 0}, {4, 8}}}));
+  Write(dir, "geometry_unordered_overlap.bundle",
+        DcpBundle({10}, {Chunk{{0}, {3}}, Chunk{{5}, {5}}, Chunk{{1}, {2}}}));
+}
+
 }  // namespace
 }  // namespace ckptspec
 
@@ -233,6 +278,7 @@ int main(int argc, char** argv) {
     WriteSeedRun(SeedRuns()[i], static_cast<uint8_t>(i), argv[1]);
   }
   WriteOpSequences(argv[1]);
+  WriteDcpSeeds(argv[1]);
   std::printf("seed corpora written under %s\n", argv[1]);
   return 0;
 }
