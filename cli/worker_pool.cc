@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "cli/outcome_wire.h"
@@ -54,12 +55,21 @@ struct Worker {
   size_t task = 0;  // when busy
 };
 
-// The worker's loop: read a task number, run it, write its outcome as (length, bytes).
+// A worker's exit code when its task ran out of memory.
+constexpr int kWorkerOutOfMemory = 99;
+
+// The worker's loop: read a task number, run it, write its outcome as (length, bytes). Nothing
+// may unwind out of it: the fork copied the parent's stack, which is not the worker's to return to.
 [[noreturn]] void WorkerMain(int tasks, int results,
                              const std::function<PropertyOutcome(size_t)>& run) {
   uint64_t task;
   while (ReadAll(tasks, &task, sizeof(task)) && task != kNoMoreTasks) {
-    const std::string bytes = EncodeOutcome(run(static_cast<size_t>(task)));
+    std::string bytes;
+    try {
+      bytes = EncodeOutcome(run(static_cast<size_t>(task)));
+    } catch (const std::bad_alloc&) {
+      _exit(kWorkerOutOfMemory);  // the parent names it (HowItEnded)
+    }
     const uint64_t size = bytes.size();
     if (!WriteAll(results, &size, sizeof(size)) || !WriteAll(results, bytes.data(), bytes.size())) {
       _exit(1);
@@ -132,6 +142,9 @@ std::string HowItEnded(Worker* w) {
   if (WIFSIGNALED(status)) {
     return std::string("the worker process running it died of signal ") +
            std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerOutOfMemory) {
+    return "the worker process running it ran out of memory";
   }
   if (WIFEXITED(status)) {
     return "the worker process running it exited with code " + std::to_string(WEXITSTATUS(status)) +

@@ -13,7 +13,8 @@
 //  - `done(i, outcome)` runs in the caller's process after each task's outcome arrives (progress).
 //  - A worker that dies (a crash of the target under test, a signal) or sends something that does
 //    not decode gives its task an error outcome (Verdict::kError) that says how it ended; the
-//    other tasks go on in the remaining workers and a fresh one.
+//    other tasks go on in the remaining workers and a fresh one. A task that throws
+//    std::bad_alloc ends its worker likewise ("ran out of memory"): no exception leaves `run`.
 //  - Every worker has exited and been waited for when RunInWorkers returns.
 //  - No worker outlives the caller's process, however it ends (SIGKILL included): each asks the
 //    kernel for SIGKILL when its parent ends (PR_SET_PDEATHSIG), then checks that the parent is

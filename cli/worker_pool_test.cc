@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,11 +59,13 @@ TEST(WorkerPool, TasksRunInWorkerProcesses) {
   EXPECT_EQ(touched, 0);
 }
 
-// A worker that dies gives its task an error naming how; the other tasks still run.
+// A worker that dies or runs out of memory gives its task an error naming how; the other tasks
+// still run.
 TEST(WorkerPool, AWorkerThatDiesGivesItsTaskAnErrorAndTheRestGoOn) {
   const std::vector<PropertyOutcome> outcomes = RunInWorkers(
       6, 2,
       [](size_t i) {
+        if (i == 1) throw std::bad_alloc();  // must not unwind into the copy of the caller
         if (i == 2) raise(SIGKILL);
         if (i == 4) _exit(3);
         return Numbered(i);
@@ -75,7 +78,9 @@ TEST(WorkerPool, AWorkerThatDiesGivesItsTaskAnErrorAndTheRestGoOn) {
   EXPECT_EQ(outcomes[4].verdict, Verdict::kError);
   EXPECT_EQ(outcomes[4].message,
             "the worker process running it exited with code 3 without an outcome");
-  for (size_t i : {0, 1, 3, 5}) EXPECT_EQ(outcomes[i].property, "P" + std::to_string(i)) << i;
+  EXPECT_EQ(outcomes[1].verdict, Verdict::kError);
+  EXPECT_EQ(outcomes[1].message, "the worker process running it ran out of memory");
+  for (size_t i : {0, 3, 5}) EXPECT_EQ(outcomes[i].property, "P" + std::to_string(i)) << i;
 }
 
 // ckptspec blocks the termination signals for its signal thread (harness_registry.h), which a
@@ -122,6 +127,7 @@ TEST(WorkerPool, WorkersEndWhenTheirParentIsKilled) {
     _exit(0);
   }
   close(started[1]);
+  KillAtScopeEnd parent_killed(parent);
   std::vector<pid_t> workers(2);
   for (pid_t& w : workers) ASSERT_EQ(read(started[0], &w, sizeof(w)), ssize_t{sizeof(w)});
   close(started[0]);
