@@ -89,10 +89,8 @@ TEST(Main, RunKilledOutrightLeavesNoWorker) {
   const pid_t ckptspec = StartCkptspec(
       {"run", "--jobs", "2", "--target", "reference", "--budget", "1000000", "--quiet"},
       "/dev/null", STDERR_FILENO, {mark});
-  for (int i = 0; i < 1000 && ProcessesMarkedWith(mark).size() < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_EQ(ProcessesMarkedWith(mark).size(), 3u) << "ckptspec and its 2 workers";
+  const ckptspec::KillAtScopeEnd killed(ckptspec);
+  ASSERT_TRUE(ckptspec::WaitForMarked(mark, 3, 10)) << "ckptspec and its 2 workers";
   ASSERT_EQ(kill(ckptspec, SIGKILL), 0);
   ASSERT_EQ(waitpid(ckptspec, nullptr, 0), ckptspec);
   const std::vector<pid_t> left = WaitForMarkedToEnd(mark, 5);
@@ -137,18 +135,19 @@ class AdapterRunTest : public ::testing::Test {
     return out;
   }
 
-  // Starts the run; returns its pid once a case's temporary directories exist and its ranks
-  // hang in the save.
-  pid_t StartHangingRun() {
-    const pid_t pid = StartCkptspec({"run", "--adapter", kHangingAdapter, "--properties", "P2"},
-                                    "/dev/null", STDERR_FILENO, env_);
-    // ckptspec, its watchdog, and at least one rank with its sleep.
-    for (int i = 0; i < 1000 && (TempDirs().size() < 2 || ProcessesMarkedWith(mark()).size() < 4);
-         ++i) {
+  // Starts the run; whether, within 10 s, a case's temporary directories existed and ckptspec,
+  // its watchdog and at least one rank with its sleep ran (then a moment more, into the save).
+  bool StartHangingRun(pid_t* pid) {
+    *pid = StartCkptspec({"run", "--adapter", kHangingAdapter, "--properties", "P2"}, "/dev/null",
+                         STDERR_FILENO, env_);
+    for (int i = 0; i < 1000; ++i) {
+      if (TempDirs().size() >= 2 && ProcessesMarkedWith(mark()).size() >= 4) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the save
-    return pid;
+    return false;
   }
 
   std::string base_;
@@ -158,8 +157,10 @@ class AdapterRunTest : public ::testing::Test {
 // Killed outright: no rank, and nothing a rank started in its group, outlives ckptspec; the
 // temporary directories it could not remove are removed by the next run that looks there.
 TEST_F(AdapterRunTest, KilledOutrightLeavesNoProcessAndTheNextRunReclaimsItsDirectories) {
-  const pid_t ckptspec = StartHangingRun();
-  ASSERT_GE(ProcessesMarkedWith(mark()).size(), 4u) << "ckptspec, its watchdog, a rank, a sleep";
+  pid_t ckptspec = 0;
+  const bool started = StartHangingRun(&ckptspec);
+  const ckptspec::KillAtScopeEnd killed(ckptspec);
+  ASSERT_TRUE(started) << "ckptspec, its watchdog, a rank and its sleep, the directories";
   ASSERT_EQ(kill(ckptspec, SIGKILL), 0);
   ASSERT_EQ(waitpid(ckptspec, nullptr, 0), ckptspec);
   const std::vector<pid_t> left = WaitForMarkedToEnd(mark(), 5);
@@ -175,8 +176,10 @@ TEST_F(AdapterRunTest, KilledOutrightLeavesNoProcessAndTheNextRunReclaimsItsDire
 
 // SIGQUIT (Ctrl-\\) cleans up as SIGINT and SIGTERM do, and ends ckptspec by SIGQUIT.
 TEST_F(AdapterRunTest, QuitLeavesNoProcessAndNoDirectory) {
-  const pid_t ckptspec = StartHangingRun();
-  ASSERT_GE(ProcessesMarkedWith(mark()).size(), 4u) << "ckptspec, its watchdog, a rank, a sleep";
+  pid_t ckptspec = 0;
+  const bool started = StartHangingRun(&ckptspec);
+  const ckptspec::KillAtScopeEnd killed(ckptspec);
+  ASSERT_TRUE(started) << "ckptspec, its watchdog, a rank and its sleep, the directories";
   ASSERT_EQ(kill(ckptspec, SIGQUIT), 0);
   int status = 0;
   ASSERT_EQ(waitpid(ckptspec, &status, 0), ckptspec);

@@ -29,8 +29,8 @@ const char kSleepingRank[] = "sleep 600 & wait";
 
 // Forks a harness process that runs `before`, starts `ranks` sleeping ranks marked with `mark`
 // (in their environment, which what they start inherits), runs `after`, then waits for a signal.
-// Returns its pid once every rank and its sleep run; *forked is what `after` returned (in the
-// harness), a pid or 0.
+// Returns its pid once `after` has run; *forked is what `after` returned (in the harness), a pid
+// or 0.
 template <typename Before, typename After>
 pid_t StartHarness(const std::string& mark, int ranks, Before before, After after, pid_t* forked) {
   int ready[2];
@@ -52,11 +52,6 @@ pid_t StartHarness(const std::string& mark, int ranks, Before before, After afte
   EXPECT_EQ(read(ready[0], forked, sizeof(*forked)), static_cast<ssize_t>(sizeof(*forked)))
       << "the harness did not start its ranks";
   close(ready[0]);
-  // Each rank's shell and its sleep carry the mark.
-  for (int i = 0; i < 500 && ProcessesMarkedWith(mark).size() < static_cast<size_t>(2 * ranks);
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
   return harness;
 }
 
@@ -76,7 +71,9 @@ TEST(HarnessRegistry, RanksEndWhenTheProcessThatStartedThemIsKilled) {
         return child;
       },
       &forked);
-  ASSERT_EQ(ProcessesMarkedWith(mark).size(), 6u) << "3 ranks and their sleeps";
+  KillAtScopeEnd forked_killed(forked);  // once the harness is gone, a child of this process
+  KillAtScopeEnd harness_killed(harness);
+  ASSERT_TRUE(WaitForMarked(mark, 6, 10)) << "3 ranks and their sleeps";
   ASSERT_GT(forked, 0);
   ASSERT_EQ(kill(harness, SIGKILL), 0);
   int status = 0;
@@ -109,7 +106,8 @@ TEST(HarnessRegistry, SigquitEndsTheRanksAndRemovesTheDirectories) {
         return pid_t{0};
       },
       &forked);
-  ASSERT_EQ(ProcessesMarkedWith(mark).size(), 4u) << "2 ranks and their sleeps";
+  KillAtScopeEnd harness_killed(harness);
+  ASSERT_TRUE(WaitForMarked(mark, 4, 10)) << "2 ranks and their sleeps";
   ASSERT_EQ(kill(harness, SIGQUIT), 0);
   int status = 0;
   ASSERT_EQ(waitpid(harness, &status, 0), harness);

@@ -58,6 +58,37 @@ inline std::vector<pid_t> ProcessesMarkedWith(const std::string& entry) {
   return out;
 }
 
+// Waits up to `timeout_s` until at least `count` processes are marked with `entry` at once;
+// whether they were. (A process in the middle of exec may be missed for a moment: the count is
+// polled, not read once.)
+inline bool WaitForMarked(const std::string& entry, size_t count, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (ProcessesMarkedWith(entry).size() < count) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// Kills and reaps a child of this process when it goes out of scope, unless it was reaped
+// already: a test that stops half-way leaves nothing running (what the child started is ended by
+// the harness's own means, or reparented here).
+class KillAtScopeEnd {
+ public:
+  explicit KillAtScopeEnd(pid_t pid) : pid_(pid) {}
+  ~KillAtScopeEnd() {
+    if (pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  KillAtScopeEnd(const KillAtScopeEnd&) = delete;
+  KillAtScopeEnd& operator=(const KillAtScopeEnd&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
 // Waits up to `timeout_s` for every process marked with `entry` to end, reaping the ended
 // children of this process meanwhile. Returns those still running then, after killing them, so
 // that a failing test leaves nothing behind.
