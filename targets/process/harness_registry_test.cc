@@ -19,6 +19,7 @@
 
 #include "targets/env/env.h"
 #include "targets/process/process_test_util.h"
+#include "targets/process/rank_watchdog.h"
 #include "targets/process/subprocess.h"
 
 namespace ckptspec {
@@ -84,6 +85,33 @@ TEST(HarnessRegistry, RanksEndWhenTheProcessThatStartedThemIsKilled) {
   kill(forked, SIGKILL);
   EXPECT_EQ(waitpid(forked, &status, 0), forked);  // reparented to this subreaper
   ReapEndedChildren();                             // the watchdog
+}
+
+// The watchdog is killed (anyone with the user's rights can): the next rank started starts a
+// fresh one, told of every group, so the rank started before it ends with the harness too.
+TEST(HarnessRegistry, AKilledWatchdogIsReplacedAtTheNextStart) {
+  BecomeSubreaper();
+  const std::string mark = "CKPTSPEC_TEST_MARK=registry-watchdog-" + std::to_string(getpid());
+  pid_t first_watchdog = 0;
+  const pid_t harness = StartHarness(
+      mark, 1, [] {},
+      [&] {
+        const pid_t watchdog = WatchdogPid();  // the harness has one thread: no lock needed
+        kill(watchdog, SIGKILL);
+        waitpid(watchdog, nullptr, 0);
+        Subprocess* second = new Subprocess();  // runs until the harness is killed
+        if (!second->Start(kSleepingRank, {mark}).ok()) _exit(91);
+        return watchdog;
+      },
+      &first_watchdog);
+  KillAtScopeEnd harness_killed(harness);
+  ASSERT_TRUE(WaitForMarked(mark, 4, 10)) << "2 ranks and their sleeps";
+  ASSERT_GT(first_watchdog, 0);
+  ASSERT_EQ(kill(harness, SIGKILL), 0);
+  ASSERT_EQ(waitpid(harness, nullptr, 0), harness);
+  const std::vector<pid_t> left = WaitForMarkedToEnd(mark, 5);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes outlived their harness by 5 s";
+  ReapEndedChildren();  // the second watchdog
 }
 
 // SIGQUIT (Ctrl-\) cleans up as SIGINT and SIGTERM do: the ranks end, the registered directories

@@ -30,8 +30,9 @@
 //    an adapter's leftover.
 //  - Limits: a process that left its rank's group (setsid, setpgid: a daemon) is not reached; nor is
 //    a group started in the instant between the spawn and its message when the process is killed
-//    right then; the watchdog itself can be killed with SIGKILL by anyone with the user's rights;
-//    at most kMaxWatchedGroups groups at once (a spawn beyond is refused by the registry).
+//    right then; the watchdog itself can be killed with SIGKILL by anyone with the user's rights
+//    (the groups are unwatched until the next EnsureWatchdog); at most kMaxWatchedGroups groups
+//    at once (a spawn beyond is refused by the registry).
 #pragma once
 
 #include <sys/types.h>
