@@ -43,6 +43,7 @@ int RunDiffCommand(const DiffCommandOptions& o, std::ostream& out, std::ostream&
     options.atol = o.atol;
   }
   options.equal_nan = o.equal_nan;
+  options.limits = o.limits;
   std::unique_ptr<Env> views[2];
   std::unique_ptr<CheckpointContents> contents[2];
   const std::string* dirs[2] = {&o.a, &o.b};

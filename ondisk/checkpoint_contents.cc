@@ -70,7 +70,9 @@ Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
         "; ckptspec verify lists the findings, diff compares only checkpoints it finds sound");
   }
   const DcpStorageIndex index = IndexDcpStorage(md);
-  CKPTSPEC_RETURN_IF_ERROR(CheckDcpReadRatio(dir_, MeasureDcpReads(env_, dir_, md, index), limits));
+  const DcpReadBudget budget = MeasureDcpReads(env_, dir_, md, index);
+  CKPTSPEC_RETURN_IF_ERROR(CheckDcpReadRatio(dir_, budget, limits));
+  stored_bytes_ = budget.stored;
   std::unordered_map<std::string_view, size_t> file_ids;
   auto bytes_of = [&](size_t e) {
     const DcpStorageEntry entry = md.storage(e);
@@ -111,7 +113,11 @@ Status CheckpointContents::OpenReference(const std::string& root, const Resource
   CheckpointMetadata md;
   CKPTSPEC_RETURN_IF_ERROR(engine.ReadMetadata(iteration, &md));
   dir_ = JoinPath(root, IterationDirName(iteration));
-  for (const FileEntry& f : md.files) files_.push_back(f.name);
+  for (const FileEntry& f : md.files) {
+    files_.push_back(f.name);
+    uint64_t stored = 0;
+    if (env_->GetFileStoredSize(FilePath(files_.size() - 1), &stored).ok()) stored_bytes_ += stored;
+  }
   auto bytes_of = [](const Extent& e) {
     return StoredBytes{static_cast<size_t>(e.file), e.offset, e.size, false};
   };

@@ -54,6 +54,9 @@ class CheckpointContents {
   const std::string& dir() const { return dir_; }  // the index directory
   const std::vector<StoredTensor>& tensors() const { return tensors_; }
   const std::vector<StoredBlob>& blobs() const { return blobs_; }
+  // What the files holding its chunks and blobs occupy on disk (allocated blocks): the measure
+  // of how much reading them may cost (ResourceLimits::max_read_ratio).
+  uint64_t stored_bytes() const { return stored_bytes_; }
 
   // The chunk's elements, row-major, into `out` (replaced): a torch.save item is unpacked
   // (formats/torch_tensor_item.h) and must hold the tensor's dtype and the chunk's shape.
@@ -75,6 +78,7 @@ class CheckpointContents {
   std::vector<std::string> files_;  // relative to dir_
   std::vector<StoredTensor> tensors_;
   std::vector<StoredBlob> blobs_;
+  uint64_t stored_bytes_ = 0;
 };
 
 }  // namespace ckptspec

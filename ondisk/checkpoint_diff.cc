@@ -141,6 +141,10 @@ class TensorDiffer {
   TensorDiffer(const CheckpointContents& a, const CheckpointContents& b, const DiffOptions& options)
       : a_(a), b_(b), options_(options) {}
 
+  // NotSupported naming max_read_ratio once the chunks read exceed it (DiffOptions::limits); a
+  // Run that exceeds it stops there.
+  const Status& budget() const { return budget_; }
+
   TensorDiff Run(const StoredTensor& ta, const StoredTensor& tb) {
     TensorDiff d;
     d.key = ta.key;
@@ -170,7 +174,8 @@ class TensorDiffer {
     for (size_t i = 0; i < ta.chunks.size(); ++i) {
       if (partners[i].empty()) continue;
       const StoredChunk& ca = ta.chunks[i];
-      Status s = a_.ReadChunk(ta, ca, &a_bytes);
+      Status s = Charge(ca);
+      if (s.ok()) s = a_.ReadChunk(ta, ca, &a_bytes);
       for (size_t p = 0; s.ok() && p < partners[i].size(); ++p) {
         const size_t j = partners[i][p];
         Box part;
@@ -183,6 +188,7 @@ class TensorDiffer {
         s = device_semantics ? CompareWithDevice(ta, part, x, y, &d)
                              : CompareBitwise(ta, part, x, y, &d);
       }
+      if (!budget_.ok()) return d;
       if (!s.ok()) {
         d.problem = s.message();
         return d;
@@ -196,6 +202,7 @@ class TensorDiffer {
     auto it = cache_.find(j);
     if (it == cache_.end()) {
       std::string bytes;
+      CKPTSPEC_RETURN_IF_ERROR(Charge(tb.chunks[j]));
       CKPTSPEC_RETURN_IF_ERROR(b_.ReadChunk(tb, tb.chunks[j], &bytes));
       if (cached_bytes_ + bytes.size() > options_.cache_bytes) {
         cache_.clear();
@@ -206,6 +213,22 @@ class TensorDiffer {
     }
     *out = &it->second;
     return Status::OK();
+  }
+
+  // Counts a read of `chunk`'s bytes against the budget.
+  Status Charge(const StoredChunk& chunk) {
+    const unsigned __int128 allowed =
+        static_cast<unsigned __int128>(options_.limits.max_read_ratio) *
+        std::max<uint64_t>(a_.stored_bytes() + b_.stored_bytes(), 1);
+    read_ += chunk.bytes.length;
+    if (read_ > allowed && budget_.ok()) {
+      budget_ =
+          LimitExceeded("comparing A (" + std::to_string(a_.stored_bytes()) +
+                            " bytes on disk) with B (" + std::to_string(b_.stored_bytes()) + ")",
+                        static_cast<uint64_t>(read_), "bytes read", &ResourceLimits::max_read_ratio,
+                        options_.limits);
+    }
+    return budget_;
   }
 
   void NoteFirst(const StoredTensor& t, const Dims& coord, uint64_t a_bits, uint64_t b_bits,
@@ -277,6 +300,8 @@ class TensorDiffer {
   uint64_t first_global_ = UINT64_MAX;
   std::unordered_map<size_t, std::string> cache_;
   uint64_t cached_bytes_ = 0;
+  unsigned __int128 read_ = 0;  // the chunks' bytes read so far, every tensor
+  Status budget_;
 };
 
 }  // namespace
@@ -314,6 +339,7 @@ Status DiffCheckpoints(const CheckpointContents& a, const CheckpointContents& b,
     } catch (const std::bad_alloc&) {
       return Status::OutOfMemory("comparing tensor " + QuotedName(t.key) + ": out of memory");
     }
+    if (!differ.budget().ok()) return differ.budget();
   }
   for (const StoredTensor& t : b.tensors()) {
     if (in_a.count(t.key) == 0) report->only_in_b.push_back(t.key);

@@ -7,7 +7,8 @@
 // Values are compared over the intersections of A's chunks with B's: each element both hold is
 // compared once; elements one side does not hold (a tiling with holes: `ckptspec verify` reports
 // it) are counted as not compared. Memory: one chunk of A plus B's chunks that meet it, with B's
-// chunks kept in a cache of at most DiffOptions::cache_bytes.
+// chunks kept in a cache of at most DiffOptions::cache_bytes. Time: the sweep that finds the
+// chunks that meet, the elements compared, and reads bounded by DiffOptions::limits.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct DiffOptions {
   uint64_t max_ulp = 0;  // ULP mode
   bool equal_nan = false;
   uint64_t cache_bytes = uint64_t{256} << 20;
+  // The bytes read (A's chunks once each, B's again when the cache dropped them) may be at most
+  // limits.max_read_ratio times what both checkpoints occupy on disk; beyond, the diff stops with
+  // the limit named.
+  ResourceLimits limits;
 };
 
 struct TensorDiff {

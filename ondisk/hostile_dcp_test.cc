@@ -407,5 +407,34 @@ TEST(HostileDcp, ChunksOutOfOrderStillOverlapAndLeaveGaps) {
   EXPECT_NE(findings.find("tiling: P4 gap"), std::string::npos) << findings;
 }
 
+// diff reads A's chunks once and B's again only when its cache dropped them; what it reads in all
+// is bounded by max_read_ratio times what both checkpoints occupy on disk. Rows against columns
+// with a cache of one byte re-read every B chunk for every A chunk: refused by the limit, named.
+TEST(HostileDcp, DiffReadsAreBoundedByTheReadRatio) {
+  TempDir tmp;
+  const std::string a_dir = tmp.Sub("rows"), b_dir = tmp.Sub("columns");
+  Tensor rows{"w", "float32", {16, 16}, {}}, columns = rows;
+  for (int64_t i = 0; i < 16; ++i) {
+    rows.chunks.push_back(Chunk{{i, 0}, {1, 16}});
+    columns.chunks.push_back(Chunk{{0, i}, {16, 1}});
+  }
+  WriteDcp(a_dir, {rows});
+  WriteDcp(b_dir, {columns});
+  Opened a, b;
+  ASSERT_TRUE(Open(a_dir, &a).ok());
+  ASSERT_TRUE(Open(b_dir, &b).ok());
+  DiffOptions options;
+  options.limits.max_read_ratio = 1;
+  DiffReport report;
+  ASSERT_TRUE(DiffCheckpoints(*a.contents, *b.contents, options, &report).ok());
+  EXPECT_TRUE(report.same());
+  options.cache_bytes = 1;
+  const Status s = DiffCheckpoints(*a.contents, *b.contents, options, &report);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bytes read exceed max_read_ratio = 1 (--max-read-ratio raises it)"),
+            std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace ckptspec
