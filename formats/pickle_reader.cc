@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "formats/pickle_globals.h"
+#include "formats/pickle_keys.h"
 #include "formats/pickle_memo.h"
+#include "formats/pickle_text.h"
 #include "formats/quoted_name.h"
 
 namespace ckptspec {
@@ -141,6 +143,16 @@ constexpr ArgumentForms MakeArgumentForms() {
 
 constexpr ArgumentForms kArgumentForms = MakeArgumentForms();
 
+// Whether `code` is an opcode of some protocol (0 to 5): the others are no pickle at all.
+bool IsOpcode(uint8_t code) {
+  static const std::string_view kOpcodes =
+      "(.012FIJKLMNPQRSTUVXabcd}eghijl]opqrstuG"
+      "\x80\x81\x82\x83\x84\x85\x86\x87\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x91\x92\x93\x94\x95"
+      "\x96\x97\x98"
+      "BC)";
+  return kOpcodes.find(static_cast<char>(code)) != std::string_view::npos;
+}
+
 }  // namespace
 
 // Named, not anonymous: PickleMachine holds a Decoder and has external linkage (the document names
@@ -233,7 +245,11 @@ class PickleMachine {
  public:
   // The document takes `bytes` and refers to them.
   PickleMachine(std::string bytes, const PickleOptions& options, PickleDocument* doc)
-      : in_(Adopt(std::move(bytes), doc)), options_(options), doc_(doc), decoder_(in_) {}
+      : in_(Adopt(std::move(bytes), doc)),
+        options_(options),
+        doc_(doc),
+        decoder_(in_),
+        keys_(*doc) {}
 
   static std::string_view Adopt(std::string bytes, PickleDocument* doc) {
     *doc = PickleDocument();
@@ -251,6 +267,8 @@ class PickleMachine {
     while (pos < in_.size()) {
       size_t next = 0;
       if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
+      if (frame_end_ != 0 && pos == frame_end_) frame_end_ = 0;
+      if (frame_end_ != 0 && next > frame_end_) return PastFrame(op);
       if (op.code == kStop) {
         PyValue root;
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &root));
@@ -339,6 +357,14 @@ class PickleMachine {
     return pos;
   }
 
+  // CPython's unpickler reads a frame into a buffer; an opcode that runs past the frame's end is
+  // then read from the bytes after it (or from the buffer and on, when the file can peek): what
+  // Python builds depends on the file, so the reader builds nothing.
+  Status PastFrame(const Op& op) const {
+    return Status::NotSupported(At(op.pos) + "an opcode that runs past the end of its frame " +
+                                "(frame ending at byte " + std::to_string(frame_end_) + ")");
+  }
+
   Status BadNumber(const Op& op) const {
     return Status::Corruption(At(op.pos) + "malformed number '" +
                               std::string(op.text.substr(0, 32)) + "'");
@@ -358,11 +384,21 @@ class PickleMachine {
           return Status::Corruption(At(op.pos) + "frame of " + std::to_string(op.number) +
                                     " bytes runs past the end of the input");
         }
+        if (frame_end_ == 0) {
+          frame_end_ = op.pos + 9 + op.number;
+        } else if (op.pos + 9 + op.number > frame_end_) {
+          return PastFrame(op);  // a frame in a frame, past its end
+        }
         return Status::OK();
       case kMark:
         marks_.push_back(stack_.size());
         return Status::OK();
       case kPop: {
+        // As in CPython, POP with nothing above the last MARK removes the MARK.
+        if (!marks_.empty() && stack_.size() == marks_.back()) {
+          marks_.pop_back();
+          return Status::OK();
+        }
         PyValue v;
         return Pop(op, &v);
       }
@@ -373,7 +409,7 @@ class PickleMachine {
         return Status::OK();
       }
       case kDup: {
-        if (stack_.empty()) return Underflow(op);
+        if (stack_.size() <= Floor()) return Underflow(op);
         Pin(stack_.back());
         Charge(8);
         stack_.push_back(stack_.back());
@@ -405,14 +441,24 @@ class PickleMachine {
       case kShortBinUnicode:
       case kBinUnicode:
       case kBinUnicode8:
+        if (!IsPythonUtf8(op.text)) {
+          return Status::Corruption(At(op.pos) + "a str whose bytes are not UTF-8");
+        }
+        return Push(MakeString(Kind::kStr, op.text));
       case kShortBinString:
       case kBinString:
+        // Python 2's str: pickle.load decodes it as ASCII, torch.load as UTF-8.
+        if (!IsAscii(op.text)) {
+          return Status::NotSupported(At(op.pos) + "a Python 2 str of bytes beyond ASCII " +
+                                      "(what it reads as depends on the unpickler's encoding)");
+        }
         return Push(MakeString(Kind::kStr, op.text));
       case kShortBinBytes:
       case kBinBytes:
       case kBinBytes8:
-      case kByteArray8:
         return Push(MakeString(Kind::kBytes, op.text));
+      case kByteArray8:
+        return Push(MakeString(Kind::kByteArray, op.text));
       case kEmptyTuple:
         return Push(MakeTuple(nullptr, 0));
       case kTuple1:
@@ -434,14 +480,15 @@ class PickleMachine {
         PyValue v;
         if (op.code == kTuple) {
           v = MakeTuple(stack_.data() + mark, n);
+        } else if (op.code == kList) {
+          v = NewContainer(Kind::kList);
+          Charge(8 * n);
+          doc_->containers_[v.payload()].assign(stack_.begin() + static_cast<std::ptrdiff_t>(mark),
+                                                stack_.end());
         } else {
           if (op.code == kDict && n % 2 != 0) return OddItems(op);
-          v = NewContainer(op.code == kList   ? Kind::kList
-                           : op.code == kDict ? Kind::kDict
-                                              : Kind::kSet);
-          std::vector<PyValue>& c = doc_->containers_[v.payload()];
-          Charge(8 * n);
-          c.assign(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
+          v = NewContainer(op.code == kDict ? Kind::kDict : Kind::kFrozenSet);
+          CKPTSPEC_RETURN_IF_ERROR(PutKeys(op, v, stack_.data() + mark, n));
         }
         stack_.resize(mark);
         return Push(v);
@@ -492,20 +539,21 @@ class PickleMachine {
         PyValue callable, args;
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &callable));
-        return Call(op, callable, args, PyValue());
+        return Call(op, callable, args, PyValue(), /*is_new=*/false);
       }
       case kNewObj: {
         PyValue cls, args;
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
-        return Call(op, cls, args, PyValue());
+        return Call(op, cls, args, PyValue(), /*is_new=*/true);
       }
       case kNewObjEx: {
         PyValue cls, args, kwargs;
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &kwargs));
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
-        return Call(op, cls, args, kwargs);
+        if (!kwargs.is(Kind::kDict)) return WrongKind(op, "NEWOBJ_EX's keywords", "dict", kwargs);
+        return Call(op, cls, args, kwargs, /*is_new=*/true);
       }
       case kBuild:
         return Build(op);
@@ -517,9 +565,16 @@ class PickleMachine {
         return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
       }
       case kPersId:
+        if (!IsAscii(op.text)) {
+          return Status::Corruption(At(op.pos) + "a text persistent id beyond ASCII");
+        }
         doc_->persistent_ids_.push_back(MakeString(Kind::kStr, op.text));
         return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
       default:
+        if (!IsOpcode(op.code)) {
+          return Status::Corruption(At(op.pos) + "byte 0x" + OpName(op.code).substr(2) +
+                                    " is no pickle opcode");
+        }
         return Status::NotSupported(At(op.pos) + "opcode " + OpName(op.code) + " is not read" +
                                     " (the reader takes the data subset of pickle)");
     }
@@ -527,6 +582,20 @@ class PickleMachine {
 
   static std::string OpName(uint8_t code) {
     switch (code) {
+      case kNewObj:
+        return "NEWOBJ";
+      case kNewObjEx:
+        return "NEWOBJ_EX";
+      case kAppend:
+        return "APPEND";
+      case kAppends:
+        return "APPENDS";
+      case kSetItem:
+        return "SETITEM";
+      case kSetItems:
+        return "SETITEMS";
+      case kAddItems:
+        return "ADDITEMS";
       case kInst:
         return "INST";
       case kObj:
@@ -628,13 +697,19 @@ class PickleMachine {
     return Push(MakeInt(static_cast<int64_t>(v)));
   }
 
+  // INT's text as Python writes it: "00" (False), "01" (True), or an int in plain decimal. CPython
+  // reads more (C's strtol with base 0: "010" is 8, "-0" is False): that is refused, not guessed.
   Status PushIntText(const Op& op) {
     std::string_view s = op.text;
     if (s == "00" || s == "01") return Push(PyValue::Make(Kind::kBool, s == "01" ? 1 : 0));
     const bool negative = !s.empty() && s[0] == '-';
     if (negative) s.remove_prefix(1);
     uint64_t v = 0;
-    if (!ParseDecimal(s, &v) || v > (uint64_t{1} << 63) - (negative ? 0 : 1)) return BadNumber(op);
+    const bool plain = !s.empty() && (s[0] != '0' || (s.size() == 1 && !negative));
+    if (!plain || !ParseDecimal(s, &v) || v > (uint64_t{1} << 63) - (negative ? 0 : 1)) {
+      return Status::NotSupported(At(op.pos) + "INT text " + QuotedName(op.text) +
+                                  " (only plain decimal is read)");
+    }
     return Push(MakeInt(negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v)));
   }
 
@@ -676,15 +751,18 @@ class PickleMachine {
     return PyValue::Make(kind, index);
   }
 
-  // A value that something besides its one consumer refers to (the memo, a DUP) is never released.
+  // A value that something besides its one consumer refers to (the memo, a DUP) is never released;
+  // an object so referred to is shared (it may meet a dict twice).
   void Pin(PyValue v) {
-    if (v.is(Kind::kTuple)) {
-      PyValue& slot = doc_->tuples_[v.payload()];
+    if (v.is(Kind::kTuple) || v.is(Kind::kObject)) {
+      PyValue& slot = v.is(Kind::kTuple) ? doc_->tuples_[v.payload()] : doc_->objects_[v.payload()];
       slot = PyValue::Make(Kind::kInt, slot.payload() | 1);
     }
-    if (v.is(Kind::kList) || v.is(Kind::kDict) || v.is(Kind::kSet)) {
-      container_pinned_[v.payload()] = true;
-    }
+    if (IsContainer(v)) container_pinned_[v.payload()] = true;
+  }
+
+  static bool IsContainer(PyValue v) {
+    return v.is(Kind::kList) || v.is(Kind::kDict) || v.is(Kind::kSet) || v.is(Kind::kFrozenSet);
   }
 
   // Releases a value its consumer used up (a reduce's arguments, an object's state), unless
@@ -696,9 +774,10 @@ class PickleMachine {
       const size_t n = PickleDocument::TupleLength(slot);
       if ((slot.payload() & 1) || start + 1 + n != doc_->tuples_.size()) return;
       doc_->tuples_.resize(start);
-    } else if (v.is(Kind::kList) || v.is(Kind::kDict) || v.is(Kind::kSet)) {
+    } else if (IsContainer(v)) {
       const size_t i = v.payload();
       if (container_pinned_[i]) return;
+      key_tables_.erase(i);
       // A small container keeps its buffer for the next one (an object's state dict is built and
       // consumed once per object); a large one gives its memory back.
       std::vector<PyValue>& items = doc_->containers_[i];
@@ -712,6 +791,8 @@ class PickleMachine {
     }
   }
 
+  // APPEND(S) to a list, SETITEM(S) to a dict, ADDITEMS to a set. As in CPython, a batch of no
+  // items does nothing to whatever lies under its MARK.
   Status AddItems(const Op& op, size_t arity, bool batch) {
     size_t start = 0;
     if (batch) {
@@ -723,19 +804,141 @@ class PickleMachine {
     if (start <= Floor()) return Underflow(op);
     const PyValue target = stack_[start - 1];
     const size_t n = stack_.size() - start;
+    if (n == 0) return Status::OK();
     const Kind want = arity == 2 ? Kind::kDict : op.code == kAddItems ? Kind::kSet : Kind::kList;
     if (!target.is(want)) {
-      return WrongKind(op,
-                       std::string("the target of ") + OpName(op.code) +
-                           (op.code == kAppend || op.code == kAppends ? " (APPEND)" : ""),
-                       PyKindName(want), target);
+      // Python appends to a bytearray, and assigns items of a list or bytearray by index.
+      if (target.is(Kind::kByteArray) || (arity == 2 && target.is(Kind::kList))) {
+        return Status::NotSupported(At(op.pos) + OpName(op.code) + " on a " +
+                                    PyKindName(target.kind()) + " is not read");
+      }
+      return WrongKind(op, "the target of " + OpName(op.code), PyKindName(want), target);
     }
     if (n % arity != 0) return OddItems(op);
-    std::vector<PyValue>& c = doc_->containers_[target.payload()];
-    Charge(8 * n);
-    c.insert(c.end(), stack_.begin() + static_cast<std::ptrdiff_t>(start), stack_.end());
+    if (want == Kind::kList) {
+      std::vector<PyValue>& c = doc_->containers_[target.payload()];
+      Charge(8 * n);
+      c.insert(c.end(), stack_.begin() + static_cast<std::ptrdiff_t>(start), stack_.end());
+    } else {
+      CKPTSPEC_RETURN_IF_ERROR(PutKeys(op, target, stack_.data() + start, n));
+    }
     stack_.resize(start);
     return Status::OK();
+  }
+
+  // ---- dict keys and set elements (pickle_keys.h)
+
+  // Adds `n` values at `values` to the dict (as key, value, key, value...) or set `container`.
+  Status PutKeys(const Op& op, PyValue container, const PyValue* values, size_t n) {
+    const bool dict = container.is(Kind::kDict);
+    std::vector<PyValue>& items = doc_->containers_[container.payload()];
+    if (items.capacity() < items.size() + n) {
+      items.reserve(std::max(items.size() + n, 2 * items.capacity()));
+    }
+    Charge(8 * n);
+    for (size_t i = 0; i < n; i += dict ? 2 : 1) {
+      CKPTSPEC_RETURN_IF_ERROR(PutKey(op, container, values[i], dict ? &values[i + 1] : nullptr));
+    }
+    return Status::OK();
+  }
+
+  // Adds `key` (with `*value` for a dict) to the dict or set `container` as Python's d[key] =
+  // value or s.add(key) does.
+  Status PutKey(const Op& op, PyValue container, PyValue key, const PyValue* value) {
+    std::vector<PyValue>& items = doc_->containers_[container.payload()];
+    // An object the pickle refers to once only (not shared: see Pin) equals no key held.
+    const bool once = key.is(Kind::kObject) && !(doc_->objects_[key.payload()].payload() & 1);
+    int64_t found = -1;
+    if (!once) CKPTSPEC_RETURN_IF_ERROR(FindKey(op, container, key, &found));
+    if (found >= 0) {
+      if (value != nullptr) items[static_cast<size_t>(found) * 2 + 1] = *value;
+      return Status::OK();
+    }
+    items.push_back(key);
+    if (value != nullptr) items.push_back(*value);
+    return Status::OK();
+  }
+
+  // Sets `*found` to the position of the key of `container` equal to `key`, or -1 (when the key is
+  // then added, it is added to the container's table here). A container of a few keys is searched
+  // one by one; a larger one through a table of its keys by hash.
+  Status FindKey(const Op& op, PyValue container, PyValue key, int64_t* found) {
+    constexpr size_t kSearchedOneByOne = 8;
+    const std::vector<PyValue>& items = doc_->containers_[container.payload()];
+    const size_t stride = container.is(Kind::kDict) ? 2 : 1;
+    const uint64_t held = stride == 2 ? items.size() / 2 : items.size();
+    // A table is made once a container holds kSearchedOneByOne keys (and they never get fewer).
+    auto table =
+        held < kSearchedOneByOne ? key_tables_.end() : key_tables_.find(container.payload());
+    if (table == key_tables_.end() && held < kSearchedOneByOne) {
+      if (!key.is(Kind::kStr)) {
+        const KeyAnswer hashable = keys_.Hashable(key);
+        if (hashable != KeyAnswer::kYes) return BadKey(op, container, key, hashable);
+      }
+      for (uint64_t i = 0; i < held; ++i) {
+        const KeyAnswer equal = SameKey(items[i * stride], key);
+        if (equal == KeyAnswer::kTooCostly) return BadKey(op, container, key, equal);
+        if (equal == KeyAnswer::kYes) {
+          *found = static_cast<int64_t>(i);
+          return Status::OK();
+        }
+      }
+      return Status::OK();
+    }
+    uint64_t hash = 0;
+    const KeyAnswer hashable = keys_.Hash(key, &hash);
+    if (hashable != KeyAnswer::kYes) return BadKey(op, container, key, hashable);
+    if (table == key_tables_.end()) {
+      table = key_tables_.emplace(container.payload(), PyKeyTable()).first;
+      for (uint64_t i = 0; i < held; ++i) {
+        uint64_t held_hash = 0;
+        const KeyAnswer a = keys_.Hash(items[i * stride], &held_hash);
+        if (a != KeyAnswer::kYes) return BadKey(op, container, items[i * stride], a);
+        table->second.Add(held_hash, i);
+      }
+      Charge(table->second.MemoryBytes());
+    }
+    bool too_costly = false;
+    *found = table->second.Find(
+        hash, [&](uint64_t i) { return SameKey(items[i * stride], key); }, &too_costly);
+    if (too_costly) return BadKey(op, container, key, KeyAnswer::kTooCostly);
+    if (*found < 0) {
+      if (held >= PyKeyTable::kMaxKeys) {
+        return Status::NotSupported(At(op.pos) + "a " + PyKindName(container.kind()) +
+                                    " of more than " + std::to_string(PyKeyTable::kMaxKeys) +
+                                    " keys");
+      }
+      table->second.Add(hash, held);
+      Charge(24);
+    }
+    return Status::OK();
+  }
+
+  // keys_.Equal, answering the usual questions (the same value; str keys) without the call.
+  KeyAnswer SameKey(PyValue held, PyValue key) const {
+    if (held == key) return KeyAnswer::kYes;
+    if (held.is(Kind::kStr) && key.is(Kind::kStr)) {
+      if (doc_->strings_[held.payload()].size != doc_->strings_[key.payload()].size) {
+        return KeyAnswer::kNo;
+      }
+      return doc_->Str(held) == doc_->Str(key) ? KeyAnswer::kYes : KeyAnswer::kNo;
+    }
+    if (key.is(Kind::kObject) || key.is(Kind::kGlobal) || key.is(Kind::kPersistentId)) {
+      return KeyAnswer::kNo;  // equal only to itself
+    }
+    return keys_.Equal(held, key);
+  }
+
+  Status BadKey(const Op& op, PyValue container, PyValue key, KeyAnswer answer) const {
+    const std::string what = container.is(Kind::kDict) ? "a dict key" : "a set element";
+    if (answer == KeyAnswer::kTooCostly) {
+      return Status::NotSupported(At(op.pos) + what + " too costly to compare (tuples nested " +
+                                  "or shared beyond what is read)");
+    }
+    return Status::Corruption(At(op.pos) + what + " must be hashable, not " +
+                              (key.is(Kind::kTuple) ? "a tuple holding a list, dict, set or "
+                                                      "bytearray"
+                                                    : std::string("a ") + PyKindName(key.kind())));
   }
 
   // ---- the memo (pickle_memo.h)
@@ -815,7 +1018,7 @@ class PickleMachine {
 
   PyValue NewObject(const PickleClass* c) {
     const size_t start = doc_->objects_.size();
-    doc_->objects_.push_back(PyValue::Make(Kind::kInt, ClassId(c)));
+    doc_->objects_.push_back(PyValue::Make(Kind::kInt, ClassId(c) << 1));
     Charge(8 * (1 + c->field_count));
     doc_->objects_.resize(start + 1 + c->field_count);
     return PyValue::Make(Kind::kObject, start);
@@ -846,11 +1049,8 @@ class PickleMachine {
       container_pinned_[d.payload()] = true;
       doc_->extras_[object.payload()] = d;
     }
-    std::vector<PyValue>& items = doc_->containers_[doc_->extras_[object.payload()].payload()];
     Charge(16);
-    items.push_back(name);
-    items.push_back(value);
-    return Status::OK();
+    return PutKey(op, doc_->extras_[object.payload()], name, &value);
   }
 
   Status SetPositional(const Op& op, PyValue object, PySpan args) {
@@ -873,13 +1073,25 @@ class PickleMachine {
   }
 
   // REDUCE, NEWOBJ and NEWOBJ_EX: `callable` applied to `args` (and `kwargs`, NEWOBJ_EX's).
-  Status Call(const Op& op, PyValue callable, PyValue args, PyValue kwargs) {
+  // `is_new`: NEWOBJ or NEWOBJ_EX, which Python applies to classes only (cls.__new__).
+  Status Call(const Op& op, PyValue callable, PyValue args, PyValue kwargs, bool is_new) {
     if (!callable.is(Kind::kGlobal))
       return WrongKind(op, "what REDUCE calls", "a global", callable);
     if (!args.is(Kind::kTuple)) return WrongKind(op, "REDUCE's arguments", "tuple", args);
     const PickleClass* c = doc_->ClassOf(callable);
     const PySpan a = doc_->Items(args);
     const auto name = [c] { return std::string(c->module) + "." + c->name; };  // for errors
+    const bool function = c->role == GlobalRole::kLayout || c->role == GlobalRole::kGetattr ||
+                          c->role == GlobalRole::kRebuildTensor ||
+                          c->role == GlobalRole::kRebuildParameter;
+    if (is_new && function) {
+      return Status::Corruption(At(op.pos) + OpName(op.code) + " needs a class, and " + name() +
+                                " is a function");
+    }
+    const bool fields = c->role == GlobalRole::kDataclass || c->role == GlobalRole::kStateTuple;
+    if (doc_->Len(kwargs) > 0 && !fields) {
+      return Status::NotSupported(At(op.pos) + "keyword arguments to " + name() + " are not read");
+    }
     PyValue result;
     switch (c->role) {
       case GlobalRole::kDataclass:
@@ -954,6 +1166,7 @@ class PickleMachine {
       case GlobalRole::kRebuildParameter:
         if (a.size < 1) return Arity(op, name(), "at least 1", a.size);
         result = a[0];
+        Pin(result);  // met again whenever these arguments are (a shared tuple)
         break;
       case GlobalRole::kDType:
       case GlobalRole::kStorageClass:
@@ -973,7 +1186,13 @@ class PickleMachine {
     CKPTSPEC_RETURN_IF_ERROR(Pop(op, &state));
     if (stack_.size() <= Floor()) return Underflow(op);
     const PyValue object = stack_.back();
-    if (!object.is(Kind::kObject)) return WrongKind(op, "BUILD's target", "object", object);
+    if (!object.is(Kind::kObject)) {
+      // Python sets no state from None, whatever the target; a state for anything but an object
+      // of a whitelisted class is outside what is read.
+      if (state.is(Kind::kNone)) return Status::OK();
+      return Status::NotSupported(At(op.pos) + "BUILD on a " + PyKindName(object.kind()) +
+                                  " (only objects of whitelisted classes take a state)");
+    }
     const PickleClass* c = doc_->ClassOf(object);
     if (c->role == GlobalRole::kOpaque) {
       Pin(state);
@@ -1006,9 +1225,13 @@ class PickleMachine {
   PickleOptions options_;
   PickleDocument* doc_;
   pickle_reader_internal::Decoder decoder_;
+  PyKeys keys_;
+  // By container: the table of its keys, once it holds more than a few (PutKey).
+  std::unordered_map<size_t, PyKeyTable> key_tables_;
 
   std::vector<PyValue> stack_;
   std::vector<size_t> marks_;
+  size_t frame_end_ = 0;  // the end of the frame the opcodes are read from; 0 outside frames
   // The memo: the keys stored so far, and the values of those some GET reads (by their slot).
   MemoReadSet reads_;
   MemoKeySet stored_keys_;

@@ -79,6 +79,10 @@ const char* PyKindName(PyValue::Kind kind) {
       return "global";
     case PyValue::Kind::kPersistentId:
       return "persistent id";
+    case PyValue::Kind::kFrozenSet:
+      return "frozenset";
+    case PyValue::Kind::kByteArray:
+      return "bytearray";
   }
   return "?";
 }
@@ -98,7 +102,10 @@ double PickleDocument::Float(PyValue v) const {
 }
 
 std::string_view PickleDocument::Str(PyValue v) const {
-  if (!v.is(PyValue::Kind::kStr) && !v.is(PyValue::Kind::kBytes)) return {};
+  if (!v.is(PyValue::Kind::kStr) && !v.is(PyValue::Kind::kBytes) &&
+      !v.is(PyValue::Kind::kByteArray)) {
+    return {};
+  }
   const Span64& s = strings_[v.payload()];
   if (s.start & kOwnedStringBit)
     return std::string_view(owned_).substr(s.start & ~kOwnedStringBit, s.size);
@@ -113,7 +120,8 @@ PySpan PickleDocument::Items(PyValue v) const {
     }
     case PyValue::Kind::kList:
     case PyValue::Kind::kDict:
-    case PyValue::Kind::kSet: {
+    case PyValue::Kind::kSet:
+    case PyValue::Kind::kFrozenSet: {
       const std::vector<PyValue>& c = containers_[v.payload()];
       return {c.data(), c.size()};
     }
@@ -138,7 +146,7 @@ PyValue PickleDocument::DictGet(PyValue dict, std::string_view key) const {
 
 const PickleClass* PickleDocument::ClassOf(PyValue v) const {
   if (v.is(PyValue::Kind::kGlobal)) return classes_[v.payload()];
-  if (v.is(PyValue::Kind::kObject)) return classes_[objects_[v.payload()].payload()];
+  if (v.is(PyValue::Kind::kObject)) return classes_[ObjectClassId(objects_[v.payload()])];
   return nullptr;
 }
 

@@ -35,14 +35,16 @@ class PyValue {
     kInt,  // a Python int that fits in int64
     kFloat,
     kStr,    // str (and Python 2 str)
-    kBytes,  // bytes, bytearray
+    kBytes,  // bytes
     kTuple,
     kList,
     kDict,
-    kSet,           // set, frozenset
+    kSet,
     kObject,        // an instance of a whitelisted (or, in permissive mode, opaque) class
     kGlobal,        // a class, function or constant named by GLOBAL / STACK_GLOBAL
     kPersistentId,  // BINPERSID's argument: torch.save's storage reference
+    kFrozenSet,
+    kByteArray,
   };
 
   PyValue() = default;
@@ -146,9 +148,10 @@ class PickleDocument {
   bool Bool(PyValue v) const { return v.is(PyValue::Kind::kBool) && v.payload() != 0; }
   int64_t Int(PyValue v) const;
   double Float(PyValue v) const;
-  std::string_view Str(PyValue v) const;  // kStr and kBytes
-  PySpan Items(PyValue v) const;          // kTuple, kList, kSet; kDict: key, value, key, value...
-  size_t Len(PyValue v) const;            // items; a dict's number of keys
+  std::string_view Str(PyValue v) const;  // kStr, kBytes and kByteArray
+  // kTuple, kList, kSet, kFrozenSet; kDict: key, value, key, value...
+  PySpan Items(PyValue v) const;
+  size_t Len(PyValue v) const;  // items; a dict's number of keys
   // The value under string key `key` of a dict, or None (kNone) when absent.
   PyValue DictGet(PyValue dict, std::string_view key) const;
 
@@ -170,6 +173,8 @@ class PickleDocument {
 
   // A tuple's length slot: the length, shifted past the pinned flag the reader keeps in bit 0.
   static size_t TupleLength(PyValue slot) { return slot.payload() >> 1; }
+  // An object's class slot: the class id, shifted past the shared flag the reader keeps in bit 0.
+  static size_t ObjectClassId(PyValue slot) { return slot.payload() >> 1; }
 
  private:
   friend class PickleMachine;
@@ -188,9 +193,9 @@ class PickleDocument {
   // A tuple of n items is n + 1 slots here: its length (an int), then the items; a kTuple
   // value's payload is the index of the length.
   PyValueArena tuples_;
-  std::vector<std::vector<PyValue>> containers_;  // lists, dicts (flattened pairs), sets
-  // An object of a class with n fields is n + 1 slots here: its class id (an int), then the
-  // fields; a kObject value's payload is the index of the class id.
+  std::vector<std::vector<PyValue>> containers_;  // lists, dicts (flattened pairs), (frozen)sets
+  // An object of a class with n fields is n + 1 slots here: its class id (an int, shifted: see
+  // ObjectClassId), then the fields; a kObject value's payload is the index of the class id.
   PyValueArena objects_;
   std::unordered_map<uint64_t, PyValue> extras_;  // by object: its extra attributes (a dict)
   std::vector<PyValue> persistent_ids_;
