@@ -267,8 +267,7 @@ class PickleMachine {
     while (pos < in_.size()) {
       size_t next = 0;
       if (!decoder_.Next(pos, &op, &next)) return decoder_.Truncated(&op);
-      if (frame_end_ != 0 && pos == frame_end_) frame_end_ = 0;
-      if (frame_end_ != 0 && next > frame_end_) return PastFrame(op);
+      if (__builtin_expect(next > frame_end_, 0)) CKPTSPEC_RETURN_IF_ERROR(LeaveFrame(op));
       if (op.code == kStop) {
         PyValue root;
         CKPTSPEC_RETURN_IF_ERROR(Pop(op, &root));
@@ -357,9 +356,15 @@ class PickleMachine {
     return pos;
   }
 
-  // CPython's unpickler reads a frame into a buffer; an opcode that runs past the frame's end is
+  // An opcode that ends past the frame's end: the first after the frame (which leaves it), or one
+  // across its end. CPython's unpickler reads a frame into a buffer; an opcode across its end is
   // then read from the bytes after it (or from the buffer and on, when the file can peek): what
   // Python builds depends on the file, so the reader builds nothing.
+  __attribute__((noinline)) Status LeaveFrame(const Op& op) {
+    if (op.pos != frame_end_) return PastFrame(op);
+    frame_end_ = kNoFrame;
+    return Status::OK();
+  }
   Status PastFrame(const Op& op) const {
     return Status::NotSupported(At(op.pos) + "an opcode that runs past the end of its frame " +
                                 "(frame ending at byte " + std::to_string(frame_end_) + ")");
@@ -384,7 +389,7 @@ class PickleMachine {
           return Status::Corruption(At(op.pos) + "frame of " + std::to_string(op.number) +
                                     " bytes runs past the end of the input");
         }
-        if (frame_end_ == 0) {
+        if (frame_end_ == kNoFrame) {
           frame_end_ = op.pos + 9 + op.number;
         } else if (op.pos + 9 + op.number > frame_end_) {
           return PastFrame(op);  // a frame in a frame, past its end
@@ -777,10 +782,10 @@ class PickleMachine {
     } else if (IsContainer(v)) {
       const size_t i = v.payload();
       if (container_pinned_[i]) return;
-      key_tables_.erase(i);
+      std::vector<PyValue>& items = doc_->containers_[i];
+      if (items.size() >= kSearchedOneByOne) key_tables_.erase(i);  // only such have a table
       // A small container keeps its buffer for the next one (an object's state dict is built and
       // consumed once per object); a large one gives its memory back.
-      std::vector<PyValue>& items = doc_->containers_[i];
       if (items.capacity() > 16) {
         std::vector<PyValue>().swap(items);
       } else {
@@ -828,6 +833,9 @@ class PickleMachine {
 
   // ---- dict keys and set elements (pickle_keys.h)
 
+  // A container holding fewer keys is searched one by one; a larger one through a table.
+  static constexpr size_t kSearchedOneByOne = 8;
+
   // Adds `n` values at `values` to the dict (as key, value, key, value...) or set `container`.
   Status PutKeys(const Op& op, PyValue container, const PyValue* values, size_t n) {
     const bool dict = container.is(Kind::kDict);
@@ -836,10 +844,30 @@ class PickleMachine {
       items.reserve(std::max(items.size() + n, 2 * items.capacity()));
     }
     Charge(8 * n);
-    for (size_t i = 0; i < n; i += dict ? 2 : 1) {
-      CKPTSPEC_RETURN_IF_ERROR(PutKey(op, container, values[i], dict ? &values[i + 1] : nullptr));
+    const size_t stride = dict ? 2 : 1;
+    for (size_t i = 0; i < n; i += stride) {
+      // The usual case inline: a str key (equal to str keys only) of a dict of a few keys.
+      const PyValue key = values[i];
+      if (dict && key.is(Kind::kStr) && items.size() < 2 * kSearchedOneByOne) {
+        size_t at = 0;
+        while (at < items.size() && !(items[at].is(Kind::kStr) && SameStr(items[at], key))) at += 2;
+        if (at < items.size()) {
+          items[at + 1] = values[i + 1];
+        } else {
+          items.push_back(key);
+          items.push_back(values[i + 1]);
+        }
+        continue;
+      }
+      CKPTSPEC_RETURN_IF_ERROR(PutKey(op, container, key, dict ? &values[i + 1] : nullptr));
     }
     return Status::OK();
+  }
+
+  bool SameStr(PyValue a, PyValue b) const {
+    if (a == b) return true;
+    if (doc_->strings_[a.payload()].size != doc_->strings_[b.payload()].size) return false;
+    return doc_->Str(a) == doc_->Str(b);
   }
 
   // Adds `key` (with `*value` for a dict) to the dict or set `container` as Python's d[key] =
@@ -863,7 +891,6 @@ class PickleMachine {
   // then added, it is added to the container's table here). A container of a few keys is searched
   // one by one; a larger one through a table of its keys by hash.
   Status FindKey(const Op& op, PyValue container, PyValue key, int64_t* found) {
-    constexpr size_t kSearchedOneByOne = 8;
     const std::vector<PyValue>& items = doc_->containers_[container.payload()];
     const size_t stride = container.is(Kind::kDict) ? 2 : 1;
     const uint64_t held = stride == 2 ? items.size() / 2 : items.size();
@@ -918,10 +945,7 @@ class PickleMachine {
   KeyAnswer SameKey(PyValue held, PyValue key) const {
     if (held == key) return KeyAnswer::kYes;
     if (held.is(Kind::kStr) && key.is(Kind::kStr)) {
-      if (doc_->strings_[held.payload()].size != doc_->strings_[key.payload()].size) {
-        return KeyAnswer::kNo;
-      }
-      return doc_->Str(held) == doc_->Str(key) ? KeyAnswer::kYes : KeyAnswer::kNo;
+      return SameStr(held, key) ? KeyAnswer::kYes : KeyAnswer::kNo;
     }
     if (key.is(Kind::kObject) || key.is(Kind::kGlobal) || key.is(Kind::kPersistentId)) {
       return KeyAnswer::kNo;  // equal only to itself
@@ -1231,7 +1255,9 @@ class PickleMachine {
 
   std::vector<PyValue> stack_;
   std::vector<size_t> marks_;
-  size_t frame_end_ = 0;  // the end of the frame the opcodes are read from; 0 outside frames
+  // The end of the frame the opcodes are read from; kNoFrame outside frames.
+  static constexpr size_t kNoFrame = SIZE_MAX;
+  size_t frame_end_ = kNoFrame;
   // The memo: the keys stored so far, and the values of those some GET reads (by their slot).
   MemoReadSet reads_;
   MemoKeySet stored_keys_;

@@ -5,12 +5,31 @@
 // bytes are.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace ckptspec {
 
-bool IsPythonUtf8(std::string_view bytes);
+// The first byte of `bytes` at or beyond 0x80 (8 at a time), or bytes.size().
+inline size_t AsciiPrefix(std::string_view bytes) {
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    if (word & 0x8080808080808080ULL) break;
+  }
+  while (i < bytes.size() && static_cast<unsigned char>(bytes[i]) < 0x80) ++i;
+  return i;
+}
 
-bool IsAscii(std::string_view bytes);
+bool IsUtf8Tail(std::string_view bytes);  // the check past the ASCII prefix
+
+inline bool IsPythonUtf8(std::string_view bytes) {
+  const size_t ascii = AsciiPrefix(bytes);
+  return ascii == bytes.size() || IsUtf8Tail(bytes.substr(ascii));
+}
+
+inline bool IsAscii(std::string_view bytes) { return AsciiPrefix(bytes) == bytes.size(); }
 
 }  // namespace ckptspec
