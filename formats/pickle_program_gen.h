@@ -1,13 +1,14 @@
 // A RapidCheck generator of pickle programs over the reader's whitelist (pickle_reader.h,
-// pickle_globals.h), for the differential test against CPython: protocol 2 to 5 opcodes building
-// values as Python's pickler and torch write them - ints, floats, str and bytes in every encoding,
-// tuples, lists, dicts, sets and frozensets (batched or not), the DCP classes by NEWOBJ + BUILD,
-// REDUCE or NEWOBJ_EX, enum members, torch.Size, dtypes, layouts, paths, OrderedDicts, tensors
-// with their persistent ids - with the memo used at random: MEMOIZE, BINPUT, LONG_BINPUT and PUT
-// at keys Python would choose and at others, GETs of keys stored and not; then, for some
-// programs, noise at opcode boundaries (an opcode inserted, dropped or repeated) and frames, some
-// of which lie about their length. Keys and strings come from small pools, so that dict keys
-// repeat and shared values meet.
+// pickle_globals.h), for the differential test against CPython: pickles of protocol 2 to 5 (the
+// text PUT and GET of protocol 0 among their memo opcodes) building values as Python's pickler
+// and torch write them - ints, floats, str and bytes in every encoding, tuples, lists, dicts,
+// sets and frozensets (batched or not), the DCP classes by NEWOBJ + BUILD, REDUCE or NEWOBJ_EX,
+// enum members, torch.Size, dtypes, layouts, paths, OrderedDicts, tensors with their persistent
+// ids - with the memo used at random: MEMOIZE, BINPUT, LONG_BINPUT and PUT at keys Python would
+// choose and at others, GETs of keys stored and not; then, for some programs, noise at opcode
+// boundaries (an opcode inserted, dropped or repeated) and frames, some of which lie about their
+// length. Keys and strings come from small pools, so that dict keys repeat and shared values
+// meet.
 #pragma once
 
 #include <rapidcheck.h>
