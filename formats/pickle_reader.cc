@@ -4,8 +4,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -14,6 +12,7 @@
 #include "formats/pickle_memo.h"
 #include "formats/pickle_text.h"
 #include "formats/quoted_name.h"
+#include "model/beside_thread.h"
 
 namespace ckptspec {
 namespace {
@@ -291,17 +290,13 @@ class PickleMachine {
   void FindMemoReads() {
     const size_t split = HalfwayFrameBoundary();
     MemoReadSet second_reads;
-    std::thread second;
-    if (split > 0) {
-      const auto scan = [&] { ScanReads(split, in_.size(), &second_reads); };
-      try {
-        second = std::thread(scan);
-      } catch (const std::system_error&) {
-        scan();  // no thread: serially
-      }
+    size_t first_end = 0;
+    const auto first = [&] { first_end = ScanReads(0, split > 0 ? split : in_.size(), &reads_); };
+    if (split > 0) {  // an allocation that fails on the other thread reaches the caller
+      RunBeside([&] { ScanReads(split, in_.size(), &second_reads); }, first);
+    } else {
+      first();
     }
-    const size_t first_end = ScanReads(0, split > 0 ? split : in_.size(), &reads_);
-    if (second.joinable()) second.join();
     if (split > 0 && first_end == split) {
       reads_.Merge(second_reads);
     } else if (first_end < in_.size()) {
