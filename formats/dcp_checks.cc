@@ -386,7 +386,8 @@ DcpStorageIndex IndexDcpStorage(const DcpMetadata& md) {
   return index;
 }
 
-void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report) {
+void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report,
+                   DcpStorageIndex* index_out) {
   *report = DcpIndexReport();
   report->tensors = static_cast<int64_t>(md.tensors().size());
   report->bytes_items = static_cast<int64_t>(md.bytes_items().size());
@@ -413,6 +414,7 @@ void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIn
   for (const DcpIndexReport* part : {&tiling, &storage, &files}) {
     report->findings.insert(report->findings.end(), part->findings.begin(), part->findings.end());
   }
+  if (index_out != nullptr) *index_out = std::move(index);
 }
 
 }  // namespace ckptspec

@@ -42,8 +42,6 @@ struct DcpIndexReport {
 // regular file: the caller decides what it can open).
 using FileSizeLookup = std::function<bool(std::string_view name, uint64_t* size)>;
 
-void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report);
-
 // For each chunk of each tensor, the storage entry holding its bytes (an index for
 // DcpMetadata::storage), or -1; and for each bytes item likewise. Built once, in linear time.
 struct DcpStorageIndex {
@@ -53,6 +51,11 @@ struct DcpStorageIndex {
   std::vector<size_t> duplicate_entries;            // entries whose key an earlier entry has
 };
 DcpStorageIndex IndexDcpStorage(const DcpMetadata& md);
+
+// The checks above, into `report`. When `index` is not null it receives the storage index the
+// checks built (IndexDcpStorage), so that a caller reading data need not build it again.
+void CheckDcpIndex(const DcpMetadata& md, const FileSizeLookup& file_size, DcpIndexReport* report,
+                   DcpStorageIndex* index = nullptr);
 
 // A name DCP's FileSystemWriter could have written: not empty, ".", or "..", and without a path
 // separator or NUL. Only such names are ever opened.

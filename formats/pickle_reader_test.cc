@@ -1,6 +1,7 @@
 #include "formats/pickle_reader.h"
 
 #include "formats/pickle_dump.h"
+#include "model/address_limit_test_util.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -476,30 +477,11 @@ TEST(PickleReader, RefusesAPickleThatExpandsBeyondItsBudget) {
       << s.ToString();
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CKPTSPEC_NO_ADDRESS_LIMIT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define CKPTSPEC_NO_ADDRESS_LIMIT 1
-#endif
-#endif
-
-// The process's address space (VmSize), in bytes; 0 when unknown.
-uint64_t AddressSpaceBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
-  }
-  return 0;
-}
-
 // What the reader allocates follows the values it builds, not the input's size: a 256 MiB pickle
 // holding one bytes value reads in a child whose address space may grow by 64 MiB past the input.
 TEST(PickleReader, ALargePickleOfOneValueReadsInLittleMoreThanItsOwnSize) {
 #ifdef CKPTSPEC_NO_ADDRESS_LIMIT
-  GTEST_SKIP() << "sanitizers reserve address space beyond any limit";
+  GTEST_SKIP() << testing_util::kNoAddressLimitReason;
 #else
   constexpr size_t kPayload = size_t{256} << 20;
   constexpr uint64_t kAllowance = uint64_t{64} << 20;
@@ -511,7 +493,7 @@ TEST(PickleReader, ALargePickleOfOneValueReadsInLittleMoreThanItsOwnSize) {
     std::string bytes = p.bytes();
     bytes.resize(bytes.size() + kPayload, '\0');
     bytes += '.';
-    const uint64_t limit = AddressSpaceBytes() + kAllowance;
+    const uint64_t limit = testing_util::MappedAddressSpace() + kAllowance;
     const rlimit rl{limit, limit};
     if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
     try {

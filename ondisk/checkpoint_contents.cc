@@ -56,12 +56,13 @@ Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
   DcpMetadata md;
   CKPTSPEC_RETURN_IF_ERROR(ReadDcpIndex(env_, dir_, limits, &md));
   DcpIndexReport checked;
+  DcpStorageIndex index;
   CheckDcpIndex(
       md,
       [&](std::string_view name, uint64_t* size) {
         return env_->GetFileSize(JoinPath(dir_, std::string(name)), size).ok();
       },
-      &checked);
+      &checked, &index);
   if (!checked.ok()) {
     const size_t more = checked.findings.size() - 1;
     return Status::Corruption(
@@ -69,7 +70,6 @@ Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
         (more > 0 ? " (and " + std::to_string(more) + " more finding(s))" : std::string()) +
         "; ckptspec verify lists the findings, diff compares only checkpoints it finds sound");
   }
-  const DcpStorageIndex index = IndexDcpStorage(md);
   const DcpReadBudget budget = MeasureDcpReads(env_, dir_, md, index);
   CKPTSPEC_RETURN_IF_ERROR(CheckDcpReadRatio(dir_, budget, limits));
   stored_bytes_ = budget.stored;

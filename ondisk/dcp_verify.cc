@@ -56,7 +56,8 @@ Status ReadCommonKeys(const ByteSource& source, const ResourceLimits& limits,
 // metadata.json's backends, and where the common state is: common.pt (megatron-core up to 0.16)
 // or a bytes item "common_state/..." of the DCP index (later versions).
 void ReadTorchDistFiles(Env* env, const std::string& dir, const DcpMetadata& md,
-                        const ResourceLimits& limits, DcpVerifyReport* report) {
+                        const DcpStorageIndex& index, const ResourceLimits& limits,
+                        DcpVerifyReport* report) {
   std::string text;
   nlohmann::json json;
   Status s = ReadIndexFile(env, JoinPath(dir, "metadata.json"), limits, &text);
@@ -82,7 +83,6 @@ void ReadTorchDistFiles(Env* env, const std::string& dir, const DcpMetadata& md,
     s = FileByteSource::Open(env, JoinPath(dir, "common.pt"), &file);
     if (s.ok()) s = ReadCommonKeys(*file, limits, &report->common_keys);
   } else {
-    const DcpStorageIndex index = IndexDcpStorage(md);
     int64_t entry = -1;
     for (size_t b = 0; b < md.bytes_items().size() && entry < 0; ++b) {
       if (md.bytes_items()[b].rfind("common_state/", 0) != 0) continue;
@@ -331,18 +331,17 @@ Status VerifyDcpUnguarded(Env* env, const DetectedCheckpoint& detected,
   CKPTSPEC_RETURN_IF_ERROR(ReadDcpIndex(env, dir, options.limits, &md));
   report->dcp_version = std::string(md.version());
   report->metadata_extras = md.extra_attributes();
+  DcpStorageIndex index;
   CheckDcpIndex(
       md,
       [&](std::string_view name, uint64_t* size) {
         return env->GetFileSize(JoinPath(dir, std::string(name)), size).ok();
       },
-      &report->index);
+      &report->index, &index);
   if (detected.kind == CheckpointKind::kTorchDist) {
-    ReadTorchDistFiles(env, dir, md, options.limits, report);
+    ReadTorchDistFiles(env, dir, md, index, options.limits, report);
   }
-  if (options.data || options.checksums) {
-    DataReader(env, dir, md, options, report).Run(IndexDcpStorage(md));
-  }
+  if (options.data || options.checksums) DataReader(env, dir, md, options, report).Run(index);
   return Status::OK();
 }
 

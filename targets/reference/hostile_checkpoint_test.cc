@@ -15,19 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "model/address_limit_test_util.h"
 #include "targets/env/mem_env.h"
 #include "targets/reference/checksum_stream.h"
 #include "targets/reference/format.h"
 #include "targets/reference/reference_engine.h"
 #include "targets/reference/verify.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define CKPTSPEC_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CKPTSPEC_ASAN 1
-#endif
-#endif
 
 namespace ckptspec {
 namespace {
@@ -172,8 +165,8 @@ TEST(HostileCheckpoint, SparseHugeChunkIsRefusedBeforeAnyRead) {
 // so that the whole sparse chunk is read (and checksummed) for real. Reading it whole into memory,
 // as verify once did, dies of std::bad_alloc there.
 TEST(HostileCheckpoint, LargeChunkIsStreamedUnderAMemoryLimit) {
-#ifdef CKPTSPEC_ASAN
-  GTEST_SKIP() << "an address-space limit and AddressSanitizer's shadow memory do not mix";
+#ifdef CKPTSPEC_NO_ADDRESS_LIMIT
+  GTEST_SKIP() << testing_util::kNoAddressLimitReason;
 #endif
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());

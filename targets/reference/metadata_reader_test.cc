@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 
+#include "model/address_limit_test_util.h"
 #include "model/json_util.h"
 #include "targets/reference/metadata_heavy_checkpoint.h"
 #include "targets/reference/reference_test_util.h"
@@ -186,28 +187,9 @@ TEST(MetadataReader, ACommonTreeBeyondItsMemoryBoundIsANamedError) {
   EXPECT_TRUE(DecodeMetadata(text, "iter_0000001/metadata.json", &out).ok());
 }
 
-// The process's virtual memory size (VmSize) in bytes.
-[[maybe_unused]] uint64_t VirtualMemoryBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
-  }
-  return 0;
-}
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CKPTSPEC_NO_ADDRESS_LIMIT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define CKPTSPEC_NO_ADDRESS_LIMIT 1
-#endif
-#endif
-
 TEST(MetadataMemory, DecodingLargeMetadataFitsThreeTimesItsSize) {
 #ifdef CKPTSPEC_NO_ADDRESS_LIMIT
-  GTEST_SKIP() << "sanitizers reserve address space beyond any limit";
+  GTEST_SKIP() << testing_util::kNoAddressLimitReason;
 #else
   char dir_template[] = "/tmp/ckptspec_metadata_memory_XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
@@ -222,7 +204,8 @@ TEST(MetadataMemory, DecodingLargeMetadataFitsThreeTimesItsSize) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const uint64_t limit = VirtualMemoryBytes() + 3 * metadata_bytes + kFixedAllowance;
+    const uint64_t limit =
+        testing_util::MappedAddressSpace() + 3 * metadata_bytes + kFixedAllowance;
     const rlimit rl{limit, limit};
     if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
     ReferenceOptions options;
