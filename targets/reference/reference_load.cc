@@ -79,20 +79,17 @@ bool FindOverlappingPieces(const std::vector<std::pair<size_t, Box>>& pieces, si
     return pieces.size() >= 2;  // scalars: any two pieces are the same element
   }
   const size_t rank = static_cast<size_t>(pieces[0].second.rank());
-  std::vector<size_t> order(pieces.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return pieces[x].second.offset[0] < pieces[y].second.offset[0];
-  });
-  BoxBounds bounds;
-  bounds.rank = rank;
-  for (size_t i : order) {
-    const Box& b = pieces[i].second;
+  BoxBounds unsorted;
+  unsorted.rank = rank;
+  for (const auto& piece : pieces) {
+    const Box& b = piece.second;
     for (size_t a = 0; a < rank; ++a) {
-      bounds.lo.push_back(b.offset[a]);
-      bounds.hi.push_back(b.offset[a] + b.shape[a]);
+      unsorted.lo.push_back(b.offset[a]);
+      unsorted.hi.push_back(b.offset[a] + b.shape[a]);
     }
   }
+  std::vector<size_t> order;
+  const BoxBounds bounds = SortedAlong(unsorted, 0, &order);
   bool found = false;
   ForEachOverlap(bounds, 0, [&](size_t k, size_t i) {
     *first = pieces[order[k]].first;
