@@ -45,6 +45,11 @@ int RunReplayCommand(const ReplayOptions& o, std::ostream& out, std::ostream& er
                                   "'; --adapter names itself '" + factory.name + "'");
     }
     if (s.ok()) targets.push_back(std::move(factory));
+  } else if (s.ok() && target_name.rfind(kAdapterTargetPrefix, 0) == 0) {
+    s = Status::InvalidArgument("the string was recorded against the adapter target '" +
+                                target_name +
+                                "': pass the adapter's command as `ckptspec run` had it, "
+                                "with --adapter CMD");
   } else if (s.ok()) {
     s = ResolveTargets(target_name, &targets, plugged);
   }

@@ -64,9 +64,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_option("--json", o->json_out, "write a JSON report to FILE");
   cmd->add_option("--junit", o->junit_out, "write a JUnit XML report to FILE");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
-  cmd->add_flag("--details", o->details,
-                "list every failure's time to detection, cases and shrunk size, and describe every "
-                "kill of a mutant (default: its fastest kill only)");
+  cmd->add_flag(
+      "--details", o->details,
+      "list every failure's time to detection, cases and shrunk size, and describe every "
+      "kill of a mutant with its scenario and reproduce string (default: the kills counted in one "
+      "line)");
   cmd->add_flag("--coverage", o->coverage,
                 "print the scenario classes each property should reach and the share of its "
                 "passing cases that reached each (goal 5 %)");
@@ -268,6 +270,10 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   out << MatrixText(outcomes, judging);
   if (o.details) out << KillTimesText(outcomes);
   out << OutcomeDescriptions(outcomes, judging, o.details);
+  for (size_t a = 0; a < o.adapters.size(); ++a) {
+    out << AdapterReplayHint(outcomes, targets[first_adapter + a].name, o.adapters[a],
+                             o.adapter_timeout_s);
+  }
   if (o.coverage) out << CoverageText(outcomes);
   const bool met = EveryTargetMet(outcomes, judging);
   bool written = true;

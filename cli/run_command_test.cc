@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/parse_error_test_util.h"
+#include "cli/replay_command.h"
 #include "targets/process/process_test_util.h"
 
 namespace ckptspec {
@@ -162,7 +163,17 @@ TEST(RunCommand, ExitCodeFollowsTheMutantsExpectation) {
   o.properties = "P13";
   std::ostringstream out, err;
   EXPECT_EQ(RunRunCommand(o, out, err), 0) << out.str() << err.str();
-  EXPECT_NE(out.str().find("B19 fastest kill:"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\n1 kill of mutants not described here: --details prints each"),
+            std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("reproduce:"), std::string::npos) << out.str();
+  o.details = true;
+  std::ostringstream out_details, err_details;
+  EXPECT_EQ(RunRunCommand(o, out_details, err_details), 0) << err_details.str();
+  EXPECT_NE(out_details.str().find("B19 P13: FAIL"), std::string::npos) << out_details.str();
+  EXPECT_NE(out_details.str().find("reproduce: RC_PARAMS="), std::string::npos)
+      << out_details.str();
+  o.details = false;
   o.properties = "P5";
   o.budget = "5";
   std::ostringstream out2, err2;
@@ -279,6 +290,45 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
   EXPECT_EQ(run_with(R"({"P22": {"expect": "pass"}})", &text), 2) << text;
   EXPECT_NE(text.find("properties.P22: no such property"), std::string::npos) << text;
   std::remove(file.c_str());
+}
+
+// A failure through an adapter ends with the one command that replays it against the same
+// adapter; that command, run, fails again; the string without --adapter is refused with a message
+// that says what to add.
+TEST(RunCommand, AnAdapterFailureNamesTheCommandThatReplaysIt) {
+  UseFastTempDir();
+  const std::string adapter =
+      std::string(CKPTSPEC_REFERENCE_ADAPTER) + " --mutant B28 --deferred-async";
+  RunOptions o;
+  o.adapters = {adapter};
+  o.properties = "P20";
+  o.quiet = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunRunCommand(o, out, err), 1) << out.str() << err.str();
+  const std::string text = out.str();
+  const std::string hint =
+      "\nreplay a failure of adapter:ckptspec-reference, one case:\n  P20: "
+      "ckptspec replay --adapter '" +
+      adapter + "' --adapter-timeout 60 '";
+  const size_t at = text.find(hint);
+  ASSERT_NE(at, std::string::npos) << text;
+  const size_t from = at + hint.size(), to = text.find('\'', from);
+  ASSERT_NE(to, std::string::npos) << text;
+  ReplayOptions replay;
+  replay.reproduce = text.substr(from, to - from);
+  replay.adapter = adapter;
+  std::ostringstream replay_out, replay_err;
+  EXPECT_EQ(RunReplayCommand(replay, replay_out, replay_err), 1) << replay_err.str();
+  EXPECT_NE(replay_out.str().find("adapter:ckptspec-reference P20: FAIL (1 cases"),
+            std::string::npos)
+      << replay_out.str();
+  replay.adapter.clear();
+  std::ostringstream bare_out, bare_err;
+  EXPECT_EQ(RunReplayCommand(replay, bare_out, bare_err), 2);
+  EXPECT_EQ(bare_err.str(),
+            "ckptspec replay: the string was recorded against the adapter target "
+            "'adapter:ckptspec-reference': pass the adapter's command as `ckptspec run` had it, "
+            "with --adapter CMD\n");
 }
 
 }  // namespace

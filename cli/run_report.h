@@ -10,8 +10,11 @@
 // KillTimesText lists, per target, each failure's time to detection, cases and shrunk size
 // (`--details`); empty when nothing failed.
 // OutcomeDescriptions, below the matrix: every outcome that does not meet its target's
-// expectation, in full; each expected failure in a line; for a killed mutant its fastest kill (every
-// kill with `details`); each surviving mutant named.
+// expectation, in full; each expected failure in a line; each surviving mutant named; the kills of
+// mutants are counted in one line (described in full, each, with `details`).
+// AdapterReplayHint: for each failed outcome of the adapter target `target`, the one command that
+// replays its case against the same adapter (`ckptspec replay --adapter COMMAND ...`, quoted for
+// /bin/sh); empty when none failed.
 // CoverageText: every scenario class of properties/scenario_classes.h with its share of the
 // property's passing cases over all targets of the run, a mark on each under kScenarioClassGoal,
 // and a count of those; a property the run ran without a passing outcome (n/a, failed) shows
@@ -36,6 +39,9 @@ std::string MatrixText(const std::vector<PropertyOutcome>& outcomes,
                        const RunJudging& judging = {});
 std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes);
 std::string CoverageText(const std::vector<PropertyOutcome>& outcomes);
+std::string AdapterReplayHint(const std::vector<PropertyOutcome>& outcomes,
+                              const std::string& target, const std::string& command,
+                              double timeout_s);
 std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
                                 const RunJudging& judging, bool details);
 std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t seed,

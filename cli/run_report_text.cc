@@ -19,6 +19,13 @@ std::string KillTime(const PropertyOutcome& o) {
   return os.str();
 }
 
+// `text` as one word of /bin/sh: in single quotes, each ' closed, escaped and reopened.
+std::string ShellWord(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace
 
 std::string MatrixText(const std::vector<PropertyOutcome>& outcomes, const RunJudging& judging) {
@@ -98,8 +105,8 @@ std::string KillTimesText(const std::vector<PropertyOutcome>& outcomes) {
 std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
                                 const RunJudging& judging, bool details) {
   std::ostringstream out;
+  size_t kills_left_out = 0;
   for (const std::string& t : TargetsInOrder(outcomes)) {
-    const PropertyOutcome* fastest = nullptr;
     for (const PropertyOutcome& outcome : outcomes) {
       if (outcome.target != t) continue;
       const OutcomeJudgement j = JudgeOutcome(outcome, judging);
@@ -107,8 +114,8 @@ std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
         if (!j.meets) continue;
         if (details) {
           out << "\n" << DescribeOutcome(outcome);
-        } else if (!fastest || outcome.time_to_failure_s < fastest->time_to_failure_s) {
-          fastest = &outcome;
+        } else {
+          ++kills_left_out;
         }
       } else if (j.expected) {
         const Expectation& x = *j.expected;
@@ -138,9 +145,27 @@ std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
         !JudgeTarget(outcomes, t, judging).met) {
       out << "\n" << t << ": SURVIVED every selected property (no case failed)\n";
     }
-    if (fastest) out << "\n" << t << " fastest kill:\n" << DescribeOutcome(*fastest);
+  }
+  if (kills_left_out > 0) {
+    out << "\n"
+        << kills_left_out << (kills_left_out == 1 ? " kill" : " kills")
+        << " of mutants not described here: --details prints each with its scenario and "
+           "reproduce string (so does --json FILE)\n";
   }
   return out.str();
+}
+
+std::string AdapterReplayHint(const std::vector<PropertyOutcome>& outcomes,
+                              const std::string& target, const std::string& command,
+                              double timeout_s) {
+  std::ostringstream os;
+  for (const PropertyOutcome& o : outcomes) {
+    if (o.target != target || o.verdict != Verdict::kFail || o.reproduce.empty()) continue;
+    if (os.str().empty()) os << "\nreplay a failure of " << target << ", one case:\n";
+    os << "  " << o.property << ": ckptspec replay --adapter " << ShellWord(command)
+       << " --adapter-timeout " << timeout_s << " " << ShellWord(o.reproduce) << "\n";
+  }
+  return os.str();
 }
 
 }  // namespace ckptspec

@@ -84,8 +84,8 @@ std::string CommandName(const std::string& command) {
 
 std::string TargetName(const AdapterOptions& options, const HelloReply& hello) {
   if (!options.name.empty()) return options.name;
-  if (IsPlainName(hello.adapter)) return "adapter:" + hello.adapter;
-  return "adapter:" + CommandName(options.command);
+  if (IsPlainName(hello.adapter)) return kAdapterTargetPrefix + hello.adapter;
+  return kAdapterTargetPrefix + CommandName(options.command);
 }
 
 class AdapterUnderTest : public TargetUnderTest {

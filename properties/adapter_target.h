@@ -21,9 +21,10 @@
 //  - NewProcess() gives the adapter processes back (shut down, or reset into the pool) and gives
 //    a new engine over the same checkpoint directory: the next call starts new processes, or takes
 //    reset ones.
-//  - The target's name is AdapterOptions::name; else the name the adapter gives itself in hello
-//    ("adapter": a name of letters, digits, '.', '_' and '-'); else the command's first word
-//    that is not an interpreter (python, sh, env, ...), without directory or extension.
+//  - The target's name is AdapterOptions::name; else kAdapterTargetPrefix and the name the
+//    adapter gives itself in hello ("adapter": a name of letters, digits, '.', '_' and '-'); else
+//    kAdapterTargetPrefix and the command's first word that is not an interpreter (python, sh,
+//    env, ...), without directory or extension.
 //  - A framework adapter (its hello declares "framework", docs/PROTOCOL.md revision 5) makes a
 //    framework target instead (TargetFactory::make_framework, targets/process/process_framework.h):
 //    each one a checkpoint directory of its own under $TMPDIR (else /tmp), removed at the end;
@@ -38,6 +39,9 @@
 #include "targets/target_factory.h"
 
 namespace ckptspec {
+
+// What the name of an adapter's target starts with, unless AdapterOptions::name is set.
+inline constexpr char kAdapterTargetPrefix[] = "adapter:";
 
 struct AdapterOptions {
   std::string command;           // run by /bin/sh -c, once per rank
