@@ -276,7 +276,12 @@ class TorchDcpAdapterTest(unittest.TestCase):
         self.assertTrue(all(r["ok"] for r in self.save(g, specs, data, overrides=other)))
         reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
         self.assertTrue(replies[0]["ok"], replies)
-        self.assertIn(self.loaded(reqs[0]), (raw(data["w"]), raw(torch.zeros(4))))
+        kept = self.loaded(reqs[0])
+        self.assertIn(kept, (raw(data["w"]), raw(torch.zeros(4))))
+        # What docs/FINDINGS.md F3's rerun names.
+        print("two main chunks of 'w' at offset (0,) with different bytes: saved without an "
+              f"error; the load returns rank {0 if kept == raw(data['w']) else 1}'s",
+              file=sys.stderr)
 
     def test_rank_local_objects_keep_each_ranks_value(self):
         # A rank-local object (no sharding declared) under one key on both ranks: by default each
