@@ -37,6 +37,9 @@ ITEM = re.compile(r"^- \*\*([A-Za-z ]+)\*\*(.*)$")
 RERUN_HEAD = re.compile(r"^ \(exit (\d+); the output names `([^`]+)`\)")
 CONTROL_HEAD = re.compile(r"^ \(exit 0; ")
 CONFIRMED_HEAD = re.compile(r"^ \(([^)]+)\):")
+# The items that hold commands: how each must open, and that form in words.
+HEADS = {"Rerun": (RERUN_HEAD, "(exit N; the output names `TEXT`)"),
+         "Control": (CONTROL_HEAD, "(exit 0; WHAT IT REMOVES)")}
 SKIPPED = 77
 
 
@@ -101,28 +104,19 @@ def read_entry(entry, body):
                                       f"parentheses, one or more of {', '.join(CONFIRMED_KINDS)} "
                                       f"separated by ';' (got {bad or 'none'})")
             entry.kinds = kinds
-        elif name == "Rerun":
-            m = RERUN_HEAD.match(text)
-            if not m:
-                entry.problems.append(f"{where}: 'Rerun' must open with (exit N; the output names "
-                                      "`TEXT`)")
-                continue
+        elif name in HEADS:
+            head, form = HEADS[name]
+            m = head.match(text)
             commands = commands_in(lines)
-            if not commands:
-                entry.problems.append(f"{where}: 'Rerun' has no command (a line that opens with "
-                                      "one in backticks)")
-            entry.reruns += [(c, int(m.group(1)), m.group(2)) for c in commands]
-        elif name == "Control":
-            m = CONTROL_HEAD.match(text)
             if not m:
-                entry.problems.append(f"{where}: 'Control' must open with (exit 0; WHAT IT "
-                                      "REMOVES)")
-                continue
-            commands = commands_in(lines)
-            if not commands:
-                entry.problems.append(f"{where}: 'Control' has no command (a line that opens with "
+                entry.problems.append(f"{where}: '{name}' must open with {form}")
+            elif not commands:
+                entry.problems.append(f"{where}: '{name}' has no command (a line that opens with "
                                       "one in backticks)")
-            entry.controls += commands
+            elif name == "Rerun":
+                entry.reruns += [(c, int(m.group(1)), m.group(2)) for c in commands]
+            else:
+                entry.controls += commands
     for field, present in (("Confirmed by", entry.kinds), ("Rerun", entry.reruns),
                            ("Control", entry.controls)):
         if not present and not any(f"'{field}'" in p for p in entry.problems):
