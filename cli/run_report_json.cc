@@ -44,6 +44,7 @@ std::string OutcomesJson(const std::vector<PropertyOutcome>& outcomes, uint64_t 
     if (judged.expected) {
       e["expected"] = ExpectedName(judged.expected->expected);
       if (!judged.expected->reason.empty()) e["expected_reason"] = judged.expected->reason;
+      if (!judged.expected->match.empty()) e["expected_match"] = judged.expected->match;
       e["matches"] = judged.meets;
     }
     j["outcomes"].push_back(e);

@@ -102,6 +102,32 @@ TEST(RunReport, ReportsFollowTheJudgement) {
 
 // Shares are over the passing outcomes of a property, all targets together; a class no case
 // carried is at 0 % and under the goal, and a property without a passing outcome says so.
+// An expected failure for another reason than its match is described as such, with the match.
+TEST(RunReport, AFailureForAnotherReasonIsUnexpected) {
+  Expectations file;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P7": {"expect": "fail", "match": "boom", "reason": "known"}}})",
+                                "expectations.json", &file)
+                  .ok());
+  PropertyOutcome hang;
+  hang.target = "t";
+  hang.property = "P7";
+  hang.verdict = Verdict::kFail;
+  hang.message = "no reply within 300 s";
+  RunJudging judging;
+  judging.expectations = &file;
+  const std::string below = OutcomeDescriptions({hang}, judging, false);
+  EXPECT_NE(below.find("\nUNEXPECTED FAIL for another reason: t P7, expected fail naming 'boom' "
+                       "(known)\n"),
+            std::string::npos)
+      << below;
+  EXPECT_NE(MatrixText({hang}, judging).find("t       UNEXPECTED  F"), std::string::npos)
+      << MatrixText({hang}, judging);
+  const nlohmann::json j = nlohmann::json::parse(OutcomesJson({hang}, 1, judging));
+  EXPECT_EQ(j["outcomes"][0]["expected_match"], "boom");
+  EXPECT_EQ(j["outcomes"][0]["matches"], false);
+}
+
 TEST(RunReport, CoverageGivesEachClassItsShareOfPassingCases) {
   PropertyOutcome a;
   a.target = "reference";

@@ -135,7 +135,8 @@ std::string OutcomeDescriptions(const std::vector<PropertyOutcome>& outcomes,
         }
         out << "\n"
             << j.words << ": " << t << " " << outcome.property << ", expected "
-            << ExpectedName(x.expected) << (x.reason.empty() ? "" : " (" + x.reason + ")") << "\n";
+            << ExpectedName(x.expected) << (x.match.empty() ? "" : " naming '" + x.match + "'")
+            << (x.reason.empty() ? "" : " (" + x.reason + ")") << "\n";
         if (outcome.verdict != Verdict::kPass) out << DescribeOutcome(outcome);
       } else if (!j.meets) {
         out << "\n" << DescribeOutcome(outcome);

@@ -20,7 +20,7 @@ Status ReadExpectation(const json& value, const std::string& source, const std::
   if (!value.is_object())
     return Error(source, where, "expected an object, got " + JsonPreview(value));
   for (auto it = value.begin(); it != value.end(); ++it) {
-    if (it.key() != "expect" && it.key() != "reason") {
+    if (it.key() != "expect" && it.key() != "reason" && it.key() != "match") {
       return Error(source, where, "unknown member " + JsonPreview(json(it.key())));
     }
   }
@@ -47,6 +47,17 @@ Status ReadExpectation(const json& value, const std::string& source, const std::
   }
   if (out->expected != Expected::kPass && out->reason.empty()) {
     return Error(source, where, "an expected \"" + e + "\" needs a non-empty \"reason\"");
+  }
+  auto match = value.find("match");
+  if (match != value.end()) {
+    if (out->expected != Expected::kFail) {
+      return Error(source, where + ".match", "only an expected \"fail\" has a \"match\"");
+    }
+    if (!match->is_string() || match->get<std::string>().empty()) {
+      return Error(source, where + ".match",
+                   "expected a non-empty string, got " + JsonPreview(*match));
+    }
+    out->match = match->get<std::string>();
   }
   return Status::OK();
 }
@@ -157,7 +168,11 @@ Judgement Judge(const Expectation& expectation, const PropertyOutcome& outcome) 
       return failed ? Judgement{false, "UNEXPECTED FAIL", 'F'} : Judgement{true, "pass", '.'};
     case Expected::kFail:
       if (na) return {false, "UNEXPECTED n/a", 'N'};
-      return failed ? Judgement{true, "xfail", 'x'} : Judgement{false, "UNEXPECTED pass", 'P'};
+      if (!failed) return {false, "UNEXPECTED pass", 'P'};
+      if (outcome.message.find(expectation.match) == std::string::npos) {
+        return {false, "UNEXPECTED FAIL for another reason", 'F'};
+      }
+      return {true, "xfail", 'x'};
     case Expected::kNotApplicable:
       if (na) return {true, "n/a", '-'};
       return failed ? Judgement{false, "UNEXPECTED FAIL", 'F'}

@@ -7,7 +7,10 @@
 //                   "P3":  {"expect": "fail", "reason": "resharding of irregular grids: issue 12"}}}
 //
 // A property the file does not list is expected to pass. "fail" and "n/a" need a non-empty
-// reason. Reading never throws; errors name the file and the member.
+// reason. An expected "fail" may add "match": a substring of the failure's message; a failure
+// without it (a hang, an error of another kind) is then an UNEXPECTED failure, so that an expected
+// failure never absorbs a different one. Reading never throws; errors name the file and the
+// member.
 //
 // "known": [{"finding": "F9", "match": "a view of a leaf Variable", "reason": "..."}] lists
 // upstream defects already found (docs/FINDINGS.md): a case that fails with a message containing
@@ -36,6 +39,7 @@ const char* ExpectedName(Expected expected);  // "pass", "fail", "n/a"
 struct Expectation {
   Expected expected = Expected::kPass;
   std::string reason;
+  std::string match;  // kFail only: a substring the failure's message must hold ("": any failure)
 };
 
 struct Expectations {
@@ -59,10 +63,11 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
 Status ApplyBase(const Expectations& base, Expectations* own);
 
 // How an outcome compares with its expectation. A failure, an error and a run that gave up all
-// count as "fail".
+// count as "fail"; under an expectation with `match`, only one whose message holds it.
 struct Judgement {
   bool matches = false;
   // The matrix cell: "pass", "n/a", "xfail" (an expected failure), "UNEXPECTED FAIL",
+  // "UNEXPECTED FAIL for another reason" (an expected failure's message lacks its match),
   // "UNEXPECTED pass", "UNEXPECTED n/a".
   std::string cell;
   // The same in one character, for the compact matrix: '.', '-', 'x', 'P', 'N', 'F'.

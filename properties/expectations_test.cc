@@ -154,5 +154,42 @@ TEST(Expectations, JudgeEveryCombination) {
   }
 }
 
+// An expected failure with a match counts only when its message holds the match: a hang, or a
+// failure for another reason, is unexpected.
+TEST(Expectations, AnExpectedFailureWithAMatchNeverAbsorbsAnotherFailure) {
+  Expectations e;
+  ASSERT_TRUE(ParseExpectations(R"({"format": "ckptspec.expectations", "version": 1,
+      "properties": {"P7": {"expect": "fail", "match": "from model not in state dict",
+                            "reason": "F4"}}})",
+                                "f.json", &e)
+                  .ok());
+  const Expectation& x = e.For("P7");
+  EXPECT_EQ(x.match, "from model not in state dict");
+  PropertyOutcome o = Outcome("P7", Verdict::kFail);
+  o.message =
+      "save of iteration 1 succeeded but does not resume: KeyError: 'x from model not in "
+      "state dict'";
+  EXPECT_EQ(Judge(x, o).cell, "xfail");
+  o.message = "save of iteration 0: adapter rank 3: timed out: no reply within 300 s during save";
+  const Judgement hang = Judge(x, o);
+  EXPECT_FALSE(hang.matches);
+  EXPECT_EQ(hang.cell, "UNEXPECTED FAIL for another reason");
+  EXPECT_EQ(hang.symbol, 'F');
+  o.verdict = Verdict::kError;
+  EXPECT_FALSE(Judge(x, o).matches);
+
+  for (const char* bad : {R"({"P7": {"expect": "n/a", "match": "x", "reason": "r"}})",
+                          R"({"P7": {"expect": "fail", "match": "", "reason": "r"}})",
+                          R"({"P7": {"expect": "fail", "match": 3, "reason": "r"}})"}) {
+    Expectations ignored;
+    const Status s = ParseExpectations(
+        std::string(R"({"format": "ckptspec.expectations", "version": 1, "properties": )") + bad +
+            "}",
+        "f.json", &ignored);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("f.json: properties.P7.match: "), std::string::npos) << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace ckptspec
