@@ -112,14 +112,19 @@ class GlooGroup:
 
     def all_true(self, flag):
         """Whether flag is true on every rank (a collective: every rank calls it)."""
+        return all(self.gather(bool(flag)))
+
+    def gather(self, value):
+        """Every rank's picklable `value`, in rank order (a collective: every rank calls it); a
+        failed collective marks the group broken."""
         self.ensure()
         gathered = [None] * self.world
         try:
-            dist.all_gather_object(gathered, bool(flag))
+            dist.all_gather_object(gathered, value)
         except Exception as e:
             self.broken = f"{type(e).__name__}: {e}"[:300]
             raise
-        return all(gathered)
+        return gathered
 
     def refuse_reset_if_broken(self):
         if self.broken:

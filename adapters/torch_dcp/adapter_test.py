@@ -283,6 +283,20 @@ class TorchDcpAdapterTest(unittest.TestCase):
               f"error; the load returns rank {0 if kept == raw(data['w']) else 1}'s",
               file=sys.stderr)
 
+    def test_differing_duplicates_are_refused_when_asked(self):
+        # --refuse-differing-duplicates: the same two chunks are refused on every rank, naming the
+        # chunk and the ranks; identical copies still save.
+        data = {"w": full("fp32", (4,), 1)}
+        g = self.group(2, "--refuse-differing-duplicates")
+        specs = [[tensor("w", "fp32", (4,), (0,), (4,), (1,))] for r in range(2)]
+        replies = self.save(g, specs, data, overrides={1: {0: torch.zeros(4)}})
+        self.assertTrue(all(not r["ok"] for r in replies), replies)
+        for r in replies:
+            self.assertIn("chunk of 'w' at offset [0] is handed to DCP by ranks 0 and 1 with "
+                          "different bytes", r["error"]["message"])
+        self.dir = str(Path(self.tmp.name) / "ckpt-identical")
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
+
     def test_rank_local_objects_keep_each_ranks_value(self):
         # A rank-local object (no sharding declared) under one key on both ranks: by default each
         # rank's value goes to DCP under a key of its own and comes back to its rank; with

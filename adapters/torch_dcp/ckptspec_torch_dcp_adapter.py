@@ -38,9 +38,12 @@ caching (DefaultSavePlanner(enable_plan_caching=True) for assume_constant_struct
 not: checksums, byte-identical saves, Megatron's StrictHandling (DCP's load raises on a requested
 key the checkpoint lacks unless allow_partial_load; the other modes are Megatron's, above DCP).
 `validate` is not needed: DCP's save planner always validates the global plan (bounds, overlaps,
-volume) on the coordinator; it cannot be turned off.
+volume) on the coordinator; it cannot be turned off. It does not compare the bytes of two chunks of
+one key and offset (dedup_save_plans keeps one); `--refuse-differing-duplicates` compares their
+digests across ranks before DCP plans, and refuses the save on every rank when they differ.
 """
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -285,6 +288,8 @@ class Engine:
         self.group.ensure()
         sd, error = attempt(prepare, from_exception)
         self.group.agree(error)
+        if self.args.refuse_differing_duplicates:
+            self.refuse_differing_duplicates(sd)
         planner = dcp.DefaultSavePlanner(enable_plan_caching=cache)
 
         def commit():
@@ -316,6 +321,28 @@ class Engine:
             raise from_exception(e) from e
         commit()
         return {}
+
+    def refuse_differing_duplicates(self, sd):
+        """--refuse-differing-duplicates (a collective): the check DCP's dedup_save_plans does not
+        make. Every rank's chunks are compared by a digest of their bytes; when two ranks hand DCP
+        the same chunk (key and offset) with different bytes, every rank refuses the save, naming
+        the chunk and the ranks, instead of DCP keeping one copy silently (docs/FINDINGS.md F3)."""
+        digests = {}
+        for key, value in sd.items():
+            if isinstance(value, ShardedTensor):
+                for shard in value.local_shards():
+                    data = shard.tensor.contiguous().flatten().view(torch.uint8).numpy().tobytes()
+                    offsets = tuple(shard.metadata.shard_offsets)
+                    digests[(key, offsets)] = hashlib.sha256(data).hexdigest()
+        first = {}
+        for rank, theirs in enumerate(self.group.gather(digests)):
+            for chunk, digest in sorted(theirs.items()):
+                seen = first.setdefault(chunk, (rank, digest))
+                if seen[1] != digest:
+                    raise AdapterError("InvalidArgument",
+                                       f"chunk of '{chunk[0]}' at offset {list(chunk[1])} is "
+                                       f"handed to DCP by ranks {seen[0]} and {rank} with "
+                                       "different bytes (--refuse-differing-duplicates)")
 
     def poll(self, req):
         """Protocol revision 3: writes the harness's updates into the pending save's tensors in
@@ -450,6 +477,10 @@ def main():
                    help="async_save's stager: copy the local shards (the default), alias them "
                         "(the write reads what later poll updates write into them), or DCP's "
                         "DefaultStager (which cannot stage a ShardedTensor)")
+    p.add_argument("--refuse-differing-duplicates", action="store_true",
+                   help="compare the bytes of every chunk two ranks hand DCP under one key and "
+                        "offset, and refuse the save when they differ (DCP keeps one copy "
+                        "without comparing)")
     p.add_argument("--no-async", action="store_true", help="do not declare async saves")
     p.add_argument("--no-plan-cache", action="store_true", help="do not declare DCP's plan cache")
     p.add_argument("--no-reset", action="store_true",
