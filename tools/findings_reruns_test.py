@@ -100,5 +100,20 @@ class FindingsRerunsTest(unittest.TestCase):
         self.assertIn("no such entry: F9", out)
 
 
+    def test_first_row_runs_one_command_per_item(self):
+        doc = GOOD.replace("  `echo fine`\n", "  `echo fine`\n  `exit 3`\n").replace(
+            "  `echo 'Boom: the defect'; exit 1`\n",
+            "  `echo 'Boom: the defect'; exit 1`\n  `exit 4`\n")
+        root = tree(doc)
+        code, out = run(root, "--run", "F1")
+        self.assertEqual(code, 1, out)
+        self.assertIn("F1 rerun: WRONG: exit 4 (expected 1)", out)
+        self.assertIn("F1 control: WRONG: exit 3", out)
+        code, out = run(root, "--run", "F1", "--first-row")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("F1 rerun: ok"), 1, out)
+        self.assertEqual(out.count("F1 control: ok"), 1, out)
+
+
 if __name__ == "__main__":
     unittest.main()
