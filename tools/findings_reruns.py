@@ -4,8 +4,9 @@
 Every entry "## F<n>. ..." of docs/FINDINGS.md holds, as list items:
 
   - **Confirmed by** (KIND[; KIND]): ...       KIND is one of CONFIRMED_KINDS
-  - **Rerun** (exit N; the output names `TEXT`): then one or more commands, each in backticks
-  - **Control** (exit 0; WHAT IT REMOVES): then one or more commands, each in backticks
+  - **Rerun** (exit N; the output names `TEXT`): then one or more commands, each a line of its
+    own that is the command in backticks and nothing else
+  - **Control** (exit 0; WHAT IT REMOVES): then one or more commands, the same way
 
 A rerun reproduces the entry when it exits N and its output (stdout and stderr) contains TEXT;
 a control holds when it exits 0 and its output contains no TEXT of its entry (the same command with the
@@ -70,9 +71,9 @@ def entry_items(lines):
 
 
 def commands_in(lines):
-    """The commands of an item: the backtick span that opens each of its continuation lines."""
-    return [re.match(r"`([^`]+)`", line).group(1) for line in lines[1:]
-            if re.match(r"`([^`]+)`", line)]
+    """The commands of an item: each continuation line that is one backtick span and nothing
+    else."""
+    return [line[1:-1] for line in lines[1:] if re.fullmatch(r"`[^`]+`", line)]
 
 
 def parse(path):
@@ -112,8 +113,8 @@ def read_entry(entry, body):
             if not m:
                 entry.problems.append(f"{where}: '{name}' must open with {form}")
             elif not commands:
-                entry.problems.append(f"{where}: '{name}' has no command (a line that opens with "
-                                      "one in backticks)")
+                entry.problems.append(f"{where}: '{name}' has no command (a line that is one "
+                                      "span in backticks and nothing else)")
             elif name == "Rerun":
                 entry.reruns += [(c, int(m.group(1)), m.group(2)) for c in commands]
             else:

@@ -50,7 +50,7 @@ class FindingsRerunsTest(unittest.TestCase):
                "- **Rerun** (exit 1; the output names `X`):\n  `false`\n\n"
                "## F2. A rerun without its text, a control without a command\n\n"
                "- **Confirmed by** (protocol test): t.\n- **Rerun** (exit 1):\n  `false`\n"
-               "- **Control** (exit 0; nothing): `true` on the same line\n\n"
+               "- **Control** (exit 0; nothing): `true` on the same line\n  `--flag` in words\n\n"
                "## F3. Nothing\n\n- **Kind:** finding.\n")
         code, out = run(tree(bad), "--check")
         self.assertEqual(code, 1, out)
