@@ -7,7 +7,7 @@ import math
 import torch
 import torch.distributed as dist
 
-from ckptspec_adapter_kit import AdapterError, entry_bytes, write_entry
+from ckptspec_adapter_kit import AdapterError, attempt, entry_bytes, write_entry
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
           "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
@@ -44,6 +44,32 @@ def update_in_place(x, update, what):
                                               f"the tensor has {size}")
     if size:
         x.view(-1).copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(x.dtype))
+
+
+def apply_poll_updates(group, updates, inputs, pending, finalize, to_error):
+    """The first half of a poll (protocol revision 3), on every rank: each update writes its
+    file's bytes into the tensor of its index handed to the checkpointer, in place (`inputs`:
+    index -> tensor; an index missing there was not handed over and is not saved: nothing to
+    update), and every rank learns of any rank's error. `pending`: whether an async save is
+    pending. On an error a pending save is finalized first (the reply carries the update's error,
+    not the save's), then the error is raised."""
+    def update():
+        for u in updates:
+            if not pending:
+                raise AdapterError("InvalidArgument", f"poll: update of tensor {u['index']} but "
+                                                      f"no async save is pending")
+            x = inputs.get(int(u["index"]))
+            if x is not None:
+                update_in_place(x, u, f"poll update of tensor {u['index']}")
+
+    group.ensure()
+    _, error = attempt(update, to_error)
+    try:
+        group.agree(error)
+    except AdapterError:
+        if pending:
+            attempt(finalize, to_error)
+        raise
 
 
 def write_tensor(t, x):

@@ -66,8 +66,8 @@ from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  
                                   rank_local_as_shard, refuse_overwrite, unique_key, write_entry,
                                   write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
-from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
-                                torch_dtype, update_in_place, write_tensor)
+from ckptspec_torch_kit import (GlooGroup, apply_poll_updates, exception_text,  # noqa: E402
+                                read_tensor, torch_dtype, write_tensor)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
@@ -347,23 +347,8 @@ class Engine:
     def poll(self, req):
         """Protocol revision 3: writes the harness's updates into the pending save's tensors in
         place, then completes the save as finalize does once every rank's future is done."""
-        def update():
-            for u in req.get("tensors", []):
-                if self.pending is None:
-                    raise AdapterError("InvalidArgument", f"poll: update of tensor {u['index']} but "
-                                                          f"no async save is pending")
-                x = self.save_inputs.get(int(u["index"]))
-                if x is not None:  # a replica not handed to DCP is not saved: nothing to update
-                    update_in_place(x, u, f"poll update of tensor {u['index']}")
-
-        self.group.ensure()
-        _, error = attempt(update, from_exception)
-        try:
-            self.group.agree(error)
-        except AdapterError:
-            if self.pending is not None:  # the save ends with this reply's error
-                attempt(self.finalize, from_exception)
-            raise
+        apply_poll_updates(self.group, req.get("tensors", []), self.save_inputs,
+                           self.pending is not None, self.finalize, from_exception)
         if self.pending is None:
             return {"complete": True}
         if not self.group.all_true(self.pending[0].done()):
