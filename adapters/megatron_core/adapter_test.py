@@ -4,8 +4,12 @@ rank processes, as ckptspec's harness does, and checks what comes back. Run with
 environment and one megatron-core version:
     adapters/megatron_core/run_with_mcore_env.sh . --mcore 0.19.2 @PYTHON@ adapters/megatron_core/adapter_test.py
 """
+import fcntl
 import importlib.util
+import os
+import signal
 import sys
+import time
 import unittest
 from pathlib import Path
 
@@ -18,6 +22,7 @@ driver = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(driver)
 driver.ADAPTER = Path(__file__).with_name("ckptspec_megatron_core_adapter.py")
 tensor, full, raw = driver.tensor, driver.full, driver.raw
+WORKERS = ("persistent", "temporal")  # --async-worker: megatron-core's two async callers
 
 
 class MegatronCoreAdapterTest(unittest.TestCase):
@@ -35,10 +40,157 @@ class MegatronCoreAdapterTest(unittest.TestCase):
 
     def test_capabilities(self):
         g = self.group(1)
-        self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": False,
+        self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": True,
                                           "checksums": False, "plan_cache": True,
                                           "deterministic": False, "strict_modes": True,
-                                          "reset": True, "packed": True})
+                                          "reset": True, "poll": True, "packed": True})
+        off = self.group(1, "--no-async").capabilities
+        self.assertEqual((off["async"], off["poll"]), (False, False))
+
+    def tracked(self):
+        path = Path(self.dir, "latest_checkpointed_iteration.txt")
+        return int(path.read_text()) if path.exists() else None
+
+    def poll_until_complete(self, g, first=None):
+        """Polls (the first poll with the per-rank updates `first`) until every rank replies
+        complete; the replies of every poll. Every rank must say the same at every poll, and
+        the tracker must not name a save that is not complete."""
+        polls, before = [], self.tracked()
+        per_rank = first or [{"tensors": []}] * g.world
+        for _ in range(600):
+            replies = g.call("poll", per_rank)
+            polls.append(replies)
+            if not all(r["ok"] for r in replies):
+                break
+            self.assertEqual(len({r["complete"] for r in replies}), 1, replies)
+            if replies[0]["complete"]:
+                break
+            self.assertEqual(self.tracked(), before, "the tracker moved before completion")
+            per_rank = [{"tensors": []}] * g.world
+            time.sleep(0.05)
+        return polls
+
+    def test_async_save_completes_at_a_poll_a_finalize_or_the_next_save(self):
+        data = {"w": full("fp32", (4, 2), 1), "b": full("bf16", (2,), 3)}
+        specs = [[tensor("w", "fp32", (4, 2), (2 * r, 0), (2, 2), (2, 1)),
+                  tensor("b", "bf16", (2,), (0,), (2,), (1,), replica=(r,))] for r in range(2)]
+        for worker in WORKERS:
+            with self.subTest(worker=worker):
+                self.dir = str(Path(self.tmp.name) / worker)
+                g = self.group(2, "--async-worker", worker)
+                replies = self.save(g, specs, data, **{"async": True})
+                self.assertTrue(all(r["ok"] for r in replies), replies)
+                polls = self.poll_until_complete(g)
+                self.assertTrue(all(r["ok"] and r["complete"] for r in polls[-1]), polls[-1])
+                self.assertEqual(self.tracked(), 10)
+                for name in (".metadata", "metadata.json"):
+                    self.assertTrue(Path(self.dir, "iter_0000010", name).is_file(), name)
+                self.assertEqual([r["complete"] for r in g.call("poll", [{}] * 2)], [True, True])
+                reqs, replies = self.load(g, specs)
+                for r, (req, reply) in enumerate(zip(reqs, replies)):
+                    self.assertEqual(reply["iteration"], 10, reply)
+                    self.assertEqual(self.loaded(req, 0), raw(data["w"][2 * r:2 * r + 2]))
+                    self.assertEqual(self.loaded(req, 1), raw(data["b"]))
+                # On the same worker: a pending save completed by the save after it, and that
+                # one by finalize.
+                for it in (20, 30):
+                    replies = self.save(g, specs, data, iteration=it, **{"async": True})
+                    self.assertTrue(all(r["ok"] for r in replies), replies)
+                self.assertTrue(all(r["ok"] for r in g.call("finalize")))
+                self.assertEqual(self.tracked(), 30)
+                _, replies = self.load(g, specs, iteration=20)
+                self.assertEqual([r["iteration"] for r in replies], [20, 20], replies)
+
+    def held_write_updated_by_a_poll(self, worker, placement):
+        """Saves w (every tensor at `placement`) asynchronously over iteration 5 while rank 0's
+        data file is under a read lease (Linux F_SETLEASE), so that its write blocks opening the
+        file: polls must find the save incomplete (the tracker on 5); the first poll writes
+        w + 100 into the handed-over tensors in place, as a training step does. Then the lease
+        is released and polls run until complete. Each rank's loaded bytes and the original w."""
+        data = {"w": full("fp32", (4,), 1)}
+        specs = [[dict(tensor("w", "fp32", (4,), (2 * r,), (2,), (2,)), placement=placement)]
+                 for r in range(2)]
+        self.dir = str(Path(self.tmp.name) / f"{worker}-{placement}")
+        g = self.group(2, "--async-worker", worker)
+        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data, iteration=5)))
+        held = Path(self.dir, "iter_0000010", "__0_0.distcp")
+        held.parent.mkdir()
+        held.touch()
+        signal.signal(signal.SIGIO, signal.SIG_IGN)  # the lease-break notice
+        fd = os.open(held, os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+        replies = self.save(g, specs, data, **{"async": True})
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        updates = []
+        for r in range(2):
+            path = Path(self.tmp.name) / f"update{r}"
+            path.write_bytes(raw(data["w"][2 * r:2 * r + 2] + 100))
+            updates.append({"tensors": [{"index": 0, "file": str(path)}]})
+        for poll in (updates, [{"tensors": []}] * 2):
+            replies = g.call("poll", poll)
+            self.assertEqual([(r["ok"], r.get("complete")) for r in replies], [(True, False)] * 2,
+                             replies)
+            self.assertEqual(self.tracked(), 5)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        polls = self.poll_until_complete(g)
+        self.assertTrue(all(r["ok"] and r["complete"] for r in polls[-1]), polls[-1])
+        self.assertEqual(self.tracked(), 10)
+        reqs, replies = self.load(g, specs)
+        self.assertEqual([r["iteration"] for r in replies], [10, 10], replies)
+        return [self.loaded(req) for req in reqs], data["w"]
+
+    def test_poll_before_completion_and_updates_after_the_save(self):
+        # What the training loop writes after the save never reaches the checkpoint: the
+        # temporal worker forks before the save replies; a tensor on the device is copied to
+        # the host (preload_tensors) before it does.
+        for worker, placement in (("temporal", "host"), ("temporal", "device"),
+                                  ("persistent", "device")):
+            with self.subTest(worker=worker, placement=placement):
+                loaded, w = self.held_write_updated_by_a_poll(worker, placement)
+                self.assertEqual(loaded, [raw(w[:2]), raw(w[2:])])
+
+    def test_persistent_worker_writes_what_training_wrote_into_host_tensors_after_the_save(self):
+        # megatron-core's defect: the persistent worker is handed a host tensor through a
+        # torch.multiprocessing queue (its storage moved to shared memory, still the training
+        # loop's) and preload_tensors' tensor.to("cpu") copies nothing, so the write, still
+        # running after the save replied, saves the values of a later step.
+        loaded, w = self.held_write_updated_by_a_poll("persistent", "host")
+        self.assertEqual(loaded[0], raw(w[:2] + 100))
+
+    def test_failed_async_write_is_the_next_calls_error(self):
+        # Rank 1's data file's path is taken by a directory: its write fails at once. The save
+        # replies ok (the data is staged); finalize, or the save that arrives while it is
+        # pending, replies with the failure on every rank, naming it; nothing is committed, and
+        # the group goes on.
+        data = {"w": full("fp32", (4,), 1)}
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,))] for r in range(2)]
+        for worker in WORKERS:
+            for next_call in ("finalize", "save"):
+                with self.subTest(worker=worker, next_call=next_call):
+                    self.dir = str(Path(self.tmp.name) / f"{worker}-{next_call}")
+                    g = self.group(2, "--async-worker", worker)
+                    self.assertTrue(all(r["ok"] for r in self.save(g, specs, data, iteration=5)))
+                    Path(self.dir, "iter_0000010", "__1_0.distcp").mkdir(parents=True)
+                    replies = self.save(g, specs, data, **{"async": True})
+                    self.assertTrue(all(r["ok"] for r in replies), replies)
+                    if next_call == "finalize":
+                        replies = g.call("finalize")
+                    else:
+                        replies = self.save(g, specs, data, iteration=20)
+                    for reply in replies:
+                        self.assertFalse(reply["ok"], replies)
+                        self.assertEqual(reply["error"]["code"], "IOError", reply)
+                        # 0.16: the errno's text; 0.17 on: only the error's class survives
+                        self.assertRegex(reply["error"]["message"],
+                                         "Worker failure: .*(Is a directory|IsADirectoryError)")
+                    self.assertEqual(self.tracked(), 5)
+                    self.assertFalse(Path(self.dir, "iter_0000010", ".metadata").exists())
+                    self.assertFalse(Path(self.dir, "iter_0000020").exists())
+                    replies = self.save(g, specs, data, iteration=20, **{"async": True})
+                    self.assertTrue(all(r["ok"] for r in replies), replies)
+                    reqs, replies = self.load(g, specs)
+                    self.assertEqual([r["iteration"] for r in replies], [20, 20], replies)
 
     def test_save_then_reshard_on_load(self):
         data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2),
@@ -199,6 +351,31 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         specs = [[tensor("w", "fp32", (6,), (3 * r,), (3,), (2,))] for r in range(2)]
         replies = self.save(g, specs, other, iteration=1, assume_constant_structure=True)
         self.assertTrue(all(r["ok"] for r in replies), replies)
+        reqs, replies = self.load(g, specs)
+        for r, (req, reply) in enumerate(zip(reqs, replies)):
+            self.assertEqual(reply["iteration"], 1)
+            self.assertEqual(self.loaded(req, 0), raw(other["w"][3 * r:3 * r + 3]))
+
+    def test_reset_completes_a_pending_save_and_keeps_the_worker(self):
+        # reset finalizes the pending async save (written and tracked before the reply); the
+        # next case's async save in another directory runs on the same group and worker.
+        data = {"w": full("fp32", (4,), 1)}
+        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,))] for r in range(2)]
+        g = self.group(2)
+        replies = self.save(g, specs, data, iteration=5, assume_constant_structure=True,
+                            **{"async": True})
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        self.assertTrue(all(r["ok"] for r in g.call("reset")))
+        self.assertEqual(self.tracked(), 5)
+        self.assertTrue(Path(self.dir, "iter_0000005", ".metadata").is_file())
+        self.dir = str(Path(self.tmp.name) / "another")  # the next case's directory
+        other = {"w": full("fp32", (6,), 7)}
+        specs = [[tensor("w", "fp32", (6,), (3 * r,), (3,), (2,))] for r in range(2)]
+        replies = self.save(g, specs, other, iteration=1, assume_constant_structure=True,
+                            **{"async": True})
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        polls = self.poll_until_complete(g)
+        self.assertTrue(all(r["ok"] and r["complete"] for r in polls[-1]), polls[-1])
         reqs, replies = self.load(g, specs)
         for r, (req, reply) in enumerate(zip(reqs, replies)):
             self.assertEqual(reply["iteration"], 1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ckptspec adapter (docs/PROTOCOL.md, version 1 revision 2) over megatron-core dist_checkpointing.
+"""ckptspec adapter (docs/PROTOCOL.md, version 1 revision 4) over megatron-core dist_checkpointing.
 
 One process per rank, a gloo default process group over MASTER_ADDR:MASTER_PORT, CPU tensors, the
 `torch_dist` strategy. The megatron-core version is whichever `megatron` the interpreter imports
@@ -25,6 +25,25 @@ assume_constant_structure gets a fresh one. Then rank 0 writes latest_checkpoint
 (Megatron-LM's tracker). load: dist_checkpointing.load(templates, iter_dir, TorchDist load
 strategy (or the fully-parallel wrapper with --fully-parallel-load), strict=StrictHandling(strict)).
 
+async save (capability async, with poll: protocol revision 3), driven as Megatron-LM's
+training/checkpointing.py and training/async_utils.py drive it: dist_checkpointing.save(...,
+async_sharded_save=True, async_strategy="mcore" where the argument exists: megatron-core's own
+writer, not nvidia-resiliency-ext's) returns an AsyncRequest; a finalize function that writes the
+tracker on rank 0 is added to it (Megatron-LM's iter_finalize_fn) and it is scheduled on one
+AsyncCallsQueue of the process (async_utils.py). The writer is the persistent worker
+(AsyncCallsQueue(persistent=True): Megatron-LM turns --async-save off for torch_dist without
+--use-persistent-ckpt-worker; where megatron-core has warmup_persistent_caller it is started as
+Megatron-LM's initialize.py starts it, with the forkserver start method) or, with --async-worker
+temporal, a process forked per save (TemporalAsyncCaller). A tensor placed on the host is handed
+to megatron-core as the training loop's buffer itself, one on the device as a copy made at the
+save (handed_over: the host copy megatron-core makes of a GPU tensor before the save returns).
+poll writes the harness's updates into the training loop's buffers, in place, then calls
+maybe_finalize_async_calls(blocking=False) (Megatron-LM's maybe_finalize_async_save at every
+training step): every rank agrees whether every write finished, and if so megatron-core's
+finalize functions run (save_state_dict_async_finalize: the write results gathered, .metadata
+written, a failed write raised on every rank; metadata.json; the tracker). finalize, and a save
+or load while a save is pending, call it with blocking=True.
+
 megatron-core raises some errors on one rank only (validate_sharding_integrity on rank 0, the
 raise_* strict modes on the ranks with unexpected keys) while the others enter the strategy's
 collectives and block until the process-group timeout. The adapter's strategies are "gated":
@@ -33,6 +52,7 @@ the gate meets the others there with its error, so every rank fails at once (--n
 behaviour). CUDA calls on the checkpoint path are patched in one place: patch_cuda_for_cpu().
 """
 import argparse
+import inspect
 import logging
 import os
 import sys
@@ -49,12 +69,26 @@ from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: 
                                   entry_bytes, iteration_to_load, iter_dir, rank_local_as_shard,
                                   refuse_overwrite, write_entry, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
-from ckptspec_torch_kit import (GlooGroup, exception_text, read_tensor,  # noqa: E402
-                                torch_dtype, write_tensor)
+from ckptspec_torch_kit import (GlooGroup, apply_poll_updates, exception_text,  # noqa: E402
+                                read_tensor, torch_dtype, write_tensor)
 
 COMMON_KEY = "ckptspec_common"    # the request's common state inside megatron's state dict
 ENTRIES_KEY = "ckptspec_entries"  # {"t<i>": ShardedTensor, "o<i>": ShardedObject}
 PATCHES = []
+UPSTREAM_ASYNC_LOOP = []  # megatron-core's PersistentAsyncCaller.async_loop, once patched
+
+
+def persistent_worker_main(*args, **kwargs):
+    """The persistent async worker's main (patch 6 of patch_cuda_for_cpu): a process of its own,
+    spawned or forked from a fork server, that imported this module afresh and so has none of
+    the rank's patches. Patches the CUDA calls the worker makes, then runs megatron-core's loop."""
+    from megatron.core.dist_checkpointing.strategies.async_utils import PersistentAsyncCaller
+    sys.stdout = sys.stderr  # stdout is the rank's reply pipe
+    torch.cuda.device_count = lambda: 1  # async_loop: set_device(rank % device_count())
+    torch.cuda.set_device = lambda *a, **k: None
+    torch.cuda.synchronize = lambda *a, **k: None  # FileSystemWriterAsync.preload_tensors
+    loop = UPSTREAM_ASYNC_LOOP[0] if UPSTREAM_ASYNC_LOOP else PersistentAsyncCaller.async_loop
+    return loop(*args, **kwargs)
 
 
 def patch_cuda_for_cpu():
@@ -64,13 +98,18 @@ def patch_cuda_for_cpu():
     from megatron.core.dist_checkpointing import exchange_utils
     from megatron.core.dist_checkpointing.mapping import ShardedTensor
     from megatron.core.dist_checkpointing.strategies import state_dict_saver
+    from megatron.core.dist_checkpointing.strategies.async_utils import PersistentAsyncCaller
 
-    # 1. strategies/state_dict_saver.py save_state_dict_async_finalize (and strategies/
-    #    async_utils.py): torch.tensor(..., device=torch.cuda.current_device()) for the all-reduce
-    #    of write failures.
+    # 1. strategies/state_dict_saver.py save_state_dict_async_finalize (the broadcast of write
+    #    failures) and strategies/async_utils.py AsyncCaller.sync_all_async_calls (the all-reduce
+    #    of "my write is still running") and AsyncCallsQueue.maybe_finalize_async_calls (the
+    #    all-reduce of the finalized call's index): torch.tensor(...,
+    #    device=torch.cuda.current_device()).
     torch.cuda.current_device = lambda: "cpu"
-    # 2. strategies/filesystem_async.py FileSystemWriterAsync.preload_tensors and
-    #    strategies/fully_parallel.py FullyParallelLoadStrategyWrapper.load: torch.cuda.synchronize().
+    # 2. strategies/filesystem_async.py FileSystemWriterAsync.preload_tensors,
+    #    strategies/async_utils.py TemporalAsyncCaller.schedule_async_call (before it forks the
+    #    writer) and strategies/fully_parallel.py FullyParallelLoadStrategyWrapper.load:
+    #    torch.cuda.synchronize().
     torch.cuda.synchronize = lambda *a, **k: None
 
     class CpuTorch:
@@ -106,9 +145,16 @@ def patch_cuda_for_cpu():
         self, "cpu" if str(device).startswith("cuda") else device, *a, **k)
     # 5. ... and tensor.cuda() on the exchanged tensors: stays on the CPU.
     torch.Tensor.cuda = lambda self, *a, **k: self
+    # 6. strategies/async_utils.py PersistentAsyncCaller.async_loop, the persistent worker (a
+    #    process started by spawn or a fork server, which inherits none of the above):
+    #    torch.cuda.set_device(rank % torch.cuda.device_count()) at its start, and
+    #    preload_tensors' torch.cuda.synchronize(). The worker runs persistent_worker_main,
+    #    which patches those in the worker, then megatron-core's loop.
+    UPSTREAM_ASYNC_LOOP[:] = [PersistentAsyncCaller.async_loop]
+    PersistentAsyncCaller.async_loop = staticmethod(persistent_worker_main)
     PATCHES[:] = ["torch.cuda.current_device", "torch.cuda.synchronize",
                   "state_dict_saver.torch", "exchange_utils.torch", "ShardedTensor.init_data",
-                  "torch.Tensor.cuda"]
+                  "torch.Tensor.cuda", "PersistentAsyncCaller.async_loop"]
 
 
 def from_exception(e):
@@ -130,6 +176,16 @@ def from_exception(e):
     return AdapterError(code, text)
 
 
+def failure_of_this_rank(e, rank):
+    """from_exception(e); None for the CheckpointException megatron-core raises on a rank other
+    than the coordinator (0) when a write failed (save_state_dict_async_finalize broadcasts only
+    that one did: its failures are empty there), so that the agreement hands that rank the
+    coordinator's error, which names each failed write."""
+    if rank != 0 and getattr(e, "failures", None) == {}:
+        return None
+    return from_exception(e)
+
+
 class Gate:
     """The agreement point in front of a strategy's collectives (see the module docstring)."""
 
@@ -139,6 +195,8 @@ class Gate:
         self.tripped = False  # the gate itself raised: another rank failed before it
 
     def __call__(self):
+        if self.passed:  # a strategy's save that calls its own async_save meets the gate once
+            return
         self.passed = True
         if self.enabled:
             try:
@@ -159,12 +217,14 @@ class Gate:
         return error
 
 
-def gated(cls, method):
-    """A subclass of a megatron strategy class whose `method` passes the gate first."""
-    def run(self, *a, **k):
-        self.ckptspec_gate()
-        return getattr(cls, method)(self, *a, **k)
-    return type(f"Gated{cls.__name__}", (cls,), {method: run})
+def gated(cls, *methods):
+    """A subclass of a megatron strategy class whose `methods` pass the gate first."""
+    def through_gate(method):
+        def run(self, *a, **k):
+            self.ckptspec_gate()
+            return getattr(cls, method)(self, *a, **k)
+        return run
+    return type(f"Gated{cls.__name__}", (cls,), {m: through_gate(m) for m in methods})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,6 +257,18 @@ def sharded_object(o, data):
     except Exception as e:
         raise AdapterError("InvalidArgument", f"object '{o['key']}': megatron-core refuses the "
                                               f"ShardedObject: {type(e).__name__}: {e}") from e
+
+
+def handed_over(t, x, use_async):
+    """The tensor megatron-core gets for the training loop's buffer x (what polls update). On a
+    GPU, megatron-core's async save copies a device tensor to the host (FileSystemWriterAsync.
+    preload_tensors) before the save returns, and holds a host tensor as it is. Here every
+    tensor is on the CPU, so for an async save a tensor the training keeps on the device
+    (placement "device", the default) is handed over as a copy of x, made now (the copy
+    megatron-core would make then); one on the host as x itself."""
+    if use_async and t.get("placement", "device") == "device":
+        return x.clone()
+    return x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,6 +308,9 @@ class Engine:
         self.args, self.rank, self.world = args, rank, world
         self.group = GlooGroup(rank, world, args.pg_timeout)
         self.save_strategy = None  # kept across saves while assume_constant_structure holds
+        self.async_calls = None  # megatron-core's AsyncCallsQueue, made at the first async save
+        self.save_inputs = {}  # the pending async save's tensors by their index in its request
+        self.commit_error = None  # the tracker's finalize function's error, for every rank
 
     def ensure_megatron(self):
         """megatron-core is imported (and patched) at the first save or load: hello stays fast."""
@@ -251,9 +326,10 @@ class Engine:
             FullyParallelSaveStrategyWrapper
         from megatron.core.dist_checkpointing.strategies.torch import TorchDistSaveShardedStrategy
         if self.args.no_fully_parallel_save:
-            return gated(TorchDistSaveShardedStrategy, "save")("torch_dist", 1, cached_metadata=cache)
+            return gated(TorchDistSaveShardedStrategy, "save", "async_save")(
+                "torch_dist", 1, cached_metadata=cache)
         inner = TorchDistSaveShardedStrategy("torch_dist", 1, cached_metadata=cache)
-        return gated(FullyParallelSaveStrategyWrapper, "save")(
+        return gated(FullyParallelSaveStrategyWrapper, "save", "async_save")(
             inner, dist.group.WORLD, do_cache_distribution=cache)
 
     def new_load_strategy(self):
@@ -268,36 +344,42 @@ class Engine:
     # --- save ---
 
     def save(self, req):
+        self.finalize()
         self.ensure_megatron()
         from megatron.core import dist_checkpointing
         directory, iteration = req["directory"], int(req["iteration"])
         ckpt = iter_dir(directory, iteration)
+        use_async = bool(req.get("async")) and not self.args.no_async
         cache = bool(req.get("assume_constant_structure")) and not self.args.no_plan_cache
 
         def prepare():
             refuse_overwrite(directory, iteration)
-            entries = {}
+            entries, inputs = {}, {}
             for i, t in enumerate(req["tensors"]):
-                entries[f"t{i}"] = sharded_tensor(t, read_tensor(t, list(t["local_shape"])))
+                inputs[i] = read_tensor(t, list(t["local_shape"]))
+                entries[f"t{i}"] = sharded_tensor(t, handed_over(t, inputs[i], use_async))
             for i, o in enumerate(req["objects"]):
                 o = rank_local_as_shard(o, self.rank)
                 entries[f"o{i}"] = sharded_object(o, entry_bytes(o, f"object '{o['key']}'"))
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
-            return {COMMON_KEY: req.get("common", {}), ENTRIES_KEY: entries}
+            return {COMMON_KEY: req.get("common", {}), ENTRIES_KEY: entries}, inputs
 
         self.group.ensure()
-        state, error = attempt(prepare, from_exception)
+        prepared, error = attempt(prepare, from_exception)
         self.group.agree(error)  # also: rank 0 made the directory before anyone saves into it
+        state, inputs = prepared
         if not cache or self.save_strategy is None:
             self.save_strategy = self.new_save_strategy(cache)
         strategy = self.save_strategy
         gate = Gate(self.group, not self.args.no_gate)
         strategy.ckptspec_gate = gate
-        error = None
+        error, request = None, None
         try:
-            dist_checkpointing.save(state, str(ckpt), sharded_strategy=strategy,
-                                    validate_access_integrity=bool(req.get("validate", True)))
+            request = dist_checkpointing.save(
+                state, str(ckpt), sharded_strategy=strategy,
+                validate_access_integrity=bool(req.get("validate", True)),
+                **self.async_arguments(use_async))
         except BaseException as e:
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -311,19 +393,109 @@ class Engine:
             if self.rank == 0:
                 write_tracker(directory, iteration)
 
+        if use_async:
+            self.schedule(request, commit, inputs)
+            return {}
         _, error = attempt(commit, from_exception)
         self.group.agree(error)  # every rank sees the tracker before it goes on
         return {}
 
+    @staticmethod
+    def async_arguments(use_async):
+        """dist_checkpointing.save's arguments for an async save: async_sharded_save, and (0.17
+        on, whose default is nvidia-resiliency-ext's writer) async_strategy="mcore"."""
+        if not use_async:
+            return {}
+        from megatron.core import dist_checkpointing
+        if "async_strategy" in inspect.signature(dist_checkpointing.save).parameters:
+            return {"async_sharded_save": True, "async_strategy": "mcore"}
+        return {"async_sharded_save": True}
+
+    def calls(self):
+        """The process's AsyncCallsQueue (Megatron-LM keeps one for the job): persistent unless
+        --async-worker temporal. The persistent worker is started as Megatron-LM's
+        init_persistent_async_worker starts it: with the forkserver start method where
+        megatron-core has warmup_persistent_caller (0.17 on), else at the first schedule (0.16:
+        spawn)."""
+        if self.async_calls is None:
+            from megatron.core.dist_checkpointing.strategies.async_utils import AsyncCallsQueue
+            persistent = self.args.async_worker == "persistent"
+            self.async_calls = AsyncCallsQueue(persistent=persistent)
+            if persistent and hasattr(AsyncCallsQueue, "warmup_persistent_caller"):
+                AsyncCallsQueue.warmup_persistent_caller(self.rank, mp_mode="forkserver")
+        return self.async_calls
+
+    def schedule(self, request, commit, inputs):
+        """Adds the tracker's finalize function (rank 0 writes it once every rank's write has
+        finished; its error is kept, not raised, so that every rank goes on through megatron's
+        finalization) and schedules the request; `inputs` (the tensors handed to megatron-core,
+        by index) are what polls update."""
+        def write_tracker_when_done():
+            _, self.commit_error = attempt(commit, from_exception)
+
+        def start():
+            request.add_finalize_fn(write_tracker_when_done)
+            self.calls().schedule_async_request(request)
+
+        _, error = attempt(start, from_exception)
+        try:
+            self.group.agree(error)
+        except AdapterError:
+            self.abandon_async()  # a rank that scheduled it must not write it
+            raise
+        self.save_inputs = inputs
+
+    def poll(self, req):
+        """Protocol revision 3: writes the harness's updates into the pending save's tensors in
+        place, then completes the save as Megatron-LM's training step does
+        (maybe_finalize_async_calls(blocking=False)); complete when no save is pending."""
+        pending = self.async_calls is not None and self.async_calls.get_num_unfinalized_calls()
+        apply_poll_updates(self.group, req.get("tensors", []), self.save_inputs, bool(pending),
+                           self.finalize, from_exception)
+        return {"complete": self.complete(blocking=False)}
+
     def finalize(self):
-        return {}  # saves are synchronous (capability async is false)
+        self.complete(blocking=True)
+        return {}
+
+    def complete(self, blocking):
+        """megatron-core's finalization of the pending save, if every rank's write has finished
+        (or, blocking, once it has): AsyncCallsQueue.maybe_finalize_async_calls, which agrees
+        across ranks and runs the finalize functions. Whether no save is pending afterwards (the
+        same on every rank); a failure is raised on every rank."""
+        if self.async_calls is None or not self.async_calls.get_num_unfinalized_calls():
+            return True
+        self.commit_error, error = None, None
+        try:
+            self.async_calls.maybe_finalize_async_calls(blocking=blocking)
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.group.check(e)
+            error = failure_of_this_rank(e, self.rank)
+        done = not self.async_calls.get_num_unfinalized_calls()
+        if done:
+            self.save_inputs = {}
+        self.group.agree(error or self.commit_error)  # every rank sees the tracker, or the error
+        return done
+
+    def abandon_async(self):
+        """Drops the async queue: the persistent worker is killed, a pending save is not
+        completed (its tracker is never written)."""
+        calls, self.async_calls, self.save_inputs = self.async_calls, None, {}
+        if calls is not None:
+            attempt(lambda: calls.close(abort=True))
 
     # --- reset (protocol revision 2) ---
 
     def reset(self):
-        """Back to a fresh process after hello: the save strategy (its cached plan, cached global
-        metadata, cached distribution) is dropped; load strategies are made per load. The gloo
-        process group is kept."""
+        """Back to a fresh process after hello: a pending async save is completed as finalize
+        would (a failed collective leaves the ranks out of step: it is the reset's error, and the
+        harness replaces the group); the save strategy (its cached plan, cached global metadata,
+        cached distribution) is dropped; load strategies are made per load. The gloo process
+        group and the async queue with its persistent worker (idle, as Megatron-LM keeps it
+        between saves) are kept."""
+        self.finalize()
         self.save_strategy = None
         self.group.refuse_reset_if_broken()
         return {}
@@ -331,6 +503,7 @@ class Engine:
     # --- load ---
 
     def load(self, req):
+        self.finalize()
         self.ensure_megatron()
         from megatron.core import dist_checkpointing
         from megatron.core.dist_checkpointing.validation import StrictHandling
@@ -407,9 +580,10 @@ class Engine:
 
 
 def capabilities(args):
-    return {"resharding": True, "objects": True, "async": False, "checksums": False,
+    return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
             "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": True,
             "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
+            "poll": not args.no_async,  # protocol revision 3: poll requests
             "packed": True}  # protocol revision 4: entries at ranges of one file per request
 
 
@@ -422,16 +596,26 @@ def serve(args):
     logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
     engine = Engine(args, rank, world)
     ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
+    if not args.no_async:
+        ops["poll"] = engine.poll
     if not args.no_reset:
         ops["reset"] = lambda req: engine.reset()
-    if serve_requests(rank, "megatron_core", capabilities(args), ops, from_exception,
-                      engine.group.check) == "shutdown":
+    ended = serve_requests(rank, "megatron_core", capabilities(args), ops, from_exception,
+                           engine.group.check)
+    engine.abandon_async()  # a pending save is not completed at shutdown (docs/PROTOCOL.md)
+    if ended == "shutdown":
         os._exit(0)  # no teardown of the gloo group: a peer may already be gone
     engine.group.close()
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--no-async", action="store_true", help="do not declare async saves")
+    p.add_argument("--async-worker", choices=("persistent", "temporal"), default="persistent",
+                   help="megatron-core's async writer: the persistent worker process "
+                        "(AsyncCallsQueue(persistent=True), the default: Megatron-LM's async save "
+                        "needs --use-persistent-ckpt-worker) or a process forked per save "
+                        "(TemporalAsyncCaller)")
     p.add_argument("--no-plan-cache", action="store_true",
                    help="do not declare the cached save plan (assume_constant_structure)")
     p.add_argument("--no-fully-parallel-save", action="store_true",
