@@ -157,6 +157,9 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         # running after the save replied, saves the values of a later step.
         loaded, w = self.held_write_updated_by_a_poll("persistent", "host")
         self.assertEqual(loaded[0], raw(w[:2] + 100))
+        # What docs/FINDINGS.md F25's rerun names.
+        print("persistent worker, host tensors: the async save of iteration 10 holds what "
+              "training wrote after the save replied", file=sys.stderr)
 
     def test_failed_async_write_is_the_next_calls_error(self):
         # Rank 1's data file's path is taken by a directory: its write fails at once. The save
@@ -355,6 +358,31 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         for r, (req, reply) in enumerate(zip(reqs, replies)):
             self.assertEqual(reply["iteration"], 1)
             self.assertEqual(self.loaded(req, 0), raw(other["w"][3 * r:3 * r + 3]))
+
+    def test_a_key_added_under_the_cached_plan(self):
+        # A save under assume_constant_structure adds a key ("b") to the planned save's entries:
+        # megatron-core's cached plan saves without it and says nothing (docs/FINDINGS.md F4); with
+        # --replan-on-changed-keys every rank drops the plan and the key is saved.
+        data = {"w": full("fp32", (4,), 1), "b": full("fp32", (2,), 3)}
+        w = [tensor("w", "fp32", (4,), (2 * r,), (2,), (2,)) for r in range(2)]
+        b = tensor("b", "fp32", (2,), (0,), (2,), (1,))
+        for flags, kept in (((), False), (("--replan-on-changed-keys",), True)):
+            with self.subTest(flags=flags):
+                self.dir = str(Path(self.tmp.name) / f"added-{kept}")
+                g = self.group(2, *flags)
+                replies = self.save(g, [[w[r]] for r in range(2)], data, iteration=1,
+                                    assume_constant_structure=True)
+                self.assertTrue(all(r["ok"] for r in replies), replies)
+                grown = [[w[0], b], [w[1]]]
+                replies = self.save(g, grown, data, iteration=2, assume_constant_structure=True)
+                self.assertTrue(all(r["ok"] for r in replies), replies)
+                reqs, replies = self.load(g, grown)
+                self.assertEqual(all(r["ok"] for r in replies), kept, replies)
+                if kept:
+                    self.assertEqual(self.loaded(reqs[0], 1), raw(data["b"]))
+                else:
+                    self.assertIn("KeyError: \"b from model not in state dict",
+                                  replies[0]["error"]["message"])
 
     def test_reset_completes_a_pending_save_and_keeps_the_worker(self):
         # reset finalizes the pending async save (written and tracked before the reply); the

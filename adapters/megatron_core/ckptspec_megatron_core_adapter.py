@@ -21,8 +21,9 @@ validate). The save strategy is FullyParallelSaveStrategyWrapper(TorchDistSaveSh
 cached_metadata=C), WORLD, do_cache_distribution=C) -- Megatron-LM's default -- where C is the
 request's assume_constant_structure; the strategy object lives across saves (as in Megatron-LM's
 training/checkpointing.py) so that the cached plan is reused, and a save without
-assume_constant_structure gets a fresh one. Then rank 0 writes latest_checkpointed_iteration.txt
-(Megatron-LM's tracker). load: dist_checkpointing.load(templates, iter_dir, TorchDist load
+assume_constant_structure gets a fresh one (with --replan-on-changed-keys, so does a save whose
+entries differ from the planned save's on any rank: the check megatron-core does not make). Then
+rank 0 writes latest_checkpointed_iteration.txt (Megatron-LM's tracker). load: dist_checkpointing.load(templates, iter_dir, TorchDist load
 strategy (or the fully-parallel wrapper with --fully-parallel-load), strict=StrictHandling(strict)).
 
 async save (capability async, with poll: protocol revision 3), driven as Megatron-LM's
@@ -89,6 +90,13 @@ def persistent_worker_main(*args, **kwargs):
     torch.cuda.synchronize = lambda *a, **k: None  # FileSystemWriterAsync.preload_tensors
     loop = UPSTREAM_ASYNC_LOOP[0] if UPSTREAM_ASYNC_LOOP else PersistentAsyncCaller.async_loop
     return loop(*args, **kwargs)
+
+
+def structure_of(req):
+    """What a cached save plan assumes of a save request: each entry's key, dtype, shapes, offset
+    and replica id (--replan-on-changed-keys compares it with the planned save's)."""
+    fields = ("key", "dtype", "global_shape", "global_offset", "local_shape", "replica_id")
+    return sorted(tuple(repr(e.get(f)) for f in fields) for e in req["tensors"] + req["objects"])
 
 
 def patch_cuda_for_cpu():
@@ -308,6 +316,7 @@ class Engine:
         self.args, self.rank, self.world = args, rank, world
         self.group = GlooGroup(rank, world, args.pg_timeout)
         self.save_strategy = None  # kept across saves while assume_constant_structure holds
+        self.planned_structure = None  # structure_of the save the kept strategy planned
         self.async_calls = None  # megatron-core's AsyncCallsQueue, made at the first async save
         self.save_inputs = {}  # the pending async save's tensors by their index in its request
         self.commit_error = None  # the tracker's finalize function's error, for every rank
@@ -369,8 +378,14 @@ class Engine:
         prepared, error = attempt(prepare, from_exception)
         self.group.agree(error)  # also: rank 0 made the directory before anyone saves into it
         state, inputs = prepared
+        structure = structure_of(req)
+        if cache and self.save_strategy is not None and self.args.replan_on_changed_keys:
+            # A collective: every rank drops its plan when any rank's structure changed.
+            if not self.group.all_true(structure == self.planned_structure):
+                self.save_strategy = None
         if not cache or self.save_strategy is None:
             self.save_strategy = self.new_save_strategy(cache)
+            self.planned_structure = structure
         strategy = self.save_strategy
         gate = Gate(self.group, not self.args.no_gate)
         strategy.ckptspec_gate = gate
@@ -618,6 +633,10 @@ def main():
                         "(TemporalAsyncCaller)")
     p.add_argument("--no-plan-cache", action="store_true",
                    help="do not declare the cached save plan (assume_constant_structure)")
+    p.add_argument("--replan-on-changed-keys", action="store_true",
+                   help="drop the cached save plan when a save's entries (keys, shapes, offsets, "
+                        "replica ids) differ from the planned save's on any rank: the fix "
+                        "NVIDIA/Megatron-LM#4378 proposes first, which megatron-core lacks")
     p.add_argument("--no-fully-parallel-save", action="store_true",
                    help="save with TorchDistSaveShardedStrategy alone, without the fully-parallel wrapper")
     p.add_argument("--fully-parallel-load", action="store_true",
