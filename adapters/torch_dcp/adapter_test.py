@@ -296,6 +296,23 @@ class TorchDcpAdapterTest(unittest.TestCase):
                           "different bytes", r["error"]["message"])
         self.dir = str(Path(self.tmp.name) / "ckpt-identical")
         self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
+        # An object under one key with different bytes on two ranks, likewise.
+        shard = {"key": "o", "global_shape": [1], "global_offset": [0], "replica_id": [0]}
+        self.dir = str(Path(self.tmp.name) / "ckpt-objects")
+        replies = self.save(g, [[], []], {}, [[dict(shard, bytes=f"rank {r}".encode())]
+                                              for r in range(2)])
+        self.assertTrue(all(not r["ok"] for r in replies), replies)
+        self.assertIn("is handed to DCP by ranks 0 and 1 with different bytes",
+                      replies[0]["error"]["message"])
+
+    def test_an_object_key_twice_on_one_rank_is_refused(self):
+        # Two object entries of one rank under one key cannot both be a state dict's value: the
+        # adapter refuses the save rather than keep the second.
+        shard = {"key": "o", "global_shape": [1], "global_offset": [0], "replica_id": [0]}
+        g = self.group(1)
+        replies = self.save(g, [[]], {}, [[dict(shard, bytes=b"a"), dict(shard, bytes=b"b")]])
+        self.assertFalse(replies[0]["ok"], replies)
+        self.assertIn("is handed over twice by rank 0", replies[0]["error"]["message"])
 
     def test_rank_local_objects_keep_each_ranks_value(self):
         # A rank-local object (no sharding declared) under one key on both ranks: by default each

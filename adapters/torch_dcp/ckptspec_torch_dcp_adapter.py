@@ -279,6 +279,9 @@ class Engine:
             for o in req["objects"]:
                 o = self.object_entry(o)
                 if self.args.replicas == "all" or is_main(o["replica_id"]):
+                    if dcp_key(o) in sd:  # one key of a state dict holds one value
+                        raise AdapterError("InvalidArgument", f"object '{dcp_key(o)}' is handed "
+                                                              f"over twice by rank {self.rank}")
                     sd[dcp_key(o)] = entry_bytes(o, f"object '{dcp_key(o)}'")
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
@@ -324,9 +327,10 @@ class Engine:
 
     def refuse_differing_duplicates(self, sd):
         """--refuse-differing-duplicates (a collective): the check DCP's dedup_save_plans does not
-        make. Every rank's chunks are compared by a digest of their bytes; when two ranks hand DCP
-        the same chunk (key and offset) with different bytes, every rank refuses the save, naming
-        the chunk and the ranks, instead of DCP keeping one copy silently (docs/FINDINGS.md F3)."""
+        make. Every rank's chunks and objects are compared by a digest of their bytes; when two
+        ranks hand DCP the same chunk (key and offset) or object key with different bytes, every
+        rank refuses the save, naming the chunk and the ranks, instead of DCP keeping one copy
+        silently (docs/FINDINGS.md F3)."""
         digests = {}
         for key, value in sd.items():
             if isinstance(value, ShardedTensor):
@@ -334,6 +338,8 @@ class Engine:
                     data = shard.tensor.contiguous().flatten().view(torch.uint8).numpy().tobytes()
                     offsets = tuple(shard.metadata.shard_offsets)
                     digests[(key, offsets)] = hashlib.sha256(data).hexdigest()
+            elif isinstance(value, bytes):  # an object: one value per key
+                digests[(key, ())] = hashlib.sha256(value).hexdigest()
         first = {}
         for rank, theirs in enumerate(self.group.gather(digests)):
             for chunk, digest in sorted(theirs.items()):
