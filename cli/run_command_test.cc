@@ -322,6 +322,13 @@ TEST(RunCommand, AnAdapterFailureNamesTheCommandThatReplaysIt) {
   EXPECT_NE(replay_out.str().find("adapter:ckptspec-reference P20: FAIL (1 cases"),
             std::string::npos)
       << replay_out.str();
+  // The same string against the same target name without the defect: the case passes now.
+  replay.adapter = CKPTSPEC_REFERENCE_ADAPTER;
+  std::ostringstream fixed_out, fixed_err;
+  EXPECT_EQ(RunReplayCommand(replay, fixed_out, fixed_err), 0) << fixed_err.str();
+  EXPECT_NE(fixed_out.str().find("adapter:ckptspec-reference P20: pass (1 cases"),
+            std::string::npos)
+      << fixed_out.str();
   replay.adapter.clear();
   std::ostringstream bare_out, bare_err;
   EXPECT_EQ(RunReplayCommand(replay, bare_out, bare_err), 2);
