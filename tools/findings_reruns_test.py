@@ -15,7 +15,7 @@ TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings_reruns
 def tree(findings):
     root = tempfile.mkdtemp(prefix="ckptspec-findings-")
     os.makedirs(os.path.join(root, "docs"))
-    with open(os.path.join(root, "docs", "FINDINGS.md"), "w", encoding="utf-8") as f:
+    with open(os.path.join(root, *"docs/FINDINGS.md".split("/")), "w", encoding="utf-8") as f:
         f.write(findings)
     return root
 
