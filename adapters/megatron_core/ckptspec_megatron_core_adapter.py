@@ -50,7 +50,9 @@ raise_* strict modes on the ranks with unexpected keys) while the others enter t
 collectives and block until the process-group timeout. The adapter's strategies are "gated":
 their save/load first agree with every rank (all_gather_object), and a rank that failed before
 the gate meets the others there with its error, so every rank fails at once (--no-gate: the raw
-behaviour). CUDA calls on the checkpoint path are patched in one place: patch_cuda_for_cpu().
+behaviour). A save passes a second gate between megatron-core's planning and its writing
+(plan_gated): the cached plan's one-rank error (a key it names is gone) is met there. CUDA calls
+on the checkpoint path are patched in one place: patch_cuda_for_cpu().
 """
 import argparse
 import inspect
@@ -235,6 +237,20 @@ def gated(cls, *methods):
     return type(f"Gated{cls.__name__}", (cls,), {m: through_gate(m) for m in methods})
 
 
+def plan_gated(cls):
+    """A subclass of TorchDistSaveShardedStrategy whose async_save -- the planning, which a
+    synchronous save follows with the writing (execute_sync: a barrier, then the finalization's
+    collectives) -- passes a second gate, ckptspec_plan_gate, before it returns. With a cached
+    plan (cached_metadata) megatron-core plans without a collective, and a rank whose state dict
+    lost a key that the plan names raises there (`ValueError: Could not find FQN`) while the
+    others go on into the writing."""
+    def async_save(self, *a, **k):
+        request = cls.async_save(self, *a, **k)
+        self.ckptspec_plan_gate()
+        return request
+    return type(f"PlanGated{cls.__name__}", (cls,), {"async_save": async_save})
+
+
 # ---------------------------------------------------------------------------------------------
 # Entries <-> megatron
 
@@ -334,10 +350,10 @@ class Engine:
         from megatron.core.dist_checkpointing.strategies.fully_parallel import \
             FullyParallelSaveStrategyWrapper
         from megatron.core.dist_checkpointing.strategies.torch import TorchDistSaveShardedStrategy
+        torch_dist = plan_gated(TorchDistSaveShardedStrategy)
         if self.args.no_fully_parallel_save:
-            return gated(TorchDistSaveShardedStrategy, "save", "async_save")(
-                "torch_dist", 1, cached_metadata=cache)
-        inner = TorchDistSaveShardedStrategy("torch_dist", 1, cached_metadata=cache)
+            return gated(torch_dist, "save", "async_save")("torch_dist", 1, cached_metadata=cache)
+        inner = torch_dist("torch_dist", 1, cached_metadata=cache)
         return gated(FullyParallelSaveStrategyWrapper, "save", "async_save")(
             inner, dist.group.WORLD, do_cache_distribution=cache)
 
@@ -388,7 +404,9 @@ class Engine:
             self.planned_structure = structure
         strategy = self.save_strategy
         gate = Gate(self.group, not self.args.no_gate)
+        plan_gate = Gate(self.group, not self.args.no_gate)
         strategy.ckptspec_gate = gate
+        getattr(strategy, "base_strategy", strategy).ckptspec_plan_gate = plan_gate
         error, request = None, None
         try:
             request = dist_checkpointing.save(
@@ -401,8 +419,9 @@ class Engine:
             self.save_strategy = None  # a failed save leaves no plan to reuse
             self.group.check(e)
             error = from_exception(e)
-            gate.fail(error)
-        self.group.agree(error)  # a failure past the gate: every rank learns of it
+            gate.fail(error)  # a rank that failed before the first gate meets the others there,
+            plan_gate.fail(error)  # one that failed while planning at the second
+        self.group.agree(error)  # a failure past the gates: every rank learns of it
 
         def commit():
             if self.rank == 0:
