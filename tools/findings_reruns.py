@@ -9,8 +9,8 @@ Every entry "## F<n>. ..." of docs/FINDINGS.md holds, as list items:
   - **Control** (exit 0; WHAT IT REMOVES): then one or more commands, the same way
 
 A rerun reproduces the entry when it exits N and its output (stdout and stderr) contains TEXT;
-a control holds when it exits 0 and its output contains no TEXT of its entry (the same command with the
-defect's trigger removed: the fixed release, or the flag that triggers it left out). Commands
+a control holds when it exits 0 and its output contains no TEXT of its entry (the same command
+with the defect's trigger removed: the fixed release, or the flag that triggers it left out). Commands
 run from the repository root under /bin/bash; `build/` in a command is the build directory
 (--build-dir). A command whose runner exits 77 (its pinned environment is not set up) is
 skipped, and said so.
@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -136,12 +137,17 @@ def with_build_dir(command, build_dir):
 def run_command(root, command, timeout, log_path):
     """(exit status, output, seconds); exit status None when the command ran past `timeout`."""
     start = time.monotonic()
+    # A session of its own, so that a command past its time is ended with every process it started.
+    child = subprocess.Popen(["/bin/bash", "-c", command], cwd=root, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        done = subprocess.run(["/bin/bash", "-c", command], cwd=root, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout, start_new_session=True)
-        status, output = done.returncode, done.stdout.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired as e:
-        status, output = None, (e.stdout or b"").decode("utf-8", "replace")
+        out, _ = child.communicate(timeout=timeout)
+        status = child.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, _ = child.communicate()
+        status = None
+    output = out.decode("utf-8", "replace")
     seconds = time.monotonic() - start
     if log_path:
         with open(log_path, "w", encoding="utf-8") as f:
