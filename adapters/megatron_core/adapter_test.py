@@ -384,6 +384,29 @@ class MegatronCoreAdapterTest(unittest.TestCase):
                     self.assertIn("KeyError: \"b from model not in state dict",
                                   replies[0]["error"]["message"])
 
+    def test_a_key_removed_under_the_cached_plan_fails_on_every_rank_at_once(self):
+        # A save under assume_constant_structure loses a key ("b") that rank 0's planned save
+        # held: megatron-core's cached plan raises on rank 0 only (ValueError: Could not find
+        # FQN) while rank 1 goes on into execute_sync's barrier (docs/FINDINGS.md F26). The gate
+        # between planning and writing makes both fail at once, and the group stays usable.
+        data = {"w": full("fp32", (4,), 1), "b": full("fp32", (2,), 3)}
+        w = [tensor("w", "fp32", (4,), (2 * r,), (2,), (2,)) for r in range(2)]
+        b = tensor("b", "fp32", (2,), (0,), (2,), (1,))
+        g = self.group(2, "--no-async")
+        replies = self.save(g, [[w[0], b], [w[1]]], data, iteration=1,
+                            assume_constant_structure=True)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+        replies = self.save(g, [[w[0]], [w[1]]], data, iteration=2,
+                            assume_constant_structure=True)
+        for reply in replies:
+            self.assertFalse(reply["ok"], reply)
+            self.assertIn("Could not find FQN: 'b'", reply["error"]["message"])
+        self.assertEqual(self.tracked(), 1)
+        # The failed save dropped the plan; the next one plans afresh on the same group.
+        replies = self.save(g, [[w[0]], [w[1]]], data, iteration=3,
+                            assume_constant_structure=True)
+        self.assertTrue(all(r["ok"] for r in replies), replies)
+
     def test_reset_completes_a_pending_save_and_keeps_the_worker(self):
         # reset finalizes the pending async save (written and tracked before the reply); the
         # next case's async save in another directory runs on the same group and worker.
