@@ -117,10 +117,9 @@ bool FreezeOneKey(RunSpec* run, std::vector<TrainingState>* states, std::string*
   return true;
 }
 
-// "same structure as the previous save", or the count of keys whose structure changed from
-// `previous` to `now` (P6's DiffStructure) and the first of them.
-std::string StructureNote(const GlobalSignature& previous, const GlobalSignature& now) {
-  const StructureDiff diff = DiffStructure(previous, now);
+// "same structure as the previous save", or the count of keys whose structure changed since the
+// previous save (`diff`, P6's DiffStructure) and the first of them.
+std::string StructureNote(const StructureDiff& diff) {
   if (diff.empty()) return "same structure as the previous save";
   const StructureChange& first = diff.changes.front();
   const char* how = first.kind == ViolationKind::kAdded      ? "added"
@@ -172,9 +171,9 @@ void CheckPlanCacheSafety(const TargetFactory& factory) {
     GlobalSignature structure = RunSignature(dicts, false);
     std::string note = "the first save";
     if (previous_structure) {
-      note = StructureNote(*previous_structure, structure);
-      if (saves.size() == 1)
-        structure_grew_before_the_change = !DiffStructure(*previous_structure, structure).empty();
+      const StructureDiff diff = DiffStructure(*previous_structure, structure);
+      note = StructureNote(diff);
+      if (saves.size() == 1) structure_grew_before_the_change = !diff.empty();
     }
     previous_structure = std::move(structure);
     SaveRecord rec{r, states, states.front().iteration, Status::OK()};
