@@ -23,8 +23,9 @@ request's assume_constant_structure; the strategy object lives across saves (as 
 training/checkpointing.py) so that the cached plan is reused, and a save without
 assume_constant_structure gets a fresh one (with --replan-on-changed-keys, so does a save whose
 entries differ from the planned save's on any rank: the check megatron-core does not make). Then
-rank 0 writes latest_checkpointed_iteration.txt (Megatron-LM's tracker). load: dist_checkpointing.load(templates, iter_dir, TorchDist load
-strategy (or the fully-parallel wrapper with --fully-parallel-load), strict=StrictHandling(strict)).
+rank 0 writes latest_checkpointed_iteration.txt (Megatron-LM's tracker). load:
+dist_checkpointing.load(templates, iter_dir, TorchDist load strategy (or the fully-parallel wrapper
+with --fully-parallel-load), strict=StrictHandling(strict)).
 
 async save (capability async, with poll: protocol revision 3), driven as Megatron-LM's
 training/checkpointing.py and training/async_utils.py drive it: dist_checkpointing.save(...,
@@ -394,14 +395,14 @@ class Engine:
         prepared, error = attempt(prepare, from_exception)
         self.group.agree(error)  # also: rank 0 made the directory before anyone saves into it
         state, inputs = prepared
-        structure = structure_of(req)
-        if cache and self.save_strategy is not None and self.args.replan_on_changed_keys:
+        replan = self.args.replan_on_changed_keys
+        if cache and self.save_strategy is not None and replan:
             # A collective: every rank drops its plan when any rank's structure changed.
-            if not self.group.all_true(structure == self.planned_structure):
+            if not self.group.all_true(structure_of(req) == self.planned_structure):
                 self.save_strategy = None
         if not cache or self.save_strategy is None:
             self.save_strategy = self.new_save_strategy(cache)
-            self.planned_structure = structure
+            self.planned_structure = structure_of(req) if replan else None
         strategy = self.save_strategy
         gate = Gate(self.group, not self.args.no_gate)
         plan_gate = Gate(self.group, not self.args.no_gate)
