@@ -47,8 +47,8 @@ SKIPPED = 77
 
 
 class Entry:
-    def __init__(self, ident, title, line):
-        self.ident, self.title, self.line = ident, title, line
+    def __init__(self, ident, line):
+        self.ident, self.line = ident, line
         self.kinds = []
         self.reruns = []    # (command, exit status, text)
         self.controls = []  # command
@@ -88,7 +88,7 @@ def parse(path):
                 read_entry(current, body)
                 entries.append(current)
             m = HEADING.match(line)
-            current, body = (Entry(m.group(1), m.group(2), number) if m else None), []
+            current, body = (Entry(m.group(1), number) if m else None), []
         elif current:
             body.append((number, line))
     return entries
