@@ -3,15 +3,22 @@
 // and errors, and MaterializeTree.
 #include "crash/crash_states.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
+#include "crash/fs_op_describe.h"
 #include "crash/initial_tree.h"
 #include "targets/env/env.h"
 
@@ -500,6 +507,340 @@ TEST(CrashStates, DescribeNamesThePointAndWhatWasLost) {
             "after op 4 of 4 (rename y -> z) under posix-weak; torn: write of x (4096 bytes at "
             "0) kept 2048 bytes");
   EXPECT_EQ(CrashPoint().Describe(rec.ops()), "before op 1 of 4 (create of x) under ordered");
+}
+
+// ---- The oracle: random calls applied to a real directory, recorded as the interposer would.
+
+// A real directory and the FsOps of the calls made in it, with its tree after each one.
+class RealDirectoryRecorder {
+ public:
+  explicit RealDirectoryRecorder(const std::string& root) : root_(root) {
+    after_.push_back(ReadBack());
+  }
+  ~RealDirectoryRecorder() {
+    for (const OpenFile& f : open_) close(f.fd);
+  }
+  const std::vector<FsOp>& ops() const { return ops_; }
+  const std::vector<FileTree>& after() const { return after_; }
+
+  // One call chosen by `choice` (see the cases), recorded, or none where it has no target.
+  void Step(int choice) {
+    const int a = choice / 13 % 16;
+    const int b = choice / 208 % 64;
+    const int len = 1 + choice / 13312 % 32;
+    std::vector<std::string> dirs = {""}, files, entries;
+    List("", &dirs, &files);
+    entries = files;
+    entries.insert(entries.end(), dirs.begin() + 1, dirs.end());
+    switch (choice % 13) {
+      case 0:
+      case 1:
+        return Create(Join(dirs[a % dirs.size()], "f" + std::to_string(b % 4)));
+      case 2:
+        return MakeDir(Join(dirs[a % dirs.size()], "d" + std::to_string(b % 3)));
+      case 3:
+      case 4:
+        if (open_.empty()) return;
+        return Write(open_[a % open_.size()], b, std::string(len, static_cast<char>('A' + b % 26)));
+      case 5:
+        if (open_.empty()) return;
+        return Truncate(open_[a % open_.size()], b + len);
+      case 6:
+      case 7:
+        if (entries.empty()) return;
+        return Rename(entries[a % entries.size()],
+                      Join(dirs[b % dirs.size()], (len % 2 ? "d" : "f") + std::to_string(len % 4)));
+      case 8:
+        if (files.empty()) return;
+        return RemoveEntry(FsOpKind::kUnlink, files[a % files.size()]);
+      case 9:
+        if (dirs.size() < 2) return;
+        return RemoveEntry(FsOpKind::kRmdir, dirs[1 + a % (dirs.size() - 1)]);
+      case 10:
+        return SyncDirectory(dirs[a % dirs.size()]);
+      case 11:
+        if (open_.empty()) return;
+        return SyncFile(open_[a % open_.size()], b % 2 ? FsOpKind::kFdatasync : FsOpKind::kFsync);
+      default:
+        if (b % 4 != 0 || files.empty()) return SyncAll();
+        return Link(files[a % files.size()],
+                    Join(dirs[b % dirs.size()], "f" + std::to_string(len % 4)));
+    }
+  }
+
+  std::string Script() const {
+    std::string out;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      out += "  op " + std::to_string(i + 1) + ": " + DescribeFsOp(ops_[i]) + "\n";
+    }
+    return out;
+  }
+
+ private:
+  struct OpenFile {
+    int fd;
+    FileId id;
+    std::string path;  // where it was created
+  };
+
+  static std::string Join(const std::string& dir, const std::string& name) {
+    return dir.empty() ? name : dir + "/" + name;
+  }
+  static std::string ParentOf(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? "" : path.substr(0, slash);
+  }
+  static std::string BaseOf(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+  std::string Full(const std::string& path) const {
+    return path.empty() ? root_ : root_ + "/" + path;
+  }
+  FileId IdAt(const std::string& path) const {
+    struct stat st {};
+    if (lstat(Full(path).c_str(), &st) != 0) return FileId();
+    return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  }
+  void List(const std::string& dir, std::vector<std::string>* dirs,
+            std::vector<std::string>* files) const {
+    std::vector<std::string> names;
+    if (!Env::Posix()->GetChildren(Full(dir), &names).ok()) return;
+    for (const std::string& name : names) {
+      const std::string path = Join(dir, name);
+      struct stat st {};
+      lstat(Full(path).c_str(), &st);
+      if (S_ISDIR(st.st_mode)) {
+        dirs->push_back(path);
+        List(path, dirs, files);
+      } else {
+        files->push_back(path);
+      }
+    }
+  }
+  FileTree ReadBack() const {
+    FileTree tree;
+    std::vector<std::string> dirs, files;
+    List("", &dirs, &files);
+    for (const std::string& f : files) {
+      (void)ReadFileToString(Env::Posix(), Full(f), 1 << 20, &tree[f]);
+    }
+    for (const std::string& d : dirs) {  // an empty directory: nothing below it
+      bool has_child = false;
+      for (const auto& [path, content] : tree) has_child |= path.rfind(d + "/", 0) == 0;
+      for (const std::string& other : dirs) has_child |= other.rfind(d + "/", 0) == 0;
+      if (!has_child) tree[d + "/"] = "";
+    }
+    return tree;
+  }
+  void Record(FsOp op, int rc) {
+    op.seq = ops_.size();
+    op.pid = 1;
+    op.err = rc < 0 ? errno : 0;
+    ops_.push_back(op);
+    after_.push_back(ReadBack());
+  }
+  FsOp EntryOp(FsOpKind kind, const std::string& path) const {
+    FsOp op;
+    op.kind = kind;
+    op.dir = IdAt(ParentOf(path));
+    op.name = BaseOf(path);
+    op.path = path;
+    return op;
+  }
+  void Create(const std::string& path) {
+    FsOp op = EntryOp(FsOpKind::kCreate, path);
+    const int fd = open(Full(path).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    op.file = IdAt(path);
+    if (fd >= 0) open_.push_back(OpenFile{fd, op.file, path});
+    Record(op, fd);
+  }
+  void MakeDir(const std::string& path) {
+    FsOp op = EntryOp(FsOpKind::kMkdir, path);
+    const int rc = mkdir(Full(path).c_str(), 0700);
+    op.file = IdAt(path);
+    Record(op, rc);
+  }
+  void Write(const OpenFile& f, uint64_t offset, const std::string& data) {
+    FsOp op;
+    op.kind = FsOpKind::kWrite;
+    op.file = f.id;
+    op.path = f.path;
+    op.offset = offset;
+    op.data = data;
+    Record(op, pwrite(f.fd, data.data(), data.size(), offset) == static_cast<ssize_t>(data.size())
+                   ? 0
+                   : -1);
+  }
+  void Truncate(const OpenFile& f, uint64_t length) {
+    FsOp op;
+    op.kind = FsOpKind::kTruncate;
+    op.file = f.id;
+    op.path = f.path;
+    op.length = length;
+    Record(op, ftruncate(f.fd, length));
+  }
+  void Rename(const std::string& from, const std::string& to) {
+    FsOp op = EntryOp(FsOpKind::kRename, from);
+    op.file = IdAt(from);
+    op.dir2 = IdAt(ParentOf(to));
+    op.name2 = BaseOf(to);
+    op.path2 = to;
+    op.replaced = IdAt(to);
+    Record(op, rename(Full(from).c_str(), Full(to).c_str()));
+  }
+  void Link(const std::string& from, const std::string& to) {
+    FsOp op;
+    op.kind = FsOpKind::kLink;
+    op.file = IdAt(from);
+    op.path = from;
+    op.dir2 = IdAt(ParentOf(to));
+    op.name2 = BaseOf(to);
+    op.path2 = to;
+    Record(op, link(Full(from).c_str(), Full(to).c_str()));
+  }
+  void RemoveEntry(FsOpKind kind, const std::string& path) {
+    FsOp op = EntryOp(kind, path);
+    op.file = IdAt(path);
+    Record(op, kind == FsOpKind::kRmdir ? rmdir(Full(path).c_str()) : unlink(Full(path).c_str()));
+  }
+  void SyncDirectory(const std::string& dir) {
+    FsOp op;
+    op.kind = FsOpKind::kFsync;
+    op.file = IdAt(dir);
+    op.path = dir;
+    const int fd = open(Full(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int rc = fd < 0 ? -1 : fsync(fd);
+    if (fd >= 0) close(fd);
+    Record(op, rc);
+  }
+  void SyncFile(const OpenFile& f, FsOpKind kind) {
+    FsOp op;
+    op.kind = kind;
+    op.file = f.id;
+    op.path = f.path;
+    Record(op, kind == FsOpKind::kFsync ? fsync(f.fd) : fdatasync(f.fd));
+  }
+  void SyncAll() {
+    FsOp op;
+    op.kind = FsOpKind::kSyncAll;
+    const int fd = open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int rc = fd < 0 ? -1 : syncfs(fd);
+    if (fd >= 0) close(fd);
+    Record(op, rc);
+  }
+
+  const std::string root_;
+  std::vector<OpenFile> open_;
+  std::vector<FsOp> ops_;
+  std::vector<FileTree> after_;
+};
+
+// The durability rule, written again from crash/persistence_model.h: whether op i was made
+// durable by an op that completed before op k. An inode number created again ends its old file.
+bool DurableByReference(const std::vector<FsOp>& ops, size_t i, size_t k) {
+  const FsOp& op = ops[i];
+  const bool data = op.kind == FsOpKind::kWrite || op.kind == FsOpKind::kTruncate;
+  FileId first = data ? op.file : op.kind == FsOpKind::kLink ? op.dir2 : op.dir;
+  bool need_second = op.kind == FsOpKind::kRename;
+  bool first_done = false, second_done = false, first_alive = true, second_alive = true;
+  for (size_t j = i + 1; j < k; ++j) {
+    const FsOp& o = ops[j];
+    if (o.err != 0) continue;
+    if (o.kind == FsOpKind::kSyncAll) return true;
+    if (o.kind == FsOpKind::kCreate || o.kind == FsOpKind::kMkdir) {
+      first_alive &= o.file != first;
+      second_alive &= o.file != op.dir2;
+    }
+    const bool syncs = o.kind == FsOpKind::kFsync || (data && o.kind == FsOpKind::kFdatasync);
+    if (syncs && first_alive && o.file == first) first_done = true;
+    if (syncs && second_alive && need_second && o.file == op.dir2) second_done = true;
+    if (first_done && (!need_second || second_done)) return true;
+  }
+  return false;
+}
+
+class OracleDirectory {
+ public:
+  OracleDirectory() {
+    const std::string base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    std::string tmpl = base + "/ckptspec-crash-oracle-XXXXXX";
+    if (mkdtemp(&tmpl[0]) != nullptr) path_ = tmpl;
+  }
+  ~OracleDirectory() {
+    if (!path_.empty()) (void)Env::Posix()->RemoveTree(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Records a random script in a fresh directory (that holds a file and a directory already).
+void RecordRandomScript(const OracleDirectory& dir, InitialTree* initial,
+                        std::unique_ptr<RealDirectoryRecorder>* recorder) {
+  RC_ASSERT(!dir.path().empty());
+  RC_ASSERT(mkdir((dir.path() + "/d0").c_str(), 0700) == 0);
+  RC_ASSERT(WriteFileSynced(Env::Posix(), dir.path() + "/f0", "initial").ok());
+  RC_ASSERT(SnapshotDirectory(dir.path(), 1 << 20, initial).ok());
+  *recorder = std::make_unique<RealDirectoryRecorder>(dir.path());
+  const auto choices = *rc::gen::container<std::vector<int>>(rc::gen::inRange(0, 13312 * 32));
+  for (int choice : choices) (*recorder)->Step(choice);
+  RC_LOG() << "recorded script:\n" << (*recorder)->Script();
+}
+
+RC_GTEST_PROP(CrashStatesOracle, OrderedStatesAreTheRealDirectoryAfterEachOp, ()) {
+  OracleDirectory dir;
+  InitialTree initial;
+  std::unique_ptr<RealDirectoryRecorder> rec;
+  RecordRandomScript(dir, &initial, &rec);
+  for (size_t k = 0; k <= rec->ops().size(); ++k) {
+    CrashPoint point;
+    point.after_ops = k;
+    FileTree tree;
+    const Status st = BuildCrashState(initial, rec->ops(), point, &tree);
+    RC_LOG() << "after " << k << " ops: " << st.ToString() << "\n";
+    RC_ASSERT(st.ok());
+    RC_ASSERT(tree == rec->after()[k]);
+    // With nothing lost, a weak state is the ordered one.
+    point.model = PersistenceModel::kPosixWeak;
+    RC_ASSERT(BuildCrashState(initial, rec->ops(), point, &tree).ok());
+    RC_ASSERT(tree == rec->after()[k]);
+  }
+}
+
+RC_GTEST_PROP(CrashStatesOracle, WeakStatesKeepEveryDurableOpAndAreDistinct, ()) {
+  OracleDirectory dir;
+  InitialTree initial;
+  std::unique_ptr<RealDirectoryRecorder> rec;
+  RecordRandomScript(dir, &initial, &rec);
+  const std::vector<FsOp>& ops = rec->ops();
+  CrashStates states;
+  CrashStateOptions options;
+  options.seed = *rc::gen::arbitrary<uint64_t>();
+  options.max_states = 1 << 20;
+  const Status st = EnumerateCrashStates(initial, ops, options, &states);
+  RC_LOG() << st.ToString() << "\n";
+  RC_ASSERT(st.ok());
+  std::set<FileTree> trees;
+  for (const CrashPoint& point : states.distinct) {
+    RC_LOG() << "state: " << point.Describe(ops) << "\n";
+    for (size_t i : point.lost) RC_ASSERT(!DurableByReference(ops, i, point.after_ops));
+    if (point.torn) RC_ASSERT(!DurableByReference(ops, *point.torn, point.after_ops));
+    FileTree tree;
+    RC_ASSERT(BuildCrashState(initial, ops, point, &tree).ok());
+    RC_ASSERT(trees.insert(tree).second);
+  }
+  // Losing a durable op is refused.
+  for (size_t k = 0; k <= ops.size(); ++k) {
+    for (size_t i = 0; i < k; ++i) {
+      const bool changes = ops[i].err == 0 && ops[i].kind != FsOpKind::kFsync &&
+                           ops[i].kind != FsOpKind::kFdatasync && ops[i].kind != FsOpKind::kSyncAll;
+      if (!changes || !DurableByReference(ops, i, k)) continue;
+      FileTree tree;
+      CrashPoint point = WeakPoint(k, {i});
+      RC_LOG() << "refused? " << point.Describe(ops) << "\n";
+      RC_ASSERT(BuildCrashState(initial, ops, point, &tree).code() ==
+                Status::Code::kInvalidArgument);
+    }
+  }
 }
 
 class MaterializeTreeTest : public ::testing::Test {

@@ -331,7 +331,10 @@ void OpReplay::ReplayEntries(size_t k, const LostFlags& lost, Dirs* dirs) const 
       case FsOpKind::kLink:
         attach(r.dir2, op.name2, r.file);
         break;
-      case FsOpKind::kRename:
+      case FsOpKind::kRename: {
+        // POSIX: a rename onto a name of the same inode does nothing.
+        auto dest = dirs->children[r.dir2].find(op.name2);
+        if (dest != dirs->children[r.dir2].end() && dest->second == r.file) break;
         if (nodes_[r.file].is_dir) {
           detach_dir(r.file);
         } else {
@@ -339,6 +342,7 @@ void OpReplay::ReplayEntries(size_t k, const LostFlags& lost, Dirs* dirs) const 
         }
         attach(r.dir2, op.name2, r.file);
         break;
+      }
       case FsOpKind::kUnlink:
       case FsOpKind::kRmdir:
         remove(r.dir, op.name, r.file);

@@ -21,7 +21,8 @@
 //  - Entry operations apply as their outcome: create, mkdir and link make the name name the
 //    inode; unlink and rmdir remove the name only if it still names the inode; rename removes the
 //    source name if it still names the inode (a directory leaves wherever it was: a directory has
-//    one name) and makes the destination name it. A directory whose entry did not persist, and
+//    one name) and makes the destination name it; a rename onto a name that already names the
+//    inode does nothing (POSIX: two links of one file). A directory whose entry did not persist, and
 //    everything in it, is unreachable and absent from the tree.
 //  - Trees are as crash/crash_states.h's FileTree: relative path -> bytes, an empty directory as
 //    "dir/" -> "". Hard links appear under each name. A directory cycle (only possible when a
