@@ -1129,7 +1129,7 @@ static int do_rename(enum RenameCall call, int olddirfd, const char* oldpath, in
     __atomic_fetch_add(&g_control->unseen_events, 1, __ATOMIC_ACQ_REL);
     emit(s, seq, &r);
   }
-  if (result == 0 && to_in) inode_note(s, r.ids[0], r.ids[1], relative_to_root(s, to));
+  if (result == 0) inode_note(s, r.ids[0], r.ids[1], to_in ? relative_to_root(s, to) : NULL);
   end();
   errno = saved;
   return result;

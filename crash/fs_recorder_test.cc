@@ -311,6 +311,43 @@ TEST(FsRecorderTest, RenameOverAnExistingNameRecordsWhatItReplaced) {
   EXPECT_EQ(ops[2].file, ops[0].file);
 }
 
+TEST(FsRecorderTest, AFileThatLeftTheRootIsNoLongerRecorded) {
+  Scratch scratch;
+  ASSERT_TRUE(scratch.status.ok()) << scratch.status.ToString();
+  ASSERT_TRUE(scratch.Start().ok());
+  const std::string o = scratch.outside;
+  // Its only name is outside once linked there and unlinked here; then a rename moves another
+  // file out.
+  ChildRun run = scratch.Exercise({"open",
+                                   "a",
+                                   scratch.In("f"),
+                                   "cw",
+                                   "link",
+                                   scratch.In("f"),
+                                   o + "/f",
+                                   "unlink",
+                                   scratch.In("f"),
+                                   "open",
+                                   "b",
+                                   o + "/f",
+                                   "w",
+                                   "write",
+                                   "b",
+                                   "x",
+                                   "open",
+                                   "c",
+                                   scratch.In("g"),
+                                   "cw",
+                                   "rename",
+                                   scratch.In("g"),
+                                   o + "/g",
+                                   "write",
+                                   "c",
+                                   "y"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(Describe(Recording(scratch)), "0 create f\n1 unlink f\n2 create g\n3 unlink g\n");
+}
+
 TEST(FsRecorderTest, AppendsRecordTheFileSizeAsTheirOffset) {
   Scratch scratch;
   ASSERT_TRUE(scratch.status.ok()) << scratch.status.ToString();
@@ -516,7 +553,8 @@ TEST(FsRecorderTest, ACorruptedOrTruncatedLogIsANamedError) {
 }
 
 // A checkpointer's moves in Python: makedirs, write + flush + fsync, os.replace, a directory's
-// fsync, a thread and a spawned child writing, unlink and rmtree; and a fault seen as OSError.
+// fsync, a thread, a forked child (writing to its parent's descriptor) and a spawned child
+// writing, unlink and rmtree; and a fault seen as OSError.
 constexpr char kPythonScript[] = R"(
 import multiprocessing, os, shutil, sys, threading
 
@@ -550,6 +588,14 @@ if __name__ == "__main__":
     t = threading.Thread(target=write_file, args=(os.path.join(root, "thread.bin"),))
     t.start()
     t.join()
+    fd = os.open(os.path.join(root, "forked.bin"), os.O_WRONLY | os.O_CREAT)
+    forked = os.fork()
+    if forked == 0:
+        os.write(fd, b"forked")
+        os._exit(0)
+    os.waitpid(forked, 0)
+    os.close(fd)
+    print("forked", forked)
     child = multiprocessing.get_context("spawn").Process(
         target=write_file, args=(os.path.join(root, "spawned.bin"),))
     child.start()
@@ -577,8 +623,11 @@ TEST(FsRecorderTest, RecordsWhatAPythonCheckpointerDoesAcrossThreadsAndSpawnedCh
   ASSERT_TRUE(scratch.Start().ok());
   ChildRun run = RunPythonCheckpointer(scratch, "save");
   ASSERT_EQ(run.exit_code, 0) << run.out;
-  int child_pid = 0, child_exit = -1;
-  ASSERT_EQ(std::sscanf(run.out.c_str(), "child %d %d", &child_pid, &child_exit), 2) << run.out;
+  int forked_pid = 0, child_pid = 0, child_exit = -1;
+  ASSERT_EQ(
+      std::sscanf(run.out.c_str(), "forked %d\nchild %d %d", &forked_pid, &child_pid, &child_exit),
+      3)
+      << run.out;
   ASSERT_EQ(child_exit, 0);
   std::vector<FsOp> ops = Recording(scratch);
   std::string expected =
@@ -592,23 +641,29 @@ TEST(FsRecorderTest, RecordsWhatAPythonCheckpointerDoesAcrossThreadsAndSpawnedCh
       "7 create thread.bin\n"
       "8 write thread.bin @0 'child'\n"
       "9 fsync thread.bin\n"
-      "10 create spawned.bin\n"
-      "11 write spawned.bin @0 'child'\n"
-      "12 fsync spawned.bin\n"
-      "13 unlink thread.bin\n"
-      "14 unlink ckpt/step1/shard.bin\n"
-      "15 rmdir ckpt/step1\n"
-      "16 rmdir ckpt\n";
+      "10 create forked.bin\n"
+      "11 write forked.bin @0 'forked'\n"
+      "12 create spawned.bin\n"
+      "13 write spawned.bin @0 'child'\n"
+      "14 fsync spawned.bin\n"
+      "15 unlink thread.bin\n"
+      "16 unlink ckpt/step1/shard.bin\n"
+      "17 rmdir ckpt/step1\n"
+      "18 rmdir ckpt\n";
   ASSERT_EQ(Describe(ops), expected);
   for (const FsOp& op : ops) {
-    EXPECT_EQ(op.pid, op.seq >= 10 && op.seq <= 12 ? child_pid : run.pid) << op.seq;
+    const int32_t pid = op.seq == 11                   ? forked_pid
+                        : op.seq >= 12 && op.seq <= 14 ? child_pid
+                                                       : run.pid;
+    EXPECT_EQ(op.pid, pid) << op.seq;
   }
   EXPECT_EQ(ops[4].file, ops[2].file);
   EXPECT_EQ(ops[5].file, ops[2].file);
   EXPECT_EQ(ops[6].file, ops[1].file);
-  EXPECT_EQ(ops[14].file, ops[2].file);
-  EXPECT_EQ(ops[15].file, ops[1].file);
-  EXPECT_EQ(ops[16].file, ops[0].file);
+  EXPECT_EQ(ops[11].file, ops[10].file);
+  EXPECT_EQ(ops[16].file, ops[2].file);
+  EXPECT_EQ(ops[17].file, ops[1].file);
+  EXPECT_EQ(ops[18].file, ops[0].file);
 }
 
 TEST(FsRecorderTest, APythonCheckpointerSeesInjectedFaultsAsOSError) {
