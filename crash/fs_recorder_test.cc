@@ -374,7 +374,8 @@ TEST(FsRecorderTest, NothingIsRecordedWhenPassiveOrStopped) {
   ChildRun passive =
       RunChild(argv, {scratch.recorder->ChildEnvironment()[0]}, scratch.base() + "/stdout");
   ASSERT_EQ(passive.exit_code, 0) << passive.out;
-  EXPECT_EQ(passive.out, "open 3 0\nwrite 1 0\n");
+  EXPECT_EQ(passive.out.find("open -1"), std::string::npos) << passive.out;
+  EXPECT_NE(passive.out.find("\nwrite 1 0\n"), std::string::npos) << passive.out;
   ASSERT_TRUE(scratch.recorder->Stop().ok());
   ASSERT_EQ(scratch.Exercise(ops).exit_code, 0);
   EXPECT_EQ(scratch.recorder->operations_so_far(), 0u);
