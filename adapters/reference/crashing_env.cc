@@ -13,7 +13,7 @@ Status CrashingEnv::NewWritableFile(const std::string& path, std::unique_ptr<Wri
     std::fflush(stderr);
     kill(getpid(), SIGKILL);
   }
-  return base_->NewWritableFile(path, out);
+  return base()->NewWritableFile(path, out);
 }
 
 }  // namespace ckptspec

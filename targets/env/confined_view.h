@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "targets/env/env.h"
+#include "targets/env/env_wrapper.h"
 
 namespace ckptspec {
 
@@ -42,28 +43,23 @@ Status LinkRefused(const std::string& path, bool leaves_root);
 Status NotRegularFile(const std::string& path, unsigned mode);
 
 // The parts every view shares: the underlying Env, the root, and writes passed through.
-class ConfinedView : public Env {
+class ConfinedView : public EnvWrapper {
  public:
-  ConfinedView(Env* base, std::string root) : base_(base), root_(std::move(root)) {}
+  ConfinedView(Env* base, std::string root) : EnvWrapper(base), root_(std::move(root)) {}
 
-  Status NewWritableFile(const std::string& path, std::unique_ptr<WritableFile>* out) override {
-    return base_->NewWritableFile(path, out);
-  }
-  Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
-  Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
-  Status RemoveDir(const std::string& dir) override { return base_->RemoveDir(dir); }
-  Status RenameFile(const std::string& src, const std::string& dst) override {
-    return base_->RenameFile(src, dst);
-  }
-  Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
-  Status RemoveTree(const std::string& path) override { return base_->RemoveTree(path); }
+  // Every read is confined: a view must implement each of them (none reaches the base as it is).
+  Status NewRandomAccessFile(const std::string& path,
+                             std::unique_ptr<RandomAccessFile>* out) override = 0;
+  Status GetFileSize(const std::string& path, uint64_t* size) override = 0;
+  Status GetFileStoredSize(const std::string& path, uint64_t* size) override = 0;
+  Status FileExists(const std::string& path) override = 0;
+  Status IsDirectory(const std::string& path, bool* is_dir) override = 0;
+  Status GetChildren(const std::string& dir, std::vector<std::string>* names) override = 0;
 
  protected:
-  Env* base() const { return base_; }
   const std::string& root() const { return root_; }
 
  private:
-  Env* base_;
   std::string root_;
 };
 

@@ -38,12 +38,9 @@ Status RanksErrors(const std::vector<json>& replies) {
   return combined;
 }
 
-GroupSlot::GroupSlot(std::string command, double timeout_s, std::shared_ptr<RankGroupPool> pool,
+GroupSlot::GroupSlot(RankGroupOptions group, std::shared_ptr<RankGroupPool> pool,
                      CaseEvents* events)
-    : command_(std::move(command)),
-      timeout_s_(timeout_s),
-      pool_(std::move(pool)),
-      events_(events) {}
+    : group_options_(std::move(group)), pool_(std::move(pool)), events_(events) {}
 
 GroupSlot::~GroupSlot() {
   const Status released = Release();
@@ -84,7 +81,9 @@ Status GroupSlot::Ensure(int world_size) {
   if (pool_) {
     started = pool_->Acquire(world_size, &group_, &started_pids_);
   } else {
-    group_ = std::make_unique<RankGroup>(RankGroupOptions{command_, world_size, timeout_s_}, &ids_);
+    RankGroupOptions options = group_options_;
+    options.world_size = world_size;
+    group_ = std::make_unique<RankGroup>(std::move(options), &ids_);
     HelloReply hello;
     started = group_->Start(&hello);
     for (pid_t pid : group_->pids()) started_pids_.push_back(pid);

@@ -38,9 +38,9 @@ Status RanksErrors(const std::vector<nlohmann::json>& replies);
 
 class GroupSlot {
  public:
-  // `pool` null: a group per Ensure, shut down at Release. `events` not owned, may be null.
-  GroupSlot(std::string command, double timeout_s, std::shared_ptr<RankGroupPool> pool,
-            CaseEvents* events);
+  // `pool` null: a group per Ensure (`group`, of the world size Ensure asks for), shut down at
+  // Release. `events` not owned, may be null.
+  GroupSlot(RankGroupOptions group, std::shared_ptr<RankGroupPool> pool, CaseEvents* events);
   ~GroupSlot();
   GroupSlot(const GroupSlot&) = delete;
   GroupSlot& operator=(const GroupSlot&) = delete;
@@ -62,8 +62,7 @@ class GroupSlot {
   const std::vector<pid_t>& started_pids() const { return started_pids_; }
 
  private:
-  std::string command_;
-  double timeout_s_;
+  RankGroupOptions group_options_;  // world size set by Ensure
   std::shared_ptr<RankGroupPool> pool_;
   CaseEvents* events_;
   RequestIds ids_;  // without a pool

@@ -79,7 +79,8 @@ uint64_t ExpectedBytes(const TensorSpec& spec) {
 ProcessEngine::ProcessEngine(ProcessEngineOptions options)
     : options_(std::move(options)),
       capabilities_(options_.capabilities),
-      slot_(options_.command, options_.timeout_s, options_.pool, options_.events) {}
+      slot_(RankGroupOptions{options_.command, 0, options_.timeout_s, options_.extra_env},
+            options_.pool, options_.events) {}
 
 ProcessEngine::~ProcessEngine() = default;  // the slot gives the group back (group_slot.h)
 

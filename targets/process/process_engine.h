@@ -52,6 +52,7 @@ struct ProcessEngineOptions {
   Capabilities capabilities;            // what capabilities() answers until a group has said hello
   CaseEvents* events = nullptr;         // not owned; outlives the engine when set
   std::shared_ptr<RankGroupPool> pool;  // null: a group per engine, shut down at the end
+  std::vector<std::string> extra_env;   // added to every rank's environment (no pool: the pool's)
 };
 
 class ProcessEngine : public Engine {

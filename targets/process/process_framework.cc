@@ -11,7 +11,8 @@ using nlohmann::json;
 
 ProcessFramework::ProcessFramework(ProcessFrameworkOptions options)
     : options_(std::move(options)),
-      slot_(options_.command, options_.timeout_s, options_.pool, options_.events) {}
+      slot_(RankGroupOptions{options_.command, 0, options_.timeout_s, {}}, options_.pool,
+            options_.events) {}
 
 Status ProcessFramework::NeedsJob(const char* op) const {
   if (!built_ || !slot_.alive()) {

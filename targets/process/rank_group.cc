@@ -123,12 +123,13 @@ Status RankGroup::Start(HelloReply* hello) {
   replies_.assign(n, ReplyLines(kMaxLineBytes));
   for (int r = 0; r < n; ++r) {
     ranks_.push_back(std::make_unique<Subprocess>());
-    const std::vector<std::string> env = {"RANK=" + std::to_string(r),
-                                          "WORLD_SIZE=" + std::to_string(n),
-                                          "LOCAL_RANK=" + std::to_string(r),
-                                          "MASTER_ADDR=127.0.0.1",
-                                          "MASTER_PORT=" + std::to_string(port_),
-                                          "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
+    std::vector<std::string> env = {"RANK=" + std::to_string(r),
+                                    "WORLD_SIZE=" + std::to_string(n),
+                                    "LOCAL_RANK=" + std::to_string(r),
+                                    "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + std::to_string(port_),
+                                    "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
+    env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
     const Status s = ranks_.back()->Start(options_.command, env);
     if (!s.ok()) return Fault(r, AdapterFault::kStartFailed, s.message());
   }

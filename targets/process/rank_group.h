@@ -41,6 +41,9 @@ struct RankGroupOptions {
   std::string command;  // run by /bin/sh -c
   int world_size = 1;
   double timeout_s = 60;  // deadline of each request, hello included
+  // Added to every rank's environment ("NAME=value"), after the group's own: e.g. the storage
+  // recorder's LD_PRELOAD (crash/fs_recorder.h).
+  std::vector<std::string> extra_env = {};
 };
 
 // Where the ids of requests come from: one counter shared by every group of a harness, so ids
