@@ -141,7 +141,7 @@ class AdapterRunTest : public ::testing::Test {
     *pid = StartCkptspec({"run", "--adapter", kHangingAdapter, "--properties", "P2"}, "/dev/null",
                          STDERR_FILENO, env_);
     for (int i = 0; i < 1000; ++i) {
-      if (TempDirs().size() >= 2 && ProcessesMarkedWith(mark()).size() >= 4) {
+      if (TempDirs().size() >= 3 && ProcessesMarkedWith(mark()).size() >= 4) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         return true;
       }
@@ -165,7 +165,8 @@ TEST_F(AdapterRunTest, KilledOutrightLeavesNoProcessAndTheNextRunReclaimsItsDire
   ASSERT_EQ(waitpid(ckptspec, nullptr, 0), ckptspec);
   const std::vector<pid_t> left = WaitForMarkedToEnd(mark(), 5);
   EXPECT_TRUE(left.empty()) << left.size() << " processes outlived ckptspec by 5 s";
-  ASSERT_EQ(TempDirs().size(), 2u) << "the killed run's directories";
+  // The checkpoint and scratch directories of the target, and the storage recorder's.
+  ASSERT_EQ(TempDirs().size(), 3u) << "the killed run's directories";
   // The next run with an adapter reclaims them first, before its adapter (here, one that
   // cannot start) is even probed.
   const Exit next = RunCkptspec({"run", "--adapter", "exit 3"}, "/dev/null", env_);

@@ -36,6 +36,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_flag("--adapter-fresh-processes", o->adapter_fresh_processes,
                 "start an adapter's rank processes for every engine, even when it declares reset "
                 "(slower; rules out state its reset fails to forget)");
+  cmd->add_flag("--adapter-no-recorder", o->adapter_no_recorder,
+                "run an adapter's ranks without the storage recorder (an LD_PRELOAD interposer, "
+                "docs/ADAPTERS.md); P13, P14 and P16 are then n/a");
   cmd->add_option(
       "--expectations", o->expectations,
       "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
@@ -203,6 +206,7 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     adapter.command = command;
     adapter.timeout_s = o.adapter_timeout_s;
     adapter.fresh_processes = o.adapter_fresh_processes;
+    adapter.record_storage = !o.adapter_no_recorder;
     TargetFactory factory;
     s = AdapterTargetFactory(adapter, &factory);
     if (!s.ok()) {

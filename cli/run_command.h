@@ -34,6 +34,7 @@ struct RunOptions {
   std::vector<std::string> adapters;
   double adapter_timeout_s = 60;         // per request to an adapter
   bool adapter_fresh_processes = false;  // no live groups (docs/PROTOCOL.md, revision 2)
+  bool adapter_no_recorder = false;      // no storage recorder: P13, P14, P16 n/a
   // A per-target expectations file (properties/expectations.h) every target is judged by, but
   // mutants and the plugins' targets that list their own.
   std::string expectations;

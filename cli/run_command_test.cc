@@ -264,7 +264,7 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
                         << properties << "}";
     RunOptions o;
     o.adapters = {CKPTSPEC_REFERENCE_ADAPTER};
-    o.properties = "P2,P13";
+    o.properties = "P2,P17";
     o.budget = "3";
     o.quiet = true;
     o.expectations = file;
@@ -274,7 +274,7 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
     return code;
   };
   std::string text;
-  EXPECT_EQ(run_with(R"({"P13": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
+  EXPECT_EQ(run_with(R"({"P17": {"expect": "n/a", "reason": "real disk"}})", &text), 0) << text;
   EXPECT_NE(text.find("adapter:ckptspec-reference  as expected  .   -\n"), std::string::npos)
       << text;
   EXPECT_EQ(run_with(R"({"P2": {"expect": "fail", "reason": "a known bug"}})", &text), 1) << text;
@@ -284,7 +284,7 @@ TEST(RunCommand, AdaptersAreJudgedByTheirExpectations) {
       text.find("UNEXPECTED pass: adapter:ckptspec-reference P2, expected fail (a known bug)"),
       std::string::npos)
       << text;
-  EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec-reference P13, expected pass"),
+  EXPECT_NE(text.find("UNEXPECTED n/a: adapter:ckptspec-reference P17, expected pass"),
             std::string::npos)
       << text;
   EXPECT_EQ(run_with(R"({"P22": {"expect": "pass"}})", &text), 2) << text;

@@ -149,12 +149,21 @@ Status EnumerateCrashStates(const InitialTree& initial, const std::vector<FsOp>&
   CKPTSPEC_RETURN_IF_ERROR(OpReplay::Build(initial, ops, &replay));
   CrashStateCollector collector(ops, &replay, options.max_states, out);
   const size_t n = ops.size();
+  std::vector<size_t> points;
+  if (options.only_after_ops.empty()) {
+    for (size_t k = 0; k <= n; ++k) points.push_back(k);
+  } else {
+    for (uint64_t k :
+         std::set<uint64_t>(options.only_after_ops.begin(), options.only_after_ops.end())) {
+      if (k <= n) points.push_back(static_cast<size_t>(k));
+    }
+  }
   const OpReplay::LostFlags nothing_lost(n, 0);
-  for (size_t k = 0; k <= n; ++k) {
+  for (size_t k : points) {
     CKPTSPEC_RETURN_IF_ERROR(collector.Consider(PersistenceModel::kOrdered, k, nothing_lost, n, 0));
   }
   std::mt19937_64 rng(options.seed);
-  for (size_t k = 0; k <= n; ++k) {
+  for (size_t k : points) {
     CKPTSPEC_RETURN_IF_ERROR(ConsiderWeakPoint(ops, k, options, &replay, &rng, &collector, out));
   }
   return Status::OK();

@@ -67,6 +67,10 @@ struct CrashStateOptions {
   size_t max_variants_per_point = 8;  // random weak subsets per crash point
   uint64_t seed = 0;
   uint64_t max_states = 4096;  // more distinct states is an error
+  // Not empty: only these crash points (after_ops values; those past the recording are ignored)
+  // are enumerated, for a caller that draws the points first. A save that makes no fsync has on
+  // the order of n^2 weak candidates in all, n of them at each point.
+  std::vector<uint64_t> only_after_ops;
 };
 
 struct CrashStates {

@@ -59,7 +59,12 @@ class Recording {
   }
   void Fsync(const std::string& path) { Add(On(FsOpKind::kFsync, path)); }
   void Fdatasync(const std::string& path) { Add(On(FsOpKind::kFdatasync, path)); }
-  void Sync() { Add(FsOp{0, 1, FsOpKind::kSyncAll}); }
+  void Sync() {
+    FsOp op;
+    op.pid = 1;
+    op.kind = FsOpKind::kSyncAll;
+    Add(op);
+  }
   void Rename(const std::string& from, const std::string& to) {
     FsOp op = On(FsOpKind::kRename, from);
     op.dir = ids_.at(Parent(from));
@@ -203,7 +208,9 @@ TEST(CrashStates, RenameBeforeFsyncGivesAnEmptyFileUnderTheNewName) {
   bool empty_weak = false;
   for (const BuiltState& s : AllStates(rec)) {
     const bool empty = s.tree.count("meta") && s.tree.at("meta").empty();
-    if (s.point.model == PersistenceModel::kOrdered) EXPECT_FALSE(empty) << Show(s, rec);
+    if (s.point.model == PersistenceModel::kOrdered) {
+      EXPECT_FALSE(empty) << Show(s, rec);
+    }
     if (empty) empty_weak = true;
   }
   EXPECT_TRUE(empty_weak) << "no weak state with an empty 'meta'";
@@ -482,9 +489,40 @@ TEST(CrashStates, StatesAreDistinctAndTheOrderedOnesComeFirst) {
   for (const BuiltState& s : states) {
     EXPECT_TRUE(trees.insert(s.tree).second) << "a duplicate: " << Show(s, rec);
     if (s.point.model == PersistenceModel::kPosixWeak) weak_seen = true;
-    if (weak_seen) EXPECT_EQ(s.point.model, PersistenceModel::kPosixWeak);
+    if (weak_seen) {
+      EXPECT_EQ(s.point.model, PersistenceModel::kPosixWeak);
+    }
   }
   EXPECT_TRUE(weak_seen);
+}
+
+// only_after_ops enumerates those points alone, and finds there every tree the whole enumeration
+// finds there (the whole one may have kept an equal tree at an earlier point instead).
+TEST(CrashStates, OnlyTheDrawnPointsAreEnumeratedWhenAsked) {
+  Recording rec;
+  rec.Existing("meta", "old");
+  rec.Create("meta.tmp");
+  rec.Write("meta.tmp", 0, "new content");
+  rec.Rename("meta.tmp", "meta");
+  rec.Create("data");
+  rec.Write("data", 0, "payload");
+  std::set<FileTree> everywhere;
+  for (const BuiltState& s : AllStates(rec)) everywhere.insert(s.tree);
+  CrashStateOptions only;
+  only.only_after_ops = {4, 2, 4, 99};  // repeated and past the end: ignored
+  const std::vector<BuiltState> states = AllStates(rec, only);
+  std::set<uint64_t> points;
+  for (const BuiltState& s : states) {
+    points.insert(s.point.after_ops);
+    EXPECT_TRUE(everywhere.count(s.tree)) << Show(s, rec);
+  }
+  EXPECT_EQ(points, (std::set<uint64_t>{2, 4}));
+  // At point 4 the rename may be lost under posix-weak: both the old and the new meta are there.
+  std::set<std::string> metas;
+  for (const BuiltState& s : states) {
+    if (s.point.after_ops == 4 && s.tree.count("meta")) metas.insert(s.tree.at("meta"));
+  }
+  EXPECT_TRUE(metas.count("old") && metas.count("new content"));
 }
 
 TEST(CrashStates, DescribeNamesThePointAndWhatWasLost) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "crash/fs_recorder.h"
 #include "targets/env/env.h"
 #include "targets/process/harness_registry.h"
 #include "targets/process/owned_temp_dir.h"
@@ -47,6 +48,30 @@ std::string WorkRoot() {
   if (chosen && *chosen) return chosen;
   return access("/dev/shm", W_OK | X_OK) == 0 ? std::string("/dev/shm") : CheckpointRoot();
 }
+
+// The storage recorder every rank process of one factory runs under (crash/fs_recorder.h): its
+// control file lives in a temporary directory of its own, removed with it.
+class SharedRecorder {
+ public:
+  static Status Make(std::shared_ptr<SharedRecorder>* out) {
+    std::string dir;
+    CKPTSPEC_RETURN_IF_ERROR(MakeTempDir(WorkRoot(), &dir));
+    auto shared = std::shared_ptr<SharedRecorder>(new SharedRecorder(dir));
+    CKPTSPEC_RETURN_IF_ERROR(FsRecorder::Create(dir, &shared->recorder_));
+    *out = std::move(shared);
+    return Status::OK();
+  }
+  ~SharedRecorder() {
+    recorder_.reset();
+    RemoveTempDir(dir_);
+  }
+  FsRecorder* recorder() const { return recorder_.get(); }
+
+ private:
+  explicit SharedRecorder(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+  std::unique_ptr<FsRecorder> recorder_;
+};
 
 // Whether `name` is fit to name a target in reports: 1 to 64 of [A-Za-z0-9._-].
 bool IsPlainName(const std::string& name) {
@@ -91,10 +116,14 @@ std::string TargetName(const AdapterOptions& options, const HelloReply& hello) {
 class AdapterUnderTest : public TargetUnderTest {
  public:
   // `temp_dirs` hold options.directory and options.work_dir; removed at the end.
-  // `options.pool`, when set, is shared with the factory and the other targets it made.
+  // `options.pool` and `recorder`, when set, are shared with the factory and the other targets it
+  // made.
   AdapterUnderTest(std::string name, std::vector<std::string> temp_dirs,
-                   ProcessEngineOptions options)
-      : name_(std::move(name)), temp_dirs_(std::move(temp_dirs)), options_(std::move(options)) {
+                   ProcessEngineOptions options, std::shared_ptr<SharedRecorder> recorder)
+      : name_(std::move(name)),
+        temp_dirs_(std::move(temp_dirs)),
+        options_(std::move(options)),
+        recorder_(std::move(recorder)) {
     StartProcess();
   }
   ~AdapterUnderTest() override {
@@ -103,6 +132,8 @@ class AdapterUnderTest : public TargetUnderTest {
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return nullptr; }
+  Env* storage_env() override { return Env::Posix(); }
+  FsRecorder* storage_recorder() override { return recorder_ ? recorder_->recorder() : nullptr; }
   std::string root() const override { return options_.directory; }
   void NewProcess() override {
     target_.reset();
@@ -115,6 +146,7 @@ class AdapterUnderTest : public TargetUnderTest {
   std::string name_;
   std::vector<std::string> temp_dirs_;
   ProcessEngineOptions options_;
+  std::shared_ptr<SharedRecorder> recorder_;
   std::unique_ptr<ProcessTarget> target_;
 };
 
@@ -173,10 +205,27 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   const std::string name = factory.name;
   const AdapterOptions copy = options;
   const Capabilities declared = hello.capabilities;
+  // Every rank runs under the storage recorder, passive until a property records a save.
+  std::shared_ptr<SharedRecorder> recorder;
+  std::vector<std::string> extra_env;
+  if (!options.record_storage) {
+    factory.disk_faults_missing = "the adapter runs without the storage recorder";
+  } else if (hello.framework) {
+    factory.disk_faults_missing = "a framework adapter (its storage is its own)";
+  } else {
+    const Status made = SharedRecorder::Make(&recorder);
+    if (made.ok()) {
+      extra_env = recorder->recorder()->ChildEnvironment();
+      factory.disk_faults = true;
+    } else {
+      factory.disk_faults_missing = made.ToString();
+    }
+  }
   std::shared_ptr<RankGroupPool> pool;
   if (hello.reset && !options.fresh_processes) {
-    pool = std::make_shared<RankGroupPool>(RankGroupOptions{options.command, 0, options.timeout_s},
-                                           kAdapterTargetIdleBounds);
+    pool = std::make_shared<RankGroupPool>(
+        RankGroupOptions{options.command, 0, options.timeout_s, extra_env},
+        kAdapterTargetIdleBounds);
   }
   if (hello.framework) {
     factory.framework = hello.framework;
@@ -197,8 +246,8 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     *out = std::move(factory);
     return Status::OK();
   }
-  factory.make = [name, copy, declared,
-                  pool](const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
+  factory.make = [name, copy, declared, pool, recorder, extra_env](
+                     const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
     std::string checkpoints, work;
     ProcessEngineOptions engine;
     engine.command = copy.command;
@@ -206,6 +255,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     engine.capabilities = declared;
     engine.events = target_options.events;
     engine.pool = pool;
+    engine.extra_env = extra_env;
     std::vector<std::string> made;
     // A temporary directory that cannot be made leaves its path empty: every engine call then
     // fails (ProcessEngine refuses to run without both).
@@ -217,7 +267,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
       made.push_back(work);
       engine.work_dir = work;
     }
-    return std::make_unique<AdapterUnderTest>(name, std::move(made), std::move(engine));
+    return std::make_unique<AdapterUnderTest>(name, std::move(made), std::move(engine), recorder);
   };
   *out = std::move(factory);
   return Status::OK();

@@ -30,8 +30,13 @@
 //    each one a checkpoint directory of its own under $TMPDIR (else /tmp), removed at the end;
 //    the same pool of live groups; only the properties' framework forms run on it.
 //  - The storage is the real disk, not a MemEnv: mem_env() is null and fault_injection false, so
-//    P13, P14, P16, P17 and P18 are n/a. TargetOptions (deferred async, retention) are engine
-//    settings no protocol message carries; the adapter uses its own.
+//    P17 and P18 are n/a. Unless record_storage is false (or the adapter is a framework adapter),
+//    every rank runs under the storage recorder (crash/fs_recorder.h: an LD_PRELOAD interposer,
+//    passive until a property records a save) and the targets have disk_faults: P13 builds crash
+//    states from what the ranks did, P14 injects storage faults into a save, P16 corrupts the
+//    files. When the recorder cannot be made, disk_faults is false and disk_faults_missing says
+//    why. TargetOptions (deferred async, retention) are engine settings no protocol message
+//    carries; the adapter uses its own.
 #pragma once
 
 #include <string>
@@ -48,6 +53,7 @@ struct AdapterOptions {
   std::string name;              // the target's name; empty: see the contract above
   double timeout_s = 60;         // per request
   bool fresh_processes = false;  // never reuse rank processes across engines, even with reset
+  bool record_storage = true;    // run the ranks under the storage recorder (disk_faults)
 };
 
 Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out);

@@ -23,9 +23,21 @@ std::string NeedsFaultInjection(const TargetFactory& factory) {
              : "its storage is no MemEnv (fault_injection): no faults, no copies";
 }
 
-std::string NeedsAsyncAndFaultInjection(const TargetFactory& factory) {
+// The in-memory faults, or crash states and storage faults on the real disk through the storage
+// recorder (crash/fs_recorder.h).
+std::string NeedsFaultInjectionOrDiskFaults(const TargetFactory& factory) {
+  if (factory.fault_injection || factory.disk_faults) return "";
+  std::string why = "its storage is no MemEnv (fault_injection) and no recorded disk (disk_faults)";
+  if (!factory.disk_faults_missing.empty()) why += ": " + factory.disk_faults_missing;
+  return why;
+}
+
+// On a MemEnv: async saves (isolation and async errors); on a recorded disk: storage faults of a
+// sync or async save.
+std::string NeedsAsyncAndFaultInjectionOrDiskFaults(const TargetFactory& factory) {
+  if (factory.disk_faults) return "";
   if (!factory.capabilities.async) return "no async saves (capabilities.async)";
-  return NeedsFaultInjection(factory);
+  return NeedsFaultInjectionOrDiskFaults(factory);
 }
 
 std::string NeedsDeterminismAndFaultInjection(const TargetFactory& factory) {
@@ -100,17 +112,17 @@ const std::vector<Property>& AllProperties() {
       {"P13", "crash consistency",
        "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup "
        "never removes the last complete one",
-       "B19", NeedsFaultInjection, CheckCrashConsistency},
+       "B19", NeedsFaultInjectionOrDiskFaults, CheckCrashConsistency},
       {"P14", "async isolation",
        "async isolation: what training writes into the save input's buffers after an async save "
        "starts never reaches it; the tracker records the scheduled iteration; async errors "
        "surface",
-       "B19 B28", NeedsAsyncAndFaultInjection, CheckAsyncIsolation},
+       "B19 B28", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation},
       {"P15", "strict handling", "strict handling of missing and unexpected keys per mode", "B20",
        NeedsStrictModes, CheckStrictHandling},
       {"P16", "corruption",
        "corruption gives a clear error naming the file, never wrong state, a crash or UB", "B20",
-       NeedsFaultInjection, CheckCorruption},
+       NeedsFaultInjectionOrDiskFaults, CheckCorruption},
       {"P17", "determinism",
        "determinism: same seed and layout, byte-identical files (where the target claims it)", "",
        NeedsDeterminismAndFaultInjection, CheckDeterminism},

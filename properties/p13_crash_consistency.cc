@@ -8,9 +8,12 @@
 // Catches: a tracker written before the data, a missing fsync (file or directory), retention that
 // deletes the tracker's checkpoint, leftovers of a crashed save read as a checkpoint; B19 (a crash
 // during async completion that is reported as success).
+// On a target whose storage is the real disk (TargetFactory::disk_faults) the disk form runs
+// instead: crash states of a recorded save (properties/p13_crash_states_on_disk.cc).
 #include <algorithm>
 
 #include "generators/run_gen.h"
+#include "properties/disk_forms.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
 #include "properties/storage_util.h"
@@ -38,6 +41,10 @@ int64_t CountSaveOperations(const TargetFactory& factory, const TargetOptions& o
 }  // namespace
 
 void CheckCrashConsistency(const TargetFactory& factory) {
+  if (!factory.fault_injection) {
+    CheckCrashConsistencyOnDisk(factory);
+    return;
+  }
   const RunSpec run = *gen::RunUpTo(8);
   const int64_t a = *rc::gen::inRange<int64_t>(0, 3);
   const int64_t b = a + *rc::gen::inRange<int64_t>(1, 3);

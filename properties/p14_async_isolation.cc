@@ -12,10 +12,14 @@
 // not only the tracker's); after a failure the previous checkpoint still loads.
 // Catches: B28 (host tensors aliased by the staging), B19 (async error swallowed), a tracker
 // written at scheduling time.
+// On a target whose storage is the real disk (TargetFactory::disk_faults) the disk form runs
+// instead: storage faults injected into a sync or async save
+// (properties/p14_storage_faults_on_disk.cc).
 #include <memory>
 #include <optional>
 
 #include "generators/run_gen.h"
+#include "properties/disk_forms.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
 #include "properties/storage_util.h"
@@ -96,6 +100,10 @@ void AssertSpecState(const RunSpec& run, const std::vector<TrainingState>& got, 
 }  // namespace
 
 void CheckAsyncIsolation(const TargetFactory& factory) {
+  if (!factory.fault_injection) {
+    CheckStorageFaultsOnDisk(factory);
+    return;
+  }
   const RunSpec run = *gen::RunUpTo(8);
   const int64_t a = *rc::gen::inRange<int64_t>(0, 3);
   const int64_t b = a + *rc::gen::inRange<int64_t>(1, 3);

@@ -1,5 +1,5 @@
-// P16, corruption: after a committed save, the storage is corrupted through the target's
-// MemEnv: a bit flipped in a random stored file (targets with checksums only), a random file
+// P16, corruption: after a committed save, the storage is corrupted (what a fresh process finds
+// in the target's storage Env, the in-memory one or the real disk): a bit flipped in a random stored file (targets with checksums only), a random file
 // truncated or deleted, a JSON file garbled, or the tracker (a root-level file holding the
 // iteration) made to name an iteration that does not exist. A fresh process resuming from it
 // either fails with an error that names the affected file (its base name appears in the message)
@@ -65,7 +65,8 @@ void CheckCorruption(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(SaveRun(saving->target(), run, states, a, SaveOptions()));
   CKPTSPEC_RC_ASSERT_OK(saving->target().engine().Finalize());
   StorageTree tree;
-  CKPTSPEC_RC_ASSERT_OK(ReadTree(saving->mem_env(), saving->root(), &tree));
+  CKPTSPEC_RC_ASSERT_OK(ReadTree(saving->storage_env(), saving->root(), &tree));
+  saving.reset();  // its processes go back before the restarted ones are taken
 
   std::vector<std::string> files, json_files, trackers;
   for (const auto& [path, content] : tree) {
@@ -83,12 +84,9 @@ void CheckCorruption(const TargetFactory& factory) {
   if (kind == Corruption::kGarbleJson && json_files.empty()) RC_DISCARD("no JSON file stored");
   if (kind == Corruption::kTrackerNamesMissing && trackers.empty()) RC_DISCARD("no tracker file");
 
-  // The restarted process's storage, corrupted.
-  auto restarted = factory.make(TargetOptions());
-  MemEnv* env = restarted->mem_env();
-  CKPTSPEC_RC_ASSERT_OK(WriteTree(env, restarted->root(), tree));
+  // The restarted process's storage: the tree, corrupted.
+  StorageTree corrupted = tree;
   std::string affected, what;
-  const auto full = [&](const std::string& path) { return JoinPath(restarted->root(), path); };
   switch (kind) {
     case Corruption::kNone:
       break;
@@ -97,7 +95,7 @@ void CheckCorruption(const TargetFactory& factory) {
       RC_PRE(!tree[affected].empty());
       const uint64_t offset = *rc::gen::inRange<uint64_t>(0, tree[affected].size());
       const int bit = *rc::gen::inRange(0, 8);
-      CKPTSPEC_RC_ASSERT_OK(env->CorruptStoredByte(full(affected), offset, uint8_t(1u << bit)));
+      corrupted[affected][offset] = static_cast<char>(corrupted[affected][offset] ^ (1 << bit));
       what = "bit " + std::to_string(bit) + " of byte " + std::to_string(offset);
       break;
     }
@@ -105,14 +103,14 @@ void CheckCorruption(const TargetFactory& factory) {
       affected = *rc::gen::elementOf(files);
       RC_PRE(!tree[affected].empty());
       const uint64_t size = *rc::gen::inRange<uint64_t>(0, tree[affected].size());
-      CKPTSPEC_RC_ASSERT_OK(env->TruncateStored(full(affected), size));
+      corrupted[affected].resize(size);
       what =
           "to " + std::to_string(size) + " of " + std::to_string(tree[affected].size()) + " bytes";
       break;
     }
     case Corruption::kDelete:
       affected = *rc::gen::elementOf(files);
-      CKPTSPEC_RC_ASSERT_OK(env->RemoveFile(full(affected)));
+      corrupted.erase(affected);
       break;
     case Corruption::kGarbleJson: {
       affected = *rc::gen::elementOf(json_files);
@@ -122,14 +120,14 @@ void CheckCorruption(const TargetFactory& factory) {
           *rc::gen::elementOf(std::vector<std::string>{"}", "{", "\"", ",", "]", "nul"});
       text.replace(at, 1, garbage);
       if (nlohmann::json::accept(text)) RC_DISCARD("the garbled text is still JSON");
-      CKPTSPEC_RC_ASSERT_OK(WriteFileSynced(env, full(affected), text));
+      corrupted[affected] = text;
       what = "byte " + std::to_string(at) + " replaced by '" + garbage + "'";
       break;
     }
     case Corruption::kTrackerNamesMissing: {
       affected = *rc::gen::elementOf(trackers);
       const int64_t named = a + *rc::gen::inRange<int64_t>(1, 1000);
-      CKPTSPEC_RC_ASSERT_OK(WriteFileSynced(env, full(affected), std::to_string(named)));
+      corrupted[affected] = std::to_string(named);
       what = "now names iteration " + std::to_string(named);
       break;
     }
@@ -139,6 +137,8 @@ void CheckCorruption(const TargetFactory& factory) {
            << (affected.empty() ? std::string() : " of '" + affected + "' " + what)
            << "; restart and resume\n";
   RC_TAG(CorruptionName(kind));
+  auto restarted = factory.make(TargetOptions());
+  CKPTSPEC_RC_ASSERT_OK(WriteTree(restarted->storage_env(), restarted->root(), corrupted));
 
   std::vector<TrainingState> resumed;
   const Status status = ResumeRun(restarted->target(), run, ResumeOptions(), &resumed);

@@ -34,6 +34,7 @@ Status ReadTree(Env* env, const std::string& root, StorageTree* tree) {
 }
 
 Status WriteTree(Env* env, const std::string& root, const StorageTree& tree) {
+  CKPTSPEC_RETURN_IF_ERROR(CreateDirs(env, root));
   for (const auto& [path, content] : tree) {
     const bool is_dir = !path.empty() && path.back() == '/';
     const std::string full = JoinPath(root, is_dir ? path.substr(0, path.size() - 1) : path);

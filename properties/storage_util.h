@@ -8,7 +8,8 @@
 //    (an empty directory is listed as "dir/" with no content).
 //  - ReadTree reads the live tree (what calls see); after SimulatePowerLoss that is the durable one.
 //  - WriteTree writes every file synced and every directory synced, so nothing it writes is lost
-//    by a later SimulatePowerLoss. The destination root must exist.
+//    by a later SimulatePowerLoss. The destination root is made when missing (its parent must
+//    exist).
 #pragma once
 
 #include <cstdint>

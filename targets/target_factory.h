@@ -7,6 +7,11 @@
 //  - A TargetFactory makes independent targets: nothing a case does reaches the next case.
 //  - TargetUnderTest::mem_env() is the in-memory Env the target's storage lives on, when it has
 //    one (fault-injection properties need it and are not applicable without it).
+//  - TargetUnderTest::storage_env() is the Env root() lives on: mem_env() when there is one, else
+//    the real disk's (Env::Posix()) for a target served by other processes.
+//  - TargetUnderTest::storage_recorder(), when not null, records what the target's processes do
+//    under root() and injects storage faults into it (crash/fs_recorder.h): the crash-state and
+//    storage-fault forms of P13 and P14 need it (TargetFactory::disk_faults).
 #pragma once
 
 #include <functional>
@@ -15,12 +20,15 @@
 #include <string>
 
 #include "model/framework_support.h"
+#include "targets/env/env.h"
 #include "targets/env/mem_env.h"
 #include "targets/tested_framework.h"
 #include "targets/process/case_events.h"
 #include "targets/target.h"
 
 namespace ckptspec {
+
+class FsRecorder;  // crash/fs_recorder.h
 
 class TargetUnderTest {
  public:
@@ -31,7 +39,12 @@ class TargetUnderTest {
   virtual Target& target() = 0;
   // The in-memory Env holding the target's storage, or null.
   virtual MemEnv* mem_env() = 0;
-  // The checkpoint root directory on mem_env().
+  // The Env holding root(): mem_env() by default.
+  virtual Env* storage_env() { return mem_env(); }
+  // The recorder of the target's processes' file-system operations (shared by every target of
+  // the factory), or null.
+  virtual FsRecorder* storage_recorder() { return nullptr; }
+  // The checkpoint root directory on storage_env().
   virtual std::string root() const = 0;
   // Ends the target's process and starts a new one over the same storage: a fresh framework and
   // engine (no plan cache, no pending save). The old engine is destroyed first; whatever it still
@@ -53,6 +66,13 @@ struct TargetFactory {
   Capabilities capabilities;
   // make() gives targets whose storage is a MemEnv (mem_env() non-null): faults can be injected.
   bool fault_injection = false;
+  // make() gives targets on the real disk (storage_env() is Env::Posix()) whose processes run
+  // under the storage recorder (storage_recorder() non-null): crash states are built from what
+  // they did, and storage faults injected into them (P13, P14); corruption of their files (P16).
+  bool disk_faults = false;
+  // Why disk_faults is false for a target on the real disk (e.g. the interposer is missing);
+  // reported where those properties are not applicable.
+  std::string disk_faults_missing;
   // What the run expects of the target: false, every property passes (or is n/a); true, the target
   // is a mutant that at least one property must kill (`ckptspec run` exits 0 only when every
   // selected target meets its expectation).

@@ -70,11 +70,13 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: E402
-                                  entry_bytes, iteration_to_load, iter_dir, rank_local_as_shard,
-                                  refuse_overwrite, write_entry, write_tracker)
+                                  entry_bytes, iteration_to_load, iter_dir, make_durable,
+                                  rank_local_as_shard, refuse_overwrite, write_entry,
+                                  write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
-from ckptspec_torch_kit import (GlooGroup, apply_poll_updates, exception_text,  # noqa: E402
-                                read_tensor, torch_dtype, write_tensor)
+from ckptspec_torch_kit import (GlooGroup, apply_poll_updates,  # noqa: E402
+                                check_storage_bounds, exception_text, read_tensor, torch_dtype,
+                                write_tensor)
 
 COMMON_KEY = "ckptspec_common"    # the request's common state inside megatron's state dict
 ENTRIES_KEY = "ckptspec_entries"  # {"t<i>": ShardedTensor, "o<i>": ShardedObject}
@@ -300,11 +302,13 @@ def handed_over(t, x, use_async):
 # The checkpoint directory
 
 
-def resolve(directory, iteration):
+def resolve(directory, iteration, check_bounds=False):
     from megatron.core import dist_checkpointing
     iteration, ckpt = iteration_to_load(directory, iteration)
     if not (ckpt / "metadata.json").exists():
         raise AdapterError("NotFound", f"{ckpt} is not a complete checkpoint: no metadata.json")
+    if check_bounds:
+        check_storage_bounds(ckpt, json_files=("metadata.json",))
     try:
         common = dist_checkpointing.load_common_state_dict(str(ckpt))
     except Exception as e:
@@ -426,6 +430,8 @@ class Engine:
 
         def commit():
             if self.rank == 0:
+                if self.args.make_durable:
+                    make_durable(iter_dir(directory, iteration), directory)
                 write_tracker(directory, iteration)
 
         if use_async:
@@ -549,7 +555,8 @@ class Engine:
         def prepare():
             if strict not in STRICT_MODES:
                 raise AdapterError("InvalidArgument", f"unknown strict mode '{strict}'")
-            iteration, ckpt, common = resolve(req["directory"], req.get("iteration"))
+            iteration, ckpt, common = resolve(req["directory"], req.get("iteration"),
+                                              self.args.check_storage_bounds)
             entries = {}
             for i, t in enumerate(tensors):
                 dtype = torch_dtype(t["dtype"], t["key"])
@@ -645,6 +652,14 @@ def serve(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--check-storage-bounds", action="store_true",
+                   help="before a load, check that metadata.json parses and that every file "
+                        "DCP's metadata names exists and holds the bytes it names, and refuse "
+                        "naming the file (docs/FINDINGS.md F28's control)")
+    p.add_argument("--make-durable", action="store_true",
+                   help="fsync every file and directory of the checkpoint, and the root, after "
+                        "megatron-core's save and before the tracker: the fsyncs megatron-core "
+                        "leaves out (docs/FINDINGS.md F27's control)")
     p.add_argument("--no-async", action="store_true", help="do not declare async saves")
     p.add_argument("--async-worker", choices=("persistent", "temporal"), default="persistent",
                    help="megatron-core's async writer: the persistent worker process "

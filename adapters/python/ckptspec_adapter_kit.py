@@ -178,19 +178,65 @@ def refuse_overwrite(directory, iteration):
 
 
 def iteration_to_load(directory, iteration):
-    """(iteration, its directory): the requested one, or the tracker's; NotFound without one."""
+    """(iteration, its directory): the requested one, or the tracker's; NotFound without one, or
+    when the tracker names an iteration that has no directory (the error names the tracker)."""
     if iteration is None:
         iteration = tracked_iteration(directory)
         if iteration is None:
             raise AdapterError("NotFound", f"no checkpoint under {directory}: no {TRACKER}")
+        if not iter_dir(directory, iteration).is_dir():
+            raise AdapterError("NotFound", f"{Path(directory) / TRACKER} names iteration "
+                                           f"{iteration}, which has no directory "
+                                           f"{iter_dir(directory, iteration).name}")
     return int(iteration), iter_dir(directory, int(iteration))
 
 
+def write_durably(path, data):
+    """Writes `data` (str or bytes) to `path` and fsyncs the file, not its directory: the harness's
+    own files of a checkpoint (its common state, its metadata) are durable once written, so that
+    the crash states of a save judge what the third party wrote. Whether their names are durable is
+    left to whoever makes the directory durable (the third party, or no one)."""
+    with open(path, "w" if isinstance(data, str) else "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def fsync_directory(path):
+    """fsync(2) of a directory: the names created, renamed or removed in it become durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_durable(checkpoint, directory):
+    """fsync(2) of every file and directory under `checkpoint` (one iteration's), then of
+    `directory` (the root holding it and the tracker): what a checkpointer that wants its save to
+    survive a power loss does before the tracker names it. The adapters' --make-durable flag
+    (docs/FINDINGS.md F27's control)."""
+    for here, dirs, files in os.walk(checkpoint):
+        for name in files:
+            fd = os.open(os.path.join(here, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_directory(here)
+    fsync_directory(directory)
+
+
 def write_tracker(directory, iteration):
-    """Names `iteration` in the tracker, atomically (rename over the old one)."""
+    """Names `iteration` in the tracker, atomically and durably: the new text is written to a
+    temporary file and fsynced, renamed over the old tracker, and the directory fsynced. The
+    tracker is the harness's part of the adapter, not the third party's: it is made durable so
+    that the crash states of a save (docs/ADAPTERS.md, "Crashes and storage faults") judge what the
+    third party wrote, not a tracker that a power loss could empty."""
     tmp = Path(directory) / (TRACKER + ".tmp")
-    tmp.write_text(f"{iteration}\n")
+    write_durably(tmp, f"{iteration}\n")
     os.replace(tmp, Path(directory) / TRACKER)
+    fsync_directory(directory)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,9 +3,13 @@ dtypes as torch dtypes, tensor entries read from and written to the harness's fi
 process group with its agreement step. Imported by path beside ckptspec_adapter_kit.
 """
 import datetime
+import json
 import math
+from pathlib import Path
+
 import torch
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
 
 from ckptspec_adapter_kit import AdapterError, attempt, entry_bytes, write_entry
 
@@ -160,3 +164,35 @@ class GlooGroup:
     def close(self):
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def check_storage_bounds(ckpt, json_files=()):
+    """The adapters' --check-storage-bounds: the checks a DCP checkpoint's reader does not make
+    before it reads. Each of `json_files` (names in `ckpt`) must parse; DCP's .metadata must load
+    (its error then names the file); and every file the metadata names must exist and hold the
+    bytes [offset, offset + length) of each item it records. What fails is refused, naming the
+    file, instead of the reader failing later with an error that names none (docs/FINDINGS.md
+    F28)."""
+    ckpt = Path(ckpt)
+    for name in json_files:
+        try:
+            json.loads((ckpt / name).read_text())
+        except (ValueError, UnicodeDecodeError) as e:
+            raise AdapterError("Corruption", f"{ckpt / name}: {type(e).__name__}: {e}") from e
+    try:
+        metadata = dcp.FileSystemReader(str(ckpt)).read_metadata()
+    except Exception as e:
+        raise AdapterError("Corruption", f"{ckpt / '.metadata'}: {type(e).__name__}: {e}") from e
+    needed = {}
+    for info in (metadata.storage_data or {}).values():
+        end = int(info.offset) + int(info.length)
+        needed[info.relative_path] = max(needed.get(info.relative_path, 0), end)
+    for relative, end in sorted(needed.items()):
+        path = ckpt / relative
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError as e:
+            raise AdapterError("NotFound", f"{path} is missing: DCP's metadata names it") from e
+        if size < end:
+            raise AdapterError("Corruption", f"{path} holds {size} bytes; DCP's metadata names "
+                                             f"bytes up to {end}")

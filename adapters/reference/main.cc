@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "adapters/reference/adapter_fault_flags.h"
+#include "adapters/reference/tracker_before_sync_env.h"
+#include "targets/reference/format.h"
 #include "adapters/reference/crashing_env.h"
 #include "adapters/reference/framework_adapter.h"
 #include "adapters/reference/reference_adapter.h"
@@ -242,6 +244,11 @@ int main(int argc, char** argv) {
                "be a framework adapter (docs/PROTOCOL.md, \"Framework adapters\"): the spec's own "
                "framework saving through the reference target; with --mutant, through every part "
                "the mutant replaces (any catalog mutant)");
+  bool tracker_before_sync = false;
+  app.add_flag("--tracker-before-sync", tracker_before_sync,
+               "a crash-consistency mutant: skip the fsyncs inside iteration directories until the "
+               "tracker is durable, then sync(2) everything (adapters/reference/"
+               "tracker_before_sync_env.h); P13's crash states must catch it");
   bool deferred_async = false;
   app.add_flag("--deferred-async", deferred_async,
                "write an async save inside the poll, finalize, save or load that completes it "
@@ -266,9 +273,12 @@ int main(int argc, char** argv) {
   if (!opened.ok()) Abandon(opened);
 
   ckptspec::CrashingEnv crashing(ckptspec::Env::Posix(), 2);
+  ckptspec::TrackerBeforeSyncEnv tracker_first(ckptspec::Env::Posix(), ckptspec::kTrackerFileName);
   ckptspec::ReferenceAdapterOptions options;
   options.world_size = world;
-  options.env = fault.Here(0, InjectedFault::kCrashSave) ? &crashing : ckptspec::Env::Posix();
+  options.env = fault.Here(0, InjectedFault::kCrashSave) ? static_cast<ckptspec::Env*>(&crashing)
+                : tracker_before_sync                    ? &tracker_first
+                                                         : ckptspec::Env::Posix();
   if (fault.kind == InjectedFault::kWrongSize) options.wrong_size_rank = fault.rank;
   // A fault keeps state of its own across calls (counts of saves and writes) that reset would not
   // forget: only a faultless adapter declares reset.

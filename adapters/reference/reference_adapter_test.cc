@@ -625,8 +625,9 @@ TEST(AdapterProperties, ATerminationSignalEndsTheRanksAndRemovesTheTemporaryDire
   (void)Env::Posix()->RemoveTree(base);
 }
 
-// The catalog through the adapter: what the reference passes passes, the in-memory-Env properties
-// are n/a. A few cases each keeps this fast; `ckptspec run --adapter` runs the full budget.
+// The catalog through the adapter: what the reference passes passes (P13, P14 and P16 in their
+// disk forms), the in-memory-Env properties are n/a. A few cases each keeps this fast; `ckptspec
+// run --adapter` runs the full budget.
 TEST(AdapterProperties, PassLikeTheReferenceOrAreNotApplicable) {
   UseFastTempDir();
   AdapterOptions options;
@@ -635,14 +636,15 @@ TEST(AdapterProperties, PassLikeTheReferenceOrAreNotApplicable) {
   ASSERT_TRUE(AdapterTargetFactory(options, &factory).ok());
   EXPECT_EQ(factory.name, "adapter:ckptspec-reference");
   EXPECT_FALSE(factory.fault_injection);
+  EXPECT_TRUE(factory.disk_faults) << factory.disk_faults_missing;
   RunParams params;
   params.max_success = 3;
   params.max_size = 20;
-  for (const char* id : {"P1", "P2", "P3", "P15"}) {
+  for (const char* id : {"P1", "P2", "P3", "P13", "P14", "P15", "P16"}) {
     const PropertyOutcome o = RunProperty(*FindProperty(id), factory, params);
     EXPECT_EQ(o.verdict, Verdict::kPass) << DescribeOutcome(o);
   }
-  for (const char* id : {"P13", "P14", "P16", "P17", "P18"}) {
+  for (const char* id : {"P17", "P18"}) {
     const PropertyOutcome o = RunProperty(*FindProperty(id), factory, params);
     EXPECT_EQ(o.verdict, Verdict::kNotApplicable) << id;
   }

@@ -63,11 +63,12 @@ from torch.distributed.checkpoint.api import CheckpointException  # noqa: E402
 
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
                                   entry_bytes, is_main, iter_dir, iteration_to_load,
-                                  rank_local_as_shard, refuse_overwrite, unique_key, write_entry,
-                                  write_tracker)
+                                  make_durable, rank_local_as_shard, refuse_overwrite,
+                                  unique_key, write_durably, write_entry, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
-from ckptspec_torch_kit import (GlooGroup, apply_poll_updates, exception_text,  # noqa: E402
-                                read_tensor, torch_dtype, write_tensor)
+from ckptspec_torch_kit import (GlooGroup, apply_poll_updates,  # noqa: E402
+                                check_storage_bounds, exception_text, read_tensor, torch_dtype,
+                                write_tensor)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
@@ -285,7 +286,7 @@ class Engine:
                     sd[dcp_key(o)] = entry_bytes(o, f"object '{dcp_key(o)}'")
             if self.rank == 0:
                 ckpt.mkdir(parents=True, exist_ok=True)
-                (ckpt / COMMON).write_text(json.dumps(req.get("common", {}), sort_keys=True))
+                write_durably(ckpt / COMMON, json.dumps(req.get("common", {}), sort_keys=True))
             return sd
 
         self.group.ensure()
@@ -301,7 +302,9 @@ class Engine:
                         "common_backend": "json", "common_backend_version": 1,
                         "iteration": iteration, "world_size": self.world,
                         "layout": req.get("layout")}
-                (ckpt / METADATA).write_text(json.dumps(meta, sort_keys=True))
+                write_durably(ckpt / METADATA, json.dumps(meta, sort_keys=True))
+                if self.args.make_durable:
+                    make_durable(ckpt, directory)
                 write_tracker(directory, iteration)
 
         if use_async:
@@ -411,6 +414,8 @@ class Engine:
                 raise AdapterError("NotSupported", f"strict={strict}: DCP has no StrictHandling "
                                                    "(capabilities.strict_modes is false)")
             iteration, ckpt, common = resolve(req["directory"], req.get("iteration"))
+            if self.args.check_storage_bounds:
+                check_storage_bounds(ckpt)
             templates = [torch.zeros(box_of(t)[1], dtype=torch_dtype(t["dtype"], t["key"]))
                          for t in tensors]
             sd = state_dict_of(tensors, templates, self.rank, self.world)
@@ -472,6 +477,14 @@ def main():
                    help="compare the bytes of every chunk two ranks hand DCP under one key and "
                         "offset, and refuse the save when they differ (DCP keeps one copy "
                         "without comparing)")
+    p.add_argument("--make-durable", action="store_true",
+                   help="fsync every file and directory of the checkpoint, and the root, after "
+                        "DCP's save and before the tracker: the directory fsyncs DCP leaves out "
+                        "(docs/FINDINGS.md F27's control)")
+    p.add_argument("--check-storage-bounds", action="store_true",
+                   help="before a load, check that every file DCP's metadata names exists and "
+                        "holds the bytes it names, and refuse naming the file (docs/FINDINGS.md "
+                        "F28's control)")
     p.add_argument("--no-async", action="store_true", help="do not declare async saves")
     p.add_argument("--no-plan-cache", action="store_true", help="do not declare DCP's plan cache")
     p.add_argument("--no-reset", action="store_true",

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
                                   entry_bytes, is_main, iter_dir, iteration_to_load,
                                   rank_local_as_shard, refuse_overwrite, serve, unique_key,
-                                  write_entry, write_tracker)
+                                  write_durably, write_entry, write_tracker)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
@@ -292,7 +292,7 @@ def save(group, rank, req):
     def create():
         if rank == 0:
             ckpt.mkdir(parents=True, exist_ok=True)
-            Path(ckpt / COMMON).write_text(json.dumps(req.get("common", {}), sort_keys=True))
+            write_durably(ckpt / COMMON, json.dumps(req.get("common", {}), sort_keys=True))
 
     def create_arrays():
         for t in req["tensors"]:  # Megatron's _should_create_array
@@ -307,14 +307,14 @@ def save(group, rank, req):
             if is_main(o["replica_id"]):
                 path = ckpt / f"{unique_key(o)}.bin"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(b)
+                write_durably(path, b)
 
     def commit():
         if rank == 0:
             meta = {"sharded_backend": "zarr", "sharded_backend_version": 1,
                     "common_backend": "json", "common_backend_version": 1,
                     "iteration": iteration, "world_size": group.world, "layout": req.get("layout")}
-            (ckpt / METADATA).write_text(json.dumps(meta, sort_keys=True))
+            write_durably(ckpt / METADATA, json.dumps(meta, sort_keys=True))
             write_tracker(directory, iteration)
 
     for step in (create, create_arrays, write, commit):
