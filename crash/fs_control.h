@@ -59,11 +59,12 @@
 #ifndef CKPTSPEC_CRASH_FS_CONTROL_H_
 #define CKPTSPEC_CRASH_FS_CONTROL_H_
 
+#include <pthread.h>
 #include <stdint.h>
 
 #define CKPTSPEC_FSREC_CONTROL_ENV "CKPTSPEC_FSREC_CONTROL"
 #define CKPTSPEC_FSREC_MAGIC 0x434b5346u /* "FSKC" */
-#define CKPTSPEC_FSREC_VERSION 1u
+#define CKPTSPEC_FSREC_VERSION 2u
 #define CKPTSPEC_FSREC_PATH_BYTES 4096
 #define CKPTSPEC_FSREC_RECORD_MAGIC 0x31525346u /* "FSR1" */
 #define CKPTSPEC_FSREC_RECORD_FIXED_BYTES 112   /* before the six strings */
@@ -90,6 +91,12 @@ typedef struct CkptspecFsControl {
   uint64_t unseen_events;               /* atomic: kUnseen records taken */
   char root[CKPTSPEC_FSREC_PATH_BYTES]; /* canonical, absolute, no trailing slash */
   char log_dir[CKPTSPEC_FSREC_PATH_BYTES]; /* absolute */
+  /* The order lock (process-shared, robust; initialised by the coordinator): a recorded namespace
+   * operation (create, mkdir, rename, link, unlink, rmdir, a truncating open) holds it from before
+   * its call until it has its sequence number, and every other recorded operation holds it while
+   * it takes its number. So an operation of another process that observed a namespace operation
+   * (a create in the directory it made, a write to the file it created) is numbered after it. */
+  pthread_mutex_t order_lock;
 } CkptspecFsControl;
 
 #endif /* CKPTSPEC_CRASH_FS_CONTROL_H_ */

@@ -505,8 +505,28 @@ typedef struct Record {
   size_t data_bytes; /* of `data`, the first data_bytes are recorded */
 } Record;
 
+/* The control page's order lock (fs_control.h): order_lock() before a namespace operation's call,
+ * released by take_seq() once the operation has its number (or by order_unlock() when it takes
+ * none). A holder that dies leaves the lock to the next locker, which makes it consistent. */
+static __thread int t_order_held;
+static void order_lock(void) {
+  if (t_order_held) return;
+  if (pthread_mutex_lock(&g_control->order_lock) == EOWNERDEAD) {
+    pthread_mutex_consistent(&g_control->order_lock);
+  }
+  t_order_held = 1;
+}
+static void order_unlock(void) {
+  if (!t_order_held) return;
+  t_order_held = 0;
+  pthread_mutex_unlock(&g_control->order_lock);
+}
+
 static uint64_t take_seq(void) {
-  return __atomic_fetch_add(&g_control->next_seq, 1, __ATOMIC_ACQ_REL);
+  order_lock();
+  uint64_t seq = __atomic_fetch_add(&g_control->next_seq, 1, __ATOMIC_ACQ_REL);
+  order_unlock();
+  return seq;
 }
 
 static void write_fully(int fd, const char* bytes, size_t n) {
@@ -664,6 +684,7 @@ static int do_open(enum OpenCall call, int dirfd, const char* path, int flags, m
     errno = saved;
     return fd;
   }
+  if (s->recording && (flags & (O_CREAT | O_TRUNC))) order_lock();
   struct stat before;
   int existed = lstat(absolute, &before) == 0;
   int fd = call_open(call, dirfd, path, flags, mode);
@@ -673,6 +694,7 @@ static int do_open(enum OpenCall call, int dirfd, const char* path, int flags, m
   int truncates = fd >= 0 && existed && (flags & O_TRUNC) && S_ISREG(before.st_mode) &&
                   before.st_size > 0 && (flags & O_ACCMODE) != O_RDONLY;
   uint64_t seq = s->recording && (creates || truncates) ? take_seq() : 0;
+  order_unlock();
   Record r;
   memset(&r, 0, sizeof(r));
   struct stat st;
@@ -1095,6 +1117,7 @@ static int do_rename(enum RenameCall call, int olddirfd, const char* oldpath, in
     end();
     return result;
   }
+  order_lock();
   Record r;
   memset(&r, 0, sizeof(r));
   set_id_of_path(&r, kFile, from);
@@ -1159,6 +1182,7 @@ static int do_link(int at, int olddirfd, const char* oldpath, int newdirfd, cons
     end();
     return result;
   }
+  order_lock();
   Record r;
   memset(&r, 0, sizeof(r));
   int from_in = 0;
@@ -1216,6 +1240,7 @@ static int do_remove(int call, int dirfd, const char* path, int flags) {
     end();
     return result;
   }
+  order_lock();
   Record r;
   memset(&r, 0, sizeof(r));
   set_id_of_path(&r, kFile, absolute);
@@ -1249,6 +1274,7 @@ static int do_mkdir(int at, int dirfd, const char* path, mode_t mode) {
     end();
     return result;
   }
+  order_lock();
   int result = CALL_MKDIR;
 #undef CALL_MKDIR
   int saved = errno;

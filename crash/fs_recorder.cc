@@ -19,7 +19,7 @@
 namespace ckptspec {
 
 static_assert(offsetof(CkptspecFsControl, root) == 72, "the control's layout is shared with C");
-static_assert(sizeof(CkptspecFsControl) == 72 + 2 * CKPTSPEC_FSREC_PATH_BYTES,
+static_assert(offsetof(CkptspecFsControl, order_lock) == 72 + 2 * CKPTSPEC_FSREC_PATH_BYTES,
               "the control's layout is shared with C");
 
 namespace {
@@ -271,6 +271,17 @@ Status FsRecorder::Create(const std::string& dir, std::unique_ptr<FsRecorder>* o
     return Status::IOError(path + ": cannot map: " + std::strerror(mmap_errno));
   }
   auto* control = static_cast<CkptspecFsControl*>(page);
+  pthread_mutexattr_t shared;
+  pthread_mutexattr_init(&shared);
+  pthread_mutexattr_setpshared(&shared, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&shared, PTHREAD_MUTEX_ROBUST);
+  const int initialised = pthread_mutex_init(&control->order_lock, &shared);
+  pthread_mutexattr_destroy(&shared);
+  if (initialised != 0) {
+    munmap(page, sizeof(CkptspecFsControl));
+    return Status::IOError(path +
+                           ": cannot initialise its order lock: " + std::strerror(initialised));
+  }
   control->magic = CKPTSPEC_FSREC_MAGIC;
   control->version = CKPTSPEC_FSREC_VERSION;
   out->reset(new FsRecorder(path, interposer, control));
