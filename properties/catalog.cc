@@ -112,12 +112,14 @@ const std::vector<Property>& AllProperties() {
       {"P13", "crash consistency",
        "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup "
        "never removes the last complete one",
-       "B19", NeedsFaultInjectionOrDiskFaults, CheckCrashConsistency},
+       "B19", NeedsFaultInjectionOrDiskFaults, CheckCrashConsistency, nullptr, nullptr,
+       /*drawn_from_a_recording=*/true},
       {"P14", "async isolation",
        "async isolation: what training writes into the save input's buffers after an async save "
        "starts never reaches it; the tracker records the scheduled iteration; async errors "
        "surface",
-       "B19 B28", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation},
+       "B19 B28", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation, nullptr, nullptr,
+       /*drawn_from_a_recording=*/true},
       {"P15", "strict handling", "strict handling of missing and unexpected keys per mode", "B20",
        NeedsStrictModes, CheckStrictHandling},
       {"P16", "corruption",

@@ -34,6 +34,11 @@ struct Property {
   // on framework targets, as the storage form is on them.
   std::string (*framework_not_applicable)(const TargetFactory& factory) = nullptr;
   void (*check_framework)(const TargetFactory& factory) = nullptr;
+  // Its disk form (on a target with disk_faults and no fault_injection) draws from a recording
+  // of processes whose calls interleave differently from run to run (properties/disk_forms.h):
+  // a case run again may judge other states, so such a run is not shrunk and reports the first
+  // failing case as it failed.
+  bool drawn_from_a_recording = false;
 };
 
 // Why `property` does not apply to `factory` ("" when it does): its storage form's reason for a

@@ -123,7 +123,9 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
   test_params.seed = params.seed;
   test_params.maxSuccess = params.max_success;
   test_params.maxSize = params.max_size;
-  test_params.disableShrinking = !params.shrink;
+  const bool drawn_from_a_recording =
+      property.drawn_from_a_recording && factory.disk_faults && !factory.fault_injection;
+  test_params.disableShrinking = !params.shrink || drawn_from_a_recording;
   rc::detail::TestMetadata metadata;
   metadata.id = MetadataId(factory.name, property.id);
   metadata.description = property.name;
@@ -211,10 +213,11 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
         listener.first_failure_s() >= 0 ? listener.first_failure_s() : outcome.seconds;
     outcome.message = failure.description;
     outcome.counterexample = failure.counterExample;
-    if (!events.timed_out.ok() && listener.first_failure().example) {
+    if ((!events.timed_out.ok() || drawn_from_a_recording) && listener.first_failure().example) {
       // RapidCheck evaluates the reported case once more after shrinking, and that run was
-      // discarded (a timed-out case is not run again): the case as it ran is the failure. No
-      // shrink was accepted, so the reproduce string below names that case.
+      // discarded (a timed-out case is not run again) or judged another recording (its
+      // processes interleaved otherwise, and it may pass): the case as it ran is the failure.
+      // No shrink was accepted, so the reproduce string below names that case.
       outcome.message = listener.first_failure().result.description;
       outcome.counterexample = listener.first_failure().example();
     }

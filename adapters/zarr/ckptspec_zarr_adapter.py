@@ -33,6 +33,7 @@ Deliberately faithful, so that ckptspec measures the backend and not this file:
 Every rank is its own process. Where Megatron called torch.distributed (barrier, all_gather_object)
 the ranks meet over MASTER_ADDR:MASTER_PORT (Group below): rank 0 listens, the others connect.
 """
+import argparse
 import json
 import math
 import os
@@ -48,7 +49,7 @@ import zarr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  entry_bytes, is_main, iter_dir, iteration_to_load,
+                                  entry_bytes, is_main, iter_dir, iteration_to_load, make_durable,
                                   rank_local_as_shard, refuse_overwrite, serve, unique_key,
                                   write_durably, write_entry, write_tracker)
 
@@ -263,7 +264,7 @@ def write_chunk(directory, t, data):
     arr[global_slice(offset, shape, prepend)] = data
 
 
-def save(group, rank, req):
+def save(group, rank, req, durable=False):
     # "async" and "assume_constant_structure" are not declared: every save is synchronous and
     # plans anew, as the backend did.
     directory, iteration = req["directory"], int(req["iteration"])
@@ -315,6 +316,8 @@ def save(group, rank, req):
                     "common_backend": "json", "common_backend_version": 1,
                     "iteration": iteration, "world_size": group.world, "layout": req.get("layout")}
             write_durably(ckpt / METADATA, json.dumps(meta, sort_keys=True))
+            if durable:
+                make_durable(ckpt, directory)
             write_tracker(directory, iteration)
 
     for step in (create, create_arrays, write, commit):
@@ -462,11 +465,18 @@ def load(group, rank, req):
 
 
 def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--make-durable", action="store_true",
+                   help="fsync every file and directory of the checkpoint, and the root, after "
+                        "zarr's writes and before the tracker: the fsyncs zarr never makes "
+                        "(docs/FINDINGS.md F29's control)")
+    args = p.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     group = Group(rank, world)
     # finalize: no async saves, nothing is ever pending; reset: no state outlives a request (the
     # rendezvous is kept).
-    ops = {"save": lambda req: save(group, rank, req), "load": lambda req: load(group, rank, req),
+    ops = {"save": lambda req: save(group, rank, req, args.make_durable),
+           "load": lambda req: load(group, rank, req),
            "finalize": lambda req: {}, "reset": lambda req: {}}
     serve(rank, "zarr", CAPABILITIES, ops)
 
