@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "crash/fs_control.h"
+#include "crash/recording_log.h"
 
 namespace ckptspec {
 
@@ -57,102 +58,6 @@ uint32_t ControlFaultKind(DiskFaultKind kind) {
   }
   return CKPTSPEC_FSREC_FAULT_NONE;
 }
-
-// Reads the records of one log; `name` names it in errors.
-class LogParser {
- public:
-  LogParser(const std::string& name, const std::string& bytes) : name_(name), bytes_(bytes) {}
-
-  Status Parse(std::vector<FsOp>* ops) {
-    while (at_ < bytes_.size()) {
-      const size_t start = at_;
-      end_ = bytes_.size();  // until the record's size is read
-      uint32_t magic = 0, size = 0;
-      CKPTSPEC_RETURN_IF_ERROR(Read32(start, &magic));
-      if (magic != CKPTSPEC_FSREC_RECORD_MAGIC) return Bad(start, "no record magic");
-      CKPTSPEC_RETURN_IF_ERROR(Read32(start, &size));
-      const size_t smallest = CKPTSPEC_FSREC_RECORD_FIXED_BYTES + 4 * CKPTSPEC_FSREC_RECORD_STRINGS;
-      if (size < smallest) {
-        return Bad(start, "size " + std::to_string(size) + " is below the smallest record (" +
-                              std::to_string(smallest) + ")");
-      }
-      if (size > bytes_.size() - start) {
-        return Bad(start, "size " + std::to_string(size) + " runs past the end of the file (" +
-                              std::to_string(bytes_.size() - start) + " bytes left)");
-      }
-      end_ = start + size;
-      FsOp op;
-      CKPTSPEC_RETURN_IF_ERROR(ParseRecord(start, &op));
-      if (at_ != end_) {
-        return Bad(start, "its fields end at byte " + std::to_string(at_ - start) +
-                              ", not at its size " + std::to_string(size));
-      }
-      ops->push_back(std::move(op));
-    }
-    return Status::OK();
-  }
-
- private:
-  Status ParseRecord(size_t start, FsOp* op) {
-    uint64_t seq = 0;
-    uint32_t pid = 0, kind_and_flag = 0, err = 0, reserved = 0;
-    CKPTSPEC_RETURN_IF_ERROR(Read64(start, &seq));
-    CKPTSPEC_RETURN_IF_ERROR(Read32(start, &pid));
-    CKPTSPEC_RETURN_IF_ERROR(Read32(start, &kind_and_flag));  // kind, injected, two zero bytes
-    const uint32_t kind = kind_and_flag & 0xff;
-    const uint32_t injected = (kind_and_flag >> 8) & 0xff;
-    if (kind > static_cast<uint32_t>(FsOpKind::kUnseen)) {
-      return Bad(start, "kind " + std::to_string(kind) + " is not an operation");
-    }
-    if (injected > 1) return Bad(start, "injected flag " + std::to_string(injected));
-    CKPTSPEC_RETURN_IF_ERROR(Read32(start, &err));
-    CKPTSPEC_RETURN_IF_ERROR(Read32(start, &reserved));
-    op->seq = seq;
-    op->pid = static_cast<int32_t>(pid);
-    op->kind = static_cast<FsOpKind>(kind);
-    op->injected = injected != 0;
-    op->err = static_cast<int>(err);
-    FileId* ids[] = {&op->file, &op->dir, &op->dir2, &op->replaced};
-    for (FileId* id : ids) {
-      CKPTSPEC_RETURN_IF_ERROR(Read64(start, &id->dev));
-      CKPTSPEC_RETURN_IF_ERROR(Read64(start, &id->ino));
-    }
-    CKPTSPEC_RETURN_IF_ERROR(Read64(start, &op->offset));
-    CKPTSPEC_RETURN_IF_ERROR(Read64(start, &op->length));
-    std::string* strings[] = {&op->name, &op->name2, &op->path, &op->path2, &op->detail, &op->data};
-    for (std::string* s : strings) {
-      uint32_t length = 0;
-      CKPTSPEC_RETURN_IF_ERROR(Read32(start, &length));
-      if (length > end_ - at_) {
-        return Bad(start, "a string of " + std::to_string(length) + " bytes runs past its end (" +
-                              std::to_string(end_ - at_) + " bytes left)");
-      }
-      s->assign(bytes_, at_, length);
-      at_ += length;
-    }
-    return Status::OK();
-  }
-
-  template <typename T>
-  Status ReadFixed(size_t start, T* value) {
-    if (sizeof(T) > end_ - at_) return Bad(start, "truncated inside its fixed fields");
-    std::memcpy(value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return Status::OK();
-  }
-  Status Read32(size_t start, uint32_t* value) { return ReadFixed(start, value); }
-  Status Read64(size_t start, uint64_t* value) { return ReadFixed(start, value); }
-
-  Status Bad(size_t start, const std::string& what) const {
-    return Status::Corruption(name_ + ": the record at byte " + std::to_string(start) + ": " +
-                              what);
-  }
-
-  const std::string& name_;
-  const std::string& bytes_;
-  size_t at_ = 0;
-  size_t end_ = 0;  // where the current record ends (the file's end until its size is read)
-};
 
 Status ReadWholeFile(const std::string& path, std::string* bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -390,7 +295,7 @@ Status FsRecorder::ReadRecording(std::vector<FsOp>* ops) const {
   for (const std::string& log : logs) {
     std::string bytes;
     CKPTSPEC_RETURN_IF_ERROR(ReadWholeFile(log, &bytes));
-    CKPTSPEC_RETURN_IF_ERROR(LogParser(log, bytes).Parse(ops));
+    CKPTSPEC_RETURN_IF_ERROR(ParseRecordingLog(bytes, log, ops));
   }
   std::sort(ops->begin(), ops->end(), [](const FsOp& a, const FsOp& b) { return a.seq < b.seq; });
   const uint64_t taken = operations_so_far();
