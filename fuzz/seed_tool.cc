@@ -8,7 +8,9 @@
 // two checkpoints). The op_sequence_fuzzer seeds are short job stories written with
 // OpInputWriter. dcp_dir_fuzzer's seeds are the DCP and torch_dist fixtures of corpus/dcp/ as
 // bundles, and small DCP directories whose chunk geometry disagrees with its tensor in each way
-// the readers refuse (formats/dcp_test_writer.h). Run it deliberately when the formats change (never from CI); the corpora are
+// the readers refuse (formats/dcp_test_writer.h). fs_recording_fuzzer's seeds are logs of the
+// record format (crash/recording_log.h) that a checkpointer's moves would leave over the fuzzer's
+// snapshot (fuzz/fs_recording_snapshot.h). Run it deliberately when the formats change (never from CI); the corpora are
 // committed.
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "crash/recording_log.h"
 #include "formats/dcp_test_writer.h"
 #include "fuzz/bundle.h"
+#include "fuzz/fs_recording_snapshot.h"
 #include "fuzz/op_input.h"
 #include "fuzz/seed_runs.h"
 #include "model/rerun_state_machine.h"
@@ -265,6 +269,114 @@ void WriteDcpSeeds(const fs::path& corpus) {
         DcpBundle({10}, {Chunk{{0}, {3}}, Chunk{{5}, {5}}, Chunk{{1}, {2}}}));
 }
 
+// One process's log over FsRecordingFuzzSnapshot(): operations numbered in the order given.
+class RecordingWriter {
+ public:
+  FsOp& Add(FsOpKind kind, FileId file, const std::string& path) {
+    FsOp op;
+    op.seq = ops_.size();
+    op.pid = 100;
+    op.kind = kind;
+    op.file = file;
+    op.path = path;
+    ops_.push_back(op);
+    return ops_.back();
+  }
+  FsOp& Entry(FsOpKind kind, FileId file, FileId dir, const std::string& name,
+              const std::string& path) {
+    FsOp& op = Add(kind, file, path);
+    op.dir = dir;
+    op.name = name;
+    return op;
+  }
+  FsOp& Write(FileId file, uint64_t offset, const std::string& data, const std::string& path) {
+    FsOp& op = Add(FsOpKind::kWrite, file, path);
+    op.offset = offset;
+    op.data = data;
+    return op;
+  }
+  FsOp& Move(FsOpKind kind, FileId file, FileId dir, const std::string& name, FileId dir2,
+             const std::string& name2) {
+    FsOp& op = Entry(kind, file, dir, name, name);
+    op.dir2 = dir2;
+    op.name2 = name2;
+    op.path2 = name2;
+    return op;
+  }
+  std::string Log() const {
+    std::string log;
+    for (const FsOp& op : ops_) log += EncodeRecordingRecord(op);
+    std::vector<FsOp> again;
+    Die(ParseRecordingLog(log, "seed log", &again));
+    return log;
+  }
+
+ private:
+  std::vector<FsOp> ops_;
+};
+
+void WriteFsRecordingSeeds(const fs::path& corpus) {
+  const fs::path dir = corpus / "fs_recording_fuzzer_seed_corpus";
+  const InitialTree& snapshot = FsRecordingFuzzSnapshot();
+  const FileId root = snapshot.root, a{1, 2}, f{1, 3}, g{1, 4}, e{1, 5};
+  const FileId tmp{1, 6}, b{1, 7}, x{1, 8};
+  {  // The atomic save: a temporary written and synced, renamed over a file, its directory synced.
+    RecordingWriter w;
+    w.Entry(FsOpKind::kCreate, tmp, a, ".tmp", "a/.tmp");
+    w.Write(tmp, 0, "new metadata", "a/.tmp");
+    w.Add(FsOpKind::kFsync, tmp, "a/.tmp");
+    w.Move(FsOpKind::kRename, tmp, a, ".tmp", a, "f").replaced = f;
+    w.Add(FsOpKind::kFsync, a, "a");
+    Write(dir, "atomic_rename.bin", w.Log());
+  }
+  {  // No sync at all: a new file, an overwrite, a truncate, an unlink.
+    RecordingWriter w;
+    w.Entry(FsOpKind::kCreate, tmp, root, "h", "h");
+    w.Write(tmp, 0, "rank 0 shard", "h");
+    w.Write(g, 4, "XYZ", "g");
+    w.Add(FsOpKind::kTruncate, g, "g").length = 6;
+    w.Entry(FsOpKind::kUnlink, f, a, "f", "a/f");
+    Write(dir, "no_sync.bin", w.Log());
+  }
+  {  // A directory made and filled, a hard link, an empty directory removed, sync(2).
+    RecordingWriter w;
+    w.Entry(FsOpKind::kMkdir, b, root, "b", "b");
+    w.Entry(FsOpKind::kCreate, x, b, "x", "b/x");
+    w.Write(x, 0, "data of x", "b/x");
+    w.Add(FsOpKind::kFdatasync, x, "b/x");
+    w.Move(FsOpKind::kLink, x, b, "x", root, "y");
+    w.Entry(FsOpKind::kRmdir, e, root, "e", "e");
+    w.Add(FsOpKind::kSyncAll, FileId(), ".");
+    Write(dir, "mkdir_link_sync.bin", w.Log());
+  }
+  {  // Storage faults: an injected ENOSPC, a short write, a failing fsync.
+    RecordingWriter w;
+    FsOp& failed = w.Write(g, 0, "", "g");
+    failed.err = 28;
+    failed.injected = true;
+    w.Write(g, 10, "half", "g").injected = true;
+    FsOp& fsync = w.Add(FsOpKind::kFsync, g, "g");
+    fsync.err = 5;
+    fsync.injected = true;
+    w.Write(f, 5, " world", "a/f");
+    Write(dir, "faults.bin", w.Log());
+  }
+  {  // A directory renamed while a file in it is written (the write follows the inode).
+    RecordingWriter w;
+    w.Move(FsOpKind::kRename, a, root, "a", root, "c");
+    w.Write(f, 0, "HELLO", "c/f");
+    w.Add(FsOpKind::kFsync, root, ".");
+    w.Add(FsOpKind::kFsync, f, "c/f");
+    Write(dir, "directory_rename.bin", w.Log());
+  }
+  {  // What the interposer could not follow: the recording is incomplete.
+    RecordingWriter w;
+    w.Entry(FsOpKind::kCreate, tmp, root, "m", "m");
+    w.Add(FsOpKind::kUnseen, tmp, "m").detail = "mmap of a file under the root";
+    Write(dir, "unseen.bin", w.Log());
+  }
+}
+
 }  // namespace
 }  // namespace ckptspec
 
@@ -279,6 +391,7 @@ int main(int argc, char** argv) {
   }
   WriteOpSequences(argv[1]);
   WriteDcpSeeds(argv[1]);
+  WriteFsRecordingSeeds(argv[1]);
   std::printf("seed corpora written under %s\n", argv[1]);
   return 0;
 }
