@@ -23,8 +23,6 @@ struct DigestHash {
   size_t operator()(const TreeDigest& d) const { return static_cast<size_t>(d.a ^ (d.b << 1)); }
 };
 
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
 uint64_t SaturatingPowerOfTwo(size_t exponent) {
   return exponent >= 64 ? UINT64_MAX : uint64_t{1} << exponent;
 }

@@ -22,7 +22,8 @@
 //  - Errors: an FsOpKind::kUnseen operation (FailedPrecondition naming its detail: the recording
 //    is incomplete), an operation naming an inode neither the snapshot nor an earlier operation
 //    created (InvalidArgument naming the op and the inode), a file larger than
-//    kMaxReplayedFileBytes (NotSupported), more than `max_states` distinct states
+//    kMaxReplayedFileBytes or trees beyond op_replay.h's tree bound (NotSupported, naming what set
+//    the largest file's size), more than `max_states` distinct states
 //    (FailedPrecondition naming the bound and the point that crossed it).
 //  - Cost: (n + 1) * (2 + non-durable ops + non-durable writes + max_variants_per_point)
 //    candidates at most, each a replay of its entry operations and a walk of its tree; each

@@ -455,6 +455,56 @@ TEST(CrashStates, UnseenOperationsAndUnknownInodesAreNamed) {
             Status::Code::kInvalidArgument);
 }
 
+// A few records naming far offsets, long truncates or many links would make every tree cost
+// gigabytes: op_replay.h's tree bound refuses them, naming what set the largest file's size.
+TEST(CrashStates, HolesAndLinksBeyondTheTreeBoundAreRefused) {
+  auto refused = [](const Recording& rec, const std::string& what) {
+    CrashStates states;
+    const Status st = EnumerateCrashStates(rec.initial(), rec.ops(), {}, &states);
+    EXPECT_EQ(st.code(), Status::Code::kNotSupported) << st.ToString();
+    EXPECT_NE(st.message().find(what), std::string::npos) << st.ToString();
+    FileTree tree;
+    EXPECT_EQ(BuildCrashState(rec.initial(), rec.ops(), CrashPoint(), &tree).code(),
+              Status::Code::kNotSupported);
+  };
+  Recording truncated;
+  truncated.Existing("g", "0123456789");
+  truncated.Truncate("g", uint64_t{64} << 20);
+  refused(truncated, "the largest: 67108864 bytes under 1 names, its size from op 0");
+  Recording far_write;
+  far_write.Create("f");
+  far_write.Write("f", uint64_t{512} << 20, "x");
+  refused(far_write, "write of f");
+  Recording linked;
+  linked.Create("f");
+  linked.Write("f", 0, std::string(uint64_t{1} << 20, 'x'));
+  for (int i = 0; i < 8; ++i) {
+    FsOp link;
+    link.kind = FsOpKind::kLink;
+    link.file = linked.IdOf("f");
+    link.dir2 = linked.root();
+    link.name2 = "l" + std::to_string(i);
+    linked.Raw(link);
+  }
+  refused(linked, "under 9 names");
+
+  // Within the bound: a file preallocated by a truncate and then written, a small hole.
+  Recording preallocated;
+  preallocated.Create("f");
+  preallocated.Truncate("f", uint64_t{4} << 20);
+  for (int i = 0; i < 4; ++i) {
+    preallocated.Write("f", uint64_t(i) << 20, std::string(uint64_t{1} << 20, 'x'));
+  }
+  preallocated.Create("hole");
+  preallocated.Truncate("hole", uint64_t{512} << 10);
+  CrashStates states;
+  CrashStateOptions options;
+  options.only_after_ops = {preallocated.ops().size()};
+  const Status st =
+      EnumerateCrashStates(preallocated.initial(), preallocated.ops(), options, &states);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
 TEST(CrashStates, MaxStatesIsHonoured) {
   Recording rec;
   for (int i = 0; i < 6; ++i) {

@@ -62,6 +62,51 @@ std::string InodeInWords(const FileId& id) {
   return "inode " + std::to_string(id.dev) + ":" + std::to_string(id.ino);
 }
 
+// What the trees of a replay can hold (op_replay.h's tree bound), gathered per file node.
+class TreeBound {
+ public:
+  void AddNode() {
+    largest_.push_back(0);
+    names_.push_back(0);
+    largest_by_.push_back(kSnapshot);
+  }
+  void AddInput(uint64_t bytes) { input_ = SaturatingAdd(input_, bytes); }
+  void AddName(uint32_t node) { ++names_[node]; }
+  void Grow(uint32_t node, uint64_t size, size_t op) {
+    if (size <= largest_[node]) return;
+    largest_[node] = size;
+    largest_by_[node] = op;
+  }
+  Status Check(const std::vector<FsOp>& ops) const {
+    uint64_t total = 0, worst = 0;
+    size_t worst_node = 0;
+    for (size_t node = 0; node < largest_.size(); ++node) {
+      const uint64_t bytes = SaturatingMultiply(largest_[node], names_[node]);
+      total = SaturatingAdd(total, bytes);
+      if (bytes > worst) worst = bytes, worst_node = node;
+    }
+    const uint64_t bound =
+        SaturatingAdd(SaturatingMultiply(input_, kReplayGrowthFactor), kReplaySlackBytes);
+    if (total <= bound) return Status::OK();
+    const size_t by = largest_by_[worst_node];
+    return Status::NotSupported(
+        "the crash states could hold " + std::to_string(total) + " bytes (every file's largest " +
+        "size times its names), more than the " + std::to_string(bound) + " a replay builds (" +
+        std::to_string(kReplayGrowthFactor) + " times the " + std::to_string(input_) +
+        " bytes of the snapshot and the recorded writes, plus " +
+        std::to_string(kReplaySlackBytes) +
+        "); the largest: " + std::to_string(largest_[worst_node]) + " bytes under " +
+        std::to_string(names_[worst_node]) + " names, its size from " +
+        (by == kSnapshot ? std::string("the snapshot") : OpInWords(ops, by)));
+  }
+
+ private:
+  static constexpr size_t kSnapshot = SIZE_MAX;  // Grow's `op` for a snapshot entry
+  std::vector<uint64_t> largest_, names_;
+  std::vector<size_t> largest_by_;  // the op that set largest_ (kSnapshot: the snapshot)
+  uint64_t input_ = 0;
+};
+
 // The first index in `sorted` above `after`, or `none`.
 size_t FirstAfter(const std::vector<size_t>& sorted, size_t after, size_t none) {
   auto it = std::upper_bound(sorted.begin(), sorted.end(), after);
@@ -75,7 +120,9 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
   out->ops_ = &ops;
   std::map<FileId, uint32_t> bound;  // inode -> its current node
   std::map<std::string, uint32_t> dir_at_path;
+  TreeBound tree_bound;
   auto new_node = [&](bool is_dir) {
+    tree_bound.AddNode();
     out->nodes_.push_back(Node{is_dir, nullptr, {}});
     out->initial_dirs_.children.emplace_back();
     out->initial_dirs_.parent.push_back(kNoNode);
@@ -108,6 +155,9 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
       if (!entry.is_dir) out->nodes_[node].initial = &entry.content;
     }
     out->initial_dirs_.children[parent->second][name] = node;
+    tree_bound.AddInput(entry.content.size());
+    tree_bound.AddName(node);
+    tree_bound.Grow(node, entry.content.size(), SIZE_MAX);
     if (entry.is_dir) {
       out->initial_dirs_.parent[node] = parent->second;
       out->initial_dirs_.name[node] = name;
@@ -149,6 +199,7 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
         CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir, "its directory", 1, &r.dir));
         r.file = new_node(op.kind == FsOpKind::kMkdir);
         bound[op.file] = r.file;
+        tree_bound.AddName(r.file);
         break;
       case FsOpKind::kWrite:
       case FsOpKind::kTruncate: {
@@ -159,6 +210,8 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
                                       std::to_string(kMaxReplayedFileBytes) +
                                       " bytes a replay builds");
         }
+        tree_bound.AddInput(op.data.size());
+        tree_bound.Grow(r.file, end, i);
         r.data_position = static_cast<uint32_t>(out->nodes_[r.file].data_ops.size());
         out->nodes_[r.file].data_ops.push_back(i);
         break;
@@ -175,6 +228,7 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
       case FsOpKind::kLink:
         CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.file, "the file", 0, &r.file));
         CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir2, "its new directory", 1, &r.dir2));
+        tree_bound.AddName(r.file);
         break;
       case FsOpKind::kUnlink:
       case FsOpKind::kRmdir:
@@ -188,6 +242,7 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
     }
     r.changes = IsEntryOp(op.kind) || r.data_position != kNoPosition;
   }
+  CKPTSPEC_RETURN_IF_ERROR(tree_bound.Check(ops));
 
   // Durability: the first later sync, fsync (or, for data, fdatasync) that covers each op.
   const size_t n = ops.size();

@@ -6,7 +6,9 @@
 //    incomplete) is a FailedPrecondition naming its detail; an operation naming an inode that
 //    neither the snapshot nor an earlier successful create or mkdir made, or naming a file where a
 //    directory is needed (or the reverse), is an InvalidArgument naming the operation and the
-//    inode; a file that would grow past kMaxReplayedFileBytes is NotSupported. Failed operations
+//    inode; a file that would grow past kMaxReplayedFileBytes is NotSupported, and so is a
+//    recording whose trees could outgrow what it and the snapshot hold (the tree bound below).
+//    Failed operations
 //    (err != 0) are kept for messages and change nothing.
 //  - Inodes are resolved when the recording is read: a create or mkdir starts a new file even if
 //    the file system reused the number of one unlinked earlier, so a write lands in the file its
@@ -44,6 +46,23 @@ namespace ckptspec {
 
 // The largest file a replay builds (a write's end or a truncate's length beyond it is refused).
 inline constexpr uint64_t kMaxReplayedFileBytes = uint64_t{1} << 30;
+
+// The tree bound: a replay's trees hold at most, over every file, its largest size (snapshot
+// content, a write's end, a truncate's length) times the names it can have (snapshot entries,
+// its create, links). A recording is not replayed when that exceeds kReplayGrowthFactor times
+// the bytes it and the snapshot hold (every snapshot entry's content, every recorded write's data)
+// plus kReplaySlackBytes: a log of a few records naming far offsets, long truncates or many links
+// would otherwise cost gigabytes (holes and hard links are copied into every tree).
+inline constexpr uint64_t kReplayGrowthFactor = 4;
+inline constexpr uint64_t kReplaySlackBytes = uint64_t{1} << 20;
+
+// Counts and byte totals a hostile recording could overflow stop at UINT64_MAX.
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+inline uint64_t SaturatingMultiply(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
 
 // A 128-bit digest of a tree: trees with equal digests are taken to be equal.
 struct TreeDigest {
