@@ -1,5 +1,6 @@
-# `cmake --install`: the ckptspec executable, the public headers (cmake/PublicHeaders.cmake) under
-# include/ckptspec/ with the generated stamp header, and the CMake package that
+# `cmake --install`: the ckptspec executable (and the storage recorder's interposer beside it), the
+# public headers (cmake/PublicHeaders.cmake) under include/ckptspec/ with the generated stamp
+# header, and the CMake package that
 # find_package(ckptspec) reads (cmake/ckptspecConfig.cmake.in, with ckptspec_add_plugin). The
 # package's version must match exactly: a plugin is built against one ckptspec.
 include(GNUInstallDirs)
@@ -16,6 +17,9 @@ endforeach()
 install(FILES ${CKPTSPEC_BUILD_STAMP_HEADER}
         DESTINATION ${CKPTSPEC_INSTALL_INCLUDEDIR}/properties)
 install(TARGETS ckptspec RUNTIME DESTINATION ${CKPTSPEC_INSTALL_BINDIR})
+# The storage recorder's interposer goes beside the executable, where FsInterposerPath looks for
+# it once the build tree is gone (crash/fs_recorder.h).
+install(TARGETS ckptspec_fs_interposer LIBRARY DESTINATION ${CKPTSPEC_INSTALL_BINDIR})
 
 # A sanitized ckptspec loads only sanitized plugins: the package passes the flags on.
 set(CKPTSPEC_SANITIZE_FLAGS)
