@@ -83,6 +83,14 @@ class LogParser {
       s->assign(bytes_, at_, length);
       at_ += length;
     }
+    // An entry's name becomes a path under the root when a crash state is written out: it must be
+    // one component, or a hostile log could name a file outside the root.
+    for (const std::string* entry : {&op->name, &op->name2}) {
+      if (!entry->empty() && (*entry == "." || *entry == ".." ||
+                              entry->find_first_of(std::string("/\0", 2)) != std::string::npos)) {
+        return Bad(start, "the entry name '" + *entry + "' is not one path component");
+      }
+    }
     return Status::OK();
   }
 

@@ -6,7 +6,8 @@
 //    Corruption naming `name`, the byte offset of the record and what is wrong (no record magic, a
 //    size below the smallest record or past the end of the bytes, a kind that is no operation, an
 //    injected flag other than 0 or 1, a string running past its record, fields that do not end at
-//    the record's size).
+//    the record's size, an entry name that is not one path component: empty for no entry, else
+//    no '/', no NUL, not "." or "..", since a crash state writes it out under the root).
 //  - Reads are bounded by the bytes: nothing is allocated for a length the bytes do not hold, so
 //    the operations cost a small multiple of the log's size.
 //  - The records are appended to `ops` in the log's order (not sorted by seq; sequence numbers are

@@ -61,8 +61,15 @@ RC_GTEST_PROP(RecordingLog, RecordsReadBackAsWritten, ()) {
     }
     op.offset = *rc::gen::arbitrary<uint64_t>();
     op.length = *rc::gen::arbitrary<uint64_t>();
-    for (std::string* s : {&op.name, &op.name2, &op.path, &op.path2, &op.detail, &op.data}) {
+    for (std::string* s : {&op.path, &op.path2, &op.detail, &op.data}) {
       *s = *rc::gen::arbitrary<std::string>();
+    }
+    // An entry name is one path component (or empty): no '/' or NUL, not "." or "..".
+    for (std::string* s : {&op.name, &op.name2}) {
+      *s = *rc::gen::suchThat(rc::gen::arbitrary<std::string>(), [](const std::string& name) {
+        return name != "." && name != ".." &&
+               name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+      });
     }
     log += EncodeRecordingRecord(op);
     written.push_back(op);
@@ -109,6 +116,28 @@ TEST(RecordingLog, EachMalformedFieldIsNamed) {
   const uint32_t size = static_cast<uint32_t>(padded.size());
   std::memcpy(&padded[4], &size, 4);
   ExpectError(padded, "its fields end at byte " + std::to_string(good.size()));
+}
+
+// An entry name is one path component: one that would lead a crash state's file out of the root
+// (written out by the property that judges it) is refused.
+TEST(RecordingLog, EntryNamesThatAreNotOneComponentAreRefused) {
+  for (const std::string& name : {std::string(".."), std::string("."), std::string("a/b"),
+                                  std::string("../x"), std::string("a\0b", 3)}) {
+    for (bool second : {false, true}) {
+      FsOp op = SampleWrite(0);
+      op.kind = FsOpKind::kRename;
+      op.name = "from";
+      op.name2 = "to";
+      (second ? op.name2 : op.name) = name;
+      ExpectError(EncodeRecordingRecord(op), "is not one path component");
+    }
+  }
+  FsOp fine = SampleWrite(0);
+  fine.kind = FsOpKind::kRename;
+  fine.name = "..hidden";
+  fine.name2 = "a.b";
+  std::vector<FsOp> ops;
+  EXPECT_TRUE(ParseRecordingLog(EncodeRecordingRecord(fine), "log", &ops).ok());
 }
 
 }  // namespace
