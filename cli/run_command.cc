@@ -39,6 +39,21 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_flag("--adapter-no-recorder", o->adapter_no_recorder,
                 "run an adapter's ranks without the storage recorder (an LD_PRELOAD interposer, "
                 "docs/ADAPTERS.md); P13, P14 and P16 are then n/a");
+  AddNumberFlag(cmd, "--adapter-launched", &o->adapter_launched, kLaunchedRanks,
+                "ranks an outside launcher (torchrun, srun) starts, which dial in to ckptspec: one "
+                "adapter target served by them; needs --adapter-coordinator-file (docs/SCALE.md)");
+  cmd->add_option("--adapter-listen", o->adapter_listen,
+                  "HOST:PORT the coordinator of launched ranks listens on (port 0: any free port; "
+                  "only that interface)")
+      ->default_str(o->adapter_listen);
+  cmd->add_option("--adapter-coordinator-file", o->adapter_coordinator_file,
+                  "where ckptspec writes its address and token for launched ranks (mode 0600; "
+                  "the ranks read it through CKPTSPEC_COORDINATOR_FILE)");
+  AddNumberFlag(cmd, "--adapter-connect-timeout", &o->adapter_connect_timeout_s,
+                kConnectTimeoutSeconds, "seconds launched ranks may take to dial in");
+  cmd->add_option("--adapter-shared-dir", o->adapter_shared_dir,
+                  "a directory every rank's host sees: adapter checkpoints and scratch files go "
+                  "under it (default: $TMPDIR, and $CKPTSPEC_SCRATCH_DIR or /dev/shm)");
   cmd->add_option(
       "--expectations", o->expectations,
       "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
@@ -195,18 +210,29 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   for (const PluginTarget& p : plugins) plugged.push_back(p.factory);
   std::vector<TargetFactory> targets;
   const std::vector<std::string> names =
-      o.targets.empty() && o.adapters.empty() ? std::vector<std::string>{"all"} : o.targets;
+      o.targets.empty() && o.adapters.empty() && o.adapter_launched == 0
+          ? std::vector<std::string>{"all"}
+          : o.targets;
   for (const std::string& name : names) {
     s = ResolveTargets(name, &targets, plugged);
     if (!s.ok()) return usage_error(s);
   }
   const size_t first_adapter = targets.size();  // adapter targets run in this process
-  for (const std::string& command : o.adapters) {
+  std::vector<std::string> adapter_commands = o.adapters;
+  if (o.adapter_launched > 0) adapter_commands.push_back("");  // the launched ranks' target
+  for (const std::string& command : adapter_commands) {
     AdapterOptions adapter;
     adapter.command = command;
     adapter.timeout_s = o.adapter_timeout_s;
     adapter.fresh_processes = o.adapter_fresh_processes;
     adapter.record_storage = !o.adapter_no_recorder;
+    adapter.shared_dir = o.adapter_shared_dir;
+    if (command.empty()) {
+      adapter.launched_ranks = o.adapter_launched;
+      adapter.listen = o.adapter_listen;
+      adapter.coordinator_file = o.adapter_coordinator_file;
+      adapter.connect_timeout_s = o.adapter_connect_timeout_s;
+    }
     TargetFactory factory;
     s = AdapterTargetFactory(adapter, &factory);
     if (!s.ok()) {

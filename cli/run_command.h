@@ -35,6 +35,12 @@ struct RunOptions {
   double adapter_timeout_s = 60;         // per request to an adapter
   bool adapter_fresh_processes = false;  // no live groups (docs/PROTOCOL.md, revision 2)
   bool adapter_no_recorder = false;      // no storage recorder: P13, P14, P16 n/a
+  // Ranks an outside launcher starts (docs/SCALE.md): > 0 adds one adapter target served by them.
+  int adapter_launched = 0;
+  std::string adapter_listen = "127.0.0.1:0";  // the coordinator's address
+  std::string adapter_coordinator_file;        // written for the launched ranks
+  double adapter_connect_timeout_s = 600;      // how long they may take to dial in
+  std::string adapter_shared_dir;              // checkpoints and scratch files, seen by every host
   // A per-target expectations file (properties/expectations.h) every target is judged by, but
   // mutants and the plugins' targets that list their own.
   std::string expectations;
@@ -67,6 +73,8 @@ int RunRunCommand(const RunOptions& options, std::ostream& out, std::ostream& er
 // What the numeric flags accept (--help states the same ranges; cli/numeric_flag.h).
 constexpr NumberRange<double> kAdapterTimeoutSeconds{0.001, 24 * 3600.0};
 constexpr NumberRange<int> kJobs{1, 1024};
+constexpr NumberRange<int> kLaunchedRanks{1, 65536};
+constexpr NumberRange<double> kConnectTimeoutSeconds{0.001, 24 * 3600.0};
 constexpr NumberRange<int64_t> kBudgetCases{1, 1000000000};
 constexpr NumberRange<double> kBudgetSeconds{0.001, 7 * 24 * 3600.0};  // "30s"
 constexpr NumberRange<double> kBudgetMinutes{0.001, 7 * 24 * 60.0};    // "2m"

@@ -10,6 +10,7 @@
 
 #include "crash/fs_recorder.h"
 #include "targets/env/env.h"
+#include "targets/process/coordinator.h"
 #include "targets/process/harness_registry.h"
 #include "targets/process/owned_temp_dir.h"
 #include "targets/process/process_framework.h"
@@ -34,19 +35,48 @@ void RemoveTempDir(const std::string& dir) {
   UnregisterTempDir(dir);
 }
 
-// Where checkpoints go: $TMPDIR, else /tmp.
-std::string CheckpointRoot() {
+// Where checkpoints go: the shared directory when given, else $TMPDIR, else /tmp.
+std::string CheckpointRoot(const std::string& shared_dir = "") {
+  if (!shared_dir.empty()) return shared_dir;
   const char* tmp = getenv("TMPDIR");
   return tmp && *tmp ? tmp : "/tmp";
 }
 
-// Where the harness's scratch files go: $CKPTSPEC_SCRATCH_DIR when set; else /dev/shm when it is
-// writable (entry bytes are written and read once per call: a memory file system spares the
-// storage under test that traffic), else the checkpoint root.
-std::string WorkRoot() {
+// Where the harness's scratch files go: the shared directory when given (ranks on other hosts
+// read and write them); else $CKPTSPEC_SCRATCH_DIR when set; else /dev/shm when it is writable
+// (entry bytes are written and read once per call: a memory file system spares the storage under
+// test that traffic), else the checkpoint root.
+std::string WorkRoot(const std::string& shared_dir = "") {
+  if (!shared_dir.empty()) return shared_dir;
   const char* chosen = getenv("CKPTSPEC_SCRATCH_DIR");
   if (chosen && *chosen) return chosen;
   return access("/dev/shm", W_OK | X_OK) == 0 ? std::string("/dev/shm") : CheckpointRoot();
+}
+
+// The pool of ranks an outside launcher started (AdapterOptions::launched_ranks), once they all
+// dialled in, and its first group's hello (the probe's).
+Status LaunchedPool(const AdapterOptions& options, std::shared_ptr<RankGroupPool>* pool,
+                    HelloReply* hello) {
+  if (options.coordinator_file.empty()) {
+    return Status::InvalidArgument(
+        "launched ranks need a coordinator file (--adapter-coordinator-file) to find ckptspec");
+  }
+  Coordinator coordinator;
+  CKPTSPEC_RETURN_IF_ERROR(coordinator.Listen(options.listen));
+  CKPTSPEC_RETURN_IF_ERROR(coordinator.WriteFile(options.coordinator_file));
+  fprintf(stderr, "ckptspec: waiting for %d launched ranks at %s (coordinator file %s)\n",
+          options.launched_ranks, coordinator.address().c_str(), options.coordinator_file.c_str());
+  std::vector<std::unique_ptr<SocketRank>> ranks;
+  const Status accepted =
+      coordinator.AcceptRanks(options.launched_ranks, options.connect_timeout_s, &ranks);
+  unlink(options.coordinator_file.c_str());  // its token admits no one once the pool is formed
+  CKPTSPEC_RETURN_IF_ERROR(accepted);
+  *pool = RankGroupPool::Launched(RankGroupOptions{"", 0, options.timeout_s, {}, true},
+                                  std::move(ranks));
+  std::unique_ptr<RankGroup> group;
+  CKPTSPEC_RETURN_IF_ERROR((*pool)->Acquire(options.launched_ranks, &group));
+  *hello = group->hello();
+  return (*pool)->Release(std::move(group));
 }
 
 // The storage recorder every rank process of one factory runs under (crash/fs_recorder.h): its
@@ -183,20 +213,28 @@ class FrameworkAdapterUnderTest : public FrameworkUnderTest {
 }  // namespace
 
 Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
-  if (options.command.find_first_not_of(" \t") == std::string::npos) {
+  const bool launched = options.launched_ranks > 0;
+  if (!launched && options.command.find_first_not_of(" \t") == std::string::npos) {
     return Status::InvalidArgument("--adapter: the command is empty");
   }
   if (!(options.timeout_s > 0)) {
     return Status::InvalidArgument("adapter timeout must be positive, got " +
                                    std::to_string(options.timeout_s));
   }
+  const std::string checkpoint_root = CheckpointRoot(options.shared_dir);
+  const std::string work_root = WorkRoot(options.shared_dir);
   // What a ckptspec killed outright left behind goes before this one adds its own.
-  for (const std::string& root : {CheckpointRoot(), WorkRoot()}) {
+  for (const std::string& root : {checkpoint_root, work_root}) {
     (void)ReclaimAbandonedTempDirs(root);
   }
   HelloReply hello;
-  CKPTSPEC_RETURN_IF_ERROR(ProcessEngine::Probe(options.command, options.timeout_s, &hello)
-                               .WithContext("adapter '" + options.command + "'"));
+  std::shared_ptr<RankGroupPool> pool;
+  if (launched) {
+    CKPTSPEC_RETURN_IF_ERROR(LaunchedPool(options, &pool, &hello).WithContext("launched ranks"));
+  } else {
+    CKPTSPEC_RETURN_IF_ERROR(ProcessEngine::Probe(options.command, options.timeout_s, &hello)
+                                 .WithContext("adapter '" + options.command + "'"));
+  }
 
   TargetFactory factory;
   factory.name = TargetName(options, hello);
@@ -210,6 +248,10 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   std::vector<std::string> extra_env;
   if (!options.record_storage) {
     factory.disk_faults_missing = "the adapter runs without the storage recorder";
+  } else if (launched) {
+    factory.disk_faults_missing =
+        "ranks an outside launcher started (the recorder's interposer runs only in processes "
+        "ckptspec starts)";
   } else if (hello.framework) {
     factory.disk_faults_missing = "a framework adapter (its storage is its own)";
   } else {
@@ -221,8 +263,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
       factory.disk_faults_missing = made.ToString();
     }
   }
-  std::shared_ptr<RankGroupPool> pool;
-  if (hello.reset && !options.fresh_processes) {
+  if (!launched && hello.reset && !options.fresh_processes) {
     pool = std::make_shared<RankGroupPool>(
         RankGroupOptions{options.command, 0, options.timeout_s, extra_env},
         kAdapterTargetIdleBounds);
@@ -230,7 +271,8 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   if (hello.framework) {
     factory.framework = hello.framework;
     factory.make_framework =
-        [copy, pool](const TargetOptions& target_options) -> std::unique_ptr<FrameworkUnderTest> {
+        [copy, pool, checkpoint_root](
+            const TargetOptions& target_options) -> std::unique_ptr<FrameworkUnderTest> {
       ProcessFrameworkOptions framework;
       framework.command = copy.command;
       framework.timeout_s = copy.timeout_s;
@@ -238,7 +280,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
       framework.pool = pool;
       std::string checkpoints;
       // A directory that cannot be made leaves the path empty: every save and load then fails.
-      if (MakeTempDir(CheckpointRoot(), &checkpoints).ok()) {
+      if (MakeTempDir(checkpoint_root, &checkpoints).ok()) {
         framework.directory = JoinPath(checkpoints, "ckpt");
       }
       return std::make_unique<FrameworkAdapterUnderTest>(checkpoints, std::move(framework));
@@ -246,7 +288,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     *out = std::move(factory);
     return Status::OK();
   }
-  factory.make = [name, copy, declared, pool, recorder, extra_env](
+  factory.make = [name, copy, declared, pool, recorder, extra_env, checkpoint_root, work_root](
                      const TargetOptions& target_options) -> std::unique_ptr<TargetUnderTest> {
     std::string checkpoints, work;
     ProcessEngineOptions engine;
@@ -259,11 +301,11 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
     std::vector<std::string> made;
     // A temporary directory that cannot be made leaves its path empty: every engine call then
     // fails (ProcessEngine refuses to run without both).
-    if (MakeTempDir(CheckpointRoot(), &checkpoints).ok()) {
+    if (MakeTempDir(checkpoint_root, &checkpoints).ok()) {
       made.push_back(checkpoints);
       engine.directory = JoinPath(checkpoints, "ckpt");
     }
-    if (MakeTempDir(WorkRoot(), &work).ok()) {
+    if (MakeTempDir(work_root, &work).ok()) {
       made.push_back(work);
       engine.work_dir = work;
     }

@@ -37,6 +37,14 @@
 //    files. When the recorder cannot be made, disk_faults is false and disk_faults_missing says
 //    why. TargetOptions (deferred async, retention) are engine settings no protocol message
 //    carries; the adapter uses its own.
+//  - Launched ranks (launched_ranks > 0, docs/SCALE.md): the command is not run. The factory
+//    listens on `listen` (targets/process/coordinator.h), writes `coordinator_file` for the ranks,
+//    waits up to connect_timeout_s for launched_ranks ranks an outside launcher (torchrun, srun)
+//    started, and serves every target it makes from that one pool (RankGroupPool::Launched): a
+//    case of k ranks runs on k of them, in a process group of its own. The first group (all the
+//    ranks) says hello in place of the probe. The storage recorder is not used (its interposer
+//    runs only in processes ckptspec starts): disk_faults is false. The roots of the checkpoint
+//    and scratch directories must be seen by every host: `shared_dir` when set.
 #pragma once
 
 #include <string>
@@ -54,6 +62,14 @@ struct AdapterOptions {
   double timeout_s = 60;         // per request
   bool fresh_processes = false;  // never reuse rank processes across engines, even with reset
   bool record_storage = true;    // run the ranks under the storage recorder (disk_faults)
+  // Ranks an outside launcher started (see the contracts); 0: ckptspec starts the ranks.
+  int launched_ranks = 0;
+  std::string listen = "127.0.0.1:0";  // the coordinator's address (HOST:PORT; port 0: any)
+  std::string coordinator_file;        // where the address and the token are written
+  double connect_timeout_s = 600;      // how long the launched ranks may take to dial in
+  // A directory every host sees: the checkpoint and scratch directories are made under it
+  // (empty: $TMPDIR, and $CKPTSPEC_SCRATCH_DIR or /dev/shm).
+  std::string shared_dir;
 };
 
 Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out);

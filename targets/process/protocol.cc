@@ -183,6 +183,7 @@ void HelloReplyToJson(const HelloReply& hello, json* reply) {
   if (hello.reset) (*reply)["capabilities"]["reset"] = true;
   if (hello.poll) (*reply)["capabilities"]["poll"] = true;
   if (hello.packed) (*reply)["capabilities"]["packed"] = true;
+  if (hello.regroup) (*reply)["capabilities"]["regroup"] = true;
   if (hello.framework) {
     (*reply)["capabilities"]["framework"] = true;
     (*reply)["framework"] = FrameworkSupportToJson(*hello.framework);
@@ -207,11 +208,12 @@ Status HelloReplyFromJson(const json& reply, HelloReply* out) {
   CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "capabilities", &caps));
   json engine_caps = *caps;
   // The harness's own capabilities (not the engine's): revision 2's reset, revision 3's poll,
-  // revision 4's packed.
+  // revision 4's packed, revision 6's regroup.
   for (const auto& [name, member] :
        {std::pair<const char*, bool HelloReply::*>{"reset", &HelloReply::reset},
         std::pair<const char*, bool HelloReply::*>{"poll", &HelloReply::poll},
-        std::pair<const char*, bool HelloReply::*>{"packed", &HelloReply::packed}}) {
+        std::pair<const char*, bool HelloReply::*>{"packed", &HelloReply::packed},
+        std::pair<const char*, bool HelloReply::*>{"regroup", &HelloReply::regroup}}) {
     out->*member = false;
     if (engine_caps.is_object() && engine_caps.contains(name)) {
       const json& value = engine_caps[name];
@@ -237,6 +239,9 @@ Status HelloReplyFromJson(const json& reply, HelloReply* out) {
     CKPTSPEC_RETURN_IF_ERROR(
         FrameworkSupportFromJson(JsonField(*support), &s).WithContext("hello.framework"));
     out->framework = std::move(s);
+  }
+  if (out->regroup && !out->reset) {
+    return Status::InvalidArgument("hello.capabilities: regroup is declared without reset");
   }
   return CapabilitiesFromJson(engine_caps, &out->capabilities).WithContext("hello");
 }

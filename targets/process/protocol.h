@@ -28,7 +28,9 @@ inline constexpr int kProtocolVersion = 1;
 // Revision 2: the reset request and capability, live groups. Revision 3: the poll request and
 // capability, tensor placements in save. Revision 4: the packed capability, entries at ranges of
 // one file per rank and request. Revision 5: framework adapters (the framework capability).
-inline constexpr int kProtocolRevision = 5;
+// Revision 6: hello names the group (and its store); the regroup capability: a rank pool's
+// ranks say hello again after a reset, in another group; ranks may dial in to a coordinator.
+inline constexpr int kProtocolRevision = 6;
 
 // Revision 4: where an entry's bytes lie in a file that holds several entries (the members
 // "offset" and "length" of the entry, both or neither).
@@ -69,6 +71,9 @@ struct HelloReply {
   // requests of docs/PROTOCOL.md, "Framework adapters"), and the reply's "framework" member says
   // what it can be asked.
   std::optional<FrameworkSupport> framework;
+  // Revision 6: "regroup" among the capabilities (with "reset"): after a reset the process may
+  // be sent hello again, with another rank, world size and group (a rank pool's ranks).
+  bool regroup = false;
 };
 
 // Engine::Save's arguments for one rank.

@@ -84,6 +84,16 @@ json DeclaredCapabilities(const HelloReply& hello) {
 RankGroup::RankGroup(RankGroupOptions options, RequestIds* ids)
     : options_(std::move(options)), ids_(ids) {}
 
+RankGroup::RankGroup(RankGroupOptions options, RequestIds* ids,
+                     std::vector<std::unique_ptr<RankEndpoint>> ranks)
+    : options_(std::move(options)), ids_(ids), ranks_(std::move(ranks)), given_ranks_(true) {}
+
+std::vector<std::unique_ptr<RankEndpoint>> RankGroup::TakeRanks() {
+  alive_ = false;
+  replies_.clear();
+  return std::move(ranks_);
+}
+
 RankGroup::~RankGroup() {
   KillAll();
   KillLeftovers(FindLeftoverChildren());
@@ -91,21 +101,29 @@ RankGroup::~RankGroup() {
 
 std::vector<pid_t> RankGroup::pids() const {
   std::vector<pid_t> out;
-  for (const auto& r : ranks_) out.push_back(r->pid());
+  for (const auto& r : ranks_) {
+    if (r->local_pid() > 0) out.push_back(r->local_pid());
+  }
   return out;
 }
 
 void RankGroup::KillAll() {
-  for (auto& r : ranks_) r->Kill();
+  for (auto& r : ranks_) r->End();
   alive_ = false;
 }
 
 Status RankGroup::Fault(int rank, AdapterFault fault, const std::string& detail) {
   std::string text = detail;
   if (rank >= 0 && rank < static_cast<int>(ranks_.size())) {
-    ranks_[rank]->DrainStderr();
-    const std::string tail = ranks_[rank]->log().TailLine(kLogTailBytes);
-    text += tail.empty() ? "; stderr empty" : "; stderr: " + tail;
+    RankEndpoint& endpoint = *ranks_[rank];
+    if (!endpoint.Where().empty()) text += " (" + endpoint.Where() + ")";
+    endpoint.DrainLog();
+    const std::string tail = endpoint.log().TailLine(kLogTailBytes);
+    if (!endpoint.LogElsewhere().empty()) {
+      text += "; " + endpoint.LogElsewhere();
+    } else {
+      text += tail.empty() ? "; stderr empty" : "; stderr: " + tail;
+    }
   }
   KillAll();
   last_fault_ = fault;
@@ -115,14 +133,23 @@ Status RankGroup::Fault(int rank, AdapterFault fault, const std::string& detail)
 
 Status RankGroup::Start(HelloReply* hello) {
   IgnoreSigpipeOnce();
-  if (!ranks_.empty()) return Status::FailedPrecondition("adapter group already started");
+  if (!name_.empty()) return Status::FailedPrecondition("adapter group already started");
   const int n = options_.world_size;
   if (n < 1) return Status::InvalidArgument("adapter group: world size " + std::to_string(n));
-  port_ = PickFreePort();
-  if (port_ == 0) return Fault(0, AdapterFault::kStartFailed, "no free TCP port on 127.0.0.1");
+  if (given_ranks_ && ranks_.size() != static_cast<size_t>(n)) {
+    return Status::InvalidArgument("adapter group of " + std::to_string(n) + " ranks given " +
+                                   std::to_string(ranks_.size()));
+  }
+  name_ = "g" + std::to_string(ids_->next);
+  json group = {{"name", name_}};
+  if (!options_.launcher_store) {
+    port_ = PickFreePort();
+    if (port_ == 0) return Fault(0, AdapterFault::kStartFailed, "no free TCP port on 127.0.0.1");
+    group["store"] = "127.0.0.1:" + std::to_string(port_);
+  }
   replies_.assign(n, ReplyLines(kMaxLineBytes));
-  for (int r = 0; r < n; ++r) {
-    ranks_.push_back(std::make_unique<Subprocess>());
+  for (int r = 0; r < n && !given_ranks_; ++r) {
+    auto process = std::make_unique<ProcessRank>();
     std::vector<std::string> env = {"RANK=" + std::to_string(r),
                                     "WORLD_SIZE=" + std::to_string(n),
                                     "LOCAL_RANK=" + std::to_string(r),
@@ -130,7 +157,8 @@ Status RankGroup::Start(HelloReply* hello) {
                                     "MASTER_PORT=" + std::to_string(port_),
                                     "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
     env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
-    const Status s = ranks_.back()->Start(options_.command, env);
+    const Status s = process->Start(options_.command, env);
+    ranks_.push_back(std::move(process));
     if (!s.ok()) return Fault(r, AdapterFault::kStartFailed, s.message());
   }
   alive_ = true;
@@ -139,10 +167,13 @@ Status RankGroup::Start(HelloReply* hello) {
     requests[r] = {{"protocol", kProtocolVersion},
                    {"revision", kProtocolRevision},
                    {"rank", r},
-                   {"world_size", n}};
+                   {"world_size", n},
+                   {"group", group}};
   }
   std::vector<json> replies;
-  CKPTSPEC_RETURN_IF_ERROR(Call("hello", std::move(requests), &replies, HelloTimeout(options_)));
+  CKPTSPEC_RETURN_IF_ERROR(
+      Call("hello", std::move(requests), &replies,
+           given_ranks_ && options_.launcher_store ? options_.timeout_s : HelloTimeout(options_)));
   for (int r = 0; r < n; ++r) {
     if (!replies[r]["ok"].get<bool>()) {
       Status refused;
@@ -207,7 +238,7 @@ Status RankGroup::CallWithLines(const std::string& op, const RequestLine& line_o
                                 std::vector<json>* replies, double timeout_s) {
   if (!alive_) {
     return Status::FailedPrecondition("adapter group is not running (started: " +
-                                      std::string(ranks_.empty() ? "no" : "yes, then ended") + ")");
+                                      std::string(name_.empty() ? "no" : "yes, then ended") + ")");
   }
   const int64_t id = ids_->next++;
   std::vector<std::string> lines(ranks_.size());
@@ -245,16 +276,16 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, Stream>> who;
     for (size_t r = 0; r < n; ++r) {
-      if (ranks_[r]->stderr_fd() >= 0) {
-        fds.push_back({ranks_[r]->stderr_fd(), POLLIN, 0});
+      if (ranks_[r]->log_fd() >= 0) {
+        fds.push_back({ranks_[r]->log_fd(), POLLIN, 0});
         who.push_back({r, Stream::kStderr});
       }
       if (written[r] < lines[r].size()) {
-        fds.push_back({ranks_[r]->stdin_fd(), POLLOUT, 0});
+        fds.push_back({ranks_[r]->request_fd(), POLLOUT, 0});
         who.push_back({r, Stream::kStdin});
       }
       if (!replied[r]) {
-        fds.push_back({ranks_[r]->stdout_fd(), POLLIN, 0});
+        fds.push_back({ranks_[r]->reply_fd(), POLLIN, 0});
         who.push_back({r, Stream::kStdout});
       }
     }
@@ -287,7 +318,7 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
       const size_t r = who[i].first;
       const int rank = static_cast<int>(r);
       if (who[i].second == Stream::kStderr) {
-        ranks_[r]->DrainStderr();
+        ranks_[r]->DrainLog();
         continue;
       }
       if (who[i].second ==
@@ -326,13 +357,8 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
 }
 
 Status RankGroup::DeadRank(int rank, const std::string& during) {
-  Subprocess& p = *ranks_[rank];
-  if (!p.WaitFor(2.0)) {
-    return Fault(rank, AdapterFault::kExited,
-                 "closed its stdout or stdin while running, during " + during);
-  }
-  return Fault(rank, p.died_of_signal() ? AdapterFault::kCrashed : AdapterFault::kExited,
-               p.ExitDescription() + " during " + during);
+  const auto [fault, detail] = ranks_[rank]->Ended(during);
+  return Fault(rank, fault, detail);
 }
 
 Status RankGroup::CheckReply(int rank, int64_t id, const std::string& during,
@@ -400,8 +426,8 @@ Status RankGroup::Shutdown() {
   }
   const auto deadline = Clock::now() + std::chrono::seconds(static_cast<int>(kShutdownGrace_s));
   for (auto& r : ranks_) {
-    r->CloseStdin();
-    r->WaitFor(std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()));
+    r->CloseRequests();
+    r->WaitEnded(std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()));
   }
   KillAll();
   const std::vector<LeftoverProcess> leftovers = FindLeftoverChildren();

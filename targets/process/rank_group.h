@@ -1,18 +1,24 @@
-// A group of N adapter rank processes speaking the adapter protocol (docs/PROTOCOL.md): started
-// together, sent one request each per call, their replies read concurrently under a deadline.
+// A group of N adapter ranks speaking the adapter protocol (docs/PROTOCOL.md): sent one request
+// each per call, their replies read concurrently under a deadline. The ranks are processes the
+// group starts, or ranks handed to it (rank_endpoint.h: a rank pool's processes, or ranks an
+// outside launcher started that dialled in to the coordinator).
 //
 // Contracts:
-//  - Start() launches N processes (Subprocess) with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-//    MASTER_PORT and CKPTSPEC_PROTOCOL set, sends hello and checks the replies (protocol version,
-//    the same capabilities on every rank). Hello's deadline is the request deadline times
-//    ceil(N / online cores): more ranks than cores start in turns.
+//  - Start() launches N processes (ProcessRank) with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+//    MASTER_PORT and CKPTSPEC_PROTOCOL set, or takes the ranks it was given, sends hello and checks
+//    the replies (protocol version, the same capabilities on every rank). Hello names the group
+//    (revision 6): "g<id>", unique over the harness's life, with the store "127.0.0.1:<port>" its
+//    rank 0 hosts, or without a store when the ranks use their launcher's. Hello's deadline is
+//    the request deadline times ceil(N / online cores) for processes it starts: more ranks than
+//    cores start in turns.
 //  - Call() never blocks past its deadline. It returns OK with every rank's reply (a JSON object
 //    with the right "id" and "rank", and "ok" true, or false with a well-formed "error"), or the
 //    Status of a fault (adapter_fault.h) naming the rank, the request and the tail of the rank's
 //    stderr log; after a fault every process of the group has been killed and reaped, and the
 //    group is dead (alive() false; further calls fail at once).
 //  - The destructor kills and reaps whatever is left, leftover children included; nothing outlives
-//    the group.
+//    the group. TakeRanks() hands the ranks back instead (a pool's, after a reset).
+//  - A fault's message names where a launched rank runs ("launch rank 2 on host n1, pid 42").
 //  - Each rank's stderr is drained while the group waits on it and kept capped (CappedLog); a
 //    fault's message ends with the tail of the rank's stderr. SIGPIPE is set
 //    to ignored in this process (once, if it was at its default) so that writing to a dead rank is
@@ -32,8 +38,8 @@
 #include "model/status.h"
 #include "targets/process/adapter_fault.h"
 #include "targets/process/protocol.h"
+#include "targets/process/rank_endpoint.h"
 #include "targets/process/reply_lines.h"
-#include "targets/process/subprocess.h"
 
 namespace ckptspec {
 
@@ -44,6 +50,9 @@ struct RankGroupOptions {
   // Added to every rank's environment ("NAME=value"), after the group's own: e.g. the storage
   // recorder's LD_PRELOAD (crash/fs_recorder.h).
   std::vector<std::string> extra_env = {};
+  // The ranks rendezvous in their launcher's store (hello names no store): ranks an outside
+  // launcher started.
+  bool launcher_store = false;
 };
 
 // Where the ids of requests come from: one counter shared by every group of a harness, so ids
@@ -55,12 +64,18 @@ struct RequestIds {
 class RankGroup {
  public:
   RankGroup(RankGroupOptions options, RequestIds* ids);  // `ids` not owned, outlives the group
+  // A group over `ranks` (options.world_size of them), which Start says hello to.
+  RankGroup(RankGroupOptions options, RequestIds* ids,
+            std::vector<std::unique_ptr<RankEndpoint>> ranks);
   ~RankGroup();
   RankGroup(const RankGroup&) = delete;
   RankGroup& operator=(const RankGroup&) = delete;
 
-  // Starts the processes and exchanges hello. On error the group is dead.
+  // Starts the processes (unless ranks were given) and exchanges hello. On error the group is
+  // dead.
   Status Start(HelloReply* hello);
+  // The ranks, for a pool to keep (after a successful Reset); the group is then dead and empty.
+  std::vector<std::unique_ptr<RankEndpoint>> TakeRanks();
   // Rank 0's reply to hello (after a successful Start; every rank declared the same).
   const HelloReply& hello() const { return hello_; }
 
@@ -94,9 +109,12 @@ class RankGroup {
   bool alive() const { return alive_; }
   int world_size() const { return options_.world_size; }
   int master_port() const { return port_; }
+  // The group's name in hello ("g<id>"; empty before Start).
+  const std::string& name() const { return name_; }
+  const RankEndpoint& rank(int rank) const { return *ranks_[rank]; }
   // What rank `rank` wrote to its stderr so far (capped; drained while the group waits on it).
   const CappedLog& log(int rank) const { return ranks_[rank]->log(); }
-  // The pids started (for checks that nothing is left behind); empty before Start.
+  // The pids of the group's local rank processes (for checks that nothing is left behind).
   std::vector<pid_t> pids() const;
   // The last fault and its rank, if any.
   const std::optional<AdapterFault>& last_fault() const { return last_fault_; }
@@ -112,7 +130,9 @@ class RankGroup {
 
   RankGroupOptions options_;
   RequestIds* ids_;
-  std::vector<std::unique_ptr<Subprocess>> ranks_;
+  std::vector<std::unique_ptr<RankEndpoint>> ranks_;
+  bool given_ranks_ = false;  // ranks_ came with the group (a pool's, or launched)
+  std::string name_;
   std::vector<ReplyLines> replies_;  // bytes read from each rank's stdout not yet consumed
   int port_ = 0;
   HelloReply hello_;

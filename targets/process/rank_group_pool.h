@@ -22,6 +22,18 @@
 //    one that a single resharding case asked for. The bound is in memory because that is what an idle rank costs: a
 //    rank of the built-in adapter holds a few MB, a Python rank that imported torch about 0.85 GB.
 //    The destructor shuts every idle group down.
+//  - Ranks that declared "regroup" (revision 6) serve every world size: when no idle group has the
+//    size asked for, the pool takes free ranks, then breaks up idle groups (the size asked for
+//    least first, among equals the one idle longest) into free ranks, starts only the ranks still
+//    missing, and says hello to the new group (its own name and store). Idle ranks, in groups or
+//    free, count against the same bounds; free ranks give way first.
+//  - Launched pools (Launched()): the ranks are the n that an outside launcher started and that
+//    dialled in to the coordinator (coordinator.h). The pool never starts a rank: a case needs at
+//    most n ranks, and its ranks are taken round-robin over the hosts (the first rank of each
+//    host, then the second, ...), so that a group of more than one rank spans hosts. The ranks
+//    must declare reset and regroup. Idle ranks are never shut down before the pool ends. A rank
+//    lost to a fault (a disconnect, a timeout, ...) is gone for good: a later Acquire that needs
+//    more ranks than remain fails, naming the lost ranks and why.
 //  - Request ids come from one counter for every group of the pool (ids()).
 //  - Not thread-safe: one pool serves one target, whose cases run one after another.
 #pragma once
@@ -37,6 +49,7 @@
 #include <vector>
 
 #include "model/status.h"
+#include "targets/process/coordinator.h"
 #include "targets/process/rank_group.h"
 
 namespace ckptspec {
@@ -66,6 +79,9 @@ class RankGroupPool {
   // `options.world_size` is ignored: each group gets the size asked for.
   RankGroupPool(RankGroupOptions options, IdleBounds bounds,
                 GroupMemoryMeasure measure = ResidentGroupBytes);
+  // A launched pool over `ranks` (see the contracts); `options.launcher_store` is set.
+  static std::shared_ptr<RankGroupPool> Launched(RankGroupOptions options,
+                                                 std::vector<std::unique_ptr<SocketRank>> ranks);
   ~RankGroupPool();
   RankGroupPool(const RankGroupPool&) = delete;
   RankGroupPool& operator=(const RankGroupPool&) = delete;
@@ -88,6 +104,12 @@ class RankGroupPool {
   uint64_t idle_bytes() const;
   // Groups started over the pool's life (for tests and reports).
   size_t started() const { return started_; }
+  // Rank processes the pool started itself to complete a regrouped group.
+  size_t ranks_started() const { return ranks_started_; }
+  // Groups formed of free ranks by regrouping.
+  size_t regrouped() const { return regrouped_; }
+  size_t free_ranks() const { return free_.size(); }
+  bool launched() const { return launched_; }
 
  private:
   struct IdleGroup {
@@ -95,13 +117,33 @@ class RankGroupPool {
     uint64_t bytes = 0;
   };
 
+  // A group of `world_size` from free ranks (breaking up idle groups, starting what is missing).
+  Status Regroup(int world_size, std::unique_ptr<RankGroup>* group, std::vector<pid_t>* started);
+  // Takes `n` free ranks in the order the contract gives.
+  std::vector<std::unique_ptr<RankEndpoint>> TakeFree(size_t n);
+  // Enforces the bounds after a group was kept (the last of idle_): the outcome of that group's
+  // own shutdown, if it had to give way.
+  Status Trim();
+  void NoteLost(const RankGroup& group, const Status& why);
+
   RankGroupOptions options_;
   IdleBounds bounds_;
   GroupMemoryMeasure measure_;
   RequestIds ids_;
-  std::vector<IdleGroup> idle_;    // longest idle first
+  std::vector<IdleGroup> idle_;  // longest idle first
+  struct FreeRank {
+    std::unique_ptr<RankEndpoint> rank;
+    uint64_t bytes = 0;  // its memory when it was freed
+  };
+  std::vector<FreeRank> free_;  // ranks out of any group (regroup), freed longest ago first
+  bool regroup_ = false;        // the ranks declared regroup (known after the first hello)
+  bool launched_ = false;
+  size_t launched_ranks_ = 0;
+  std::vector<std::string> lost_;  // launched: the ranks lost and why
   std::map<int, uint64_t> asked_;  // world size -> Acquire calls for it
   size_t started_ = 0;
+  size_t ranks_started_ = 0;
+  size_t regrouped_ = 0;
 };
 
 }  // namespace ckptspec

@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <optional>
 #include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "targets/process/harness_registry.h"
 #include "targets/process/process_test_util.h"
@@ -268,6 +272,109 @@ TEST(RankGroupPool, ADeadGroupIsNotKept) {
   (void)group->Fault(1, AdapterFault::kWrongSize, "a test says so");
   EXPECT_TRUE(pool.Release(std::move(group)).ok()) << "its fault was the case's already";
   EXPECT_EQ(pool.idle(), 0u);
+}
+
+// A shell adapter that declares reset and regroup: it answers as the rank its last hello named,
+// and appends every hello line to `log_dir`/<its pid>.
+std::string RegroupingAdapter(const std::string& log_dir) {
+  return "me=$RANK; while read -r line; do "
+         "id=$(printf '%s' \"$line\" | sed 's/.*\"id\":\\([0-9]*\\).*/\\1/'); "
+         "case \"$line\" in *'\"op\":\"hello\"'*) "
+         "me=$(printf '%s' \"$line\" | sed 's/.*\"rank\":\\([0-9]*\\).*/\\1/'); "
+         "printf '%s\\n' \"$line\" >> " +
+         log_dir +
+         "/$$;; esac; "
+         "printf '{\"id\":%s,\"rank\":%s,\"ok\":true,\"protocol\":1,\"capabilities\":"
+         "{\"reset\":true,\"regroup\":true}}\\n' \"$id\" \"$me\"; done";
+}
+
+// A fresh empty directory for a test's logs.
+std::string TestScratchDir(const std::string& name) {
+  std::string dir = FastTempRoot() + "/ckptspec-" + name + "-XXXXXX";
+  return mkdtemp(dir.data()) != nullptr ? dir : std::string("/nonexistent");
+}
+
+bool Contains(const std::vector<pid_t>& all, const std::vector<pid_t>& some) {
+  for (pid_t pid : some) {
+    if (std::find(all.begin(), all.end(), pid) == all.end()) return false;
+  }
+  return true;
+}
+
+TEST(RankGroupPool, RanksThatRegroupServeEveryWorldSizeStartingOnlyTheRanksMissing) {
+  const std::string logs = TestScratchDir("regroup-logs");
+  std::vector<pid_t> every;
+  {
+    RankGroupPool pool(RankGroupOptions{RegroupingAdapter(logs), 0, 5}, Ranks(8));
+    std::unique_ptr<RankGroup> group;
+    ASSERT_TRUE(pool.Acquire(2, &group).ok());
+    EXPECT_TRUE(group->hello().regroup);
+    every = Pids(*group);
+    ASSERT_TRUE(pool.Release(std::move(group)).ok());
+
+    ASSERT_TRUE(pool.Acquire(3, &group).ok()) << "two ranks of the idle group, one started";
+    EXPECT_EQ(pool.started(), 1u);
+    EXPECT_EQ(pool.ranks_started(), 1u);
+    EXPECT_EQ(pool.regrouped(), 1u);
+    EXPECT_TRUE(Contains(Pids(*group), every));
+    every = Pids(*group);
+    ASSERT_TRUE(pool.Release(std::move(group)).ok());
+
+    ASSERT_TRUE(pool.Acquire(1, &group).ok());
+    EXPECT_EQ(pool.free_ranks(), 2u) << "the group of three was broken up";
+    std::unique_ptr<RankGroup> two;
+    ASSERT_TRUE(pool.Acquire(2, &two).ok()) << "the free ranks";
+    EXPECT_TRUE(Contains(every, Pids(*group)));
+    EXPECT_TRUE(Contains(every, Pids(*two)));
+    ASSERT_TRUE(pool.Release(std::move(group)).ok());
+    ASSERT_TRUE(pool.Release(std::move(two)).ok());
+    ASSERT_TRUE(pool.Acquire(3, &group).ok());
+    EXPECT_TRUE(Contains(every, Pids(*group))) << "no process started for a size seen before";
+    EXPECT_EQ(pool.ranks_started(), 1u);
+    ASSERT_TRUE(pool.Release(std::move(group)).ok());
+  }  // the pool shuts every rank down
+  ExpectNoProcessLeft(every);
+  // Every hello named a group of its own, with a store, and the rank the process answered as.
+  std::set<std::string> names;
+  size_t hellos = 0;
+  for (pid_t pid : every) {
+    std::ifstream in(logs + "/" + std::to_string(pid));
+    std::string line;
+    while (std::getline(in, line)) {
+      const nlohmann::json hello = nlohmann::json::parse(line);
+      ++hellos;
+      EXPECT_EQ(hello["revision"], kProtocolRevision);
+      EXPECT_EQ(hello["group"]["store"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << line;
+      names.insert(hello["group"]["name"].get<std::string>() + "/" + hello["rank"].dump());
+    }
+  }
+  EXPECT_EQ(hellos, 2u + 3 + 1 + 2 + 3);
+  EXPECT_EQ(names.size(), hellos) << "no rank of one group twice";
+  std::filesystem::remove_all(logs);
+}
+
+TEST(RankGroupPool, FreeRanksGiveWayFirstBeyondTheBound) {
+  const std::string logs = TestScratchDir("regroup-bound");
+  RankGroupPool pool(RankGroupOptions{RegroupingAdapter(logs), 0, 5}, Ranks(3));
+  std::unique_ptr<RankGroup> a, b, c;
+  ASSERT_TRUE(pool.Acquire(3, &a).ok());
+  ASSERT_TRUE(pool.Release(std::move(a)).ok());
+  ASSERT_TRUE(pool.Acquire(1, &a).ok());  // breaks the group of three up: two ranks free
+  ASSERT_TRUE(pool.Acquire(2, &b).ok());  // the two free ranks
+  ASSERT_TRUE(pool.Acquire(1, &c).ok());  // none free: one started
+  EXPECT_EQ(pool.ranks_started(), 1u);
+  const std::vector<pid_t> freed = Pids(*a), kept_b = Pids(*b), kept_c = Pids(*c);
+  ASSERT_TRUE(pool.Release(std::move(a)).ok());
+  ASSERT_TRUE(pool.Release(std::move(b)).ok());
+  // c takes the place of the idle group of its size, whose rank is freed: four idle ranks, one
+  // over the bound, and the free rank gives way, not a group.
+  ASSERT_TRUE(pool.Release(std::move(c)).ok());
+  EXPECT_EQ(pool.free_ranks(), 0u);
+  EXPECT_EQ(pool.idle(), 2u);
+  EXPECT_EQ(pool.idle_ranks(), 3u);
+  ExpectNoProcessLeft(freed);
+  for (pid_t pid : {kept_b[0], kept_b[1], kept_c[0]}) EXPECT_EQ(kill(pid, 0), 0) << pid;
+  std::filesystem::remove_all(logs);
 }
 
 // "4 GiB" for a whole number of GiB, else "N MiB".
