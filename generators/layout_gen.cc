@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "generators/size_guard.h"
+#include "generators/world_cap.h"
 #include "model/describe.h"
 
 namespace ckptspec {
@@ -112,6 +113,7 @@ std::shared_ptr<const std::vector<SizedLayout>> AllLayoutsOnce(int max_world) {
 }  // namespace
 
 rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
+  max_world = CappedWorld(max_world);
   std::shared_ptr<const std::vector<SizedLayout>> all = AllLayoutsOnce(max_world);
   return AtNonNegativeSize(rc::gen::exec([all] {
     // A world-size tier first (up to 4, 8, 16, ... up to max_world), then a layout within it: small
@@ -141,6 +143,7 @@ rc::Gen<LayoutAndModel> LayoutAndModelUpTo(int max_world) {
 }
 
 rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
+  max_world = CappedWorld(max_world);
   std::vector<Layout> fitting;
   for (const SizedLayout& candidate : *AllLayoutsOnce(max_world)) {
     if (ValidateModelForLayout(model, candidate.layout).ok()) fitting.push_back(candidate.layout);
@@ -156,6 +159,7 @@ rc::Gen<Layout> LayoutFor(const ModelConfig& model, int max_world) {
 
 rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& from, int max_world,
                                      DpDirection direction) {
+  max_world = CappedWorld(max_world);
   const int64_t others = from.world_size() / from.dp();  // tp * cp * pp
   ParallelSizes sizes;
   sizes.tp = from.tp();
@@ -181,6 +185,7 @@ rc::Gen<Layout> LayoutChangingOnlyDp(const ModelConfig& model, const Layout& fro
 }
 
 rc::Gen<HeterogeneousCase> Heterogeneous(int max_world_per_module) {
+  max_world_per_module = CappedWorld(max_world_per_module);
   return AtNonNegativeSize(rc::gen::exec([max_world_per_module] {
     HeterogeneousCase out;
     std::vector<ModuleLayout> modules;

@@ -3,6 +3,7 @@
 #include "generators/config_gen.h"
 #include "generators/layout_gen.h"
 #include "generators/size_guard.h"
+#include "generators/world_cap.h"
 
 namespace ckptspec {
 namespace gen {
@@ -20,9 +21,11 @@ void FitShardingToConfigs(ShardingConfig* sharding, std::vector<TrainingConfig>*
 }  // namespace
 
 rc::Gen<RunSpec> RunUpTo(int max_world, bool allow_heterogeneous) {
+  max_world = CappedWorld(max_world);
   return AtNonNegativeSize(rc::gen::exec([max_world, allow_heterogeneous] {
     RunSpec run;
-    const bool hetero = allow_heterogeneous && *rc::gen::inRange(0, 5) == 0;
+    // Two modules need two ranks (a world capped at one has none to spare).
+    const bool hetero = allow_heterogeneous && max_world >= 2 && *rc::gen::inRange(0, 5) == 0;
     if (hetero) {
       const HeterogeneousCase h = *Heterogeneous(std::max(1, max_world / 2));
       run.layout = h.layout;
@@ -88,8 +91,9 @@ RunSpec RelaidOut(const RunSpec& saved, Pick pick) {
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout) {
   return AtNonNegativeSize(rc::gen::exec([saved, max_world, change_layout] {
     if (!change_layout) return saved;
-    return RelaidOut(saved, [max_world](const ModelConfig& model, const Layout&) {
-      return *LayoutFor(model, max_world);
+    const int per_module = CappedWorldPerModule(max_world, saved.configs.size());
+    return RelaidOut(saved, [per_module](const ModelConfig& model, const Layout&) {
+      return *LayoutFor(model, per_module);
     });
   }));
 }
@@ -97,8 +101,14 @@ rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_l
 rc::Gen<RunSpec> ResumeRunChangingOnlyDp(const RunSpec& saved, int max_world,
                                          DpDirection direction) {
   return AtNonNegativeSize(rc::gen::exec([saved, max_world, direction] {
-    return RelaidOut(saved, [max_world, direction](const ModelConfig& model, const Layout& from) {
-      return *LayoutChangingOnlyDp(model, from, max_world, direction);
+    // Under a world cap each module may grow by an equal share of the ranks the cap leaves.
+    const bool capped = CurrentWorldCap() > 0;
+    const int slack =
+        std::max(0, CappedWorld(max_world) - static_cast<int>(saved.layout.world_size()));
+    const int modules = static_cast<int>(saved.configs.size());
+    return RelaidOut(saved, [=](const ModelConfig& model, const Layout& from) {
+      const int budget = capped ? static_cast<int>(from.world_size()) + slack / modules : max_world;
+      return *LayoutChangingOnlyDp(model, from, budget, direction);
     });
   }));
 }

@@ -240,6 +240,7 @@ Status AdapterTargetFactory(const AdapterOptions& options, TargetFactory* out) {
   factory.name = TargetName(options, hello);
   factory.capabilities = hello.capabilities;
   factory.fault_injection = false;
+  factory.max_world_size = options.launched_ranks;
   const std::string name = factory.name;
   const AdapterOptions copy = options;
   const Capabilities declared = hello.capabilities;

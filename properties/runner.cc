@@ -11,6 +11,7 @@
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListener.h>
 
+#include "generators/world_cap.h"
 #include "properties/reproduce_string.h"
 #include "properties/scenario_classes.h"
 
@@ -119,6 +120,7 @@ PropertyOutcome RunProperty(const Property& property, const TargetFactory& facto
     return outcome;
   }
   InitRapidCheckQuietly();
+  const gen::ScopedWorldCap world_cap(factory.max_world_size);
   rc::detail::TestParams test_params;
   test_params.seed = params.seed;
   test_params.maxSuccess = params.max_success;

@@ -77,6 +77,10 @@ struct TargetFactory {
   // is a mutant that at least one property must kill (`ckptspec run` exits 0 only when every
   // selected target meets its expectation).
   bool expect_killed = false;
+  // The most ranks a case may have on this target (0: no limit): a pool of N launched ranks
+  // serves worlds of at most N. The property runner caps the generated layouts at it
+  // (generators/world_cap.h).
+  int max_world_size = 0;
   std::function<std::unique_ptr<TargetUnderTest>(const TargetOptions&)> make;
   // A framework target (docs/PROTOCOL.md, "Framework adapters") instead: make_framework gives a
   // fresh framework under test (with storage of its own) and `framework` says what it can be
