@@ -1,7 +1,7 @@
 // The coordinator of ranks an outside launcher started (torchrun, Slurm's srun: docs/SCALE.md):
 // ckptspec listens on one address, each rank dials in, proves with the run's token that it was
 // sent to this run, says its launch rank and host, and then speaks the adapter protocol over the
-// connection (docs/PROTOCOL.md, "Ranks that dial in").
+// connection (docs/PROTOCOL.md, "Processes": ranks that dial in).
 //
 // Contracts:
 //  - Listen(address) binds exactly the interface asked for: "HOST:PORT" with HOST a numeric IPv4
