@@ -1,6 +1,7 @@
 """What every Python adapter of ckptspec shares (standard library only): the request loop of the
-adapter protocol (docs/PROTOCOL.md, version 1 revision 5), its error type, the protocol's entries,
-and the Megatron-style checkpoint directory that the adapters write:
+adapter protocol (docs/PROTOCOL.md, version 1 revision 6) over stdin and stdout or, in connect mode,
+a socket to the coordinator (ckptspec_connect), its error type, the protocol's entries, and the
+Megatron-style checkpoint directory that the adapters write:
 
   <directory>/latest_checkpointed_iteration.txt   the tracker: rank 0, once every rank is done
   <directory>/iter_0000010/                       one iteration's checkpoint
@@ -12,16 +13,20 @@ import faulthandler
 import json
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import traceback
 from pathlib import Path
+
+from ckptspec_connect import ConnectError, Deadline, connect, connect_mode, split_address
 
 PROTOCOL = 1
 TRACKER = "latest_checkpointed_iteration.txt"
 # Megatron's StrictHandling values, as the protocol's load request names them.
 STRICT_MODES = ("assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
                 "raise_all", "return_unexpected", "return_all", "ignore_all")
+GROUP_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class AdapterError(Exception):
@@ -245,49 +250,177 @@ def write_tracker(directory, iteration):
 
 def end_children(timeout_s=5):
     """Terminates and reaps every live multiprocessing child of this process (e.g. megatron-core's
-    write-results queue, a multiprocessing Manager started on the first save). Python's exit
-    handlers would shut such a child down; an adapter that leaves with os._exit skips them, and the
-    orphan would keep the harness's pipes open."""
+    write-results queue, a multiprocessing Manager started on the first save); one still alive
+    `timeout_s` after SIGTERM is killed. Python's exit handlers would shut such a child down; an
+    adapter that leaves with os._exit skips them, and the orphan would keep the harness's pipes
+    open."""
     children = multiprocessing.active_children()
     for child in children:
         child.terminate()
+    end = Deadline(timeout_s)
     for child in children:
-        child.join(timeout_s)
+        child.join(end.left())
+    for child in children:
+        if child.is_alive():
+            child.kill()
+            child.join(1)
+
+
+def group_of(req):
+    """(rank, world_size, group) of a hello that carries "group" (revision 6): world_size an
+    integer >= 1, rank one of 0..world_size-1, group {"name": NAME} or {"name": NAME, "store":
+    "HOST:PORT"} with NAME of letters, digits, '-' and '_'. InvalidArgument naming what is
+    wrong."""
+    rank, world, group = req.get("rank"), req.get("world_size"), req["group"]
+
+    def whole(x):
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    if not whole(world) or world < 1 or not whole(rank) or not 0 <= rank < world:
+        raise AdapterError("InvalidArgument", f"hello: rank {rank!r} of world_size {world!r} is "
+                                              "not a rank 0..world_size-1 of a world_size >= 1")
+    if not isinstance(group, dict) or not isinstance(group.get("name"), str) \
+            or not GROUP_NAME.fullmatch(group["name"]):
+        raise AdapterError("InvalidArgument", f"hello: group {group!r} has no \"name\" of "
+                                              "letters, digits, '-' and '_'")
+    if "store" in group:
+        try:
+            split_address(group["store"], "hello: the group's \"store\"")
+        except ValueError as e:
+            raise AdapterError("InvalidArgument", str(e)) from e
+    return rank, world, dict(group)
+
+
+class Session:
+    """Who this process is to the harness: the rank its replies carry, and when a hello may move
+    it to another group (revision 6, capability "regroup", declared only with "reset"). An
+    adapter that declares regroup has `regroup(rank, world_size, group)` called on every hello
+    that carries "group" -- the first, and one sent again after a reset that replied ok (no
+    other request in between) -- and replies as the hello's rank from then on. A hello without
+    "group" (an older harness), or to an adapter that does not regroup, keeps the process's
+    rank (at first RANK), and one naming another rank is refused."""
+
+    def __init__(self, rank, capabilities, regroup):
+        if capabilities.get("regroup") and (regroup is None or not capabilities.get("reset")):
+            raise ValueError("capability regroup needs reset and a regroup function")
+        self.rank = rank
+        self.regroup = regroup if capabilities.get("regroup") else None
+        self.greeted = False  # a hello has been answered ok
+        self.fresh = False    # ... and since it, or since a reset answered ok, nothing else came
+
+    def hello(self, req):
+        if "group" in req and self.regroup is not None:
+            rank, world, group = group_of(req)
+            if self.greeted and not self.fresh:
+                raise AdapterError("FailedPrecondition", "hello with a group comes first, or "
+                                                         "right after a reset that replied ok")
+            self.regroup(rank, world, group)
+            self.rank = rank
+        elif req.get("rank", self.rank) != self.rank:
+            raise AdapterError("InvalidArgument", f"hello names rank {req['rank']!r}; this "
+                                                  f"process is rank {self.rank} and does not "
+                                                  "regroup")
+        self.greeted = True
+
+    def served(self, op, ok):
+        """Called after each request with whether it replied ok."""
+        self.fresh = ok and op in ("hello", "reset")
+
+
+class Stdio:
+    """Requests from stdin, replies to the real stdout (the process's stdout is stderr)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __iter__(self):
+        return iter(sys.stdin)
+
+    def send(self, text):
+        self.out.write(text)
+        self.out.flush()
+        return True
+
+
+class NoWatch:
+    def serving(self, op):
+        pass
+
+    def idle(self):
+        pass
+
+
+def coordinator_hung_up(op):
+    """A connected rank's coordinator closed the connection while the rank served `op` (it may
+    be blocked in a collective whose peer is gone): ends the multiprocessing children and the
+    process now, with exit status 0, as at the end of the requests: ckptspec ends ranks this way
+    (after a fault, or at the end of a run), and a launcher such as torchrun stops every rank
+    when one exits with another status."""
+    print(f"ckptspec connect: the coordinator closed the connection while this rank served "
+          f"'{op}'; exiting", file=sys.stderr)
+    sys.stderr.flush()
+    end_children(timeout_s=0.5)
+    os._exit(0)
+
+
+def open_channel(out):
+    """(channel, watch): in connect mode (CKPTSPEC_COORDINATOR_FILE) the coordinator's socket,
+    watched for a hangup during a request; else stdin and `out`. A rank that cannot join its
+    coordinator says why on stderr and exits with status 1."""
+    if not connect_mode():
+        return Stdio(out), NoWatch()
+    try:
+        connection = connect()
+    except ConnectError as e:
+        print(f"ckptspec connect: {e}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)  # no finalization: the adapter may have started threads (a store) already
+    return connection, connection.watch(coordinator_hung_up)
 
 
 def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=None,
-          hello=None):
-    """Answers requests from stdin, one JSON line each, with one reply line on stdout, until
-    shutdown or the end of stdin. `ops` maps each op but hello and shutdown to a function of the
-    request returning the reply's fields ("reset" only when the adapter declares it); `hello`,
-    when given, is a function of the hello request returning the reply's fields beyond protocol,
-    adapter and capabilities (a framework adapter's "framework" member). An
+          hello=None, regroup=None):
+    """Answers requests, one JSON line each, with one reply line, until shutdown or the end of
+    the requests: from stdin to stdout, or in connect mode (CKPTSPEC_COORDINATOR_FILE:
+    ckptspec_connect) over a socket to the coordinator. `rank` is the process's rank as started
+    (RANK); `ops` maps each op but hello and shutdown to a function of the request returning the
+    reply's fields ("reset" only when the adapter declares it); `hello`, when given, is a
+    function of the hello request returning the reply's fields beyond protocol, adapter and
+    capabilities (a framework adapter's "framework" member); `regroup(rank, world_size, group)`
+    is needed when capabilities declare "regroup" (see Session). An
     exception becomes the reply's error (to_error); one that is not an AdapterError is a defect of
     the adapter or its third party: its traceback goes to stderr and on_unexpected(e) is told.
     Whatever else the process prints goes to stderr: stdout carries replies only. SIGUSR1 makes
     the process print every thread's Python stack to stderr and go on (for a rank that hangs).
     At shutdown, after the reply, the multiprocessing children the third party started are ended
-    (end_children), so the caller may leave without Python's exit handlers.
-    Returns "shutdown" or "eof"."""
+    (end_children), so the caller may leave without Python's exit handlers. A connected rank
+    whose coordinator closes the connection during a request ends them and exits at once (status
+    0: coordinator_hung_up).
+    Returns "shutdown" or "eof" (also when a reply can no longer be sent)."""
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    session = Session(rank, capabilities, regroup)
     out = sys.stdout
     sys.stdout = sys.stderr
-    for line in sys.stdin:
-        req = {}
+    channel, watch = open_channel(out)
+    for line in channel:
+        req, ok = {}, True
         try:
             req = json.loads(line)
             op = req["op"]
-            reply = {"id": req["id"], "rank": rank, "ok": True}
+            watch.serving(op)
+            reply = {"id": req["id"], "rank": session.rank, "ok": True}
             if op == "hello":
                 if req.get("protocol") != PROTOCOL:
                     raise AdapterError("NotSupported", f"protocol {req.get('protocol')} requested; "
                                                        f"this adapter speaks {PROTOCOL}")
-                reply.update(protocol=PROTOCOL, adapter=adapter, capabilities=capabilities)
+                session.hello(req)
+                reply.update(rank=session.rank, protocol=PROTOCOL, adapter=adapter,
+                             capabilities=capabilities)
                 if hello is not None:
                     reply.update(hello(req))
             elif op == "shutdown":
-                out.write(json.dumps(reply) + "\n")
-                out.flush()
+                watch.idle()
+                channel.send(json.dumps(reply) + "\n")
                 end_children()
                 sys.stderr.flush()
                 return "shutdown"
@@ -302,9 +435,11 @@ def serve(rank, adapter, capabilities, ops, to_error=plain_error, on_unexpected=
                 traceback.print_exc(file=sys.stderr)
                 if on_unexpected is not None:
                     on_unexpected(e)
-            e = to_error(e)
-            reply = {"id": req.get("id") if isinstance(req, dict) else None, "rank": rank,
+            e, ok = to_error(e), False
+            reply = {"id": req.get("id") if isinstance(req, dict) else None, "rank": session.rank,
                      "ok": False, "error": {"code": e.code, "message": str(e)}}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+        session.served(req.get("op") if isinstance(req, dict) else None, ok)
+        watch.idle()
+        if not channel.send(json.dumps(reply) + "\n"):
+            return "eof"
     return "eof"

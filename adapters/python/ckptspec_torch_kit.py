@@ -1,17 +1,22 @@
 """What the torch-based adapters of ckptspec (torch_dcp, megatron_core) share: the protocol's
 dtypes as torch dtypes, tensor entries read from and written to the harness's files, and the gloo
-process group with its agreement step. Imported by path beside ckptspec_adapter_kit.
+process group with its agreement step and its rendezvous (revision 6: the group a hello names).
+Imported by path beside ckptspec_adapter_kit.
 """
 import datetime
 import json
 import math
+import os
+import sys
+import threading
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
-from ckptspec_adapter_kit import AdapterError, attempt, entry_bytes, write_entry
+from ckptspec_adapter_kit import AdapterError, attempt, end_children, entry_bytes, write_entry
+from ckptspec_connect import connect_mode, connect_timeout_s, split_address
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
           "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
@@ -94,16 +99,114 @@ def exception_text(e):
     return f"{type(e).__name__}: {e}"
 
 
-class GlooGroup:
-    """The gloo default process group over MASTER_ADDR:MASTER_PORT, created at the first operation
-    that needs it (hello stays fast). A collective that failed (a timeout, a peer gone) leaves the
-    group out of step: `broken` says why, and the adapter then refuses reset so that the harness
-    replaces the whole group."""
+def seconds(s):
+    return datetime.timedelta(seconds=s)
 
-    def __init__(self, rank, world, timeout_s):
+
+class LauncherStore:
+    """The rendezvous store of the launcher that started this process (torchrun, srun, ...): what
+    torch's env:// rendezvous gives for the start environment, which nothing here changes
+    (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; under torchrun with
+    TORCHELASTIC_USE_AGENT_STORE=True the agent's store, else a TCPStore that launch rank 0
+    hosts). Made once per process, in a background thread: launch rank 0's store waits until
+    every launched rank has connected (TCPStore's wait_for_workers), for up to
+    CKPTSPEC_CONNECT_TIMEOUT seconds, while a group's ranks may be some of them only. `get`
+    waits for it; FailedPrecondition naming torch's error when it could not be made."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.thread = None
+        self.store, self.error = None, None
+
+    def start(self):
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self.make, daemon=True,
+                                               name="ckptspec-launcher-store")
+                self.thread.start()
+
+    def make(self):
+        try:
+            timeout = seconds(connect_timeout_s())
+            self.store, _, _ = next(dist.rendezvous("env://", timeout=timeout))
+        except Exception as e:  # ConnectError, torch's DistStoreError, ...
+            self.error = f"{type(e).__name__}: {e}"
+
+    def making(self):
+        """Whether the store is being made now (its thread is in torch's C++ code)."""
+        return self.thread is not None and self.thread.is_alive()
+
+    def get(self):
+        self.start()
+        self.thread.join()
+        if self.store is None:
+            raise AdapterError("FailedPrecondition", "the launcher's rendezvous store (env:// "
+                                                     "of the start environment) is not "
+                                                     f"available: {self.error}")
+        return self.store
+
+
+LAUNCHER_STORE = LauncherStore()
+
+
+def exit_now_if_store_pending():
+    """Ends the process at once (os._exit(0), its multiprocessing children ended first) while the
+    launcher's store is still being made (e.g. launch rank 0 waiting for ranks that never came):
+    Python's finalization would abort the process in that thread (std::terminate). Otherwise
+    returns, for the ordinary exit."""
+    if LAUNCHER_STORE.making():
+        end_children()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+class GlooGroup:
+    """The gloo default process group, created at the first operation that needs it (hello stays
+    fast), over the rendezvous of the last hello's group (revision 6: `regroup`), or, before any,
+    over MASTER_ADDR:MASTER_PORT of the environment. A collective that failed (a timeout, a peer
+    gone) leaves the group out of step: `broken` says why, and the adapter then refuses reset so
+    that the harness replaces the whole group. `launched`: the process may be regrouped without
+    a "store" (an adapter declaring regroup), so in connect mode the launcher's store is started
+    at once (see LauncherStore)."""
+
+    def __init__(self, rank, world, timeout_s, launched=False):
         self.rank, self.world, self.timeout_s = rank, world, timeout_s
         self.broken = None
         self.async_pg = None
+        self.rendezvous = None  # the hello's group, {"name": ..., ["store": "HOST:PORT"]}
+        self.names = set()  # the names of the groups over the launcher's store so far
+        if launched and connect_mode():
+            LAUNCHER_STORE.start()
+
+    def regroup(self, rank, world, group):
+        """The next collective runs in a new group of `world` ranks as `rank`, over `group`'s
+        rendezvous (a hello's "group", checked): a TCPStore at its "store" that the group's rank 0
+        hosts, or without one the launcher's store under the prefix "ckptspec/NAME/" (the keys
+        of a group formed there stay: InvalidArgument for a NAME this process had before). The
+        current process group and every group made from it are destroyed now: nothing of the old
+        group reaches the new one."""
+        if "store" not in group:
+            if group["name"] in self.names:
+                raise AdapterError("InvalidArgument", f"group '{group['name']}' was this "
+                                                      "process's before: a group over the "
+                                                      "launcher's store needs a new name")
+            self.names.add(group["name"])
+        self.close()
+        self.rank, self.world, self.rendezvous = rank, world, dict(group)
+        self.broken = None
+        if "store" not in group:
+            LAUNCHER_STORE.start()
+
+    def store(self):
+        """The store of the current group's rendezvous (see regroup)."""
+        group = self.rendezvous
+        if "store" in group:
+            host, port = split_address(group["store"], "the group's store")
+            return dist.TCPStore(host, port, self.world, is_master=self.rank == 0,
+                                 timeout=seconds(self.timeout_s))
+        base = LAUNCHER_STORE.get()
+        base.set_timeout(seconds(self.timeout_s))
+        return dist.PrefixStore(f"ckptspec/{group['name']}/", base)
 
     def check(self, e):
         """Records e if it is a failed collective."""
@@ -112,9 +215,14 @@ class GlooGroup:
             self.broken = text[:300]
 
     def ensure(self):
-        if not dist.is_initialized():
+        if dist.is_initialized():
+            return
+        if self.rendezvous is None:
             dist.init_process_group("gloo", rank=self.rank, world_size=self.world,
-                                    timeout=datetime.timedelta(seconds=self.timeout_s))
+                                    timeout=seconds(self.timeout_s))
+            return
+        dist.init_process_group("gloo", store=self.store(), rank=self.rank,
+                                world_size=self.world, timeout=seconds(self.timeout_s))
 
     def async_group(self):
         """A group of its own for collectives run in a background thread (DCP's async_save)."""
@@ -162,6 +270,8 @@ class GlooGroup:
                                                      f"({self.broken}); start a new group")
 
     def close(self):
+        """Destroys the process group and every group made from it (async_group's)."""
+        self.async_pg = None
         if dist.is_initialized():
             dist.destroy_process_group()
 
