@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """ckptspec adapter (docs/PROTOCOL.md, version 1) over PyTorch DCP (torch.distributed.checkpoint).
 
-One process per rank, a gloo process group over MASTER_ADDR:MASTER_PORT, CPU tensors. The state
+One process per rank, a gloo process group over the rendezvous that hello names (revision 6; an
+older harness's: MASTER_ADDR:MASTER_PORT), CPU tensors; with regroup, a process serves group after
+group, of any size, as whichever rank each hello names (GlooGroup.regroup). The state
 reaches DCP the way Megatron-core's torch_dist strategy hands it over
 (megatron/core/dist_checkpointing/strategies/torch.py):
 
@@ -67,7 +69,8 @@ from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  
                                   unique_key, write_durably, write_entry, write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, apply_poll_updates,  # noqa: E402
-                                check_storage_bounds, exception_text, read_tensor, torch_dtype,
+                                check_storage_bounds, exception_text,
+                                exit_now_if_store_pending, read_tensor, torch_dtype,
                                 write_tensor)
 
 METADATA = "metadata.json"
@@ -80,7 +83,13 @@ def capabilities(args):
             "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": False,
             "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
             "poll": not args.no_async,  # protocol revision 3: poll requests
-            "packed": True}  # protocol revision 4: entries at ranges of one file per request
+            "packed": True,  # protocol revision 4: entries at ranges of one file per request
+            "regroup": regroups(args)}  # protocol revision 6: hello again, into another group
+
+
+def regroups(args):
+    """Whether the process declares regroup (which needs reset)."""
+    return not args.no_regroup and not args.no_reset
 
 
 # DCP's plan cache lives in class attributes of its SavePlanner, shared by every planner of the
@@ -212,8 +221,7 @@ def state_dict_of(entries, tensors, rank, world):
     for t, x in zip(entries, tensors):
         off, _ = box_of(t)
         by_key.setdefault(t["key"], (t, []))[1].append((off, x))
-    return {key: sharded_tensor(key, t["global_shape"], chunks, int(os.environ["RANK"]),
-                                int(os.environ["WORLD_SIZE"]))
+    return {key: sharded_tensor(key, t["global_shape"], chunks, rank, world)
             for key, (t, chunks) in by_key.items()}
 
 
@@ -248,7 +256,7 @@ def dcp_key(o):
 class Engine:
     def __init__(self, args, rank, world):
         self.args, self.rank, self.world = args, rank, world
-        self.group = GlooGroup(rank, world, args.pg_timeout)
+        self.group = GlooGroup(rank, world, args.pg_timeout, launched=regroups(args))
         self.pending = None  # an async save: (future, commit)
         self.save_inputs = {}  # the pending save's tensors by their index in the save request
 
@@ -399,6 +407,15 @@ class Engine:
                 cache.clear()
         return {}
 
+    # --- regroup (protocol revision 6) ---
+
+    def regroup(self, rank, world, group):
+        """A hello's group (first, or right after reset: no save is pending): the next collective
+        runs in a new process group of `world` ranks as `rank`; the old one and its async group
+        are destroyed (GlooGroup.regroup). The plan cache was emptied by the reset."""
+        self.rank, self.world = rank, world
+        self.group.regroup(rank, world, group)
+
     # --- load ---
 
     def load(self, req):
@@ -457,8 +474,10 @@ def serve(args):
         ops["poll"] = engine.poll
     if not args.no_reset:
         ops["reset"] = lambda req: engine.reset()
-    serve_requests(rank, "torch_dcp", capabilities(args), ops, from_exception, engine.group.check)
+    serve_requests(rank, "torch_dcp", capabilities(args), ops, from_exception, engine.group.check,
+                   regroup=engine.regroup)
     engine.group.close()
+    exit_now_if_store_pending()
 
 
 def main():
@@ -489,6 +508,9 @@ def main():
     p.add_argument("--no-plan-cache", action="store_true", help="do not declare DCP's plan cache")
     p.add_argument("--no-reset", action="store_true",
                    help="do not declare reset: the harness then starts new processes for every engine")
+    p.add_argument("--no-regroup", action="store_true",
+                   help="do not declare regroup: the harness then starts a group of processes "
+                        "for every world size")
     p.add_argument("--pg-timeout", type=float, default=float(os.environ.get("CKPTSPEC_DCP_PG_TIMEOUT", 45)),
                    help="gloo collective timeout in seconds (default 45: below the harness's 60)")
     serve(p.parse_args())
