@@ -32,9 +32,16 @@ class MegatronCoreAdapterTest(unittest.TestCase):
     save = driver.TorchDcpAdapterTest.save
     load = driver.TorchDcpAdapterTest.load
     loaded = driver.TorchDcpAdapterTest.loaded
+    assertOk = driver.TorchDcpAdapterTest.assertOk
+    check_loaded = driver.TorchDcpAdapterTest.check_loaded
+    coordinator = driver.TorchDcpAdapterTest.coordinator
+    pool = driver.TorchDcpAdapterTest.pool
+    regroup_scenario = driver.TorchDcpAdapterTest.regroup_scenario
+    coordinator_hangs_up_during_a_collective = \
+        driver.TorchDcpAdapterTest.coordinator_hangs_up_during_a_collective
 
-    def group(self, world, *args):
-        g = driver.Group(world, ("--pg-timeout", "30", *args))
+    def group(self, world, *args, **kwargs):
+        g = driver.Group(world, ("--pg-timeout", "30", *args), **kwargs)
         self.addCleanup(g.close)
         return g
 
@@ -43,9 +50,26 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": True,
                                           "checksums": False, "plan_cache": True,
                                           "deterministic": False, "strict_modes": True,
-                                          "reset": True, "poll": True, "packed": True})
+                                          "reset": True, "poll": True, "packed": True,
+                                          "regroup": True})
         off = self.group(1, "--no-async").capabilities
         self.assertEqual((off["async"], off["poll"]), (False, False))
+        self.assertFalse(self.group(1, "--no-regroup").capabilities["regroup"])
+
+    def test_regroup_over_stores_the_harness_names(self):
+        # The async saves under the second and third groups run on the persistent worker: the
+        # regroup between them ends the worker of the old rank, and a new one writes.
+        self.regroup_scenario(True)
+
+    def test_regroup_over_the_launchers_store(self):
+        self.regroup_scenario(False, "--async-worker", "temporal")
+
+    def test_a_connected_rank_ends_when_the_coordinator_hangs_up(self):
+        # With megatron-core's persistent worker (and its fork server) alive: none is left.
+        def async_save(g, specs, data):
+            self.assertOk(self.save(g, specs, data, iteration=20, **{"async": True}))
+            self.assertOk(g.call("finalize"))
+        self.coordinator_hangs_up_during_a_collective(before=async_save)
 
     def tracked(self):
         path = Path(self.dir, "latest_checkpointed_iteration.txt")

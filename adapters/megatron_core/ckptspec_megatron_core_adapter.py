@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""ckptspec adapter (docs/PROTOCOL.md, version 1 revision 4) over megatron-core dist_checkpointing.
+"""ckptspec adapter (docs/PROTOCOL.md, version 1 revision 6) over megatron-core dist_checkpointing.
 
-One process per rank, a gloo default process group over MASTER_ADDR:MASTER_PORT, CPU tensors, the
-`torch_dist` strategy. The megatron-core version is whichever `megatron` the interpreter imports
-(PYTHONPATH: see run_with_mcore_env.sh --mcore VERSION). What reaches megatron-core:
+One process per rank, a gloo default process group over the rendezvous that hello names (revision
+6; an older harness's: MASTER_ADDR:MASTER_PORT), CPU tensors, the `torch_dist` strategy; with
+regroup, a process serves group after group, of any size, as whichever rank each hello names. The
+megatron-core version is whichever `megatron` the interpreter imports (PYTHONPATH: see
+run_with_mcore_env.sh --mcore VERSION). What reaches megatron-core:
 
   - each tensor entry becomes a megatron.core.dist_checkpointing.mapping.ShardedTensor with the
     entry's key, dtype, local_shape, global_shape, global_offset, axis_fragmentations (None when
@@ -75,7 +77,8 @@ from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: 
                                   write_tracker)
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
 from ckptspec_torch_kit import (GlooGroup, apply_poll_updates,  # noqa: E402
-                                check_storage_bounds, exception_text, read_tensor, torch_dtype,
+                                check_storage_bounds, exception_text,
+                                exit_now_if_store_pending, read_tensor, torch_dtype,
                                 write_tensor)
 
 COMMON_KEY = "ckptspec_common"    # the request's common state inside megatron's state dict
@@ -335,7 +338,7 @@ class WarningLog(logging.Handler):
 class Engine:
     def __init__(self, args, rank, world):
         self.args, self.rank, self.world = args, rank, world
-        self.group = GlooGroup(rank, world, args.pg_timeout)
+        self.group = GlooGroup(rank, world, args.pg_timeout, launched=regroups(args))
         self.save_strategy = None  # kept across saves while assume_constant_structure holds
         self.planned_structure = None  # structure_of the save the kept strategy planned
         self.async_calls = None  # megatron-core's AsyncCallsQueue, made at the first async save
@@ -541,6 +544,19 @@ class Engine:
         self.group.refuse_reset_if_broken()
         return {}
 
+    # --- regroup (protocol revision 6) ---
+
+    def regroup(self, rank, world, group):
+        """A hello's group (first, or right after reset: no save is pending): the next collective
+        runs in a new process group of `world` ranks as `rank` (GlooGroup.regroup destroys the
+        old one). What megatron-core made for the old group goes with it: the async calls queue
+        and its persistent worker (started for the old rank) and the save strategy (its
+        fully-parallel wrapper holds the old group)."""
+        self.abandon_async()
+        self.save_strategy, self.planned_structure = None, None
+        self.rank, self.world = rank, world
+        self.group.regroup(rank, world, group)
+
     # --- load ---
 
     def load(self, req):
@@ -626,7 +642,13 @@ def capabilities(args):
             "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": True,
             "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
             "poll": not args.no_async,  # protocol revision 3: poll requests
-            "packed": True}  # protocol revision 4: entries at ranges of one file per request
+            "packed": True,  # protocol revision 4: entries at ranges of one file per request
+            "regroup": regroups(args)}  # protocol revision 6: hello again, into another group
+
+
+def regroups(args):
+    """Whether the process declares regroup (which needs reset)."""
+    return not args.no_regroup and not args.no_reset
 
 
 # ---------------------------------------------------------------------------------------------
@@ -643,11 +665,12 @@ def serve(args):
     if not args.no_reset:
         ops["reset"] = lambda req: engine.reset()
     ended = serve_requests(rank, "megatron_core", capabilities(args), ops, from_exception,
-                           engine.group.check)
+                           engine.group.check, regroup=engine.regroup)
     engine.abandon_async()  # a pending save is not completed at shutdown (docs/PROTOCOL.md)
     if ended == "shutdown":
         os._exit(0)  # no teardown of the gloo group: a peer may already be gone
     engine.group.close()
+    exit_now_if_store_pending()
 
 
 def main():
@@ -681,6 +704,9 @@ def main():
                         "leaves the other ranks blocked until the process-group timeout")
     p.add_argument("--no-reset", action="store_true",
                    help="do not declare reset: the harness then starts new processes for every engine")
+    p.add_argument("--no-regroup", action="store_true",
+                   help="do not declare regroup: the harness then starts a group of processes "
+                        "for every world size")
     p.add_argument("--pg-timeout", type=float,
                    default=float(os.environ.get("CKPTSPEC_MCORE_PG_TIMEOUT", 45)),
                    help="gloo collective timeout in seconds (default 45: below the harness's 60)")
