@@ -294,6 +294,10 @@ TEST(LaunchedPool, ARankThatDisconnectsIsNamedWithItsHostAndIsGoneForGood) {
                                  "b, pid 1001"),
             std::string::npos)
       << again.ToString();
+  EXPECT_NE(again.message().find("(adapter rank 1: exited: disconnected from the coordinator "
+                                 "during save"),
+            std::string::npos)
+      << "the lost ranks' record says why";
 }
 
 TEST(LaunchedPool, LaunchedRanksMustDeclareRegroup) {

@@ -128,7 +128,9 @@ Status RankGroup::Fault(int rank, AdapterFault fault, const std::string& detail)
   KillAll();
   last_fault_ = fault;
   last_fault_rank_ = rank;
-  return AdapterFaultStatus(rank, fault, text);
+  const Status status = AdapterFaultStatus(rank, fault, text);
+  last_fault_message_ = status.message();
+  return status;
 }
 
 Status RankGroup::Start(HelloReply* hello) {

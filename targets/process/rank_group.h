@@ -119,6 +119,8 @@ class RankGroup {
   // The last fault and its rank, if any.
   const std::optional<AdapterFault>& last_fault() const { return last_fault_; }
   int last_fault_rank() const { return last_fault_rank_; }
+  // The last fault's Status message ("adapter rank 1: exited: ..."), empty before any.
+  const std::string& last_fault_message() const { return last_fault_message_; }
 
  private:
   Status Exchange(const std::string& during, const std::vector<std::string>& lines,
@@ -139,6 +141,7 @@ class RankGroup {
   bool alive_ = false;
   std::optional<AdapterFault> last_fault_;
   int last_fault_rank_ = -1;
+  std::string last_fault_message_;
 };
 
 }  // namespace ckptspec

@@ -195,8 +195,7 @@ Status RankGroupPool::Release(std::unique_ptr<RankGroup> group,
   if (!group) return Status::OK();
   if (!group->alive()) {
     if (launched_ && group->last_fault()) {
-      NoteLost(*group, AdapterFaultStatus(group->last_fault_rank(), *group->last_fault(),
-                                          "the group faulted"));
+      lost_.push_back(GroupRanks(*group) + " (" + group->last_fault_message() + ")");
     }
     return Status::OK();
   }
