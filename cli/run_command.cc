@@ -54,6 +54,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions* o) {
   cmd->add_option("--adapter-shared-dir", o->adapter_shared_dir,
                   "a directory every rank's host sees: adapter checkpoints and scratch files go "
                   "under it (default: $TMPDIR, and $CKPTSPEC_SCRATCH_DIR or /dev/shm)");
+  AddNumberFlag(cmd, "--max-world", &o->max_world, kMaxWorld,
+                "the most ranks a generated case may have on any target (default: as each "
+                "property asks, up to 16; launched ranks cap it at their number)");
   cmd->add_option(
       "--expectations", o->expectations,
       "expectations file (docs/ADAPTERS.md): known failures and n/a properties; the exit "
@@ -240,6 +243,12 @@ int RunRunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       return 2;
     }
     targets.push_back(std::move(factory));
+  }
+  if (o.max_world > 0) {
+    for (TargetFactory& target : targets) {
+      const bool capped = target.max_world_size > 0 && target.max_world_size < o.max_world;
+      if (!capped) target.max_world_size = o.max_world;
+    }
   }
   RunJudging judging;
   if (!o.expectations.empty()) judging.expectations = &expectations;

@@ -41,6 +41,9 @@ struct RunOptions {
   std::string adapter_coordinator_file;        // written for the launched ranks
   double adapter_connect_timeout_s = 600;      // how long they may take to dial in
   std::string adapter_shared_dir;              // checkpoints and scratch files, seen by every host
+  // The most ranks a generated case may have on any target (0: as each property asks, up to 16):
+  // smaller worlds run faster against real code (generators/world_cap.h).
+  int max_world = 0;
   // A per-target expectations file (properties/expectations.h) every target is judged by, but
   // mutants and the plugins' targets that list their own.
   std::string expectations;
@@ -74,6 +77,7 @@ int RunRunCommand(const RunOptions& options, std::ostream& out, std::ostream& er
 constexpr NumberRange<double> kAdapterTimeoutSeconds{0.001, 24 * 3600.0};
 constexpr NumberRange<int> kJobs{1, 1024};
 constexpr NumberRange<int> kLaunchedRanks{1, 65536};
+constexpr NumberRange<int> kMaxWorld{1, 65536};
 constexpr NumberRange<double> kConnectTimeoutSeconds{0.001, 24 * 3600.0};
 constexpr NumberRange<int64_t> kBudgetCases{1, 1000000000};
 constexpr NumberRange<double> kBudgetSeconds{0.001, 7 * 24 * 3600.0};  // "30s"
