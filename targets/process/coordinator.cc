@@ -19,31 +19,22 @@
 #include <nlohmann/json.hpp>
 
 #include "model/json_util.h"
+#include "targets/process/poll_deadline.h"
 #include "targets/process/protocol.h"
 
 namespace ckptspec {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using Clock = PollClock;
 
 std::string Errno(const std::string& call) { return call + ": " + strerror(errno); }
-
-int MillisecondsUntil(Clock::time_point deadline) {
-  const double ms = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
-  return ms <= 0 ? 0 : static_cast<int>(std::ceil(std::min(ms, 1e9)));
-}
-
-Clock::time_point After(double seconds) {
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
 
 // Writes all of `text` to a socket whose peer may be slow, for at most a second; a peer that does
 // not read its refusal loses it.
 void SendBriefly(int fd, const std::string& text) {
   size_t sent = 0;
-  const auto deadline = After(1);
+  const auto deadline = DeadlineAfter(1);
   while (sent < text.size()) {
     pollfd p{fd, POLLOUT, 0};
     if (poll(&p, 1, MillisecondsUntil(deadline)) <= 0) return;
@@ -105,7 +96,7 @@ void SocketRank::CloseRequests() {
 }
 
 bool SocketRank::WaitEnded(double timeout_s) {
-  const auto deadline = After(timeout_s);
+  const auto deadline = DeadlineAfter(timeout_s);
   while (fd_ >= 0) {
     pollfd p{fd_, POLLIN, 0};
     const int ready = poll(&p, 1, MillisecondsUntil(deadline));
@@ -193,7 +184,7 @@ Status Coordinator::AcceptRanks(int n, double timeout_s,
   if (n < 1) return Status::InvalidArgument("coordinator: " + std::to_string(n) + " ranks asked");
   std::map<int, std::unique_ptr<SocketRank>> accepted;
   std::vector<Pending> pending;
-  const auto deadline = After(timeout_s);
+  const auto deadline = DeadlineAfter(timeout_s);
   const auto refuse = [&](Pending& p, const std::string& why) {
     ++refusals_;
     last_refusal_ = why;
@@ -264,7 +255,7 @@ Status Coordinator::AcceptRanks(int n, double timeout_s,
       for (;;) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) break;
-        pending.push_back(Pending{fd, std::string(), After(kHandshakeTimeout_s)});
+        pending.push_back(Pending{fd, std::string(), DeadlineAfter(kHandshakeTimeout_s)});
       }
     }
     for (size_t i = 1; i < fds.size(); ++i) {

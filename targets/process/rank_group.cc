@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "model/json_util.h"
+#include "targets/process/poll_deadline.h"
 #include "targets/process/harness_registry.h"
 
 namespace ckptspec {
@@ -58,11 +59,6 @@ std::string Preview(std::string_view text) {
 // The pipes of a rank the harness polls.
 enum class Stream { kStdin, kStdout, kStderr };
 
-int MillisecondsUntil(Clock::time_point deadline) {
-  const double ms = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
-  return ms <= 0 ? 0 : static_cast<int>(std::ceil(std::min(ms, 1e9)));
-}
-
 // The deadline of hello, which also covers the processes' start (a Python rank importing torch
 // takes seconds of CPU): the request's deadline per round of as many ranks as there are cores,
 // since more ranks than cores start in turns.
@@ -80,6 +76,19 @@ json DeclaredCapabilities(const HelloReply& hello) {
 }
 
 }  // namespace
+
+Status StartRankProcess(const RankGroupOptions& options, int rank, int world_size, int master_port,
+                        std::unique_ptr<ProcessRank>* out) {
+  *out = std::make_unique<ProcessRank>();
+  std::vector<std::string> env = {"RANK=" + std::to_string(rank),
+                                  "WORLD_SIZE=" + std::to_string(world_size),
+                                  "LOCAL_RANK=" + std::to_string(rank),
+                                  "MASTER_ADDR=127.0.0.1",
+                                  "MASTER_PORT=" + std::to_string(master_port),
+                                  "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
+  env.insert(env.end(), options.extra_env.begin(), options.extra_env.end());
+  return (*out)->Start(options.command, env);
+}
 
 RankGroup::RankGroup(RankGroupOptions options, RequestIds* ids)
     : options_(std::move(options)), ids_(ids) {}
@@ -151,15 +160,8 @@ Status RankGroup::Start(HelloReply* hello) {
   }
   replies_.assign(n, ReplyLines(kMaxLineBytes));
   for (int r = 0; r < n && !given_ranks_; ++r) {
-    auto process = std::make_unique<ProcessRank>();
-    std::vector<std::string> env = {"RANK=" + std::to_string(r),
-                                    "WORLD_SIZE=" + std::to_string(n),
-                                    "LOCAL_RANK=" + std::to_string(r),
-                                    "MASTER_ADDR=127.0.0.1",
-                                    "MASTER_PORT=" + std::to_string(port_),
-                                    "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
-    env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
-    const Status s = process->Start(options_.command, env);
+    std::unique_ptr<ProcessRank> process;
+    const Status s = StartRankProcess(options_, r, n, port_, &process);
     ranks_.push_back(std::move(process));
     if (!s.ok()) return Fault(r, AdapterFault::kStartFailed, s.message());
   }
@@ -272,8 +274,7 @@ Status RankGroup::Exchange(const std::string& during, const std::vector<std::str
   out->assign(n, std::string());
   std::vector<size_t> written(n, 0);
   std::vector<bool> replied(n, false);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeout_s));
+  const auto deadline = DeadlineAfter(timeout_s);
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, Stream>> who;

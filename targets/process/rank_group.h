@@ -55,6 +55,12 @@ struct RankGroupOptions {
   bool launcher_store = false;
 };
 
+// Starts rank `rank` of `world_size` as a process of options.command, with the environment of
+// docs/PROTOCOL.md, "Processes" (MASTER_PORT `master_port`) and options.extra_env after it. *out
+// holds the process whether or not it started (a failed start is its Status).
+Status StartRankProcess(const RankGroupOptions& options, int rank, int world_size, int master_port,
+                        std::unique_ptr<ProcessRank>* out);
+
 // Where the ids of requests come from: one counter shared by every group of a harness, so ids
 // increase over its life (a reply to an earlier request is always recognisable).
 struct RequestIds {

@@ -157,16 +157,10 @@ Status RankGroupPool::Regroup(int world_size, std::unique_ptr<RankGroup>* group,
   RankGroupOptions options = options_;
   options.world_size = world_size;
   while (free_.size() < n) {
-    auto process = std::make_unique<ProcessRank>();
+    // Its start environment matters little: the hello of its group names its rank and store.
     const int slot = static_cast<int>(free_.size());
-    std::vector<std::string> env = {"RANK=" + std::to_string(slot),
-                                    "WORLD_SIZE=" + std::to_string(world_size),
-                                    "LOCAL_RANK=" + std::to_string(slot),
-                                    "MASTER_ADDR=127.0.0.1",
-                                    "MASTER_PORT=" + std::to_string(PickFreePort()),
-                                    "CKPTSPEC_PROTOCOL=" + std::to_string(kProtocolVersion)};
-    env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
-    const Status s = process->Start(options_.command, env);
+    std::unique_ptr<ProcessRank> process;
+    const Status s = StartRankProcess(options_, slot, world_size, PickFreePort(), &process);
     if (started != nullptr && process->local_pid() > 0) started->push_back(process->local_pid());
     if (!s.ok()) return AdapterFaultStatus(slot, AdapterFault::kStartFailed, s.message());
     ++ranks_started_;
