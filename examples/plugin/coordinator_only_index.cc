@@ -1,9 +1,11 @@
 // An engine-step mutant (docs/PLUGINS.md, example 2): the reference engine with one step
-// replaced. Its WriteIndex step records only what the coordinator (rank 0) wrote: the other
-// ranks' shard files are written and committed, but the index does not know them -- as a
-// checkpointer does whose coordinator writes the global metadata from its own results before it
-// has gathered every rank's. A resume then misses every entry another rank saved. P1 and P2 kill
-// it in any run of more than one writing rank.
+// replaced. In the write of an async save (the step asks save_context()), its WriteIndex step
+// records only what the coordinator (rank 0) wrote: the other ranks' shard files are written and
+// committed, but the index does not know them -- as a checkpointer does whose coordinator writes
+// the global metadata in the async save's finalize step from its own results, before it has
+// gathered every rank's. A resume of such a checkpoint misses every entry another rank saved;
+// sync saves are the reference's. P1, P13 and P14 kill it in any run of more than one writing
+// rank that saves asynchronously.
 #include "examples.h"
 #include "targets/mutants/mutant_target.h"
 
@@ -17,6 +19,7 @@ class CoordinatorOnlyIndexEngine : public ckptspec::ReferenceEngine {
  protected:
   ckptspec::Status WriteIndex(const std::string& staging,
                               const ckptspec::CheckpointMetadata& m) override {
+    if (!save_context().async) return ReferenceEngine::WriteIndex(staging, m);
     ckptspec::CheckpointMetadata coordinator = m;
     coordinator.tensors.clear();
     for (const ckptspec::TensorEntry& t : m.tensors) {

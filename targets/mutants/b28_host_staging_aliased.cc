@@ -8,13 +8,16 @@
 // background write read the trainer's live tensor, and the optimizer steps taken between
 // async_save and the write reached the checkpoint (the script saved 1.0 and found the
 // value of a later step). The mutant engine's StageAsyncSave step keeps the caller's dicts
-// (SaveInput::shared) next to its copy, and its WriteShardFiles step, when it writes that async
-// save, takes every host-placed tensor's bytes from the caller's dicts as they are then. Device
-// tensors and sync saves are the reference's. Silent.
+// (SaveInput::shared) next to its copy, and its WriteShardFiles step, when it runs in an async
+// save's write (save_context()), takes every host-placed tensor's bytes from that save's caller's
+// dicts as they are then. Device tensors and sync saves are the reference's. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b28_host_staging_aliased.h"
 
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 namespace ckptspec {
@@ -28,19 +31,18 @@ class HostAliasingStagingEngine : public ReferenceEngine {
   Status StageAsyncSave(const SaveInput& input, const SaveOptions& options,
                         std::vector<ShardedStateDict>* staged) override {
     CKPTSPEC_RETURN_IF_ERROR(ReferenceEngine::StageAsyncSave(input, options, staged));
-    aliased_ = std::make_unique<SaveInput>(input);
-    staged_ = staged;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    aliased_.emplace_back(save_context().iteration, input);
     return Status::OK();
   }
 
   Status WriteShardFiles(const std::string& staging,
                          const std::vector<ShardedStateDict>& every_rank, const SavePlan& plan,
                          CheckpointMetadata* out) override {
-    if (&every_rank != staged_ || !aliased_) {
-      return ReferenceEngine::WriteShardFiles(staging, every_rank, plan, out);
-    }
-    std::unique_ptr<SaveInput> input = std::move(aliased_);
-    staged_ = nullptr;
+    const SaveContext& save = save_context();
+    std::optional<SaveInput> input;
+    if (save.side == SaveContext::Side::kWriter) input = TakeAliased(save.iteration);
+    if (!input) return ReferenceEngine::WriteShardFiles(staging, every_rank, plan, out);
     const std::vector<ShardedStateDict>& live = input->every_rank();
     std::vector<ShardedStateDict> written = every_rank;
     for (size_t r = 0; r < written.size() && r < live.size(); ++r) {
@@ -54,8 +56,22 @@ class HostAliasingStagingEngine : public ReferenceEngine {
   }
 
  private:
-  std::unique_ptr<SaveInput> aliased_;  // the pending async save's input, as the caller has it
-  const std::vector<ShardedStateDict>* staged_ = nullptr;  // that save's staged copy
+  // The input of the oldest scheduled async save of `iteration`, as the caller has it. Writes run
+  // in schedule order, so the entries before it are of saves whose write ended earlier.
+  std::optional<SaveInput> TakeAliased(int64_t iteration) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = aliased_.begin(); it != aliased_.end(); ++it) {
+      if (it->first != iteration) continue;
+      std::optional<SaveInput> input(std::move(it->second));
+      aliased_.erase(aliased_.begin(), it + 1);
+      return input;
+    }
+    return std::nullopt;
+  }
+
+  std::mutex mutex_;  // the caller stages while the background thread writes
+  // The scheduled async saves' inputs, as the caller has them, in schedule order.
+  std::deque<std::pair<int64_t, SaveInput>> aliased_;
 };
 
 }  // namespace

@@ -8,10 +8,37 @@
 
 namespace ckptspec {
 
+namespace {
+
+// The save step running on this thread, and its engine (ReferenceEngine::save_context()).
+struct RunningSave {
+  const ReferenceEngine* engine = nullptr;
+  const SaveContext* context = nullptr;
+};
+thread_local RunningSave running_save;
+
+// Makes `context` the running save of `engine` on this thread for the scope's life.
+class ScopedSaveContext {
+ public:
+  ScopedSaveContext(const ReferenceEngine* engine, const SaveContext* context)
+      : previous_(running_save) {
+    running_save = RunningSave{engine, context};
+  }
+  ~ScopedSaveContext() { running_save = previous_; }
+  ScopedSaveContext(const ScopedSaveContext&) = delete;
+  ScopedSaveContext& operator=(const ScopedSaveContext&) = delete;
+
+ private:
+  RunningSave previous_;
+};
+
+}  // namespace
+
 struct ReferenceEngine::PendingSave {
   int64_t iteration = 0;
   std::vector<ShardedStateDict> staged;  // a private copy: the caller's buffers never reach it
   SaveOptions options;
+  SaveContext writer;  // the context of its write's steps
   SavePlan plan;
   std::thread thread;
   Status status;
@@ -63,8 +90,20 @@ Status ReferenceEngine::StageAsyncSave(const SaveInput& input, const SaveOptions
   return Status::OK();
 }
 
+const SaveContext& ReferenceEngine::save_context() const {
+  static const SaveContext kNoSave;
+  return running_save.engine == this ? *running_save.context : kNoSave;
+}
+
+void ReferenceEngine::AsyncSaveScheduled(int64_t /*iteration*/, const SaveOptions& /*options*/) {}
+
 Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptions& options) {
   CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  SaveContext context;
+  context.iteration = iteration;
+  context.async = options.async;
+  context.options = options;
+  const ScopedSaveContext scoped(this, &context);
   const std::vector<ShardedStateDict>& every_rank = input.every_rank();
   if (iteration < 0 || iteration > kMaxIteration) {
     return Status::InvalidArgument("iteration " + std::to_string(iteration) + " out of range");
@@ -87,20 +126,21 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
     return written;
   }
 
-  // Refused when called, as a sync save is, not when the background write reaches
-  // BeginCheckpoint (which checks again).
-  CKPTSPEC_RETURN_IF_ERROR(RefuseOverwriteOfLatest(iteration));
+  // Refused when called, as a sync save is, not when the write reaches it (which checks again).
+  CKPTSPEC_RETURN_IF_ERROR(GuardOverwrite(iteration));
   auto pending = std::make_unique<PendingSave>();
   pending->iteration = iteration;
   CKPTSPEC_RETURN_IF_ERROR(StageAsyncSave(input, options, &pending->staged));
   pending->options = options;
+  pending->writer = context;
+  pending->writer.side = SaveContext::Side::kWriter;
   pending->plan = std::move(plan);
   pending_ = std::move(pending);
   if (options_.async_execution == AsyncExecution::kThread) {
     PendingSave* p = pending_.get();
     p->thread = std::thread([this, p] {
       try {
-        p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
+        RunWrite(p);
       } catch (const std::bad_alloc&) {  // an exception leaving a thread would end the process
         p->status = Status::OutOfMemory("writing iteration " + std::to_string(p->iteration) +
                                         ": out of memory");
@@ -109,7 +149,13 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
       p->written.store(true, std::memory_order_release);
     });
   }
+  AsyncSaveScheduled(iteration, options);
   return Status::OK();
+}
+
+void ReferenceEngine::RunWrite(PendingSave* p) {
+  const ScopedSaveContext scoped(this, &p->writer);
+  p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
 }
 
 Status ReferenceEngine::Poll(bool* complete) {
@@ -133,10 +179,13 @@ Status ReferenceEngine::Finalize() {
   if (p->thread.joinable()) {
     p->thread.join();
   } else if (!p->ran) {
-    p->status = WriteCheckpoint(p->iteration, p->staged, p->options, p->plan, &p->committed);
+    RunWrite(p.get());
     p->ran = true;
   }
   for (DecodedIndex& index : p->committed) DecodedIndexCache::Shared().Keep(std::move(index));
+  SaveContext reporting = p->writer;
+  reporting.side = SaveContext::Side::kCaller;
+  const ScopedSaveContext scoped(this, &reporting);
   return ReportAsyncSave(p->iteration, std::move(p->status));
 }
 
@@ -166,7 +215,7 @@ Status ReferenceEngine::RemoveLeftovers() {
   return Status::OK();
 }
 
-Status ReferenceEngine::RefuseOverwriteOfLatest(int64_t iteration) {
+Status ReferenceEngine::GuardOverwrite(int64_t iteration) {
   int64_t latest;
   if (LatestIteration(&latest).ok() && latest == iteration) {
     return Status::FailedPrecondition(JoinPath(options_.root, IterationDirName(iteration)) +
@@ -178,7 +227,6 @@ Status ReferenceEngine::RefuseOverwriteOfLatest(int64_t iteration) {
 
 Status ReferenceEngine::BeginCheckpoint(int64_t iteration, std::string* staging) {
   CKPTSPEC_RETURN_IF_ERROR(EnsureRoot());
-  CKPTSPEC_RETURN_IF_ERROR(RefuseOverwriteOfLatest(iteration));
   CKPTSPEC_RETURN_IF_ERROR(RemoveLeftovers());
   *staging = JoinPath(options_.root, StagingDirName(iteration));
   return options_.env->CreateDir(*staging);
@@ -271,6 +319,7 @@ Status ReferenceEngine::WriteCheckpoint(int64_t iteration,
                                         const SaveOptions& options, const SavePlan& plan,
                                         std::vector<DecodedIndex>* committed) {
   CKPTSPEC_RETURN_IF_ERROR(ResolvePlan(plan, every_rank));
+  CKPTSPEC_RETURN_IF_ERROR(GuardOverwrite(iteration));
   std::string staging;
   CKPTSPEC_RETURN_IF_ERROR(BeginCheckpoint(iteration, &staging));
   CheckpointMetadata m;

@@ -10,18 +10,23 @@
 //     is unchanged, and is made afresh (and cached) otherwise.
 //  3. StageAsyncSave (async saves only): a private copy of every rank's data, taken before Save
 //     returns (P14); the write below reads only the copy.
-//  4. The commit protocol: BeginCheckpoint removes leftovers of interrupted saves and creates
-//     iter_N.tmp/; WriteShardFiles writes every shard file into it and WriteIndex metadata.json
-//     and metadata.xxh3 (or the per-writer indexes), each file fsynced, then the directory;
-//     CommitCheckpoint renames it to iter_N/ and fsyncs the root; UpdateTracker replaces the
-//     tracker atomically (write .tmp, fsync, rename, fsync the root). A crash at any operation
-//     leaves the tracker on a complete checkpoint (P13). Saving an iteration the tracker already
-//     names is refused (FailedPrecondition): replacing it would open a window where the tracker
-//     names nothing. An async save of that iteration is refused when Save is called (after the
-//     pending save before it completes), not later.
+//  4. The commit protocol: GuardOverwrite refuses an iteration the tracker names; BeginCheckpoint
+//     removes leftovers of interrupted saves and creates iter_N.tmp/; WriteShardFiles writes
+//     every shard file into it and WriteIndex metadata.json and metadata.xxh3 (or the per-writer
+//     indexes), each file fsynced, then the directory; CommitCheckpoint renames it to iter_N/ and
+//     fsyncs the root; UpdateTracker replaces the tracker atomically (write .tmp, fsync, rename,
+//     fsync the root). A crash at any operation leaves the tracker on a complete checkpoint
+//     (P13). Saving an iteration the tracker already names is refused (FailedPrecondition):
+//     replacing it would open a window where the tracker names nothing. An async save of that
+//     iteration is refused when Save is called (GuardOverwrite runs then too, after the pending
+//     save before it completes), not later.
 //  5. ApplyRetention (keep_last > 0): the newest keep_last iteration directories stay, and so does
 //     the one the tracker names, always; others are renamed to iter_N.deleting (durably) and
 //     removed.
+//  6. AsyncSaveScheduled (async saves only): on the caller's thread once the save is staged,
+//     planned and scheduled, just before Save returns.
+// Every step can ask save_context() which save it runs for: its iteration and options, whether it
+// is async, and on which side (the caller's, or the async save's write).
 //
 // Async: Save with SaveOptions::async stages (step 3) and plans before it returns. With
 // AsyncExecution::kThread steps 4-5 run on a background thread at once (Poll completes the save
@@ -59,6 +64,24 @@
 namespace ckptspec {
 
 enum class AsyncExecution { kThread, kDeferred };
+
+// What a save step runs for (ReferenceEngine::save_context()).
+struct SaveContext {
+  // The side of the save a step runs on.
+  enum class Side {
+    // Inside Save, before it returns: every step of a sync save, steps 1-3 and 6 of an async one;
+    // also ReportAsyncSave, in the call that completes an async save.
+    kCaller,
+    // The write of an async save (steps 4-5): on the background thread under
+    // AsyncExecution::kThread, inside the Poll/Finalize/Save/Load call that runs it under
+    // kDeferred.
+    kWriter,
+  };
+  int64_t iteration = -1;  // -1: no save step is running
+  bool async = false;
+  SaveOptions options;
+  Side side = Side::kCaller;
+};
 
 struct ReferenceOptions {
   // Not owned; must outlive the engine. The engine works through env->NewConfinedView(root):
@@ -140,11 +163,15 @@ class ReferenceEngine : public Engine {
   // placement (the caller updates its buffers in place as soon as Save returns: P14).
   virtual Status StageAsyncSave(const SaveInput& input, const SaveOptions& options,
                                 std::vector<ShardedStateDict>* staged);
-  // Step 4a. Makes the root if needed, refuses an iteration the tracker names
-  // (FailedPrecondition), removes leftovers of interrupted saves (iter_N.tmp/, iter_N.deleting/)
-  // and creates the empty staging directory `*staging` for `iteration`.
+  // Step 4a, first in every save's write, and on the caller's thread when an async save is
+  // scheduled (before StageAsyncSave): FailedPrecondition naming the directory when the tracker
+  // names `iteration` (replacing that checkpoint would open a window where the tracker names
+  // nothing); OK otherwise, also without a tracker.
+  virtual Status GuardOverwrite(int64_t iteration);
+  // Step 4b. Makes the root if needed, removes leftovers of interrupted saves (iter_N.tmp/,
+  // iter_N.deleting/) and creates the empty staging directory `*staging` for `iteration`.
   virtual Status BeginCheckpoint(int64_t iteration, std::string* staging);
-  // Step 4b. Writes the data of the plan's items into files under `staging` (one per writing
+  // Step 4c. Writes the data of the plan's items into files under `staging` (one per writing
   // rank: shard_NNNNN.bin, or writer_NNNNN/shard.bin in the per-writer layout), each fsynced and
   // closed, and describes them in *m (files, tensors with their chunks, objects, with checksums);
   // m's iteration, world size, layout and common state are set by the caller. Errors: the ranks
@@ -152,17 +179,22 @@ class ReferenceEngine : public Engine {
   virtual Status WriteShardFiles(const std::string& staging,
                                  const std::vector<ShardedStateDict>& every_rank,
                                  const SavePlan& plan, CheckpointMetadata* m);
-  // Step 4c. Writes the index of `m` into `staging` in the configured layout (each file fsynced;
+  // Step 4d. Writes the index of `m` into `staging` in the configured layout (each file fsynced;
   // the caller fsyncs `staging` after it).
   virtual Status WriteIndex(const std::string& staging, const CheckpointMetadata& m);
-  // Step 4d. Makes `staging` the complete checkpoint iter_N/ of `iteration`: an existing iter_N/
+  // Step 4e. Makes `staging` the complete checkpoint iter_N/ of `iteration`: an existing iter_N/
   // that the tracker does not name is moved aside durably and removed; then the rename and an
   // fsync of the root.
   virtual Status CommitCheckpoint(int64_t iteration, const std::string& staging);
-  // Step 4e. Points the tracker at `iteration` atomically (ReplaceFileAtomically).
+  // Step 4f. Points the tracker at `iteration` atomically (ReplaceFileAtomically).
   virtual Status UpdateTracker(int64_t iteration);
   // Step 5. Retention: see the comment at the top; a no-op when keep_last is 0.
   virtual Status ApplyRetention();
+  // Step 6, async saves only: the async save of `iteration` with `options` is staged, planned
+  // and scheduled (its write may already be running on the background thread); called on the
+  // caller's thread just before Save returns OK. It cannot fail the save, which is scheduled
+  // whatever it does. The default does nothing.
+  virtual void AsyncSaveScheduled(int64_t iteration, const SaveOptions& options);
   // Finalize's last step: what Finalize (and so the next Save or Load) returns for the async save
   // of `iteration` whose write ended with `status`. The default returns `status`, with the
   // iteration named, so that no async error is lost (B19).
@@ -175,8 +207,14 @@ class ReferenceEngine : public Engine {
   virtual Status OpenHostDestination(size_t rank, ShardedTensor* tensor,
                                      std::unique_ptr<TensorDestination>* out);
 
+  // Inside a save step (and ReportAsyncSave), on the thread running it: the save it runs for.
+  // Outside a save step, a context with iteration -1. The reference valid for the step's call.
+  const SaveContext& save_context() const;
+
  private:
   struct PendingSave;
+  // Runs the write of async save `p` (steps 4-5) with its writer context; sets p->status.
+  void RunWrite(PendingSave* p);
   // Steps 4a-5 of a save. The indexes it wrote, at their committed paths, are appended to
   // *committed, for the thread that owns the engine to keep (DecodedIndexCache).
   Status WriteCheckpoint(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
@@ -187,8 +225,6 @@ class ReferenceEngine : public Engine {
   Status WriteIndexFiles(const std::string& staging, const std::string& subdir, const char* name,
                          const char* checksum_name, const CheckpointMetadata& m);
   Status EnsureRoot();
-  // FailedPrecondition naming the directory when the tracker names `iteration`.
-  Status RefuseOverwriteOfLatest(int64_t iteration);
   Status RemoveLeftovers();
   Status LoadImpl(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
   Status LoadGuarded(LoadRequest& request, DestinationProvider* provider, LoadResult* result);
