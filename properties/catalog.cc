@@ -56,12 +56,15 @@ std::string NeedsStrictModes(const TargetFactory& factory) {
 const std::vector<Property>& AllProperties() {
   static const std::vector<Property> kCatalog = {
       {"P1", "resume equivalence",
-       "resume equivalence: train k, save, resume, train m == train k+m, bit for bit",
-       "B06 B10 B11 B15 B16 B17 B18", Always, CheckResumeEquivalence, FrameworkAlways,
+       "resume equivalence: train k, save, resume in a new process, train m == train k+m, bit "
+       "for bit",
+       "B06 B10 B11 B15 B16 B17 B18 B29", Always, CheckResumeEquivalence, FrameworkAlways,
        CheckFrameworkResumeEquivalence},
       {"P2", "round-trip identity",
-       "round-trip identity of every state class under the same layout (dtype included)",
-       "B07 B11 B13 B14", Always, CheckRoundTripIdentity, FrameworkAlways, CheckFrameworkRoundTrip},
+       "round-trip identity of every state class under the same layout (dtype included), loaded "
+       "in a new process",
+       "B07 B11 B13 B14 B29", Always, CheckRoundTripIdentity, FrameworkAlways,
+       CheckFrameworkRoundTrip},
       {"P3", "resharding equivalence",
        "resharding equivalence: save under L1, load under L2 gives the same global state, or the "
        "named error of the flag table",

@@ -1,7 +1,7 @@
 // P1, resume equivalence: train k, save, resume (a new process, same layout, no flags), train m
 // is bit for bit the state of training k + m without interruption.
-// Catches: B06 (a persisted rerun state that cannot resume), B10/B16/B18 (data order after
-// resume), B11/B17 (RNG not restored), B15 (state that stops aliasing what is loaded).
+// Catches: the bugs its entry in properties/catalog.cc names (docs/BUGS.md), among them state a
+// process keeps that the checkpoint lacks, which only the new process shows (B29).
 #include "generators/run_gen.h"
 #include "properties/property.h"
 #include "properties/property_util.h"

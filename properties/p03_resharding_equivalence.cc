@@ -14,6 +14,7 @@
 #include "model/state_sharding.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
+#include "properties/scenarios.h"
 
 namespace ckptspec {
 namespace {
@@ -136,18 +137,10 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
 
-  auto under_test = factory.make(TargetOptions());
-  Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(
-      SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
-
-  std::vector<TrainingState> expected;
-  const Status spec = ExpectedResume(saved_run, states, run, flags, &expected);
-  ResumeOptions options;
-  options.flags = flags;
-  std::vector<TrainingState> resumed;
-  const Status got = ResumeRun(target, run, options, &resumed);
+  RestartedResume r;
+  CKPTSPEC_RC_ASSERT_OK(SaveRestartResume(factory, saved_run, states, run, flags, &r));
+  const Status& spec = r.spec;
+  const Status& got = r.got;
 
   RC_CLASSIFY(!spec.ok(), "spec refuses");
   // The conjunction a DP-only resharding bug of the distributed optimizer needs, counted where
@@ -163,7 +156,7 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
     return;
   }
   if (!got.ok()) RC_FAIL("the target refused a resume the spec accepts: " + got.ToString());
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected),
+  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(r.resumed, r.expected),
                           "resumed state differs from the spec's expected resume");
 }
 

@@ -145,8 +145,9 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
       return;
     }
     CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
+    under_test->NewProcess();
     std::vector<TrainingState> resumed;
-    const Status got = ResumeRun(target, run, ResumeOptions(), &resumed);
+    const Status got = ResumeRun(under_test->target(), run, ResumeOptions(), &resumed);
     RC_LOG() << "resume: " << got.ToString() << "\n";
     if (got.ok()) RC_FAIL(std::string(CaseName(c)) + " was accepted at save and at resume");
     RC_TAG("refused at resume");
@@ -155,8 +156,9 @@ void CheckParamGroupIdentity(const TargetFactory& factory) {
 
   CKPTSPEC_RC_ASSERT_OK(saved_status);
   CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
+  under_test->NewProcess();
   std::vector<TrainingState> resumed;
-  const Status got = ResumeRun(target, run, ResumeOptions(), &resumed);
+  const Status got = ResumeRun(under_test->target(), run, ResumeOptions(), &resumed);
   RC_CLASSIFY(!spec.ok(), "spec refuses (overrides regrouped)");
   if (!spec.ok()) {
     RC_LOG() << "spec refuses: " << spec.ToString() << "\ntarget: " << got.ToString() << "\n";

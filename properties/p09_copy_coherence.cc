@@ -14,6 +14,7 @@
 #include "model/float_codec.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
+#include "properties/scenarios.h"
 
 namespace ckptspec {
 namespace {
@@ -87,29 +88,19 @@ void CheckCopyCoherence(const TargetFactory& factory) {
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
-  auto under_test = factory.make(TargetOptions());
-  Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(
-      SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
-
-  std::vector<TrainingState> expected;
-  const Status spec = ExpectedResume(saved_run, states, run, flags, &expected);
-  ResumeOptions options;
-  options.flags = flags;
-  std::vector<TrainingState> resumed;
-  const Status got = ResumeRun(target, run, options, &resumed);
+  RestartedResume r;
+  CKPTSPEC_RC_ASSERT_OK(SaveRestartResume(factory, saved_run, states, run, flags, &r));
   // Which loads are refused is P3's business; here both must agree and the rest is moot.
-  RC_CLASSIFY(!spec.ok(), "spec refuses");
-  if (!spec.ok()) {
-    RC_LOG() << "spec refuses: " << spec.ToString() << "\ntarget: " << got.ToString() << "\n";
-    if (got.ok()) RC_FAIL("the target accepted a resume the spec refuses: " + spec.ToString());
+  RC_CLASSIFY(!r.spec.ok(), "spec refuses");
+  if (!r.spec.ok()) {
+    RC_LOG() << "spec refuses: " << r.spec.ToString() << "\ntarget: " << r.got.ToString() << "\n";
+    if (r.got.ok()) RC_FAIL("the target accepted a resume the spec refuses: " + r.spec.ToString());
     return;
   }
-  CKPTSPEC_RC_ASSERT_OK(got);
+  CKPTSPEC_RC_ASSERT_OK(r.got);
 
-  for (size_t m = 0; m < resumed.size(); ++m) {
-    const TrainingState& s = resumed[m];
+  for (size_t m = 0; m < r.resumed.size(); ++m) {
+    const TrainingState& s = r.resumed[m];
     std::string bad;
     if (model_only) {
       const DType dt = s.config.model.params_dtype;
@@ -125,9 +116,9 @@ void CheckCopyCoherence(const TargetFactory& factory) {
     if (!bad.empty()) RC_FAIL("module " + std::to_string(m) + " after the load: " + bad);
   }
 
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&resumed, 1));
-  CKPTSPEC_RC_ASSERT_OK(TrainRun(&expected, 1));
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected),
+  CKPTSPEC_RC_ASSERT_OK(TrainRun(&r.resumed, 1));
+  CKPTSPEC_RC_ASSERT_OK(TrainRun(&r.expected, 1));
+  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(r.resumed, r.expected),
                           "the first step after the load differs from the spec's");
 }
 

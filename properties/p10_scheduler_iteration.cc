@@ -14,6 +14,7 @@
 #include "model/describe.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
+#include "properties/scenarios.h"
 
 namespace ckptspec {
 namespace {
@@ -160,18 +161,12 @@ void CheckSchedulerIteration(const TargetFactory& factory) {
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
-  auto under_test = factory.make(TargetOptions());
-  Target& target = under_test->target();
-  CKPTSPEC_RC_ASSERT_OK(
-      SaveRun(target, saved_run, states, states.front().iteration, SaveOptions()));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
-
-  std::vector<TrainingState> expected;
-  const Status spec = ExpectedResume(saved_run, states, run, flags, &expected);
-  ResumeOptions options;
-  options.flags = flags;
-  std::vector<TrainingState> resumed;
-  const Status got = ResumeRun(target, run, options, &resumed);
+  RestartedResume r;
+  CKPTSPEC_RC_ASSERT_OK(SaveRestartResume(factory, saved_run, states, run, flags, &r));
+  const Status& spec = r.spec;
+  const Status& got = r.got;
+  std::vector<TrainingState>& expected = r.expected;
+  std::vector<TrainingState>& resumed = r.resumed;
   RC_LOG() << "spec: " << spec.ToString() << "\ntarget: " << got.ToString() << "\n";
 
   // The flag table's refusals, stated directly.

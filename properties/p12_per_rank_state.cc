@@ -33,6 +33,7 @@
 #include "model/describe.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
+#include "properties/scenarios.h"
 
 namespace ckptspec {
 namespace {
@@ -273,21 +274,17 @@ void CheckPerRankState(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
 
-  auto under_test = factory.make(TargetOptions());
-  Target& target = under_test->target();
-  std::vector<ShardedStateDict> dicts;
-  CKPTSPEC_RC_ASSERT_OK(
-      target.framework().ToStateDicts(saved_run.layout, states, saved_run.sharding, &dicts));
-  CKPTSPEC_RC_ASSERT_SAME(DeduplicatedDistinctObject(dicts), "the framework's save dicts");
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Save(states.front().iteration, dicts, SaveOptions()));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
-
-  std::vector<TrainingState> expected;
-  const Status spec = ExpectedResume(saved_run, states, run, flags, &expected);
-  ResumeOptions options;
-  options.flags = flags;
-  std::vector<TrainingState> resumed;
-  const Status got = ResumeRun(target, run, options, &resumed);
+  RestartedResume r;
+  CKPTSPEC_RC_ASSERT_OK(SaveRestartResume(
+      factory, saved_run, states, run, flags, &r, [](const std::vector<ShardedStateDict>& dicts) {
+        const std::string distinct = DeduplicatedDistinctObject(dicts);
+        if (distinct.empty()) return Status::OK();
+        return Status::FailedPrecondition("the framework's save dicts: " + distinct);
+      }));
+  const Status& spec = r.spec;
+  const Status& got = r.got;
+  std::vector<TrainingState>& expected = r.expected;
+  std::vector<TrainingState>& resumed = r.resumed;
   RC_CLASSIFY(!spec.ok(), "spec refuses");
   if (!spec.ok()) {
     RC_LOG() << "spec refuses: " << spec.ToString() << "\ntarget: " << got.ToString() << "\n";

@@ -190,11 +190,12 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
   }
   CKPTSPEC_RC_ASSERT_OK(target.engine().Save(s.iteration, faulted, SaveOptions()));
   CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
+  under_test->NewProcess();  // the exit 16 the machine asked for, and the job's relaunch
 
   std::vector<TrainingState> expected;
   const Status spec = ExpectedResume(run, states, resume_run, LoadFlags(), &expected);
   std::vector<TrainingState> resumed;
-  const Status got = ResumeRun(target, resume_run, ResumeOptions(), &resumed);
+  const Status got = ResumeRun(under_test->target(), resume_run, ResumeOptions(), &resumed);
   RC_LOG() << "resume: spec " << spec.ToString() << ", target " << got.ToString() << "\n";
   RC_CLASSIFY(change_layout, "layout changed");
   if (!spec.ok()) {

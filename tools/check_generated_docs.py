@@ -12,7 +12,8 @@ Two kinds of marked regions in docs/*.md:
   <!-- end copy -->                                           that begin with "// |", less "// "
 
 Every section the command prints must appear in some document. With --update the regions are
-rewritten instead of compared.
+rewritten instead of compared. docs/BUGS.md, written by hand, must list exactly the mutant ids of
+the section 'mutants', each in its table and under a heading of its own.
 
   check_generated_docs.py CKPTSPEC REPO_ROOT [--update]
       exit 0: every region matches (or was rewritten); 1: each one that differs, as DOC:LINE (of
@@ -89,6 +90,23 @@ def check_document(doc, root, sections, update, used):
     return problems
 
 
+def bug_catalog_problems(root, sections):
+    """docs/BUGS.md against the ids of section 'mutants': each in one table row and one heading."""
+    bugs = root / "docs" / "BUGS.md"
+    if "mutants" not in sections or not bugs.is_file():
+        return []
+    ids = [m.group(1) for m in (re.match(r"^\| (B\d+) \|", l) for l in sections["mutants"]) if m]
+    text = bugs.read_text().splitlines()
+    rows = [m.group(1) for m in (re.match(r"^\| (B\d+) \|", l) for l in text) if m]
+    heads = [m.group(1) for m in (re.match(r"^### (B\d+) ", l) for l in text) if m]
+    problems = []
+    for what, listed in (("table", rows), ("headings", heads)):
+        if listed != ids:
+            problems.append(f"docs/BUGS.md: its {what} list {' '.join(listed) or 'no id'}; the "
+                            f"catalog has {' '.join(ids)}")
+    return problems
+
+
 def main(argv):
     args = [a for a in argv[1:] if a != "--update"]
     if len(args) != 2:
@@ -98,6 +116,7 @@ def main(argv):
     sections, used, problems = command_sections(ckptspec), set(), []
     for doc in sorted((root / "docs").glob("*.md")):
         problems += check_document(doc, root, sections, update, used)
+    problems += bug_catalog_problems(root, sections)
     for name in sorted(set(sections) - used):
         problems.append(f"section '{name}' of `ckptspec list --markdown` is in no document of docs/")
     for p in problems:

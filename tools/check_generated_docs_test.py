@@ -85,6 +85,18 @@ class CheckGeneratedDocsTest(unittest.TestCase):
         self.assertEqual((root / DOC).read_text(), GOOD)
         self.assertEqual(self.run_checker(root), (0, ""))
 
+    def test_bugs_md_must_list_the_catalog_ids(self):
+        root = self.tree(GOOD.replace("things", "mutants").replace("| a | b |", "| B01 | x |"))
+        (root / "fake_ckptspec").write_text(COMMAND.replace("things", "mutants")
+                                            .replace("| a | b |", "| B01 | x |"))
+        bugs = root / "docs" / "BUGS.md"
+        bugs.write_text("| B01 | x |\n\n### B01 x\n")
+        self.assertEqual(self.run_checker(root), (0, ""))
+        bugs.write_text("| B01 | x |\n| B02 | y |\n\n### B01 x\n")
+        code, out = self.run_checker(root)
+        self.assertEqual(code, 1)
+        self.assertIn("docs/BUGS.md: its table list B01 B02; the catalog has B01", out)
+
 
 if __name__ == "__main__":
     unittest.main()

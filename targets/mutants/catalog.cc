@@ -31,6 +31,7 @@
 #include "targets/mutants/b26_per_rank_skip_rescaled.h"
 #include "targets/mutants/b27_rank_local_merged_by_name.h"
 #include "targets/mutants/b28_host_staging_aliased.h"
+#include "targets/mutants/b29_optimizer_order_per_process.h"
 
 namespace ckptspec {
 
@@ -158,6 +159,11 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "an async save copies its device tensors when it is scheduled and hands its host tensors "
        "over as they are: the write reads what the training steps taken since made of them",
        "P14 P20", B28Parts},
+      {"B29", "optimizer-order-per-process", "alf #889, PR #891",
+       "the framework stores each parameter's optimizer state under the name of the parameter "
+       "at its position in an order that differs in every process, so only the saving process "
+       "loads it back right",
+       "P1 P2", B29Parts, "P1 P2"},
   };
   return kCatalog;
 }

@@ -3,8 +3,8 @@
 // the upstream thread; docs/MUTANTS.md for the table).
 //
 // Contracts:
-//  - ids are "B01".."B28" in docs/BUGS.md order, one entry each; a target built from an entry is named
-//    by its id.
+//  - ids are "B01", "B02", ... in docs/BUGS.md order, one entry each (tools/check_generated_docs.py
+//    checks docs/BUGS.md against them); a target built from an entry is named by its id.
 //  - killers are the properties that kill the mutant, the most direct first: `ckptspec run
 //    --target ID --seed 1` shows each of them K (properties/catalog_killers_test.cc proves it);
 //    framework_killers the same for the properties' framework forms through the spec's framework

@@ -1,4 +1,4 @@
-// What every mutant of the catalog (docs/BUGS.md B01-B28, docs/DESIGN.md §7) is built from: the
+// What every mutant of the catalog (docs/BUGS.md, docs/DESIGN.md §7) is built from: the
 // reference target (targets/reference/reference_target.h) with its own deviation in one or two
 // replaced parts (ReplacedParts) -- its framework layer (a CanonicalFramework subclass that
 // overrides a method), its plan cache, or its engine (a ReferenceEngine subclass); B04 replaces
