@@ -14,6 +14,14 @@
 //    write finished, or at the next Save/Load, which finalize first; its error surfaces at that
 //    call and is never dropped (B19). The tracker names the iteration only after its files are
 //    complete.
+//  - Several async saves in flight (docs/SEMANTICS.md §3): an engine that declares
+//    Capabilities::overlapping_async holds up to TargetOptions::max_async_in_flight of them (1
+//    otherwise, and by default: every Save then completes the pending one first). Saves commit
+//    in the order they were scheduled; an async Save with the bound reached first completes the
+//    oldest, a sync Save and a Load complete every one first. They complete oldest first, and
+//    each error surfaces at a call of its own, in schedule order: Finalize completes them until
+//    one fails and returns that error (the rest stay in flight for the next call), Poll the same
+//    for those whose write has ended. Retention counts only committed checkpoints.
 //  - Load(request, result) resolves the directory (an iteration or the tracker's), loads into
 //    copies of the templates and reports per StrictMode (docs/SEMANTICS.md §4).
 #pragma once
@@ -119,6 +127,9 @@ struct Capabilities {
   bool plan_cache = false;     // SaveOptions::assume_constant_structure
   bool deterministic = false;  // same input, byte-identical files (P17)
   bool strict_modes = false;   // every StrictMode
+  // Several async saves in flight (TargetOptions::max_async_in_flight). Not on the adapter
+  // protocol's wire: a process adapter holds one async save at a time.
+  bool overlapping_async = false;
 };
 
 // The engine layer.
@@ -130,13 +141,16 @@ class Engine {
   virtual ~Engine() = default;
   virtual Capabilities capabilities() const = 0;
   virtual Status Save(int64_t iteration, SaveInput input, const SaveOptions& options) = 0;
-  // Completes a pending async save (no-op without one) and returns its status.
+  // Completes the async saves in flight, oldest first (no-op without one), and returns OK; or
+  // the first one's error that fails, leaving the saves after it in flight.
   virtual Status Finalize() = 0;
   // What a training loop calls after each step while an async save is pending (Megatron's
-  // maybe_finalize_async_save(blocking=False), a DCP future's done()): never waits for the write.
-  // When the pending save's write has finished, completes it as Finalize does and returns
-  // Finalize's status with *complete true; while it is still running, OK with *complete false.
-  // Without a pending save: OK, *complete true.
+  // maybe_finalize_async_save(blocking=False), a DCP future's done()): never waits for a write.
+  // Completes, oldest first, the saves in flight whose write has finished, as Finalize does
+  // (stopping at the first one still running, or at the first error, which it returns); *complete
+  // is true when none is left in flight. Without a pending save: OK, *complete true. Under
+  // deferred execution (TargetOptions::deferred_async) a Poll runs and completes the oldest save
+  // only.
   virtual Status Poll(bool* complete) = 0;
   // Takes the request by value: move the templates in and their buffers are filled in place and
   // handed back in result->state (no copy of the state).

@@ -56,6 +56,9 @@ struct TargetOptions {
   // Async saves complete only at Finalize/Save/Load (deterministic tests) rather than on a thread.
   bool deferred_async = true;
   int keep_last = 0;
+  // The most async saves in flight at once, for an engine that declares
+  // Capabilities::overlapping_async (others hold one).
+  int max_async_in_flight = 1;
   // Where a target served by processes records what they did outside any engine call (not owned;
   // outlives the target). The property runner sets it for every target a case makes.
   CaseEvents* events = nullptr;

@@ -4,6 +4,7 @@
 #include <new>
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
 
 namespace ckptspec {
@@ -43,8 +44,10 @@ struct ReferenceEngine::PendingSave {
   std::thread thread;
   Status status;
   bool ran = false;
-  std::atomic<bool> written{false};     // the background write has set `status`
-  std::vector<DecodedIndex> committed;  // WriteCheckpoint's, kept by Finalize
+  std::atomic<bool> written{false};  // the background write has set `status`
+  std::promise<void> ended;          // kThread: set once the write has ended
+  std::shared_future<void> ended_future = ended.get_future().share();
+  std::vector<DecodedIndex> committed;  // WriteCheckpoint's, kept by CompleteOldest
 };
 
 ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(options)) {
@@ -58,13 +61,15 @@ ReferenceEngine::ReferenceEngine(ReferenceOptions options) : options_(std::move(
 }
 
 // A destructor has nowhere to report: a pending save's error is for an explicit Finalize (the
-// engine contract); this one only lets the save finish.
-ReferenceEngine::~ReferenceEngine() { Finalize().IgnoreError(); }
+// engine contract); this one only lets every save in flight finish.
+ReferenceEngine::~ReferenceEngine() {
+  while (!in_flight_.empty()) CompleteOldest().IgnoreError();
+}
 
 Capabilities ReferenceEngine::capabilities() const {
   Capabilities c;
   c.resharding = c.objects = c.async = c.checksums = c.plan_cache = c.deterministic =
-      c.strict_modes = true;
+      c.strict_modes = c.overlapping_async = true;
   return c;
 }
 
@@ -98,7 +103,10 @@ const SaveContext& ReferenceEngine::save_context() const {
 void ReferenceEngine::AsyncSaveScheduled(int64_t /*iteration*/, const SaveOptions& /*options*/) {}
 
 Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptions& options) {
-  CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  // A sync save commits after every save in flight; an async one needs a free place among them.
+  if (!options.async) CKPTSPEC_RETURN_IF_ERROR(Finalize());
+  const size_t bound = static_cast<size_t>(std::max(1, options_.max_async_in_flight));
+  while (in_flight_.size() >= bound) CKPTSPEC_RETURN_IF_ERROR(CompleteOldest());
   SaveContext context;
   context.iteration = iteration;
   context.async = options.async;
@@ -135,10 +143,14 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
   pending->writer = context;
   pending->writer.side = SaveContext::Side::kWriter;
   pending->plan = std::move(plan);
-  pending_ = std::move(pending);
+  PendingSave* p = pending.get();
+  // Writes run one at a time in schedule order: this one starts once the one before it has ended.
+  std::shared_future<void> before;
+  if (!in_flight_.empty()) before = in_flight_.back()->ended_future;
+  in_flight_.push_back(std::move(pending));
   if (options_.async_execution == AsyncExecution::kThread) {
-    PendingSave* p = pending_.get();
-    p->thread = std::thread([this, p] {
+    p->thread = std::thread([this, p, before] {
+      if (before.valid()) before.wait();
       try {
         RunWrite(p);
       } catch (const std::bad_alloc&) {  // an exception leaving a thread would end the process
@@ -147,6 +159,7 @@ Status ReferenceEngine::Save(int64_t iteration, SaveInput input, const SaveOptio
       }
       p->ran = true;
       p->written.store(true, std::memory_order_release);
+      p->ended.set_value();
     });
   }
   AsyncSaveScheduled(iteration, options);
@@ -159,13 +172,16 @@ void ReferenceEngine::RunWrite(PendingSave* p) {
 }
 
 Status ReferenceEngine::Poll(bool* complete) {
-  *complete = true;
-  if (!pending_) return Status::OK();
-  if (pending_->thread.joinable() && !pending_->written.load(std::memory_order_acquire)) {
-    *complete = false;  // still writing
-    return Status::OK();
+  Status status;
+  while (!in_flight_.empty() && status.ok()) {
+    const PendingSave& oldest = *in_flight_.front();
+    const bool deferred = !oldest.thread.joinable();
+    if (!deferred && !oldest.written.load(std::memory_order_acquire)) break;  // still writing
+    status = CompleteOldest();
+    if (deferred) break;  // one deferred write per Poll
   }
-  return Finalize();  // a finished thread is joined; a deferred write runs now
+  *complete = in_flight_.empty();
+  return status;
 }
 
 Status ReferenceEngine::ReportAsyncSave(int64_t iteration, Status status) {
@@ -174,8 +190,13 @@ Status ReferenceEngine::ReportAsyncSave(int64_t iteration, Status status) {
 }
 
 Status ReferenceEngine::Finalize() {
-  if (!pending_) return Status::OK();
-  std::unique_ptr<PendingSave> p = std::move(pending_);
+  while (!in_flight_.empty()) CKPTSPEC_RETURN_IF_ERROR(CompleteOldest());
+  return Status::OK();
+}
+
+Status ReferenceEngine::CompleteOldest() {
+  std::unique_ptr<PendingSave> p = std::move(in_flight_.front());
+  in_flight_.pop_front();
   if (p->thread.joinable()) {
     p->thread.join();
   } else if (!p->ran) {
@@ -216,6 +237,13 @@ Status ReferenceEngine::RemoveLeftovers() {
 }
 
 Status ReferenceEngine::GuardOverwrite(int64_t iteration) {
+  if (save_context().side == SaveContext::Side::kCaller && !in_flight_.empty()) {
+    if (in_flight_.back()->iteration != iteration) return Status::OK();
+    return Status::FailedPrecondition(
+        JoinPath(options_.root, IterationDirName(iteration)) +
+        " is being saved by the newest async save in flight, which the tracker will name; "
+        "refusing to overwrite it");
+  }
   int64_t latest;
   if (LatestIteration(&latest).ok() && latest == iteration) {
     return Status::FailedPrecondition(JoinPath(options_.root, IterationDirName(iteration)) +

@@ -22,19 +22,30 @@
 //     save before it completes), not later.
 //  5. ApplyRetention (keep_last > 0): the newest keep_last iteration directories stay, and so does
 //     the one the tracker names, always; others are renamed to iter_N.deleting (durably) and
-//     removed.
+//     removed. Only committed checkpoints count: a save still in flight has no iteration
+//     directory until its write commits it.
 //  6. AsyncSaveScheduled (async saves only): on the caller's thread once the save is staged,
 //     planned and scheduled, just before Save returns.
 // Every step can ask save_context() which save it runs for: its iteration and options, whether it
 // is async, and on which side (the caller's, or the async save's write).
 //
-// Async: Save with SaveOptions::async stages (step 3) and plans before it returns. With
-// AsyncExecution::kThread steps 4-5 run on a background thread at once (Poll completes the save
-// once the thread has finished); with kDeferred they run inside the next Poll/Finalize/Save/Load
-// call, so tests decide when. Finalize() waits and returns what
-// ReportAsyncSave makes of the save's status; Save and Load finalize first and return a pending
-// save's error instead of proceeding (B19: an async error is never dropped). The tracker names the
-// iteration only after its files are complete.
+// Async: Save with SaveOptions::async stages (step 3) and plans before it returns. Up to
+// ReferenceOptions::max_async_in_flight async saves are in flight at once; their writes (steps
+// 4-5) run one at a time in the order the saves were scheduled, so they commit in that order
+// (docs/SEMANTICS.md §3, "Several async saves in flight"). With AsyncExecution::kThread each write
+// runs on a background thread as soon as the one before it has ended; with kDeferred the writes
+// run inside the calls below, so tests decide when. A save completes when the call that finds its
+// write ended (or runs it) returns what ReportAsyncSave makes of its status; saves complete in
+// schedule order, each error at its own call (B19: an async error is never dropped):
+//  - Poll completes, oldest first, every save whose write has ended, and stops at the first one
+//    still writing (kThread) or after running and completing the oldest (kDeferred: one per Poll),
+//    or at the first error, which it returns.
+//  - Finalize completes them all, oldest first, and stops at the first error, which it returns;
+//    the saves after it stay in flight for the next call.
+//  - A sync Save, Load and LoadToDestinations finalize first and return an error instead of
+//    proceeding; an async Save with max_async_in_flight saves in flight first completes the
+//    oldest, and returns its error instead of scheduling.
+// The tracker names an iteration only after its files are complete.
 //
 // Load: see reference_load.cc: ProbeIndexLayout finds the index layout; chunks are resolved by
 // box intersection (resharding), objects by unique key, every StrictMode, checksums verified on
@@ -48,6 +59,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -99,12 +111,15 @@ struct ReferenceOptions {
   // deeper, larger or with more items than these, or one whose items would read more bytes than
   // max_read_ratio times what the checkpoint occupies on disk.
   ResourceLimits limits;
+  // The most async saves in flight at once (values below 1 count as 1). With 1, every Save
+  // completes the pending async save first.
+  int max_async_in_flight = 1;
 };
 
 class ReferenceEngine : public Engine {
  public:
   explicit ReferenceEngine(ReferenceOptions options);
-  // Waits for a pending async save; its status is lost here, so call Finalize() first.
+  // Completes every async save in flight; their statuses are lost here, so call Finalize() first.
   ~ReferenceEngine() override;
 
   Capabilities capabilities() const override;
@@ -131,7 +146,9 @@ class ReferenceEngine : public Engine {
   virtual Status ProbeIndexLayout(const std::string& dir, IndexLayout* layout);
   // Iterations with a complete directory under the root, ascending.
   Status ListIterations(std::vector<int64_t>* iterations);
-  bool has_pending_save() const { return pending_ != nullptr; }
+  bool has_pending_save() const { return !in_flight_.empty(); }
+  // The async saves scheduled and not yet completed.
+  size_t saves_in_flight() const { return in_flight_.size(); }
   const PlanCache& plan_cache() const { return *plan_cache_; }
   const std::string& root() const { return options_.root; }
   // The Env the engine works on: options.env confined to the root.
@@ -166,7 +183,9 @@ class ReferenceEngine : public Engine {
   // Step 4a, first in every save's write, and on the caller's thread when an async save is
   // scheduled (before StageAsyncSave): FailedPrecondition naming the directory when the tracker
   // names `iteration` (replacing that checkpoint would open a window where the tracker names
-  // nothing); OK otherwise, also without a tracker.
+  // nothing) -- on the caller's side with saves in flight, when the newest of them is of
+  // `iteration` (the tracker names it once they have committed); OK otherwise, also without a
+  // tracker.
   virtual Status GuardOverwrite(int64_t iteration);
   // Step 4b. Makes the root if needed, removes leftovers of interrupted saves (iter_N.tmp/,
   // iter_N.deleting/) and creates the empty staging directory `*staging` for `iteration`.
@@ -215,6 +234,9 @@ class ReferenceEngine : public Engine {
   struct PendingSave;
   // Runs the write of async save `p` (steps 4-5) with its writer context; sets p->status.
   void RunWrite(PendingSave* p);
+  // Completes the oldest save in flight (waits for its write, or runs a deferred one) and returns
+  // what ReportAsyncSave makes of its status.
+  Status CompleteOldest();
   // Steps 4a-5 of a save. The indexes it wrote, at their committed paths, are appended to
   // *committed, for the thread that owns the engine to keep (DecodedIndexCache).
   Status WriteCheckpoint(int64_t iteration, const std::vector<ShardedStateDict>& every_rank,
@@ -239,7 +261,8 @@ class ReferenceEngine : public Engine {
       confined_env_;  // options_.env confined to the root; options_.env points here
   ReferenceOptions options_;
   std::unique_ptr<PlanCache> plan_cache_;
-  std::unique_ptr<PendingSave> pending_;
+  // The async saves in flight, oldest first: only the caller's thread touches the queue.
+  std::deque<std::unique_ptr<PendingSave>> in_flight_;
   // The indexes the save in progress wrote (WriteIndex) in the form DecodedFormOf gives, each
   // path relative to its staging directory, until WriteCheckpoint hands them on with the
   // committed checkpoint's paths to be kept in DecodedIndexCache::Shared(); an index that form

@@ -95,6 +95,7 @@ ReferenceOptions ReferenceOptionsFor(Env* env, const std::string& root,
   engine.env = env;
   engine.root = root;
   engine.keep_last = options.keep_last;
+  engine.max_async_in_flight = options.max_async_in_flight;
   engine.async_execution =
       options.deferred_async ? AsyncExecution::kDeferred : AsyncExecution::kThread;
   return engine;

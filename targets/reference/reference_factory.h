@@ -34,8 +34,9 @@ TargetFactory ReplacedPartsTargetFactory(const std::string& name,
                                          std::function<ReplacedParts()> replaced);
 
 // The reference engine's options for one process of a target: it works on `env` under `root`,
-// keeps `options.keep_last` checkpoints and completes async saves at Finalize/Save/Load when
-// `options.deferred_async` (else on a thread); every other option is the default.
+// keeps `options.keep_last` checkpoints, holds up to `options.max_async_in_flight` async saves in
+// flight and completes them at Poll/Finalize/Save/Load when `options.deferred_async` (else on a
+// thread); every other option is the default.
 ReferenceOptions ReferenceOptionsFor(Env* env, const std::string& root,
                                      const TargetOptions& options);
 
