@@ -192,8 +192,14 @@ struct LoadedCheckpoint {
 //  - FromStateDicts: the training states after the load, from the filled templates, with the load
 //    rules applied (flags, copy refresh, scheduler, RNG, data iterator); named errors otherwise.
 // A load calls ReadCheckpointInfo, LoadTemplates and FromStateDicts in this order
-// (properties/harness.h: ResumeRun); the methods are const and keep no state between the calls:
-// what FromStateDicts needs of the others is in LoadedCheckpoint.
+// (properties/harness.h: ResumeRun); what FromStateDicts needs of the others is in
+// LoadedCheckpoint. The methods are const, and a framework may still keep per-process state in
+// mutable members, as real ones do (memoized templates or plans, a cached state dict, an order of
+// parameters): it lives as long as the object, and the target makes a new framework object for
+// every process (TargetUnderTest::NewProcess), so none of it survives a restart. No result may
+// depend on it: a load in a new process must give what the same load in the saving process gives
+// (the resuming properties restart before they load to check it; the catalog's B29 does not).
+// Calls come from one thread at a time.
 class FrameworkLayer {
  public:
   FrameworkLayer() = default;

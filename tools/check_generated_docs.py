@@ -92,7 +92,7 @@ def check_document(doc, root, sections, update, used):
 
 def bug_catalog_problems(root, sections):
     """docs/BUGS.md against the ids of section 'mutants': each in one table row and one heading."""
-    bugs = root / "docs" / "BUGS.md"
+    bugs = root / "docs/BUGS.md"
     if "mutants" not in sections or not bugs.is_file():
         return []
     ids = [m.group(1) for m in (re.match(r"^\| (B\d+) \|", l) for l in sections["mutants"]) if m]

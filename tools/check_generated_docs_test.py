@@ -89,7 +89,7 @@ class CheckGeneratedDocsTest(unittest.TestCase):
         root = self.tree(GOOD.replace("things", "mutants").replace("| a | b |", "| B01 | x |"))
         (root / "fake_ckptspec").write_text(COMMAND.replace("things", "mutants")
                                             .replace("| a | b |", "| B01 | x |"))
-        bugs = root / "docs" / "BUGS.md"
+        bugs = root / "docs/BUGS.md"
         bugs.write_text("| B01 | x |\n\n### B01 x\n")
         self.assertEqual(self.run_checker(root), (0, ""))
         bugs.write_text("| B01 | x |\n| B02 | y |\n\n### B01 x\n")
