@@ -3,8 +3,11 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cli/input_file.h"
+#include "properties/plugin.h"
 #include "properties/property.h"
 #include "properties/target_registry.h"
 #include "targets/mutants/catalog.h"
@@ -74,7 +77,20 @@ void PrintMarkdown(std::ostream& out) {
   End(out);
 }
 
-void PrintText(std::ostream& out) {
+const char* ExpectationWord(PluginExpectation::Kind kind) {
+  switch (kind) {
+    case PluginExpectation::Kind::kKilled:
+      return "killed";
+    case PluginExpectation::Kind::kClean:
+      return "clean";
+    case PluginExpectation::Kind::kListed:
+      return "listed";
+  }
+  return "?";
+}
+
+void PrintText(const std::vector<std::pair<std::string, PluginTarget>>& plugged,
+               std::ostream& out) {
   out << "properties:\n";
   for (const Property& p : AllProperties()) {
     std::string facts;
@@ -96,6 +112,10 @@ void PrintText(std::ostream& out) {
     out << "  " << std::setw(10) << m.id << " " << std::setw(26) << m.name << " " << m.upstream
         << "; killers " << m.killers << "\n";
   }
+  for (const auto& [path, target] : plugged) {
+    out << "  " << std::setw(10) << target.factory.name << " plugin " << path << ": "
+        << ExpectationWord(target.expected) << "\n";
+  }
   out << "  all        the reference and every mutant\n  all-mutants\n";
 }
 
@@ -106,15 +126,34 @@ CLI::App* AddListCommand(CLI::App& app, ListOptions* options) {
       app.add_subcommand("list", "List the properties and the targets `ckptspec run` knows");
   list->add_flag("--markdown", options->markdown,
                  "Print the property and mutant tables of docs/PROPERTIES.md and docs/MUTANTS.md");
+  list->add_option("--plugin", options->plugins,
+                   "a plugin whose targets to list too, with their expectations (repeatable; "
+                   "docs/PLUGINS.md)");
   return list;
 }
 
-int RunListCommand(const ListOptions& options, std::ostream& out) {
+int RunListCommand(const ListOptions& options, std::ostream& out, std::ostream& err) {
+  const auto usage_error = [&err](const Status& s) {
+    err << "ckptspec list: " << s.message() << "\n";
+    return 2;
+  };
   if (options.markdown) {
+    if (!options.plugins.empty()) {
+      return usage_error(Status::InvalidArgument(
+          "--markdown prints the catalogs' tables only; list a plugin's targets without it"));
+    }
     PrintMarkdown(out);
-  } else {
-    PrintText(out);
+    return 0;
   }
+  std::vector<std::pair<std::string, PluginTarget>> plugged;
+  for (const std::string& path : options.plugins) {
+    std::vector<PluginTarget> targets;
+    Status s = CheckRegularFile("--plugin", path);
+    if (s.ok()) s = LoadTargetPlugin(path, &targets);
+    if (!s.ok()) return usage_error(s);
+    for (PluginTarget& t : targets) plugged.emplace_back(path, std::move(t));
+  }
+  PrintText(plugged, out);
   return 0;
 }
 

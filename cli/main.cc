@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
       return ckptspec::RunRunCommand(run_options, std::cout, std::cerr);
     }
     if (replay->parsed()) return ckptspec::RunReplayCommand(replay_options, std::cout, std::cerr);
-    if (list->parsed()) return ckptspec::RunListCommand(list_options, std::cout);
+    if (list->parsed()) return ckptspec::RunListCommand(list_options, std::cout, std::cerr);
     if (verify_plan->parsed()) {
       return ckptspec::RunVerifyPlanCommand(verify_plan_options, std::cout, std::cerr);
     }

@@ -31,9 +31,15 @@ configure_package_config_file(
   ${PROJECT_BINARY_DIR}/ckptspecConfig.cmake
   INSTALL_DESTINATION ${CKPTSPEC_INSTALL_CMAKEDIR}
   PATH_VARS CKPTSPEC_INSTALL_INCLUDEDIR CKPTSPEC_INSTALL_BINDIR)
+# The compiler ckptspec was built with, as an initial cache a plugin's first configure reads
+# (`cmake -C .../ckptspecCompiler.cmake`): a plugin must be built with the same one (its stamp).
+file(WRITE ${PROJECT_BINARY_DIR}/ckptspecCompiler.cmake
+     "# The compiler ckptspec was built with: cmake -C this-file ... (docs/PLUGINS.md).\n"
+     "set(CMAKE_CXX_COMPILER \"${CMAKE_CXX_COMPILER}\" CACHE FILEPATH \"ckptspec's compiler\")\n")
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ckptspecConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY ExactVersion)
 install(FILES ${PROJECT_BINARY_DIR}/ckptspecConfig.cmake
               ${PROJECT_BINARY_DIR}/ckptspecConfigVersion.cmake
+              ${PROJECT_BINARY_DIR}/ckptspecCompiler.cmake
               ${PROJECT_SOURCE_DIR}/cmake/ckptspecAddPlugin.cmake
         DESTINATION ${CKPTSPEC_INSTALL_CMAKEDIR})

@@ -1,4 +1,4 @@
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -DCXX=... [-DLAUNCHER=...]
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... [-DLAUNCHER=...]
 #       [-DBUILD_TYPE=...] -P build_out_of_tree.cmake
 # What a user outside the tree does: installs ckptspec's build into a prefix, configures the
 # example plugin as a project of its own against the installed package (find_package(ckptspec),
@@ -12,8 +12,13 @@ function(run_step what)
   endif()
 endfunction()
 run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
-set(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX})
+# The compiler comes from the package (its ckptspecCompiler.cmake), not from this tree's build.
+file(GLOB_RECURSE compiler_cache ${WORK_DIR}/prefix/*/ckptspecCompiler.cmake)
+if(NOT compiler_cache)
+  message(FATAL_ERROR "the installed package has no ckptspecCompiler.cmake")
+endif()
+set(configure ${CMAKE_COMMAND} -C ${compiler_cache} -S ${SOURCE_DIR} -B ${WORK_DIR}/build
+    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 if(LAUNCHER)
   list(APPEND configure -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
 endif()
