@@ -9,11 +9,14 @@
 // deletes the tracker's checkpoint, leftovers of a crashed save read as a checkpoint; B19 (a crash
 // during async completion that is reported as success).
 // On a target whose storage is the real disk (TargetFactory::disk_faults) the disk form runs
-// instead: crash states of a recorded save (properties/p13_crash_states_on_disk.cc).
+// instead: crash states of a recorded save (properties/p13_crash_states_on_disk.cc). On a target
+// that holds several async saves at once, a quarter of the cases crash a schedule of overlapping
+// saves under retention (properties/p13_crash_saves_in_flight.cc).
 #include <algorithm>
 
 #include "generators/run_gen.h"
 #include "properties/disk_forms.h"
+#include "properties/in_flight_forms.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
 #include "properties/storage_util.h"
@@ -43,6 +46,13 @@ int64_t CountSaveOperations(const TargetFactory& factory, const TargetOptions& o
 void CheckCrashConsistency(const TargetFactory& factory) {
   if (!factory.fault_injection) {
     CheckCrashConsistencyOnDisk(factory);
+    return;
+  }
+  // A quarter of the cases of a target that holds several async saves at once crash a schedule of
+  // them instead (properties/p13_crash_saves_in_flight.cc).
+  if (factory.capabilities.overlapping_async &&
+      *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(0, 4)) == 0) {
+    CheckCrashWithSavesInFlight(factory);
     return;
   }
   const RunSpec run = *gen::RunUpTo(8);
@@ -97,11 +107,10 @@ void CheckCrashConsistency(const TargetFactory& factory) {
   env->ClearFaults();
 
   // A fresh process: a new target on a copy of what survived.
-  StorageTree surviving;
-  CKPTSPEC_RC_ASSERT_OK(ReadTree(env, crashed->root(), &surviving));
-  RC_LOG() << "  surviving storage: " << DescribeTree(surviving) << "\n";
-  auto restarted = factory.make(options);
-  CKPTSPEC_RC_ASSERT_OK(WriteTree(restarted->mem_env(), restarted->root(), surviving));
+  std::unique_ptr<TargetUnderTest> restarted;
+  std::string surviving;
+  CKPTSPEC_RC_ASSERT_OK(RestartOnCopy(factory, options, *crashed, &restarted, &surviving));
+  RC_LOG() << "  surviving storage: " << surviving << "\n";
   std::vector<TrainingState> resumed;
   CKPTSPEC_RC_ASSERT_OK(ResumeRun(restarted->target(), run, ResumeOptions(), &resumed));
   const int64_t got = resumed.front().iteration;

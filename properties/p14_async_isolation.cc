@@ -14,12 +14,15 @@
 // written at scheduling time.
 // On a target whose storage is the real disk (TargetFactory::disk_faults) the disk form runs
 // instead: storage faults injected into a sync or async save
-// (properties/p14_storage_faults_on_disk.cc).
+// (properties/p14_storage_faults_on_disk.cc). On a target that holds several async saves at once,
+// a quarter of the cases schedule several from the loop's dicts, under retention
+// (properties/p14_isolation_saves_in_flight.cc).
 #include <memory>
 #include <optional>
 
 #include "generators/run_gen.h"
 #include "properties/disk_forms.h"
+#include "properties/in_flight_forms.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
 #include "properties/storage_util.h"
@@ -80,10 +83,8 @@ void showValue(Placing p, std::ostream& os) { os << PlacingName(p); }
 std::vector<TrainingState> ResumeCopy(const TargetFactory& factory, TargetUnderTest& from,
                                       const RunSpec& run,
                                       std::optional<int64_t> iteration = std::nullopt) {
-  StorageTree tree;
-  CKPTSPEC_RC_ASSERT_OK(ReadTree(from.mem_env(), from.root(), &tree));
-  auto copy = factory.make(TargetOptions());
-  CKPTSPEC_RC_ASSERT_OK(WriteTree(copy->mem_env(), copy->root(), tree));
+  std::unique_ptr<TargetUnderTest> copy;
+  CKPTSPEC_RC_ASSERT_OK(RestartOnCopy(factory, TargetOptions(), from, &copy));
   ResumeOptions options;
   options.iteration = iteration;
   std::vector<TrainingState> resumed;
@@ -102,6 +103,13 @@ void AssertSpecState(const RunSpec& run, const std::vector<TrainingState>& got, 
 void CheckAsyncIsolation(const TargetFactory& factory) {
   if (!factory.fault_injection) {
     CheckStorageFaultsOnDisk(factory);
+    return;
+  }
+  // A quarter of the cases of a target that holds several async saves at once schedule several
+  // instead (properties/p14_isolation_saves_in_flight.cc).
+  if (factory.capabilities.overlapping_async &&
+      *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(0, 4)) == 0) {
+    CheckIsolationWithSavesInFlight(factory);
     return;
   }
   const RunSpec run = *gen::RunUpTo(8);

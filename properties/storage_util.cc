@@ -91,6 +91,18 @@ std::string FirstTreeDifference(const StorageTree& a, const StorageTree& b) {
   return "";
 }
 
+Status RestartOnCopy(const TargetFactory& factory, const TargetOptions& options,
+                     TargetUnderTest& from, std::unique_ptr<TargetUnderTest>* out,
+                     std::string* described) {
+  StorageTree tree;
+  CKPTSPEC_RETURN_IF_ERROR(ReadTree(from.storage_env(), from.root(), &tree));
+  if (described != nullptr) *described = DescribeTree(tree);
+  auto copy = factory.make(options);
+  CKPTSPEC_RETURN_IF_ERROR(WriteTree(copy->storage_env(), copy->root(), tree));
+  *out = std::move(copy);
+  return Status::OK();
+}
+
 Status ExpectedAtIteration(const RunSpec& run, int64_t iteration, std::vector<TrainingState>* out) {
   std::vector<TrainingState> saved;
   CKPTSPEC_RETURN_IF_ERROR(InitialStates(run, &saved));

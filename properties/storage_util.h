@@ -14,11 +14,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/run_spec.h"
 #include "targets/env/env.h"
+#include "targets/target_factory.h"
 
 namespace ckptspec {
 
@@ -30,6 +32,13 @@ Status WriteTree(Env* env, const std::string& root, const StorageTree& tree);
 std::string DescribeTree(const StorageTree& tree);
 // The first path whose presence or content differs ("" when equal), with the first differing byte.
 std::string FirstTreeDifference(const StorageTree& a, const StorageTree& b);
+
+// A restart: a fresh target of `factory` (made with `options`) holding a copy of `from`'s tree as
+// calls see it now (after SimulatePowerLoss: what survived). *described, when given, gets the
+// tree's DescribeTree.
+Status RestartOnCopy(const TargetFactory& factory, const TargetOptions& options,
+                     TargetUnderTest& from, std::unique_ptr<TargetUnderTest>* out,
+                     std::string* described = nullptr);
 
 // The spec's expected states of resuming `run` (same layout, no flags) from a checkpoint of
 // `run` trained `iteration` iterations from its initial states.
