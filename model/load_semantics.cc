@@ -96,32 +96,25 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
     }
   }
   for (size_t o = 0; o < out->optimizers.size(); ++o) {
-    // The saved groups, less those whose parameters are all frozen now.
-    std::vector<const ParamGroup*> saved_groups;
+    std::vector<ParamGroup> saved_groups;
     for (const SubOptimizer& so : saved.optimizers) {
-      if (so.name != out->optimizers[o].name) continue;
-      for (const ParamGroup& g : so.groups) {
-        // (torch.optim's groups hold frozen parameters too: none is dropped.)
-        bool any_trainable = torch_optim;
-        for (int p : g.params) any_trainable |= !out->params[p].frozen;
-        if (any_trainable) saved_groups.push_back(&g);
-      }
+      if (so.name == out->optimizers[o].name)
+        saved_groups.insert(saved_groups.end(), so.groups.begin(), so.groups.end());
     }
-    std::vector<ParamGroupIdentity> saved_ids;
-    for (const ParamGroup* g : saved_groups) saved_ids.push_back(g->identity);
+    std::vector<bool> frozen_now;
+    for (const ParamState& p : out->params) frozen_now.push_back(p.frozen);
     std::vector<int> match;
-    IdentityKeySet key_set;
-    CKPTSPEC_RETURN_IF_ERROR(KeySetOfSavedGroups(saved_ids, &key_set)
-                                 .WithContext("optimizer " + out->optimizers[o].name));
+    IdentityKeySet key_set = IdentityKeySet::kWithLrBounds;  // until the saved groups tell
     CKPTSPEC_RETURN_IF_ERROR(
-        MatchParamGroups(saved_ids, Identities(out->optimizers[o].groups), key_set, &match)
+        MatchSavedParamGroups(saved_groups, out->optimizers[o].groups, frozen_now, torch_optim,
+                              &match, &key_set)
             .WithContext("optimizer " + out->optimizers[o].name +
                          (key_set == IdentityKeySet::kCore
                               ? " (saved groups of the older form: identity without LR bounds)"
                               : "")));
     for (size_t c = 0; c < match.size(); ++c) {
       ParamGroup& g = out->optimizers[o].groups[c];
-      const ParamGroup& s = *saved_groups[match[c]];
+      const ParamGroup& s = saved_groups[match[c]];
       // {**saved, params: current}, but the identity stays the current group's (equal under the
       // key; a group loaded from the older form thus records its declared bounds again), with
       // the saved LR bounds (L6 decides them).

@@ -212,6 +212,29 @@ Status KeysOf(const std::vector<ParamGroupIdentity>& ids, IdentityKeySet set, co
 
 }  // namespace
 
+Status MatchSavedParamGroups(const std::vector<ParamGroup>& saved,
+                             const std::vector<ParamGroup>& current,
+                             const std::vector<bool>& frozen_now, bool keep_frozen_groups,
+                             std::vector<int>* saved_for_current, IdentityKeySet* key_set) {
+  std::vector<int> kept;  // indexes into `saved`
+  std::vector<ParamGroupIdentity> kept_ids;
+  for (size_t g = 0; g < saved.size(); ++g) {
+    bool any_trainable = keep_frozen_groups;
+    for (int p : saved[g].params) {
+      any_trainable |= p < 0 || static_cast<size_t>(p) >= frozen_now.size() || !frozen_now[p];
+    }
+    if (!any_trainable) continue;
+    kept.push_back(static_cast<int>(g));
+    kept_ids.push_back(saved[g].identity);
+  }
+  CKPTSPEC_RETURN_IF_ERROR(KeySetOfSavedGroups(kept_ids, key_set));
+  std::vector<int> match;
+  CKPTSPEC_RETURN_IF_ERROR(MatchParamGroups(kept_ids, Identities(current), *key_set, &match));
+  for (int& m : match) m = kept[m];
+  *saved_for_current = std::move(match);
+  return Status::OK();
+}
+
 Status MatchParamGroups(const std::vector<ParamGroupIdentity>& saved,
                         const std::vector<ParamGroupIdentity>& current, IdentityKeySet set,
                         std::vector<int>* saved_for_current) {

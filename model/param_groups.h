@@ -172,6 +172,19 @@ Status MatchParamGroups(const std::vector<ParamGroupIdentity>& saved,
                         const std::vector<ParamGroupIdentity>& current, IdentityKeySet set,
                         std::vector<int>* saved_for_current);
 
+// L3's match of one sub-optimizer's saved groups to its current ones (model/load_semantics.h):
+// the saved groups whose parameters are all frozen now (frozen_now[p], by ModelParameters index)
+// are dropped first, unless `keep_frozen_groups` (the torch_optim freezing family, whose groups
+// hold frozen parameters too); the rest match by identity under the key set they were saved with.
+// On success (*saved_for_current)[c] is the index in `saved` of current group c's saved group.
+// *key_set is that key set whenever KeySetOfSavedGroups succeeded (for the caller's error
+// context). Errors: KeySetOfSavedGroups's, MatchParamGroups's (whose indexes count the saved
+// groups left after the drop).
+Status MatchSavedParamGroups(const std::vector<ParamGroup>& saved,
+                             const std::vector<ParamGroup>& current,
+                             const std::vector<bool>& frozen_now, bool keep_frozen_groups,
+                             std::vector<int>* saved_for_current, IdentityKeySet* key_set);
+
 // The key version a checkpoint's groups were written in: kWithLrBounds when they have
 // lr_bounds_declared, kCore when they lack it (the older form; also for no groups). Error
 // (InvalidArgument, naming a group of each form): some have it and some lack it.

@@ -133,6 +133,32 @@ TEST(ParamGroups, UnmatchedGroupsOnEitherSideAreNamed) {
   EXPECT_NE(s.message().find("saved param group 3"), std::string::npos) << s.ToString();
 }
 
+// L3 drops the saved groups whose parameters are all frozen now before it matches, and the
+// indexes it gives back are the saved list's, not the list left after the drop.
+TEST(ParamGroups, SavedGroupsOfFrozenParametersAreDroppedBeforeTheMatch) {
+  std::vector<ParamGroup> saved(4), current;
+  const auto ids = FourIdentities();
+  for (int g = 0; g < 4; ++g) {
+    saved[g].identity = ids[g];
+    saved[g].params = {2 * g, 2 * g + 1};
+  }
+  for (int g : {3, 0, 1}) current.push_back(saved[g]);  // group 2's parameters are frozen now
+  std::vector<bool> frozen_now(8, false);
+  frozen_now[4] = frozen_now[5] = true;
+  std::vector<int> match;
+  IdentityKeySet key_set = IdentityKeySet::kWithLrBounds;
+  ASSERT_TRUE(MatchSavedParamGroups(saved, current, frozen_now, false, &match, &key_set).ok());
+  EXPECT_EQ(match, (std::vector<int>{3, 0, 1}));
+  // One parameter of the group trainable: the group stays, and has no current group.
+  frozen_now[5] = false;
+  Status s = MatchSavedParamGroups(saved, current, frozen_now, false, &match, &key_set);
+  EXPECT_NE(s.message().find("saved param group 2"), std::string::npos) << s.ToString();
+  // torch.optim's groups hold frozen parameters too: none is dropped.
+  frozen_now[5] = true;
+  s = MatchSavedParamGroups(saved, current, frozen_now, true, &match, &key_set);
+  EXPECT_NE(s.message().find("saved param group 2"), std::string::npos) << s.ToString();
+}
+
 TEST(ParamGroups, OnlyDeclaredLrBoundsAreIdentityAndOnlyInTheNewerKeySet) {
   auto saved = FourIdentities();
   auto current = saved;

@@ -28,7 +28,7 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
     return ForEachSavedSubOptimizer(
         load, states, [](TrainingState& s, SubOptimizer& sub, const SubOptimizer& old) -> Status {
           std::vector<int> match;
-          if (!MatchSavedGroups(old, sub, &match)) return Status::OK();
+          if (!MatchSavedGroups(s, old, sub, &match)) return Status::OK();
           for (size_t g = 0; g < sub.groups.size(); ++g) {
             sub.groups[g].identity.max_lr = old.groups[match[g]].identity.max_lr;
             sub.groups[g].identity.min_lr = old.groups[match[g]].identity.min_lr;

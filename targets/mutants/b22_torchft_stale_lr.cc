@@ -53,9 +53,9 @@ class CachedOptimizerStateFramework : public CanonicalFramework {
     if (load.flags.finetune || load.flags.no_load_optim) return Status::OK();
     // The scheduler state is restored; the optimizer's groups keep the lr they were loaded with.
     return ForEachSavedSubOptimizer(
-        load, states, [](TrainingState&, SubOptimizer& sub, const SubOptimizer& old) -> Status {
+        load, states, [](TrainingState& s, SubOptimizer& sub, const SubOptimizer& old) -> Status {
           std::vector<int> match;
-          if (!MatchSavedGroups(old, sub, &match)) return Status::OK();
+          if (!MatchSavedGroups(s, old, sub, &match)) return Status::OK();
           for (size_t g = 0; g < sub.groups.size(); ++g) {
             sub.groups[g].lr = old.groups[match[g]].lr;
           }

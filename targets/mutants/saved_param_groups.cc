@@ -49,12 +49,15 @@ Status ForEachSavedSubOptimizer(
   return Status::OK();
 }
 
-bool MatchSavedGroups(const SubOptimizer& saved, const SubOptimizer& current,
-                      std::vector<int>* saved_for_current) {
-  const std::vector<ParamGroupIdentity> ids = Identities(saved.groups);
-  IdentityKeySet key_set;
-  return KeySetOfSavedGroups(ids, &key_set).ok() &&
-         MatchParamGroups(ids, Identities(current.groups), key_set, saved_for_current).ok();
+bool MatchSavedGroups(const TrainingState& state, const SubOptimizer& saved,
+                      const SubOptimizer& current, std::vector<int>* saved_for_current) {
+  std::vector<bool> frozen_now;
+  for (const ParamState& p : state.params) frozen_now.push_back(p.frozen);
+  IdentityKeySet key_set = IdentityKeySet::kWithLrBounds;
+  return MatchSavedParamGroups(saved.groups, current.groups, frozen_now,
+                               state.config.optimizer.freeze_family == FreezeFamily::kTorchOptim,
+                               saved_for_current, &key_set)
+      .ok();
 }
 
 }  // namespace ckptspec

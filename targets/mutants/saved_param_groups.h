@@ -1,5 +1,7 @@
-// The param groups a checkpoint saved for one module, as a mutant's framework layer reads them
-// back to re-apply a buggy load step over the canonical load (B05, B21).
+// The param groups a checkpoint saved, as a framework layer reads them back from a load to apply
+// a step of its own over the canonical rebuild (the catalog's B05, B21 and B22 re-apply a buggy
+// one; a plugin's framework may use them the same way: docs/PLUGINS.md, "Reading the saved param
+// groups").
 #pragma once
 
 #include <functional>
@@ -25,9 +27,11 @@ Status ForEachSavedSubOptimizer(
     const LoadedCheckpoint& load, std::vector<TrainingState>* states,
     const std::function<Status(TrainingState&, SubOptimizer&, const SubOptimizer&)>& visit);
 
-// The load rules' match (L3) of `saved`'s groups to `current`'s: true and
-// (*saved_for_current)[c] the saved group of current group c, or false where they do not match.
-bool MatchSavedGroups(const SubOptimizer& saved, const SubOptimizer& current,
-                      std::vector<int>* saved_for_current);
+// The load rules' match (L3, MatchSavedParamGroups) of `saved`'s groups to `current`'s, a
+// sub-optimizer of `state` (the loaded state: its parameters' frozen flags and freezing family
+// decide which saved groups are dropped first): true and (*saved_for_current)[c] the index in
+// saved.groups of current group c's saved group, or false where they do not match.
+bool MatchSavedGroups(const TrainingState& state, const SubOptimizer& saved,
+                      const SubOptimizer& current, std::vector<int>* saved_for_current);
 
 }  // namespace ckptspec
