@@ -7,6 +7,7 @@
 
 #include "generators/run_gen.h"
 #include "properties/harness.h"
+#include "properties/property_util.h"
 #include "targets/env/mem_env.h"
 #include "targets/reference/reference_target.h"
 
@@ -128,6 +129,75 @@ RC_GTEST_PROP(LoadContext, ToCanonicalLoadRebuildsWhatTheCanonicalLoadDoes, ()) 
   const Status missing = ResumeRun(*unsupplied, c.run, ResumeOptions(), &got, nullptr);
   RC_ASSERT(missing.code() == Status::Code::kNotFound);
   RC_ASSERT(missing.message().find("the load holds no object '" + left_out) != std::string::npos);
+}
+
+// Loads one state class by its own rule (RebuildWithOwnRule): requests the canonical templates
+// under FlagsLeavingOut, and sets the class from `oracle` (each module's value of the class), or
+// leaves it as the canonical rules made it without the class (`oracle` null).
+class OwnRuleFramework : public CanonicalFramework {
+ public:
+  OwnRuleFramework(OwnRuleClass replaced, const std::vector<TrainingState>* oracle)
+      : replaced_(replaced), oracle_(oracle) {}
+  Status LoadTemplates(const HeterogeneousLayout& layout,
+                       const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
+                       const LoadFlags& flags,
+                       std::vector<ShardedStateDict>* every_rank) const override {
+    return CanonicalFramework::LoadTemplates(layout, configs, saved,
+                                             FlagsLeavingOut(flags, replaced_), every_rank);
+  }
+  Status FromStateDicts(const LoadedCheckpoint& load,
+                        std::vector<TrainingState>* states) const override {
+    OwnLoadRule rule;
+    rule.replaces = replaced_;
+    rule.apply = [this](const LoadedCheckpoint&, size_t m, TrainingState* state) {
+      if (oracle_ == nullptr) return Status::OK();
+      if (replaced_ == OwnRuleClass::kRng) {
+        state->rng = (*oracle_)[m].rng;
+      } else {
+        state->data = (*oracle_)[m].data;
+      }
+      return Status::OK();
+    };
+    return RebuildWithOwnRule(load, MissingEntryFill(), rule, states);
+  }
+
+ private:
+  OwnRuleClass replaced_;
+  const std::vector<TrainingState>* oracle_;
+};
+
+// For any run: a framework whose own rule replaces the RNG's or the data iterator's needs none of
+// that class's canonical entries; doing nothing gives the canonical load under the class's flag,
+// and a rule that sets the class (here to what the canonical load gives) decides it alone.
+RC_GTEST_PROP(LoadContext, AnOwnRuleReplacesOneStateClass, ()) {
+  const RunSpec run = *gen::RunUpTo(4);
+  const OwnRuleClass replaced = *rc::gen::element(OwnRuleClass::kRng, OwnRuleClass::kDataIterator);
+  RC_LOG() << (replaced == OwnRuleClass::kRng ? "RNG" : "data iterator") << " by its own rule\n";
+  std::vector<TrainingState> states;
+  RC_ASSERT(InitialStates(run, &states).ok());
+  RC_ASSERT(TrainRun(&states, *rc::gen::inRange<int64_t>(1, 3)).ok());
+  MemEnv env;
+  auto reference = TargetOn(&env, nullptr);
+  RC_ASSERT(SaveRun(*reference, run, states, 1, SaveOptions()).ok());
+  std::vector<TrainingState> loaded, without_class;
+  RC_ASSERT(ResumeRun(*reference, run, ResumeOptions(), &loaded, nullptr).ok());
+  ResumeOptions leaving_out;
+  leaving_out.flags = FlagsLeavingOut(LoadFlags(), replaced);
+  RC_ASSERT(ResumeRun(*reference, run, leaving_out, &without_class, nullptr).ok());
+
+  std::vector<TrainingState> got;
+  auto no_op = TargetOn(&env, std::make_unique<OwnRuleFramework>(replaced, nullptr));
+  CKPTSPEC_RC_ASSERT_OK(ResumeRun(*no_op, run, ResumeOptions(), &got, nullptr));
+  RC_ASSERT(got.size() == without_class.size());
+  for (size_t m = 0; m < got.size(); ++m) {
+    CKPTSPEC_RC_ASSERT_SAME(FirstDifference(got[m], without_class[m]), "a rule doing nothing");
+  }
+  auto oracle = TargetOn(&env, std::make_unique<OwnRuleFramework>(replaced, &loaded));
+  CKPTSPEC_RC_ASSERT_OK(ResumeRun(*oracle, run, ResumeOptions(), &got, nullptr));
+  for (size_t m = 0; m < got.size(); ++m) {
+    CKPTSPEC_RC_ASSERT_SAME(FirstDifference(got[m], loaded[m]),
+                            "a rule giving the canonical value");
+  }
 }
 
 }  // namespace

@@ -130,4 +130,34 @@ Status ToCanonicalLoad(const LoadedCheckpoint& load, const MissingEntryFill& fil
   return Status::OK();
 }
 
+LoadFlags FlagsLeavingOut(const LoadFlags& flags, OwnRuleClass replaced) {
+  LoadFlags out = flags;
+  switch (replaced) {
+    case OwnRuleClass::kRng:
+      out.no_load_rng = true;
+      break;
+    case OwnRuleClass::kDataIterator:
+      out.reset_dataloader = true;
+      break;
+  }
+  return out;
+}
+
+Status RebuildWithOwnRule(const LoadedCheckpoint& load, const MissingEntryFill& fill,
+                          const OwnLoadRule& rule, std::vector<TrainingState>* states) {
+  if (!rule.apply) return Status::InvalidArgument("an own load rule without a function");
+  const LoadFlags canonical_flags = FlagsLeavingOut(load.flags, rule.replaces);
+  // (The canonical rebuild reads nothing else of the load.)
+  const LoadedCheckpoint canonical_load{load.loaded, load.requested, load.saved,
+                                        load.layout, load.configs,   canonical_flags};
+  std::vector<ShardedStateDict> canonical;
+  CKPTSPEC_RETURN_IF_ERROR(ToCanonicalLoad(canonical_load, fill, &canonical));
+  CKPTSPEC_RETURN_IF_ERROR(
+      CanonicalFramework().FromStateDicts(canonical_load.WithLoaded(canonical), states));
+  for (size_t m = 0; m < states->size(); ++m) {
+    CKPTSPEC_RETURN_IF_ERROR(rule.apply(load, m, &(*states)[m]));
+  }
+  return Status::OK();
+}
+
 }  // namespace ckptspec

@@ -254,6 +254,34 @@ struct MissingEntryFill {
 Status ToCanonicalLoad(const LoadedCheckpoint& load, const MissingEntryFill& fill,
                        std::vector<ShardedStateDict>* canonical);
 
+// The state classes a framework may load by a rule of its own (OwnLoadRule): those a load flag
+// keeps the canonical load from requesting and loading (model/load_semantics.h: L7's
+// no_load_rng, L9's reset_dataloader).
+enum class OwnRuleClass { kRng, kDataIterator };
+
+// A framework's own rule for one state class, in place of the spec's row for it.
+struct OwnLoadRule {
+  OwnRuleClass replaces = OwnRuleClass::kDataIterator;
+  // Sets that class of `state`, module `module`'s state as the canonical rules rebuilt it with the
+  // class fresh (as if its flag had been given), from the load: load.loaded holds the framework's
+  // own entries (those its LoadTemplates added), load.flags the flags as the run gave them (the
+  // rule honours finetune and the class's own flag itself). An error ends the load with it.
+  std::function<Status(const LoadedCheckpoint& load, size_t module, TrainingState* state)> apply;
+};
+
+// The flags under which the canonical framework neither requests nor loads `replaced`'s state:
+// `flags` with no_load_rng (kRng) or reset_dataloader (kDataIterator) set. A framework with its
+// own rule for the class requests CanonicalFramework::LoadTemplates under these flags and adds
+// its own entries.
+LoadFlags FlagsLeavingOut(const LoadFlags& flags, OwnRuleClass replaced);
+
+// FromStateDicts for a framework with its own rule for one class: ToCanonicalLoad (with `fill`)
+// and the canonical rebuild under FlagsLeavingOut(load.flags, rule.replaces), then rule.apply
+// for every module. The canonical rules' refusals for the other classes stand; the replaced
+// class's (L9's per-DP-rank loaders under a new DP size, say) are the rule's to make.
+Status RebuildWithOwnRule(const LoadedCheckpoint& load, const MissingEntryFill& fill,
+                          const OwnLoadRule& rule, std::vector<TrainingState>* states);
+
 // The specs of `templates`, data empty: what LoadedCheckpoint::requested holds.
 std::vector<ShardedStateDict> RequestedSpecs(const std::vector<ShardedStateDict>& templates);
 
