@@ -114,16 +114,17 @@ const std::vector<Property>& AllProperties() {
        CheckFrameworkPerRankState},
       {"P13", "crash consistency",
        "crash consistency: the tracker names a complete checkpoint that loads exactly; cleanup "
-       "never removes the last complete one (on a recorded disk: the crash states of a save "
-       "under the ordered and posix-weak models)",
-       "B19", NeedsFaultInjectionOrDiskFaults, CheckCrashConsistency, nullptr, nullptr,
+       "never removes the last complete one, nor one retention keeps while saves are in flight "
+       "(on a recorded disk: the crash states of a save under the ordered and posix-weak "
+       "models)",
+       "B19 B30", NeedsFaultInjectionOrDiskFaults, CheckCrashConsistency, nullptr, nullptr,
        /*drawn_from_a_recording=*/true},
       {"P14", "async isolation",
        "async isolation: what training writes into the save input's buffers after an async save "
        "starts never reaches it; the tracker records the scheduled iteration; async errors "
-       "surface (on a recorded disk: a failed write or fsync surfaces and the previous "
-       "checkpoint still loads)",
-       "B19 B28", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation, nullptr, nullptr,
+       "surface, each at a call of its own (on a recorded disk: a failed write or fsync "
+       "surfaces and the previous checkpoint still loads)",
+       "B19 B28 B30", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation, nullptr, nullptr,
        /*drawn_from_a_recording=*/true},
       {"P15", "strict handling", "strict handling of missing and unexpected keys per mode", "B20",
        NeedsStrictModes, CheckStrictHandling},

@@ -32,6 +32,7 @@
 #include "targets/mutants/b27_rank_local_merged_by_name.h"
 #include "targets/mutants/b28_host_staging_aliased.h"
 #include "targets/mutants/b29_optimizer_order_per_process.h"
+#include "targets/mutants/b30_async_retention_at_schedule.h"
 
 namespace ckptspec {
 
@@ -164,6 +165,11 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "at its position in an order that differs in every process, so only the saving process "
        "loads it back right",
        "P1 P2", B29Parts, "P1 P2"},
+      {"B30", "async-retention-at-schedule", "Megatron-Bridge PR #4678 (PR #5184)",
+       "the engine's AsyncSaveScheduled step runs retention as an async save is scheduled, "
+       "counting that save as a checkpoint already, and removes every iteration directory outside "
+       "the keep_last newest, the tracker's included; the save's write runs none",
+       "P13 P14", B30Parts},
   };
   return kCatalog;
 }
