@@ -129,7 +129,7 @@ void CheckIsolationWithSavesInFlight(const TargetFactory& factory) {
   c.run = *gen::RunUpTo(8);
   c.a = *rc::gen::inRange<int64_t>(0, 3);
   c.schedule = DrawInFlightSchedule(/*bound_covers_saves=*/true);
-  c.placement = *rc::gen::element(Placement::kDevice, Placement::kHost);
+  c.placement = *rc::gen::arbitrary<bool>() ? Placement::kHost : Placement::kDevice;
   c.fault = *rc::gen::element(InFlightFault::kNone, InFlightFault::kFailOneOperation,
                               InFlightFault::kFailEveryWrite);
   // One failing operation is pinned to its save by draining one save per Poll.
