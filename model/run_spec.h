@@ -35,7 +35,9 @@ Status InitialStates(const RunSpec& run, std::vector<TrainingState>* states);
 Status TrainRun(std::vector<TrainingState>* states, int64_t n);
 
 // The specification's expected states after resuming `run` under `flags` from `saved` (what a
-// save of `saved_run` held): ExpectedStateAfterLoad per module. Errors are the load rules'.
+// save of `saved_run` held): ExpectedStateAfterLoad per module. Errors are the load rules'. The
+// same holds for a reload of that checkpoint in a live process of `run` and for a resume from a
+// checkpoint imported from its consolidated export (docs/SEMANTICS.md §10).
 Status ExpectedResume(const RunSpec& saved_run, const std::vector<TrainingState>& saved,
                       const RunSpec& run, const LoadFlags& flags, std::vector<TrainingState>* out);
 

@@ -67,7 +67,7 @@ const std::vector<Property>& AllProperties() {
        CheckFrameworkRoundTrip},
       {"P3", "resharding equivalence",
        "resharding equivalence: save under L1, load under L2 gives the same global state, or the "
-       "named error of the flag table",
+       "named error of the flag table; so does a load from its consolidated export",
        "B02 B07 B08", NeedsResharding, CheckReshardingEquivalence, FrameworkNeedsResharding,
        CheckFrameworkResharding},
       {"P4", "sharding integrity",
@@ -144,8 +144,8 @@ const std::vector<Property>& AllProperties() {
        CheckFrameworkRerun},
       {"P20", "stateful model",
        "stateful model: generated job operation sequences (train, save, finalize, rerun fault, "
-       "crash, restart under other runs, freeze, unfreeze, heal from a peer) agree with the spec "
-       "after every operation",
+       "crash, restart under other runs, freeze, unfreeze, heal from a peer, reload of an older "
+       "checkpoint in the same process) agree with the spec after every operation",
        "B22 B23 B24", Always, CheckStatefulModel},
   };
   return kCatalog;

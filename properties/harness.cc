@@ -45,11 +45,12 @@ using FillTemplates = std::function<Status(std::vector<ShardedStateDict> templat
                                            std::vector<ShardedStateDict>* loaded)>;
 
 // The framework's side of a load, whatever fills the templates: the saved info from `common`,
-// the templates for `run` under `flags`, `fill`, then FromStateDicts.
+// the templates for `run` under `flags`, `fill`, then FromStateDicts (with the reloading
+// process's `live` states, or null).
 Status LoadThroughFramework(const FrameworkLayer& framework, const RunSpec& run,
                             const LoadFlags& flags, const nlohmann::json& common,
-                            const FillTemplates& fill, std::vector<TrainingState>* states,
-                            CheckpointInfo* info) {
+                            const FillTemplates& fill, const std::vector<TrainingState>* live,
+                            std::vector<TrainingState>* states, CheckpointInfo* info) {
   CheckpointInfo saved;
   CKPTSPEC_RETURN_IF_ERROR(framework.ReadCheckpointInfo(common, &saved).WithContext("framework"));
   std::vector<ShardedStateDict> templates;
@@ -59,16 +60,16 @@ Status LoadThroughFramework(const FrameworkLayer& framework, const RunSpec& run,
   const std::vector<ShardedStateDict> requested = RequestedSpecs(templates);
   std::vector<ShardedStateDict> loaded;
   CKPTSPEC_RETURN_IF_ERROR(fill(std::move(templates), &loaded));
-  const LoadedCheckpoint load{loaded, requested, saved, run.layout, run.configs, flags};
+  const LoadedCheckpoint load{loaded, requested, saved, run.layout, run.configs, flags, live};
   CKPTSPEC_RETURN_IF_ERROR(framework.FromStateDicts(load, states).WithContext("framework"));
   if (info) *info = std::move(saved);
   return Status::OK();
 }
 
-}  // namespace
-
-Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& options,
-                 std::vector<TrainingState>* states, CheckpointInfo* info) {
+// ResumeRun, with the reloading process's `live` states (or null) handed to the framework.
+Status LoadFromStorage(Target& target, const RunSpec& run, const ResumeOptions& options,
+                       const std::vector<TrainingState>* live, std::vector<TrainingState>* states,
+                       CheckpointInfo* info) {
   // Read the common state first: one empty template per rank requests no key.
   LoadRequest probe;
   probe.iteration = options.iteration;
@@ -88,7 +89,22 @@ Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& option
     return Status::OK();
   };
   return LoadThroughFramework(target.framework(), run, options.flags, probed.state[0].common,
-                              from_storage, states, info);
+                              from_storage, live, states, info);
+}
+
+}  // namespace
+
+Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& options,
+                 std::vector<TrainingState>* states, CheckpointInfo* info) {
+  return LoadFromStorage(target, run, options, nullptr, states, info);
+}
+
+Status ReloadInProcess(Target& target, const RunSpec& run, const std::vector<TrainingState>& live,
+                       const ResumeOptions& options, std::vector<TrainingState>* states) {
+  std::vector<TrainingState> reloaded;
+  CKPTSPEC_RETURN_IF_ERROR(LoadFromStorage(target, run, options, &live, &reloaded, nullptr));
+  *states = std::move(reloaded);
+  return Status::OK();
 }
 
 Status JoinFromPeer(const FrameworkLayer& joiner, const RunSpec& run,
@@ -104,8 +120,8 @@ Status JoinFromPeer(const FrameworkLayer& joiner, const RunSpec& run,
     *loaded = std::move(templates);
     return Status::OK();
   };
-  return LoadThroughFramework(joiner, run, LoadFlags(), peer_dicts[0].common, from_peer, states,
-                              nullptr);
+  return LoadThroughFramework(joiner, run, LoadFlags(), peer_dicts[0].common, from_peer, nullptr,
+                              states, nullptr);
 }
 
 }  // namespace ckptspec

@@ -41,6 +41,14 @@ struct ResumeOptions {
 Status ResumeRun(Target& target, const RunSpec& run, const ResumeOptions& options,
                  std::vector<TrainingState>* states, CheckpointInfo* info = nullptr);
 
+// A reload in the same process (a rollback after a loss spike, an eval that reloads): the load of
+// ResumeRun on the process's own target, whose framework and engine keep whatever they hold in
+// memory (no TargetUnderTest::NewProcess), with the process's training states `live` handed to
+// the framework (LoadedCheckpoint::live). The spec's answer is a fresh process's: ExpectedResume
+// of the reloaded checkpoint under `run` (docs/SEMANTICS.md §10). *states is set only on success.
+Status ReloadInProcess(Target& target, const RunSpec& run, const std::vector<TrainingState>& live,
+                       const ResumeOptions& options, std::vector<TrainingState>* states);
+
 // A live recovery (a replica joining from a peer, as fault-tolerant trainers heal): `joiner`'s
 // framework loads `run` from the per-rank dicts a peer's framework produced (ToStateDicts), with
 // no flags and no storage in between: its templates for `run`'s layout are filled from the dicts'

@@ -24,6 +24,8 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P3", "override_scheduler"},
       {"P3", "reset_dataloader"},
       {"P3", "spec refuses"},
+      {"P3", "resumed from a consolidated export"},
+      {"P3", "resumed from a consolidated export holding frozen parameters"},
       {"P4", "dp_reshardable"},
       {"P4", "heterogeneous"},
       {"P4", "ep>1"},
@@ -128,6 +130,11 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P20", "heal"},
       {"P20", "unfreeze of a parameter that kept its optimizer state"},
       {"P20", "saved a trainable parameter without optimizer state (lazy)"},
+      {"P20", "reload in the same process"},
+      {"P20", "reload of a checkpoint older than the tracker's"},
+      {"P20", "reload while an async save was pending"},
+      {"P20", "reload of the checkpoint an async save was still writing"},
+      {"P20", "reload after an earlier load in the process"},
   };
   return kClasses;
 }

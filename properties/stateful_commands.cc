@@ -2,6 +2,8 @@
 // operations and their postconditions are tabled) from the model; OpCommand runs it.
 #include "properties/stateful_commands.h"
 
+#include <algorithm>
+
 #include "generators/config_gen.h"
 #include "generators/run_gen.h"
 #include "properties/property_util.h"
@@ -138,6 +140,26 @@ class Unfreeze : public OpCommand {
   }
 };
 
+class Reload : public OpCommand {
+ public:
+  explicit Reload(const StatefulModel& m) : OpCommand(Make(m)) {}
+
+ private:
+  static StatefulOp Make(const StatefulModel& m) {
+    const std::vector<int64_t> iterations = ReloadableIterations(m);
+    RC_PRE(!iterations.empty());
+    StatefulOp op = Op(OpKind::kReload);
+    op.iteration = *rc::gen::elementOf(iterations);
+    // Half the reloads while an async save is pending pick its checkpoint: the one whose staged
+    // buffers training has been writing into since.
+    if (m.pending && *rc::gen::arbitrary<bool>() &&
+        std::find(iterations.begin(), iterations.end(), m.pending->iteration) != iterations.end()) {
+      op.iteration = m.pending->iteration;
+    }
+    return op;
+  }
+};
+
 }  // namespace
 
 void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
@@ -161,15 +183,16 @@ void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
 
   // Sequences of up to ~60% of RapidCheck's size (about 60 commands at the default max_size 100,
   // 16 on average over a default run): long enough for save / crash / restart stories, short
-  // enough to shrink quickly. Train, Save, RerunFault, Freeze and Unfreeze appear more often (a
-  // listed type is picked with equal weight; RerunFault, Freeze and Unfreeze discard themselves
-  // where they do not apply).
+  // enough to shrink quickly. Train, Save, RerunFault, Freeze, Unfreeze and Reload appear more
+  // often (a listed type is picked with equal weight; RerunFault, Freeze, Unfreeze and Reload
+  // discard themselves where they do not apply).
   const auto commands = *rc::gen::scale(
       0.6,
       rc::state::gen::commands(
-          initial, rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize,
-                                                     RerunFault, RerunFault, Crash, Restart, Freeze,
-                                                     Freeze, Heal, Unfreeze, Unfreeze>()));
+          initial,
+          rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize, RerunFault,
+                                            RerunFault, Crash, Restart, Freeze, Freeze, Heal,
+                                            Unfreeze, Unfreeze, Reload, Reload>()));
   rc::state::runAll(commands, initial, sut);
   for (const std::string& event : sut.events) RC_TAG(event);
 }

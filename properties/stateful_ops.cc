@@ -26,6 +26,11 @@
 // |               | same run, no storage: JoinFromPeer) and exits    | fresh process's view of its peers' state, LR per|
 // |               | (its pending save finalized); training goes on in| group included), or both refuse; a state the   |
 // |               | the joiner                                       | framework cannot hand over stays with the peer  |
+// | Reload(k)     | the live process reloads the checkpoint of       | the process == ExpectedResume(checkpoint k,     |
+// |               | iteration k (an older one, or the tracker's) in  | current run, no flags), or both refuse and the  |
+// |               | place: no new process, its framework and engine  | process keeps its state; k saved by this very   |
+// |               | keep what they cached; a pending save completes  | run: == the state at k as restarted (P1); the   |
+// |               | first (the load finalizes)                       | tracker is unchanged                            |
 #include "properties/stateful_ops.h"
 
 #include <algorithm>
@@ -52,12 +57,26 @@ bool Persistable(const std::vector<TrainingState>& states) {
   return true;
 }
 
+// A save commits: its directory replaces any of the same iteration and the tracker names it.
+void Commit(StatefulCheckpoint ckpt, StatefulModel* m) {
+  m->on_disk[ckpt.iteration] = ckpt;
+  m->committed = std::move(ckpt);
+}
+
 // What the target does first at every Save / Load / Finalize / clean exit: the pending async save
 // is written and commits (a save that could not commit was refused when called: ApplySave).
 void ResolvePending(StatefulModel* m) {
   if (!m->pending) return;
-  m->committed = std::move(*m->pending);
+  StatefulCheckpoint ckpt = std::move(*m->pending);
   m->pending.reset();
+  Commit(std::move(ckpt), m);
+}
+
+// A save of `iteration` crashed: it may have moved aside the directory it was replacing, unless
+// the tracker names that one (such a save is refused before anything is written).
+void ForgetCrashedSave(int64_t iteration, StatefulModel* m) {
+  if (m->committed && m->committed->iteration == iteration) return;
+  m->on_disk.erase(iteration);
 }
 
 // The spec's view of a save of the current states (sync, or the staging of an async one). The
@@ -80,7 +99,7 @@ void ApplySave(StatefulModel* m, bool async) {
   if (async) {
     m->pending = std::move(ckpt);
   } else {
-    m->committed = std::move(ckpt);
+    Commit(std::move(ckpt), m);
   }
   m->expect_ok = true;
 }
@@ -126,6 +145,8 @@ Status ChangeKeyFrozen(const StatefulOp& op, TrainingState* s) {
 void ApplyCrash(const StatefulOp& op, StatefulModel* m) {
   if (op.at_op >= 0) {
     m->expect_ok = false;  // a pending save is written first and crashes too
+    if (m->pending) ForgetCrashedSave(m->pending->iteration, m);
+    if (m->alive) ForgetCrashedSave(Iteration(m->states), m);
   } else {
     ApplySave(m, /*async=*/false);
   }
@@ -213,6 +234,7 @@ std::string RunCrash(const StatefulOp& op, const StatefulModel& m, const Statefu
   if (!env->crashed()) env->CrashAtOp(env->op_count());
   sut->under_test->NewProcess();
   sut->live.reset();
+  sut->loads_in_process = 0;
   env->SimulatePowerLoss();
   env->ClearFaults();
   sut->alive = false;
@@ -249,6 +271,7 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
   options.flags = op.flags;
   std::vector<TrainingState> resumed;
   const Status status = ResumeRun(sut->under_test->target(), resume_run, options, &resumed);
+  sut->loads_in_process = status.ok() ? 1 : 0;
   sut->alive = status.ok();
   sut->states = std::move(resumed);
   if (!next.committed && !status.ok()) sut->alive = InitialStates(resume_run, &sut->states).ok();
@@ -313,6 +336,7 @@ std::string RunHeal(const StatefulModel& next, StatefulSut* sut) {
     sut->live.reset();
     std::vector<TrainingState> joined;
     status = JoinFromPeer(sut->under_test->target().framework(), sut->run, dicts, &joined);
+    sut->loads_in_process = status.ok() ? 1 : 0;
     sut->alive = status.ok();
     sut->states = std::move(joined);
   }
@@ -322,6 +346,56 @@ std::string RunHeal(const StatefulModel& next, StatefulSut* sut) {
     return "after the heal the joining replica differs from its peers' state: " + difference;
   }
   return CheckAfter("Heal", status, next, *sut);
+}
+
+// Reload: the load completes a pending save first; then the process takes what a fresh process of
+// its run would resume from checkpoint k, or keeps its state when the spec refuses.
+void ApplyReload(const StatefulOp& op, StatefulModel* m) {
+  ResolvePending(m);
+  const StatefulCheckpoint& ckpt = m->on_disk.at(op.iteration);
+  std::vector<TrainingState> expected;
+  m->expect_ok = ExpectedResume(ckpt.run, *ckpt.states, m->run, LoadFlags(), &expected).ok();
+  if (!m->expect_ok) return;
+  m->states = std::move(expected);
+  m->must_exit = false;
+  m->runtime_frozen = false;  // the reloaded groups are a fresh process's, in config order
+}
+
+std::string RunReload(const StatefulOp& op, const StatefulModel& m, const StatefulModel& next,
+                      StatefulSut* sut) {
+  Count(sut, "Reload");
+  sut->events.insert("reload in the same process");
+  if (m.committed && op.iteration < m.committed->iteration) {
+    sut->events.insert("reload of a checkpoint older than the tracker's");
+  }
+  if (m.pending) sut->events.insert("reload while an async save was pending");
+  if (m.pending && m.pending->iteration == op.iteration) {
+    sut->events.insert("reload of the checkpoint an async save was still writing");
+  }
+  if (sut->loads_in_process > 0) sut->events.insert("reload after an earlier load in the process");
+  ResumeOptions options;
+  options.iteration = op.iteration;
+  const Status status =
+      ReloadInProcess(sut->under_test->target(), sut->run, sut->states, options, &sut->states);
+  sut->live.reset();  // the load completed a pending save
+  if (status.ok()) ++sut->loads_in_process;
+  const std::string after = CheckAfter("Reload", status, next, *sut);
+  if (!after.empty()) return after;
+  // The state at k exactly: a checkpoint this very run saved (no freeze or run change since, no
+  // runtime freeze in it) comes back as a restarted process holds it, whatever the process
+  // trained, saved or cached since.
+  const StatefulCheckpoint& ckpt = next.on_disk.at(op.iteration);
+  if (status.ok() && ckpt.run_version == m.run_version && !ckpt.runtime_frozen) {
+    if (sut->stats) ++sut->stats->by_kind["  (the state at k checked after the reload)"];
+    std::vector<TrainingState> at_k;
+    for (const TrainingState& s : *ckpt.states) at_k.push_back(Restarted(s));
+    const std::string difference = FirstRunDifference(sut->states, at_k);
+    if (!difference.empty()) {
+      return "the reloaded process differs from the state at iteration " +
+             std::to_string(op.iteration) + ": " + difference;
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -360,6 +434,10 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
       if (!m.alive || m.must_exit || op.module >= m.states.size()) return false;
       const std::vector<std::string> keys = UnfreezableKeys(m, op.module);
       return std::find(keys.begin(), keys.end(), op.key) != keys.end();
+    }
+    case OpKind::kReload: {
+      const std::vector<int64_t> its = ReloadableIterations(m);
+      return std::find(its.begin(), its.end(), op.iteration) != its.end();
     }
   }
   return false;
@@ -402,6 +480,9 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       return;
     case OpKind::kHeal:
       ApplyHeal(m);
+      return;
+    case OpKind::kReload:
+      ApplyReload(op, m);
       return;
   }
 }
@@ -467,6 +548,8 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
       sut->run.configs[op.module].frozen = sut->states[op.module].config.frozen;
       return CheckAfter("Unfreeze", status, next, *sut);
     }
+    case OpKind::kReload:
+      return RunReload(op, before, next, sut);
   }
   return "unknown operation";
 }
@@ -506,6 +589,9 @@ std::string DescribeOp(const StatefulOp& op) {
     case OpKind::kUnfreeze:
       return "Unfreeze(every instance of '" + op.key + "'" +
              (op.module ? " in module " + std::to_string(op.module) : "") + ")";
+    case OpKind::kReload:
+      return "Reload(the checkpoint of iteration " + std::to_string(op.iteration) +
+             ", in the same process)";
   }
   return "unknown operation";
 }
@@ -558,6 +644,26 @@ Status RunWithAddedParameter(const RunSpec& run, size_t module, bool prefer_bias
   CKPTSPEC_RETURN_IF_ERROR(ValidateTrainingConfig(c));
   *out = std::move(grown);
   return Status::OK();
+}
+
+std::vector<int64_t> ReloadableIterations(const StatefulModel& m) {
+  std::vector<int64_t> out;
+  if (!m.alive) return out;
+  auto add = [&m, &out](const StatefulCheckpoint& ckpt) {
+    bool same_layout = ckpt.run.layout.modules().size() == m.run.layout.modules().size();
+    for (size_t i = 0; same_layout && i < m.run.layout.modules().size(); ++i) {
+      same_layout = ckpt.run.layout.modules()[i].layout.ToString() ==
+                    m.run.layout.modules()[i].layout.ToString();
+    }
+    if (!same_layout && !m.capabilities.resharding) return;
+    if (std::find(out.begin(), out.end(), ckpt.iteration) == out.end()) {
+      out.push_back(ckpt.iteration);
+    }
+  };
+  for (const auto& [iteration, ckpt] : m.on_disk) add(ckpt);
+  if (m.pending) add(*m.pending);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<std::string> FreezableKeys(const StatefulModel& m, size_t module) {

@@ -8,6 +8,10 @@
 // checkpoint (the one the tracker names: its run, states and iteration) and the async save still
 // pending (with whether its commit will be refused).
 //
+// Storage keeps every checkpoint the job committed (no retention), each under its iteration until
+// a later save of the same iteration replaces it: the model keeps them all (on_disk), the one the
+// tracker names among them (committed), so that a reload in the same process may pick an older one.
+//
 // System under test (StatefulSut): a target from the factory on an in-memory Env, and the "SUT
 // process": the training states it resumed from the target (training itself is the spec's
 // deterministic step on both sides, so every difference comes from the checkpointer).
@@ -89,6 +93,10 @@ struct StatefulModel {
   SharedStates states;
   std::optional<StatefulCheckpoint> committed;
   std::optional<StatefulCheckpoint> pending;  // an async save staged, not yet written
+  // Every complete checkpoint on storage by iteration, the committed one included: a save of an
+  // iteration replaces its directory, and a crashed save may have removed it (it is then dropped
+  // here, unless the tracker names it: that one is never overwritten).
+  std::map<int64_t, StatefulCheckpoint> on_disk;
   // What the last operation's target calls must return (set by ApplyOp).
   bool expect_ok = true;
 };
@@ -110,6 +118,9 @@ struct StatefulSut {
   std::shared_ptr<std::vector<ShardedStateDict>> live;
   StatefulStats* stats = nullptr;  // counts executed operations when set
   std::set<std::string> events;    // case-level tags: crash, rerun fault, layout change, async save
+  // Loads this process has made (a restart's resume, a heal's join, reloads): a reload after an
+  // earlier load meets whatever the framework kept from that one.
+  int64_t loads_in_process = 0;
 };
 
 // Each save issues at least this many storage operations (checked whenever a save completes), so
@@ -126,6 +137,7 @@ enum class OpKind {
   kFreeze,
   kHeal,
   kUnfreeze,
+  kReload,
 };
 enum class RestartKind { kSameRun, kOtherRun, kAddParameter };
 
@@ -144,6 +156,8 @@ struct StatefulOp {
   std::string added;  // kRestart, kAddParameter: what was added, in words
   size_t module = 0;  // kFreeze, kUnfreeze: the module
   std::string key;    // kFreeze, kUnfreeze: every instance of this checkpoint key
+  // kReload: the iteration of the checkpoint the process reloads.
+  int64_t iteration = 0;
 };
 
 // Whether `op` applies to the model's state (where it does not, it is not run).
@@ -172,6 +186,11 @@ Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulM
 // InvalidArgument when the grown model no longer fits its layout or config.
 Status RunWithAddedParameter(const RunSpec& run, size_t module, bool prefer_bias, RunSpec* out,
                              std::string* added);
+
+// For kReload: the iterations a live process may reload, ascending: every checkpoint on storage
+// and the pending async save's (the load completes it first); those whose run has another layout
+// only where the target reshards.
+std::vector<int64_t> ReloadableIterations(const StatefulModel& m);
 
 // For kFreeze: the distinct trainable checkpoint keys of module `module` of a live process, or
 // nothing when fewer than two remain (one trainable key is always kept).

@@ -172,10 +172,15 @@ struct LoadedCheckpoint {
   const HeterogeneousLayout& layout;           // the loading run's layout
   const std::vector<TrainingConfig>& configs;  // the loading run's configs, one per module
   const LoadFlags& flags;
+  // The loading process's own training states when it reloads a checkpoint in the same process
+  // (a rollback: properties/harness.h, ReloadInProcess), else null (a fresh process). The spec's
+  // framework does not read them: a reload gives exactly what a fresh process's load gives
+  // (docs/SEMANTICS.md §10); they are here for a framework whose objects outlive the load.
+  const std::vector<TrainingState>* live = nullptr;
   // The same load with other loaded entries (e.g. ToCanonicalLoad's), for a framework that
   // rearranges them before the canonical rebuild.
   LoadedCheckpoint WithLoaded(const std::vector<ShardedStateDict>& other) const {
-    return LoadedCheckpoint{other, requested, saved, layout, configs, flags};
+    return LoadedCheckpoint{other, requested, saved, layout, configs, flags, live};
   }
 };
 
@@ -285,6 +290,33 @@ Status RebuildWithOwnRule(const LoadedCheckpoint& load, const MissingEntryFill& 
 // The specs of `templates`, data empty: what LoadedCheckpoint::requested holds.
 std::vector<ShardedStateDict> RequestedSpecs(const std::vector<ShardedStateDict>& templates);
 
+class Env;  // targets/env/env.h
+
+// A target's consolidated export (docs/SEMANTICS.md §10): one checkpoint written as one
+// self-contained file, and that file imported back as a checkpoint of other storage, which any
+// layout resumes from (PyTorch DCP's dcp_to_torch_save and torch_save_to_dcp, DeepSpeed's
+// zero_to_fp32 and universal checkpoint). The reference's is targets/reference/checkpoint_export.h.
+//
+// Contracts:
+//  - Export(iteration, env, path): the complete checkpoint `iteration` of the target's storage
+//    (a pending async save is finalized first) becomes the file `path` on `env`, replaced
+//    atomically. It holds every entry of the checkpoint: every tensor whole (every parameter,
+//    frozen ones included; the optimizer state), every object and the common state.
+//  - Import(env, path, into, iteration): reads the export `path` on `env` and saves its checkpoint
+//    through `into` (an engine over other storage) synchronously at the export's iteration, set in
+//    *iteration. A resume from it under any layout and flags gives exactly what a resume from the
+//    exported checkpoint gives. An export that is not well formed is an error naming the file and
+//    what is wrong, and nothing is saved.
+class CheckpointExport {
+ public:
+  CheckpointExport() = default;
+  CheckpointExport(const CheckpointExport&) = delete;  // a polymorphic base: never copied
+  CheckpointExport& operator=(const CheckpointExport&) = delete;
+  virtual ~CheckpointExport() = default;
+  virtual Status Export(int64_t iteration, Env* env, const std::string& path) = 0;
+  virtual Status Import(Env* env, const std::string& path, Engine& into, int64_t* iteration) = 0;
+};
+
 // A target: a name, a framework layer and an engine layer.
 class Target {
  public:
@@ -295,6 +327,8 @@ class Target {
   virtual std::string name() const = 0;
   virtual const FrameworkLayer& framework() const = 0;
   virtual Engine& engine() = 0;
+  // The target's consolidated export of its checkpoints, or null where it has none.
+  virtual CheckpointExport* checkpoint_export() { return nullptr; }
 };
 
 // A template for `state`: same specs, data buffers zeroed (objects emptied), common cleared.

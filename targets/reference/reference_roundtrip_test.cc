@@ -19,19 +19,7 @@ using testing_util::LoadInto;
 using testing_util::MakeSharding;
 using testing_util::MemHarness;
 using testing_util::TemplatesOf;
-
-ShardedTensor Tensor(const std::string& key, Dims global_shape, Dims offset, Dims local,
-                     ReplicaId replica, uint8_t fill) {
-  ShardedTensor t;
-  t.spec.key = key;
-  t.spec.dtype = DType::kFloat32;
-  t.spec.global_shape = std::move(global_shape);
-  t.spec.global_offset = std::move(offset);
-  t.spec.local_shape = std::move(local);
-  t.spec.replica_id = std::move(replica);
-  t.data.assign(Volume(t.spec.local_shape) * 4, fill);
-  return t;
-}
+using testing_util::Tensor;
 
 ShardedObject Object(const std::string& key, Dims shape, Dims offset, ReplicaId replica,
                      std::string data) {

@@ -16,6 +16,8 @@ ReferenceTarget::ReferenceTarget(std::string name, ReferenceOptions engine, Repl
     : name_(std::move(name)),
       framework_(replaced.framework ? std::move(replaced.framework)
                                     : std::make_unique<CanonicalFramework>()),
-      engine_(BuildEngine(std::move(engine), replaced)) {}
+      engine_(BuildEngine(std::move(engine), replaced)),
+      export_(replaced.checkpoint_export ? replaced.checkpoint_export(engine_.get())
+                                         : std::make_unique<ReferenceExport>(engine_.get())) {}
 
 }  // namespace ckptspec

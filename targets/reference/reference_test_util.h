@@ -73,6 +73,21 @@ inline std::string CheckContent(const std::vector<ShardedStateDict>& loaded, uin
   return "";
 }
 
+// A float32 tensor `key` of `global_shape` whose chunk at `offset` has shape `local` and every
+// byte `fill`.
+inline ShardedTensor Tensor(const std::string& key, Dims global_shape, Dims offset, Dims local,
+                            ReplicaId replica, uint8_t fill) {
+  ShardedTensor t;
+  t.spec.key = key;
+  t.spec.dtype = DType::kFloat32;
+  t.spec.global_shape = std::move(global_shape);
+  t.spec.global_offset = std::move(offset);
+  t.spec.local_shape = std::move(local);
+  t.spec.replica_id = std::move(replica);
+  t.data.assign(Volume(t.spec.local_shape) * 4, fill);
+  return t;
+}
+
 // A MemEnv with "/ckpt" durable, and a reference engine on it.
 struct MemHarness {
   explicit MemHarness(int keep_last = 0, AsyncExecution async = AsyncExecution::kDeferred,
