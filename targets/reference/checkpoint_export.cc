@@ -161,6 +161,11 @@ Status ReferenceExport::Export(int64_t iteration, Env* env, const std::string& p
   CKPTSPEC_RETURN_IF_ERROR(engine_->Finalize());
   CheckpointMetadata checkpoint;
   CKPTSPEC_RETURN_IF_ERROR(engine_->ReadMetadata(iteration, &checkpoint));
+  if (checkpoint.world_size > kMaxExportWorldSize) {
+    return Status::NotSupported("export of " + IterationDirName(iteration) + ": world_size " +
+                                std::to_string(checkpoint.world_size) + " exceeds the " +
+                                std::to_string(kMaxExportWorldSize) + " ranks an export holds");
+  }
   LoadRequest request;
   request.iteration = iteration;
   request.templates.resize(static_cast<size_t>(checkpoint.world_size));

@@ -12,16 +12,18 @@
 //   the rest            the data section: the items' bytes, back to back
 //
 // Contracts:
-//  - Export writes exactly that, replacing `path` atomically (ReplaceFileAtomically). The index
-//    keeps the checkpoint's iteration, world size, layout and common state; its tensors are the
-//    checkpoint's (those ExportsTensor keeps), its objects all of the checkpoint's, each sharded
-//    object by its unique key and each rank-local one with the rank whose value it is.
+//  - Export writes exactly that, replacing `path` atomically (ReplaceFileAtomically); a
+//    checkpoint of more than 65,536 ranks is NotSupported (an export makes a dict per rank). The
+//    index keeps the checkpoint's iteration, world size, layout and common state; its tensors are
+//    the checkpoint's (those ExportsTensor keeps), its objects all of the checkpoint's, each
+//    sharded object by its unique key and each rank-local one with the rank whose value it is.
 //  - ReadExport trusts nothing: the file's size against the header, the index's size
 //    (kMaxMetadataBytes at most) and checksum, the index as DecodeMetadata checks it, one file
 //    named "data" exactly as large as the data section, one whole chunk per tensor, items
 //    pairwise disjoint (so reading costs at most the file's size), each item's checksum, a
-//    rank-local object's rank below the world size. Every error is Corruption (NotSupported for an
-//    index version it does not know) naming the file and what is wrong.
+//    rank-local object's rank below the world size, a world of at most 65,536 ranks. Every error is
+//    Corruption (NotSupported for an index version it does not know or a larger world) naming the
+//    file and what is wrong.
 //  - Import saves the dicts ReadExport gives, synchronously, at the export's iteration, with the
 //    export's layout: the checkpoint it writes holds exactly the exported entries.
 #pragma once

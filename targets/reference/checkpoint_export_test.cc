@@ -166,14 +166,30 @@ TEST(CheckpointExport, MalformedExportsAreRefusedNamingWhatIsWrong) {
   expect(good.substr(0, good.size() - 1), "the data section after the index holds");
 }
 
+// The index of the export `bytes`.
+CheckpointMetadata IndexOf(const std::string& bytes) {
+  const uint64_t size = static_cast<uint8_t>(bytes[16]) | (static_cast<uint8_t>(bytes[17]) << 8);
+  CheckpointMetadata m;
+  EXPECT_TRUE(DecodeMetadata(bytes.substr(32, size), "index", &m).ok());
+  return m;
+}
+
+// `bytes` with its index replaced by `m`'s text, the header's size and checksum to match.
+std::string WithIndex(const std::string& bytes, const CheckpointMetadata& m) {
+  const uint64_t size = static_cast<uint8_t>(bytes[16]) | (static_cast<uint8_t>(bytes[17]) << 8);
+  const std::string text = EncodeMetadata(m);
+  std::string out = bytes.substr(0, 16);
+  for (uint64_t v : {uint64_t{text.size()}, Checksum(text.data(), text.size())}) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  return out + text + bytes.substr(32 + size);
+}
+
 // An index whose tensor is split in two chunks is not an export, even with valid data.
 TEST(CheckpointExport, AnIndexWithASplitTensorIsNotConsolidated) {
   Exported e;
   const std::string good = e.Bytes();
-  const uint64_t index_size =
-      static_cast<uint8_t>(good[16]) | (static_cast<uint8_t>(good[17]) << 8);
-  CheckpointMetadata m;
-  ASSERT_TRUE(DecodeMetadata(good.substr(32, index_size), "index", &m).ok());
+  CheckpointMetadata m = IndexOf(good);
   ASSERT_EQ(m.tensors[0].key, "w");
   ChunkEntry first = m.tensors[0].chunks[0];
   ChunkEntry second = first;
@@ -184,17 +200,23 @@ TEST(CheckpointExport, AnIndexWithASplitTensorIsNotConsolidated) {
   second.extent.size /= 2;
   second.extent.offset += second.extent.size;
   m.tensors[0].chunks = {first, second};
-  const std::string text = EncodeMetadata(m);
-  std::string bytes = good.substr(0, 16);
-  for (uint64_t v : {uint64_t{text.size()}, Checksum(text.data(), text.size())}) {
-    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  bytes += text + good.substr(32 + index_size);
-  e.Write(bytes);
+  e.Write(WithIndex(good, m));
   const Status s = e.Read();
   EXPECT_TRUE(s.code() == Status::Code::kCorruption) << s.ToString();
   EXPECT_NE(s.message().find("tensors[0] 'w': not consolidated"), std::string::npos)
       << s.ToString();
+}
+
+// A world the import would make a dict for per rank is bounded before anything is allocated.
+TEST(CheckpointExport, AWorldBeyondTheImportBoundIsNotSupported) {
+  Exported e;
+  const std::string good = e.Bytes();
+  CheckpointMetadata m = IndexOf(good);
+  m.world_size = int64_t{1} << 17;
+  e.Write(WithIndex(good, m));
+  const Status s = e.Read();
+  EXPECT_EQ(s.code(), Status::Code::kNotSupported) << s.ToString();
+  EXPECT_NE(s.message().find("world_size 131072 exceeds"), std::string::npos) << s.ToString();
 }
 
 }  // namespace
