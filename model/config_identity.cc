@@ -87,10 +87,11 @@ bool Identical(const GroupingConfig& a, const GroupingConfig& b) {
 }
 
 bool Identical(const OptimizerConfig& a, const OptimizerConfig& b) {
-  static_assert(FieldCount<OptimizerConfig>() == 5, "compare the new member of OptimizerConfig");
+  static_assert(FieldCount<OptimizerConfig>() == 6, "compare the new member of OptimizerConfig");
   return Identical(a.grouping, b.grouping) && a.freeze_family == b.freeze_family &&
          a.step_counter == b.step_counter && a.chaining == b.chaining &&
-         SameBits(a.cpu_offload_fraction, b.cpu_offload_fraction);
+         SameBits(a.cpu_offload_fraction, b.cpu_offload_fraction) &&
+         a.moment_dtype == b.moment_dtype;
 }
 
 bool Identical(const SchedulerConfig& a, const SchedulerConfig& b) {

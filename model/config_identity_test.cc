@@ -94,6 +94,8 @@ std::vector<ConfigChange> EveryMemberChanged() {
        [](TrainingConfig* c) { c->optimizer.chaining = Chaining::kDenseExpert; }},
       {"optimizer.cpu_offload_fraction",
        [](TrainingConfig* c) { c->optimizer.cpu_offload_fraction = 0.5; }},
+      {"optimizer.moment_dtype",
+       [](TrainingConfig* c) { c->optimizer.moment_dtype = DType::kBFloat16; }},
       {"scheduler.init_lr", [](TrainingConfig* c) { c->scheduler.init_lr = 1e-5; }},
       {"scheduler.max_lr", [](TrainingConfig* c) { c->scheduler.max_lr *= 2; }},
       {"scheduler.min_lr", [](TrainingConfig* c) { c->scheduler.min_lr *= 2; }},

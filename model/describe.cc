@@ -52,6 +52,8 @@ std::string DescribeTrainingConfig(const TrainingConfig& c) {
   }
   if (c.optimizer.cpu_offload_fraction > 0)
     os << ", cpu offload " << c.optimizer.cpu_offload_fraction;
+  if (c.optimizer.moment_dtype != DType::kFloat32)
+    os << ", " << DTypeName(c.optimizer.moment_dtype) << " moments";
   for (const auto& o : c.optimizer.grouping.lr_mult_overrides) {
     os << ", lr_mult " << o.lr_mult << " for *" << o.name_contains << "*";
   }

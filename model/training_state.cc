@@ -68,6 +68,11 @@ Status ValidateAllButFrozenNames(const TrainingConfig& c) {
     return Status::NotSupported(std::string("params_dtype ") + DTypeName(dt) +
                                 ": training supports fp32, bf16 and fp16");
   }
+  const DType moments = c.optimizer.moment_dtype;
+  if (moments != DType::kFloat32 && moments != DType::kBFloat16) {
+    return Status::NotSupported(std::string("optimizer moment_dtype ") + DTypeName(moments) +
+                                ": Adam's moments are kept in fp32 or bf16");
+  }
   CKPTSPEC_RETURN_IF_ERROR(ValidateSchedulerConfig(c.scheduler));
   CKPTSPEC_RETURN_IF_ERROR(ValidateDataConfig(c.data));
   if (!(c.optimizer.cpu_offload_fraction >= 0.0 && c.optimizer.cpu_offload_fraction <= 1.0)) {

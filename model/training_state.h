@@ -60,6 +60,12 @@ struct OptimizerConfig {
   // HybridDeviceOptimizer: the parameters (in ModelParameters order, trainable only) whose
   // preceding trainable elements are fewer than fraction x (all trainable elements) are offloaded.
   double cpu_offload_fraction = 0.0;
+  // The dtype the optimizer keeps Adam's moments in: fp32, or bf16 (Megatron's
+  // --use-precision-aware-optimizer with --exp-avg-dtype / --exp-avg-sq-dtype bf16). Each update
+  // is computed in fp32 and its moments stored rounded to nearest even; the fp32 main copy stays
+  // fp32. A checkpoint holds the moments as fp32 values whatever this is (Megatron saves the
+  // precision-aware state unscaled, in fp32); a load rounds them into the run's (rule L3).
+  DType moment_dtype = DType::kFloat32;
 };
 
 // How a run saves its RNG state (the state_sharding.h table; load rule L7).
@@ -88,9 +94,10 @@ struct TrainingConfig {
   RerunMode rerun_mode = RerunMode::kValidateResults;
 };
 
-// Model config valid and with a floating model dtype of fp32, bf16 or fp16; scheduler and data
-// configs valid; offload fraction in [0, 1]; frozen names exist; at least one rank; the torch.optim
-// freezing family with the per-parameter step counter and no offload. Named errors.
+// Model config valid and with a floating model dtype of fp32, bf16 or fp16; moments in fp32 or
+// bf16; scheduler and data configs valid; offload fraction in [0, 1]; frozen names exist; at
+// least one rank; the torch.optim freezing family with the per-parameter step counter and no
+// offload. Named errors.
 Status ValidateTrainingConfig(const TrainingConfig& c);
 
 struct ParamState {

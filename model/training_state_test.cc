@@ -198,6 +198,19 @@ TEST(TrainingState, TorchOptimFamilyNeedsPerParameterStepsAndNoOffload) {
   EXPECT_FALSE(ParseFreezeFamily("torch", &parsed));
 }
 
+TEST(TrainingState, MomentsAreKeptInFp32OrBf16) {
+  TrainingConfig cfg = SmallConfig();
+  for (DType d : kAllDTypes) {
+    cfg.optimizer.moment_dtype = d;
+    const Status s = ValidateTrainingConfig(cfg);
+    EXPECT_EQ(s.ok(), d == DType::kFloat32 || d == DType::kBFloat16) << DTypeName(d);
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), Status::Code::kNotSupported);
+      EXPECT_NE(s.message().find(DTypeName(d)), std::string::npos) << s.ToString();
+    }
+  }
+}
+
 TEST(TrainingState, OnlyTheTorchOptimFamilyUnfreezes) {
   TrainingState s;
   ASSERT_TRUE(InitialTrainingState(SmallConfig(), &s).ok());

@@ -25,10 +25,18 @@ std::vector<float> Gradient(const TrainingState& s, int param,
 
 namespace {
 
+// `x` rounded to nearest even in `dtype` (a floating dtype), as an fp32 value.
+float RoundTo(DType dtype, float x) {
+  return dtype == DType::kFloat32
+             ? x
+             : static_cast<float>(DecodeToDouble(dtype, EncodeFloat(dtype, x)));
+}
+
 void AdamUpdate(TrainingState* s, int param, const ParamGroup& group, int64_t t,
                 const std::vector<float>& grad) {
   ParamState& p = s->params[param];
   const DType dt = s->config.model.params_dtype;
+  const DType moments = s->config.optimizer.moment_dtype;
   const double b1 = group.beta1, b2 = group.beta2, eps = group.eps;
   const double lr = group.lr, wd = group.weight_decay;
   const double bc1 = 1.0 - std::pow(b1, static_cast<double>(t));
@@ -37,8 +45,9 @@ void AdamUpdate(TrainingState* s, int param, const ParamGroup& group, int64_t t,
   const double decay = 1.0 - lr * wd;
   for (size_t i = 0; i < p.model.size(); ++i) {
     const double g = grad[i];
-    const float m = static_cast<float>(b1 * p.exp_avg[i] + (1.0 - b1) * g);
-    const float v = static_cast<float>(b2 * p.exp_avg_sq[i] + (1.0 - b2) * g * g);
+    // The moments as the optimizer stores them (in moment_dtype); the update uses the stored ones.
+    const float m = RoundTo(moments, static_cast<float>(b1 * p.exp_avg[i] + (1.0 - b1) * g));
+    const float v = RoundTo(moments, static_cast<float>(b2 * p.exp_avg_sq[i] + (1.0 - b2) * g * g));
     p.exp_avg[i] = m;
     p.exp_avg_sq[i] = v;
     const double x = MasterValue(*s, param, static_cast<int64_t>(i));

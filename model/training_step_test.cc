@@ -68,6 +68,7 @@ TrainingConfig GenConfig() {
   c.data_parallel_random_init = *rc::gen::arbitrary<bool>();
   c.rerun_mode = *rc::gen::element(RerunMode::kDisabled, RerunMode::kValidateResults,
                                    RerunMode::kReportDeterminismStats);
+  c.optimizer.moment_dtype = *rc::gen::element(DType::kFloat32, DType::kBFloat16);
   return c;
 }
 
@@ -78,7 +79,8 @@ std::string Describe(const TrainingConfig& c) {
      << " seed=" << c.seed
      << " step_counter=" << (c.optimizer.step_counter == StepCounter::kPerGroup ? "group" : "param")
      << " chained=" << (c.optimizer.chaining == Chaining::kDenseExpert)
-     << " offload=" << c.optimizer.cpu_offload_fraction << " frozen=" << c.frozen.size()
+     << " offload=" << c.optimizer.cpu_offload_fraction
+     << " moments=" << DTypeName(c.optimizer.moment_dtype) << " frozen=" << c.frozen.size()
      << " N=" << c.data.num_samples << " gbs=" << c.data.global_batch_size
      << " mbs=" << c.data.micro_batch_size << " dp=" << c.data.dp_size
      << " decay=" << LrDecayStyleName(c.scheduler.lr_decay_style)
@@ -244,6 +246,35 @@ TEST(TrainingStep, ZeroLrMultLeavesAGroupUnchanged) {
     }
   }
   EXPECT_EQ(checked, 2);
+}
+
+// Megatron's precision-aware optimizer with bf16 moments: each update computes in fp32 and stores
+// its moments rounded to bf16, so they differ from an fp32-moment run's while the masters stay fp32.
+TEST(TrainingStep, Bf16MomentsAreStoredRoundedAndChangeTheRun) {
+  TrainingConfig cfg = FixedConfig();
+  TrainingState fp32_moments;
+  ASSERT_TRUE(InitialTrainingState(cfg, &fp32_moments).ok());
+  cfg.optimizer.moment_dtype = DType::kBFloat16;
+  TrainingState bf16_moments;
+  ASSERT_TRUE(InitialTrainingState(cfg, &bf16_moments).ok());
+  ASSERT_TRUE(Train(&fp32_moments, 3).ok());
+  ASSERT_TRUE(Train(&bf16_moments, 3).ok());
+  bool moments_differ = false, some_not_bf16 = false;
+  for (size_t p = 0; p < bf16_moments.params.size(); ++p) {
+    const ParamState& b = bf16_moments.params[p];
+    for (size_t e = 0; e < b.exp_avg.size(); ++e) {
+      for (float m : {b.exp_avg[e], b.exp_avg_sq[e]}) {
+        EXPECT_EQ(DecodeToDouble(DType::kBFloat16, EncodeFloat(DType::kBFloat16, m)), m)
+            << bf16_moments.specs[p].name << " element " << e;
+      }
+      const float f = fp32_moments.params[p].exp_avg[e];
+      some_not_bf16 |= DecodeToDouble(DType::kBFloat16, EncodeFloat(DType::kBFloat16, f)) != f;
+      moments_differ |= f != b.exp_avg[e];
+    }
+  }
+  EXPECT_TRUE(some_not_bf16);  // the fp32 run's moments are not all bf16 values
+  EXPECT_TRUE(moments_differ);
+  EXPECT_FALSE(FirstDifference(fp32_moments, bf16_moments).empty());
 }
 
 TEST(TrainingStep, TheConfiguredStepCounterAdvances) {

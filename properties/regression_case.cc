@@ -36,11 +36,12 @@ bool ParseChaining(const std::string& s, Chaining* c) {
 const char* ChainingName(Chaining c) {
   return c == Chaining::kDenseExpert ? "dense_expert" : "single";
 }
+bool ParseMomentDtype(const std::string& s, DType* d) { return ParseDType(s, d); }
 
 Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
   CKPTSPEC_RETURN_IF_ERROR(
       f.ExpectOnlyMembers({"step_counter", "freeze_family", "chaining", "cpu_offload_fraction",
-                           "weight_decay", "beta1", "beta2", "eps", "decoupled_lr",
+                           "moment_dtype", "weight_decay", "beta1", "beta2", "eps", "decoupled_lr",
                            "decoupled_min_lr", "lr_mult_overrides", "lr_bound_overrides"}));
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("step_counter").GetEnum(ParseStepCounter, &oc->step_counter));
@@ -49,6 +50,8 @@ Status OptimizerFromJson(const JsonField& f, OptimizerConfig* oc) {
   CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("chaining").GetEnum(ParseChaining, &oc->chaining));
   CKPTSPEC_RETURN_IF_ERROR(
       f.OptionalMember("cpu_offload_fraction").GetDouble(&oc->cpu_offload_fraction));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.OptionalMember("moment_dtype").GetEnum(ParseMomentDtype, &oc->moment_dtype));
   return GroupingMembersFromJson(f, &oc->grouping);
 }
 
@@ -88,7 +91,8 @@ json TrainingToJson(const TrainingConfig& c) {
   json optimizer{{"step_counter", StepCounterName(o.step_counter)},
                  {"freeze_family", FreezeFamilyName(o.freeze_family)},
                  {"chaining", ChainingName(o.chaining)},
-                 {"cpu_offload_fraction", o.cpu_offload_fraction}};
+                 {"cpu_offload_fraction", o.cpu_offload_fraction},
+                 {"moment_dtype", DTypeName(o.moment_dtype)}};
   GroupingMembersToJson(o.grouping, &optimizer);
   return json{{"seed", c.seed},
               {"optimizer", std::move(optimizer)},
