@@ -3,6 +3,8 @@
 #include <cstring>
 #include <map>
 
+#include "model/dtype_conversion.h"
+
 namespace ckptspec {
 
 namespace {
@@ -14,10 +16,13 @@ Dims Strides(const Dims& shape) {
   return s;
 }
 
-// Copies the elements of `region` (inside both boxes) from `src` (laid out over src_box) to
-// `dst` (over dst_box); `covered` marks the destination elements written.
-void CopyRegion(const Box& region, const Box& src_box, const uint8_t* src, const Box& dst_box,
-                uint8_t* dst, size_t elem, std::vector<bool>* covered) {
+// Copies the elements of `region` (inside both boxes) from `src` (laid out over src_box, elements
+// of `from`) to `dst` (over dst_box, elements of `to`), converting each (dtype_conversion.h) when
+// the dtypes differ; `covered` marks the destination elements written. Errors: the conversion's,
+// naming the destination element.
+Status CopyRegion(const Box& region, const Box& src_box, const uint8_t* src, DType from,
+                  const Box& dst_box, uint8_t* dst, DType to, std::vector<bool>* covered) {
+  const size_t in = static_cast<size_t>(DTypeSize(from)), out = static_cast<size_t>(DTypeSize(to));
   const Dims ss = Strides(src_box.shape), ds = Strides(dst_box.shape);
   const int n = region.rank();
   const int64_t count = Volume(region.shape);
@@ -29,13 +34,19 @@ void CopyRegion(const Box& region, const Box& src_box, const uint8_t* src, const
       si += (g - src_box.offset[a]) * ss[a];
       di += (g - dst_box.offset[a]) * ds[a];
     }
-    std::memcpy(dst + di * elem, src + si * elem, elem);
+    if (from == to) {
+      std::memcpy(dst + di * out, src + si * in, out);
+    } else {
+      CKPTSPEC_RETURN_IF_ERROR(
+          ConvertElements(from, to, src + si * in, 1, static_cast<uint64_t>(di), dst + di * out));
+    }
     (*covered)[static_cast<size_t>(di)] = true;
     for (int a = n - 1; a >= 0; --a) {
       if (++idx[a] < region.shape[a]) break;
       idx[a] = 0;
     }
   }
+  return Status::OK();
 }
 
 }  // namespace
@@ -53,10 +64,13 @@ Status FillTensorFromChunks(const std::vector<const ShardedTensor*>& saved, Shar
   const Box dst_box = t.box();
   for (const ShardedTensor* c : saved) {
     if (c->spec.key != t.key) continue;
-    if (c->spec.dtype != t.dtype) {
+    const Status convertible = CheckConversion(c->spec.dtype, t.dtype);
+    if (!convertible.ok()) {
       return Status::InvalidArgument("'" + t.key + "': requested dtype " + DTypeName(t.dtype) +
-                                     ", saved " + DTypeName(c->spec.dtype));
+                                     ", saved " + DTypeName(c->spec.dtype) + ": " +
+                                     convertible.message());
     }
+    const size_t saved_elem = static_cast<size_t>(DTypeSize(c->spec.dtype));
     if (c->spec.global_shape != t.global_shape) {
       return Status::InvalidArgument("'" + t.key + "': global shape mismatch: requested " +
                                      DimsToString(t.global_shape) + ", saved " +
@@ -64,13 +78,15 @@ Status FillTensorFromChunks(const std::vector<const ShardedTensor*>& saved, Shar
     }
     int64_t saved_volume = 0;
     if (!CheckedVolume(c->spec.local_shape, &saved_volume) ||
-        c->data.size() != static_cast<size_t>(saved_volume) * elem) {
+        c->data.size() != static_cast<size_t>(saved_volume) * saved_elem) {
       return Status::Corruption("'" + t.key + "': saved chunk " + BoxToString(c->spec.box()) +
                                 " holds " + std::to_string(c->data.size()) + " bytes");
     }
     Box region;
     if (!Intersect(c->spec.box(), dst_box, &region)) continue;
-    CopyRegion(region, c->spec.box(), c->data.data(), dst_box, target->data.data(), elem, &covered);
+    CKPTSPEC_RETURN_IF_ERROR(CopyRegion(region, c->spec.box(), c->data.data(), c->spec.dtype,
+                                        dst_box, target->data.data(), t.dtype, &covered)
+                                 .WithContext("'" + t.key + "'"));
   }
   for (size_t i = 0; i < covered.size(); ++i) {
     if (!covered[i]) {

@@ -16,8 +16,10 @@
 namespace ckptspec {
 
 // Resizes target->data to the template's local volume and fills it from the saved chunks of
-// target->spec.key. Every saved chunk must agree with the template on dtype and global shape
-// (InvalidArgument naming the key and both values); chunks of other keys are ignored. Saved
+// target->spec.key. Every saved chunk must agree with the template on global shape
+// (InvalidArgument naming the key and both values); a chunk of another dtype is converted into the
+// template's (dtype_conversion.h: between floating dtypes, rounding to nearest even; an integer
+// dtype or an overflow is InvalidArgument naming the key); chunks of other keys are ignored. Saved
 // chunks whose data size does not match their local shape are Corruption. Every element of the
 // template must be covered (NotFound naming the key and the first uncovered element); elements
 // covered by several saved chunks take the last one (callers pass main replicas only).

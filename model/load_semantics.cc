@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "model/dtype_conversion.h"
 #include "model/float_codec.h"
 
 namespace ckptspec {
@@ -14,12 +15,8 @@ std::string Sizes(const Layout& l) {
          "/ETP" + std::to_string(l.etp());
 }
 
+// L1's structural rule: the parameter lists agree by name and shape (the dtype may differ).
 Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
-  if (saved.config.model.params_dtype != fresh.config.model.params_dtype) {
-    return Status::InvalidArgument(
-        std::string("model dtype ") + DTypeName(fresh.config.model.params_dtype) +
-        " differs from the checkpoint's " + DTypeName(saved.config.model.params_dtype));
-  }
   if (saved.specs.size() != fresh.specs.size()) {
     return Status::InvalidArgument("the model has " + std::to_string(fresh.specs.size()) +
                                    " parameters, the checkpoint " +
@@ -36,7 +33,54 @@ Status CheckModel(const TrainingState& saved, const TrainingState& fresh) {
   return Status::OK();
 }
 
+// `bits` of `from` as an element of `to` (dtype_conversion.h), its error naming `what` and the
+// element.
+Status ConvertNamed(DType from, DType to, uint64_t bits, const std::string& what, size_t element,
+                    uint64_t* out) {
+  const Status s = ConvertElement(from, to, bits, out);
+  if (s.ok()) return s;
+  return s.WithContext(what + " element " + std::to_string(element));
+}
+
+// L1's conversion: every model weight of `saved` (elements of `held`) in the run's dtype.
+Status ConvertWeights(const TrainingState& saved, DType held, TrainingState* s) {
+  const DType now = s->config.model.params_dtype;
+  for (size_t i = 0; i < s->params.size(); ++i) {
+    const std::vector<uint32_t>& from = saved.params[i].model;
+    std::vector<uint32_t>& to = s->params[i].model;
+    if (held == now) {
+      to = from;
+      continue;
+    }
+    for (size_t e = 0; e < from.size(); ++e) {
+      uint64_t bits = 0;
+      CKPTSPEC_RETURN_IF_ERROR(
+          ConvertNamed(held, now, from[e], "model weight of " + s->specs[i].name, e, &bits));
+      to[e] = static_cast<uint32_t>(bits);
+    }
+  }
+  return Status::OK();
+}
+
+// An fp32 value rounded into `dtype`, its error naming `what` and the element.
+Status RoundInto(DType dtype, float value, const std::string& what, size_t element, float* out) {
+  uint64_t bits = 0;
+  CKPTSPEC_RETURN_IF_ERROR(
+      ConvertNamed(DType::kFloat32, dtype, FloatToBits(value), what, element, &bits));
+  *out = static_cast<float>(DecodeToDouble(dtype, bits));
+  return Status::OK();
+}
+
 }  // namespace
+
+Status CheckOptimizerDtypeChange(OptimizerFormat format, DType saved, DType now) {
+  if (format == OptimizerFormat::kFullyReshardable || saved == now) return Status::OK();
+  return Status::FailedPrecondition(
+      std::string("dp_reshardable optimizer state cannot be loaded under a params dtype change ") +
+      DTypeName(saved) + " -> " + DTypeName(now) +
+      " (its buffers are keyed by and laid out for the model dtype); resume in " +
+      DTypeName(saved) + ", without the optimizer state, or from a fully_reshardable checkpoint");
+}
 
 Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& was, const Layout& now) {
   if (format == OptimizerFormat::kFullyReshardable) return Status::OK();
@@ -83,8 +127,10 @@ int MatchRngRank(const std::vector<RankCoords>& saved, const RankCoords& want,
 
 namespace {
 
-// L3: the saved optimizer state, matched by identity, into `out` (fresh groups of the new config).
-Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
+// L3: the saved optimizer state, matched by identity, into `out` (fresh groups of the new config,
+// L1's weights). `dtype_changed`: the checkpoint saved its weights in another dtype than the run's,
+// so a parameter whose state loads takes its weights from its master value (L1).
+Status LoadOptimizer(const TrainingState& saved, bool dtype_changed, TrainingState* out) {
   const FreezeFamily family = out->config.optimizer.freeze_family;
   CKPTSPEC_RETURN_IF_ERROR(CheckFreezeFamily(saved.config.optimizer.freeze_family, family));
   const bool torch_optim = family == FreezeFamily::kTorchOptim;
@@ -136,14 +182,28 @@ Status LoadOptimizer(const TrainingState& saved, TrainingState* out) {
       if (HasOptimizerState(sp)) CreateOptimizerState(out, static_cast<int>(i));
     }
     if (!HasOptimizerState(p)) continue;
-    p.exp_avg = sp.exp_avg;
-    p.exp_avg_sq = sp.exp_avg_sq;
+    // Moments in the run's moment dtype (a checkpoint holds them in fp32).
+    const DType moments = out->config.optimizer.moment_dtype;
+    const DType model = out->config.model.params_dtype;
+    const std::string& name = out->specs[i].name;
+    for (size_t e = 0; e < p.model.size(); ++e) {
+      CKPTSPEC_RETURN_IF_ERROR(
+          RoundInto(moments, sp.exp_avg[e], "exp_avg of " + name, e, &p.exp_avg[e]));
+      CKPTSPEC_RETURN_IF_ERROR(
+          RoundInto(moments, sp.exp_avg_sq[e], "exp_avg_sq of " + name, e, &p.exp_avg_sq[e]));
+    }
     p.step = sp.step;
     for (size_t e = 0; e < p.model.size(); ++e) {
       const float x =
           static_cast<float>(MasterValue(saved, static_cast<int>(i), static_cast<int64_t>(e)));
       if (!p.main.empty()) p.main[e] = x;
       if (!p.offload.empty()) p.offload[e] = x;
+      if (dtype_changed) {
+        uint64_t bits = 0;
+        CKPTSPEC_RETURN_IF_ERROR(ConvertNamed(DType::kFloat32, model, FloatToBits(x),
+                                              "master value of " + name, e, &bits));
+        p.model[e] = static_cast<uint32_t>(bits);
+      }
     }
   }
   return Status::OK();
@@ -204,9 +264,12 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(req.config, &s));
   const TrainingState& saved = ckpt.state;
 
-  // L1.
+  // L1. The weights held in `held`; the checkpoint saved them in `saved_dtype`.
   CKPTSPEC_RETURN_IF_ERROR(CheckModel(saved, s));
-  for (size_t i = 0; i < s.params.size(); ++i) s.params[i].model = saved.params[i].model;
+  const DType held = saved.config.model.params_dtype;
+  const DType saved_dtype = ckpt.saved_params_dtype.value_or(held);
+  const bool dtype_changed = saved_dtype != req.config.model.params_dtype;
+  CKPTSPEC_RETURN_IF_ERROR(ConvertWeights(saved, held, &s));
 
   // L2. A rerun machine that L8 does not load starts at the resumed iteration: it counts the
   // training loop's iterations, and the loop resumes here.
@@ -217,6 +280,8 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
   if (load.optimizer) {
     CKPTSPEC_RETURN_IF_ERROR(
         CheckOptimizerFormatChange(ckpt.optimizer_format, ckpt.layout, req.layout));
+    CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerDtypeChange(ckpt.optimizer_format, saved_dtype,
+                                                       req.config.model.params_dtype));
     if (ckpt.optimizer_format == OptimizerFormat::kDpReshardable) {
       // dp_reshardable buffers are laid out over the trainable parameters: a parameter frozen
       // since the save changes every later offset, so its state cannot be dropped as
@@ -229,7 +294,7 @@ Status ExpectedStateAfterLoad(const CheckpointDescriptor& ckpt, const ResumeRequ
         }
       }
     }
-    CKPTSPEC_RETURN_IF_ERROR(LoadOptimizer(saved, &s));
+    CKPTSPEC_RETURN_IF_ERROR(LoadOptimizer(saved, dtype_changed, &s));
   } else {
     RefreshMastersFromModel(&s);
   }

@@ -1,6 +1,6 @@
 // Load semantics, the parts independent of sharding: (checkpointed state, new config, new layout,
 // flags) -> the expected training state after the load, or a named error. docs/DESIGN.md §4 "Load
-// semantics"; docs/SEMANTICS.md §5-§7. Layouts are layout.h's Layout; only their sizes matter here
+// semantics"; docs/SEMANTICS.md §4-§7. Layouts are layout.h's Layout; only their sizes matter here
 // (the canonical sharding lives in state_sharding.h).
 //
 // The expected state starts as InitialTrainingState(new config) and takes, row by row:
@@ -10,28 +10,41 @@
 // | L0 | flags            | override_scheduler and use_checkpoint_scheduler together: error.          |
 // |    |                  | data.dp_size must equal the layout's DP size (both sides): error.         |
 // | L1 | model weights    | always loaded, under any layout change (the model is reshardable). The    |
-// |    |                  | parameter lists (names, shapes, dtype) must agree: error naming the first |
-// |    |                  | difference. Frozen parameters load too.                                   |
+// |    |                  | parameter lists (names, shapes) must agree: error naming the first        |
+// |    |                  | difference. Frozen parameters load too. The dtype may change between      |
+// |    |                  | fp32, bf16 and fp16 (docs/SEMANTICS.md §4): each weight goes from the     |
+// |    |                  | checkpoint's dtype into the run's through its exact value, rounded to     |
+// |    |                  | nearest even (bf16 and fp16 into fp32 are exact; dtype_conversion.h); a   |
+// |    |                  | finite weight that overflows the run's dtype is an error naming it. Under |
+// |    |                  | a dtype change, a parameter whose optimizer state L3 loads takes its      |
+// |    |                  | weights from its saved master value instead (the fp32 main copy; an fp32  |
+// |    |                  | checkpoint's weights themselves), rounded into the run's dtype: an fp32   |
+// |    |                  | run continues from the fp32 masters, a 16-bit run's weights are its main  |
+// |    |                  | copy rounded.                                                             |
 // | L2 | iteration        | finetune: 0. Otherwise the checkpoint's. A rerun machine L8 does not load |
 // |    |                  | starts at this iteration (it counts the loop's iterations).               |
 // | L3 | optimizer state  | skipped under finetune or no_load_optim. Otherwise: fully_reshardable     |
 // |    |                  | loads under any layout change; dp_reshardable only when TP, PP, CP, EP    |
-// |    |                  | and ETP are unchanged (error naming the changed size) and no parameter    |
-// |    |                  | trainable when saved is frozen now (its buffers are laid out over the     |
-// |    |                  | trainable parameters: error naming it). Groups match by identity as a     |
-// |    |                  | bijection (param_groups.h; saved groups whose parameters are all frozen   |
-// |    |                  | now are dropped first), keyed with their declared LR bounds when the      |
-// |    |                  | saved groups record them, else (older form) without: then two current     |
+// |    |                  | and ETP are unchanged (error naming the changed size), the params dtype   |
+// |    |                  | is unchanged (its buffers are keyed by it: error naming both dtypes) and  |
+// |    |                  | no parameter trainable when saved is frozen now (its buffers are laid out |
+// |    |                  | over the trainable parameters: error naming it). Groups match by identity |
+// |    |                  | as a bijection (param_groups.h; saved groups whose parameters are all     |
+// |    |                  | frozen now are dropped first), keyed with their declared LR bounds when   |
+// |    |                  | the saved groups record them, else (older form) without: then two current |
 // |    |                  | groups that differ only in LR bounds are an error, never merged. Each     |
 // |    |                  | current group keeps its identity and takes the saved group's LR bounds,   |
-// |    |                  | hyper-parameters and step. Moments,                                       |
-// |    |                  | per-parameter steps and the fp32 master value load; the master value      |
-// |    |                  | fills both the main and the offload copy. A trainable parameter without   |
-// |    |                  | saved optimizer state (frozen when saved) is an error. Under the          |
-// |    |                  | torch_optim freezing family (training_state.h) groups hold frozen         |
-// |    |                  | parameters too and none is dropped; each parameter, frozen or not, takes  |
-// |    |                  | its saved state when it has one and otherwise stays without (created at   |
-// |    |                  | its next step). A checkpoint of the other family is an error.             |
+// |    |                  | hyper-parameters and step. Moments, per-parameter steps and the fp32      |
+// |    |                  | master value load; the master value fills both the main and the offload   |
+// |    |                  | copy (an fp32 run has no main copy: its weights are the master, L1). The  |
+// |    |                  | moments (fp32 in a checkpoint) are rounded to nearest even into the run's |
+// |    |                  | moment dtype (fp32 or bf16: kept as saved, or rounded; an overflow is an  |
+// |    |                  | error). A trainable parameter without saved optimizer state (frozen when  |
+// |    |                  | saved) is an error. Under the torch_optim freezing family                 |
+// |    |                  | (training_state.h) groups hold frozen parameters too and none is dropped; |
+// |    |                  | each parameter, frozen or not, takes its saved state when it has one and  |
+// |    |                  | otherwise stays without (created at its next step). A checkpoint of the   |
+// |    |                  | other family is an error.                                                 |
 // | L4 | copies           | after any load without optimizer state, the main and offload copies are   |
 // |    |                  | refreshed from the loaded model weights (B03, B12: copy coherence).       |
 // | L5 | scheduler        | skipped (fresh, num_steps 0) under finetune or no_load_optim (Megatron    |
@@ -70,6 +83,8 @@
 // |    |                  | the other sampler kind is an error.                                       |
 #pragma once
 
+#include <optional>
+
 #include "model/layout.h"
 #include "model/status.h"
 #include "model/training_state.h"
@@ -96,6 +111,11 @@ struct CheckpointDescriptor {
   int64_t run_world_size = 0;
   // The module's first global rank in the saving run (L7's rank-local rule).
   int64_t first_rank = 0;
+  // The dtype the checkpoint saved its model weights in, where `state` holds them converted into
+  // another (state.config.model.params_dtype): a load's view of the checkpoint
+  // (RebuildTrainingState) holds them as the engine delivered them into the requested dtype.
+  // L1 and L3 decide by this one whether the dtype changed. nullopt: the state's own dtype.
+  std::optional<DType> saved_params_dtype = std::nullopt;
 };
 
 struct ResumeRequest {
@@ -126,6 +146,10 @@ LoadedStateClasses StateClassesToLoad(const LoadFlags& flags, const TrainingConf
 // L3's format rule alone: OK for fully_reshardable; for dp_reshardable FailedPrecondition naming
 // the first of TP, PP, CP, EP, ETP that differs between `saved` and `now`.
 Status CheckOptimizerFormatChange(OptimizerFormat format, const Layout& saved, const Layout& now);
+
+// L3's dtype rule alone: OK for fully_reshardable or an unchanged params dtype; for
+// dp_reshardable under a change FailedPrecondition naming both dtypes.
+Status CheckOptimizerDtypeChange(OptimizerFormat format, DType saved, DType now);
 
 // L3's family rule alone: OK when the checkpoint's optimizer follows the run's freezing family,
 // else FailedPrecondition naming both.

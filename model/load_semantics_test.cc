@@ -115,6 +115,178 @@ TEST(LoadSemantics, L1ModelLoadsUnderAnyLayoutChangeAndMustMatch) {
   EXPECT_NE(s.message().find("does not match the checkpoint"), std::string::npos) << s.ToString();
 }
 
+TrainingConfig WithDtype(DType dtype, TrainingConfig cfg = Config()) {
+  cfg.model.params_dtype = dtype;
+  return cfg;
+}
+
+// Without the optimizer state, each weight goes from the checkpoint's dtype into the run's through
+// its exact value, rounded to nearest even (dtype_conversion.h).
+TEST(LoadSemantics, L1WeightsConvertIntoTheRunsDtype) {
+  for (DType saved : {DType::kBFloat16, DType::kFloat32, DType::kFloat16}) {
+    const CheckpointDescriptor ckpt = Checkpoint(2, WithDtype(saved));
+    for (DType now : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+      ResumeRequest r = Request(WithDtype(now));
+      r.flags.no_load_optim = true;
+      TrainingState out;
+      const Status st = ExpectedStateAfterLoad(ckpt, r, &out);
+      ASSERT_TRUE(st.ok()) << DTypeName(saved) << " -> " << DTypeName(now) << ": " << st.ToString();
+      EXPECT_EQ(out.config.model.params_dtype, now);
+      for (size_t i = 0; i < out.params.size(); ++i) {
+        for (size_t e = 0; e < out.params[i].model.size(); ++e) {
+          const float v = static_cast<float>(DecodeToDouble(saved, ckpt.state.params[i].model[e]));
+          ASSERT_EQ(out.params[i].model[e], EncodeFloat(now, v))
+              << DTypeName(saved) << " -> " << DTypeName(now) << " " << out.specs[i].name << "["
+              << e << "]";
+          // L4: the masters follow the converted weights.
+          if (!out.params[i].main.empty()) {
+            ASSERT_EQ(out.params[i].main[e], DecodeToDouble(now, out.params[i].model[e]));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Under a dtype change, a parameter whose optimizer state loads continues from its fp32 master:
+// an fp32 run takes the bf16 checkpoint's main copy as its weights (not the bf16 weights), a bf16
+// run takes an fp32 checkpoint's weights as its main copy and their rounding as its weights.
+TEST(LoadSemantics, L1UnderADtypeChangeLoadedStateBringsTheMasterValue) {
+  TrainingConfig bf16 = WithDtype(DType::kBFloat16);
+  bf16.frozen = {"embedding.word_embeddings.weight"};
+  const CheckpointDescriptor mixed = Checkpoint(3, bf16);
+  TrainingState out;
+  TrainingConfig fp32 = WithDtype(DType::kFloat32, bf16);
+  ASSERT_TRUE(ExpectedStateAfterLoad(mixed, Request(fp32), &out).ok());
+  bool master_differs_from_weight = false;
+  for (size_t i = 0; i < out.params.size(); ++i) {
+    const ParamState& was = mixed.state.params[i];
+    const ParamState& p = out.params[i];
+    EXPECT_TRUE(p.main.empty());  // an fp32 run keeps no main copy
+    for (size_t e = 0; e < p.model.size(); ++e) {
+      const double weight = DecodeToDouble(DType::kBFloat16, was.model[e]);
+      if (p.frozen) {  // no optimizer state: the weight itself, exactly
+        ASSERT_EQ(BitsToFloat(p.model[e]), weight);
+        continue;
+      }
+      ASSERT_EQ(BitsToFloat(p.model[e]), MasterValue(mixed.state, static_cast<int>(i), e));
+      master_differs_from_weight |= BitsToFloat(p.model[e]) != weight;
+    }
+    if (!p.frozen) {
+      EXPECT_EQ(p.exp_avg, was.exp_avg);
+    }
+  }
+  EXPECT_TRUE(master_differs_from_weight);  // the rule is visible: the masters left the bf16 grid
+
+  const CheckpointDescriptor full = Checkpoint(3, fp32);
+  ASSERT_TRUE(ExpectedStateAfterLoad(full, Request(bf16), &out).ok());
+  for (size_t i = 0; i < out.params.size(); ++i) {
+    const ParamState& p = out.params[i];
+    for (size_t e = 0; e < p.model.size(); ++e) {
+      const float weight = BitsToFloat(full.state.params[i].model[e]);
+      ASSERT_EQ(p.model[e], EncodeFloat(DType::kBFloat16, weight));
+      if (!p.frozen) {
+        ASSERT_EQ(p.main[e], weight);
+      }
+      if (p.offloaded) {
+        ASSERT_EQ(p.offload[e], weight);
+      }
+    }
+  }
+}
+
+// A load's view of a checkpoint holds its weights as the engine delivered them (here fp32, the
+// run's dtype); saved_params_dtype says they were saved in bf16: the dtype changed, so the masters
+// give the weights.
+TEST(LoadSemantics, L1TheSavedDtypeDecidesWhetherTheDtypeChanged) {
+  const CheckpointDescriptor mixed = Checkpoint(3, WithDtype(DType::kBFloat16));
+  TrainingState direct;
+  ASSERT_TRUE(ExpectedStateAfterLoad(mixed, Request(WithDtype(DType::kFloat32)), &direct).ok());
+  CheckpointDescriptor view = mixed;
+  view.state.config.model.params_dtype = DType::kFloat32;
+  for (ParamState& p : view.state.params) {
+    for (uint32_t& w : p.model) {
+      w = FloatToBits(static_cast<float>(DecodeToDouble(DType::kBFloat16, w)));
+    }
+  }
+  view.saved_params_dtype = DType::kBFloat16;
+  TrainingState through_view;
+  ASSERT_TRUE(
+      ExpectedStateAfterLoad(view, Request(WithDtype(DType::kFloat32)), &through_view).ok());
+  EXPECT_EQ(FirstDifference(direct, through_view), "");
+  view.saved_params_dtype.reset();  // taken for an fp32 checkpoint: its weights, not its masters
+  ASSERT_TRUE(
+      ExpectedStateAfterLoad(view, Request(WithDtype(DType::kFloat32)), &through_view).ok());
+  EXPECT_NE(FirstDifference(direct, through_view), "");
+}
+
+TEST(LoadSemantics, L1AWeightThatOverflowsTheRunsDtypeIsAnError) {
+  CheckpointDescriptor ckpt = Checkpoint(0, WithDtype(DType::kFloat32));
+  ckpt.state.params[2].model[5] = FloatToBits(70000.0f);
+  ResumeRequest r = Request(WithDtype(DType::kFloat16));
+  r.flags.no_load_optim = true;
+  TrainingState out;
+  const Status s = ExpectedStateAfterLoad(ckpt, r, &out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("model weight of " + ckpt.state.specs[2].name + " element 5"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_NE(s.message().find("does not fit fp16"), std::string::npos) << s.ToString();
+  r.config = WithDtype(DType::kBFloat16);  // bf16 has fp32's range
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, r, &out).ok());
+}
+
+// Checkpoints hold fp32 moments; a run with bf16 moments takes them rounded to nearest even, a run
+// with fp32 moments as saved (bf16 moments are fp32 values: exact).
+TEST(LoadSemantics, L3MomentsRoundIntoTheRunsMomentDtype) {
+  TrainingConfig fp32_moments = Config();
+  TrainingConfig bf16_moments = Config();
+  bf16_moments.optimizer.moment_dtype = DType::kBFloat16;
+  const CheckpointDescriptor ckpt = Checkpoint(3, fp32_moments);
+  TrainingState out;
+  ASSERT_TRUE(ExpectedStateAfterLoad(ckpt, Request(bf16_moments), &out).ok());
+  bool rounded_some = false;
+  for (size_t i = 0; i < out.params.size(); ++i) {
+    const ParamState& was = ckpt.state.params[i];
+    for (size_t e = 0; e < out.params[i].exp_avg.size(); ++e) {
+      const auto bf16 = [](float x) {
+        return static_cast<float>(
+            DecodeToDouble(DType::kBFloat16, EncodeFloat(DType::kBFloat16, x)));
+      };
+      ASSERT_EQ(out.params[i].exp_avg[e], bf16(was.exp_avg[e]));
+      ASSERT_EQ(out.params[i].exp_avg_sq[e], bf16(was.exp_avg_sq[e]));
+      rounded_some |= out.params[i].exp_avg[e] != was.exp_avg[e];
+    }
+    EXPECT_EQ(out.params[i].main, was.main);  // the masters stay fp32
+  }
+  EXPECT_TRUE(rounded_some);
+  const CheckpointDescriptor from_bf16 = Checkpoint(3, bf16_moments);
+  ASSERT_TRUE(ExpectedStateAfterLoad(from_bf16, Request(fp32_moments), &out).ok());
+  for (size_t i = 0; i < out.params.size(); ++i) {
+    EXPECT_EQ(out.params[i].exp_avg, from_bf16.state.params[i].exp_avg);
+    EXPECT_EQ(out.params[i].exp_avg_sq, from_bf16.state.params[i].exp_avg_sq);
+  }
+}
+
+// dp_reshardable buffers are keyed by the model dtype (Megatron's "dtype_..." in the key): a load
+// of its optimizer state under another dtype is refused, naming both; without the optimizer it
+// loads.
+TEST(LoadSemantics, L3DpReshardableRefusesAParamsDtypeChange) {
+  CheckpointDescriptor ckpt = Checkpoint(2, WithDtype(DType::kBFloat16));
+  ckpt.optimizer_format = OptimizerFormat::kDpReshardable;
+  TrainingState out;
+  const Status s = ExpectedStateAfterLoad(ckpt, Request(WithDtype(DType::kFloat32)), &out);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("params dtype change bf16 -> fp32"), std::string::npos)
+      << s.ToString();
+  ResumeRequest no_optim = Request(WithDtype(DType::kFloat32));
+  no_optim.flags.no_load_optim = true;
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, no_optim, &out).ok());
+  TrainingConfig bf16_moments = WithDtype(DType::kBFloat16);
+  bf16_moments.optimizer.moment_dtype = DType::kBFloat16;  // moments are no part of the key
+  EXPECT_TRUE(ExpectedStateAfterLoad(ckpt, Request(bf16_moments), &out).ok());
+}
+
 TEST(LoadSemantics, L2FinetuneStartsAtIterationZeroWithNothingButTheModel) {
   const CheckpointDescriptor ckpt = Checkpoint(3);
   ResumeRequest r = Request();

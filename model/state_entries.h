@@ -206,11 +206,17 @@ class StatePlan {
 
 // The load request of every rank (StateTemplates) with roles; rng_state objects carry the SAVING
 // layout's module-local ranks whose RNG they hold. With `plan_out`, also the plan they were built
-// from (its structure(m) is InitialTrainingState(configs[m])).
+// from (its structure(m) is InitialTrainingState(configs[m]) in the checkpoint's params dtype,
+// SavedParamsDtype).
 Status BuildTemplateEntries(const HeterogeneousLayout& layout,
                             const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
                             const LoadFlags& flags, std::vector<RankEntries>* out,
                             StatePlan* plan_out = nullptr);
+
+// The dtype the checkpoint saved module `module`'s weights in: its common "params_dtype", or (a
+// checkpoint without it) the run's.
+DType SavedParamsDtype(const CheckpointInfo& saved, const std::vector<TrainingConfig>& configs,
+                       size_t module);
 
 // "optimizer." or "optimizer.mimo.{module}.".
 std::string OptimizerPrefix(const std::string& module);

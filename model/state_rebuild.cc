@@ -319,7 +319,13 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     const std::string label = "module '" + was.name + "'";
     const Assembly& a = assembly[m];
     const TrainingState& st = plan.structure(static_cast<int>(m));
+    // The weights were saved in `saved_dtype` and requested (held) in `held`.
+    const DType saved_dtype = SavedParamsDtype(info, configs, m);
+    const DType held = RequestedWeightDtype(
+        saved_dtype, configs[m].model.params_dtype,
+        StateClassesToLoad(flags, configs[m], was.layout, layout.modules()[m].layout).optimizer);
     TrainingConfig vcfg = configs[m];
+    vcfg.model.params_dtype = held;
     // The view's data config only has to carry the saved DP size (L0); its batch sizes are
     // placeholders that keep it valid (the resumed iterator uses the new config's).
     vcfg.data.dp_size = was.layout.dp();
@@ -348,7 +354,8 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     if (!(*common)["iteration"].is_number_integer())
       return Status::Corruption("common 'iteration' is not an integer");
     view.iteration = (*common)["iteration"].get<int64_t>();
-    const bool mixed = vcfg.model.params_dtype != DType::kFloat32;
+    // The checkpoint holds an fp32 main copy (fp32_param) beside 16-bit weights.
+    const bool mixed = saved_dtype != DType::kFloat32;
     for (size_t p = 0; p < st.specs.size(); ++p) {
       const std::string& name = st.specs[p].name;
       CKPTSPEC_RETURN_IF_ERROR(
@@ -369,12 +376,14 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
       if (mixed)
         CKPTSPEC_RETURN_IF_ERROR(
             a.Complete(kSlotMaster, static_cast<int>(p), "fp32 master of " + name));
+      // The saved master value (an fp32 checkpoint's: its weights, held in fp32) is kept as the
+      // view's main copy, also where the view's held dtype is fp32 (L1 reads it by MasterValue).
+      if (mixed) ps.main.resize(ps.model.size());
       for (size_t e = 0; e < ps.model.size(); ++e) {
         ps.exp_avg[e] = BitsToFloat(a.values(kSlotExpAvg, static_cast<int>(p))[e]);
         ps.exp_avg_sq[e] = BitsToFloat(a.values(kSlotExpAvgSq, static_cast<int>(p))[e]);
-        const float master =
-            mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
-                  : static_cast<float>(DecodeToDouble(vcfg.model.params_dtype, ps.model[e]));
+        const float master = mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
+                                   : static_cast<float>(DecodeToDouble(held, ps.model[e]));
         if (!ps.main.empty()) ps.main[e] = master;
         if (!ps.offload.empty()) ps.offload[e] = master;
       }
@@ -443,6 +452,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
     ckpt.run_world_size = info.layout.world_size();
     ckpt.first_rank = was.first_rank;
     ckpt.has_rng = true;
+    ckpt.saved_params_dtype = saved_dtype;
     ResumeRequest req;
     req.config = configs[m];
     req.layout = layout.modules()[m].layout;

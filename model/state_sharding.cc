@@ -106,6 +106,11 @@ Status ShardTrainingState(const HeterogeneousLayout& layout,
   nlohmann::json dpri = nlohmann::json::array();
   for (const TrainingState& s : states) dpri.push_back(s.config.data_parallel_random_init);
   common["data_parallel_random_init"] = dpri;
+  // The dtype of each module's model weights, for a load under another (L1).
+  nlohmann::json params_dtype = nlohmann::json::array();
+  for (const TrainingState& s : states)
+    params_dtype.push_back(DTypeName(s.config.model.params_dtype));
+  common["params_dtype"] = std::move(params_dtype);
   // Written only when a module saves its RNG rank-local: other checkpoints keep their bytes.
   nlohmann::json rng_saving = nlohmann::json::array();
   bool any_rank_local = false;
@@ -146,6 +151,30 @@ Status ShardTrainingState(const Layout& layout, const TrainingState& state,
   return ShardTrainingState(HeterogeneousLayout::Single(layout, state.config.model.name), {state},
                             sharding, out);
 }
+
+namespace {
+
+// The optional member `key` of the common state: one name per module, each taken by
+// take(module, name) (false: not one of `expected`). Absent: nothing taken. Corruption otherwise.
+template <typename Take>
+Status ReadNamePerModule(const nlohmann::json& common, const char* key, size_t modules,
+                         const char* expected, Take take) {
+  auto names = common.find(key);
+  if (names == common.end()) return Status::OK();
+  if (!names->is_array() || names->size() != modules) {
+    return Status::Corruption(std::string("common '") + key + "' is not one name per module");
+  }
+  for (size_t m = 0; m < modules; ++m) {
+    const nlohmann::json& name = (*names)[m];
+    if (!name.is_string() || !take(m, name.get<std::string>())) {
+      return Status::Corruption(std::string("common '") + key + "' holds " + name.dump() +
+                                ", not " + expected);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
   if (!common.is_object()) return Status::Corruption("common state is not an object");
@@ -190,20 +219,25 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
     if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
     info.data_parallel_random_init.push_back(b.get<bool>());
   }
-  info.rng_saving.assign(info.layout.modules().size(), RngSaving::kSharded);
-  auto rs = common.find("rng_saving");
-  if (rs != common.end()) {
-    if (!rs->is_array() || rs->size() != info.layout.modules().size()) {
-      return Status::Corruption("common 'rng_saving' is not one name per module");
-    }
-    for (size_t m = 0; m < rs->size(); ++m) {
-      const nlohmann::json& name = (*rs)[m];
-      if (!name.is_string() || !ParseRngSaving(name.get<std::string>(), &info.rng_saving[m])) {
-        return Status::Corruption("common 'rng_saving' holds " + name.dump() +
-                                  ", not \"sharded\" or \"rank_local\"");
-      }
-    }
-  }
+  const size_t modules = info.layout.modules().size();
+  info.rng_saving.assign(modules, RngSaving::kSharded);
+  CKPTSPEC_RETURN_IF_ERROR(ReadNamePerModule(common, "rng_saving", modules,
+                                             "\"sharded\" or \"rank_local\"",
+                                             [&](size_t m, const std::string& name) {
+                                               return ParseRngSaving(name, &info.rng_saving[m]);
+                                             }));
+  info.params_dtype.assign(modules, std::nullopt);
+  CKPTSPEC_RETURN_IF_ERROR(ReadNamePerModule(
+      common, "params_dtype", modules, "\"fp32\", \"bf16\" or \"fp16\"",
+      [&](size_t m, const std::string& name) {
+        DType d = DType::kFloat32;
+        if (!ParseDType(name, &d) ||
+            (d != DType::kFloat32 && d != DType::kBFloat16 && d != DType::kFloat16)) {
+          return false;
+        }
+        info.params_dtype[m] = d;
+        return true;
+      }));
   info.optimizer_state_params.assign(info.layout.modules().size(), std::nullopt);
   auto osp = common.find("optimizer_state_params");
   if (osp != common.end()) {
@@ -233,18 +267,46 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
   return Status::OK();
 }
 
+DType RequestedWeightDtype(DType saved, DType now, bool optimizer_loads) {
+  return saved == DType::kFloat32 && now != DType::kFloat32 && optimizer_loads ? DType::kFloat32
+                                                                               : now;
+}
+
+DType SavedParamsDtype(const CheckpointInfo& saved, const std::vector<TrainingConfig>& configs,
+                       size_t module) {
+  return module < saved.params_dtype.size() && saved.params_dtype[module]
+             ? *saved.params_dtype[module]
+             : configs[module].model.params_dtype;
+}
+
 Status BuildTemplateEntries(const HeterogeneousLayout& layout,
                             const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
                             const LoadFlags& flags, std::vector<RankEntries>* out,
                             StatePlan* plan_out) {
-  StatePlan plan;
-  CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, configs, saved.sharding, &plan));
   const auto& now_modules = layout.modules();
   const auto& was_modules = saved.layout.modules();
+  if (configs.size() != now_modules.size()) {
+    return Status::InvalidArgument(std::to_string(configs.size()) + " configs for " +
+                                   std::to_string(now_modules.size()) + " layout modules");
+  }
   if (now_modules.size() != was_modules.size()) {
     return Status::InvalidArgument("the checkpoint has " + std::to_string(was_modules.size()) +
                                    " modules, the run " + std::to_string(now_modules.size()));
   }
+  // The entries are the checkpoint's (its optimizer holds an fp32 main copy, its buffers are keyed
+  // by its dtype): planned in the checkpoint's params dtype, the model weights then requested in
+  // the dtype L1 reads them in.
+  std::vector<TrainingConfig> saved_configs = configs;
+  std::vector<DType> weight_dtype(configs.size());
+  for (size_t m = 0; m < configs.size(); ++m) {
+    saved_configs[m].model.params_dtype = SavedParamsDtype(saved, configs, m);
+    const LoadedStateClasses load =
+        StateClassesToLoad(flags, configs[m], was_modules[m].layout, now_modules[m].layout);
+    weight_dtype[m] = RequestedWeightDtype(saved_configs[m].model.params_dtype,
+                                           configs[m].model.params_dtype, load.optimizer);
+  }
+  StatePlan plan;
+  CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, saved_configs, saved.sharding, &plan));
   for (size_t m = 0; m < now_modules.size(); ++m) {
     if (now_modules[m].name != was_modules[m].name) {
       return Status::InvalidArgument("module " + std::to_string(m) + " is '" + now_modules[m].name +
@@ -257,6 +319,10 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
       CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(saved.sharding.optimizer_format,
                                                           was_modules[m].layout,
                                                           now_modules[m].layout)
+                                   .WithContext(label));
+      CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerDtypeChange(saved.sharding.optimizer_format,
+                                                         saved_configs[m].model.params_dtype,
+                                                         configs[m].model.params_dtype)
                                    .WithContext(label));
       const std::optional<std::vector<int64_t>>& with_state = saved.optimizer_state_params[m];
       CKPTSPEC_RETURN_IF_ERROR(
@@ -300,6 +366,12 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     RankEntries e;
     CKPTSPEC_RETURN_IF_ERROR(
         plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
+    for (size_t i = 0; i < e.dict.tensors.size(); ++i) {
+      ShardedTensor& t = e.dict.tensors[i];
+      if (e.tensor_roles[i].kind != EntryKind::kModel || t.spec.dtype == weight_dtype[m]) continue;
+      t.spec.dtype = weight_dtype[m];
+      t.data.assign(static_cast<size_t>(Volume(t.spec.local_shape)) * DTypeSize(t.spec.dtype), 0);
+    }
     if (load.data) {
       // L9: a rank reads its own DP rank's object where that exists, else the one its DP rank
       // wraps to. Under the global sampler every saved DP rank holds the same position of the

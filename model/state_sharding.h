@@ -33,8 +33,10 @@
 // otherwise, as Megatron always chains them).
 //
 // Common state (identical on every rank, P11): checkpoint_version, iteration, the layout of every
-// module ("parallel_layout"), when a module saves its RNG rank-local "rng_saving" (per module:
-// "sharded" or "rank_local"; absent: every module sharded), param_state_sharding_type and the buffer config ("optimizer_sharding"),
+// module ("parallel_layout"), the dtype of each module's model weights ("params_dtype": one name
+// per module; read by a load under another dtype, L1), when a module saves its RNG rank-local
+// "rng_saving" (per module: "sharded" or "rank_local"; absent: every module sharded),
+// param_state_sharding_type and the buffer config ("optimizer_sharding"),
 // when a module follows the torch_optim freezing family "optimizer_state_params" (per module: null
 // for the megatron family, else the ascending indices of the parameters with optimizer state, as
 // the keys of torch's optimizer "state"; the megatron family's every grouped parameter has state),
@@ -95,6 +97,10 @@ struct CheckpointInfo {
   ShardingConfig sharding;
   std::vector<bool> data_parallel_random_init;  // per module: how its rng_state is keyed
   std::vector<RngSaving> rng_saving;            // per module: sharded or rank-local RNG
+  // Per module: the dtype its model weights were saved in (common "params_dtype": fp32, bf16 or
+  // fp16); nullopt for a checkpoint written before the field, read as saved in the loading run's
+  // dtype (the only one rule L1 then allowed).
+  std::vector<std::optional<DType>> params_dtype;
   // Per module: nullopt for the megatron freezing family; for torch_optim the indices (ascending)
   // of the parameters that have optimizer state (common "optimizer_state_params").
   std::vector<std::optional<std::vector<int64_t>>> optimizer_state_params;
@@ -103,6 +109,14 @@ struct CheckpointInfo {
 };
 // Parses the common state written by ShardTrainingState. Corruption naming the field otherwise.
 Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);
+
+// The dtype a load requests a module's model weights in (rule L1), from the dtype the checkpoint
+// saved them in and the run's: the run's, so that the engine converts them as it fills the
+// template (PyTorch DCP copies into a template of another dtype with a cast; docs/SEMANTICS.md
+// §4); but an fp32 checkpoint's weights are its master values, and a 16-bit run whose optimizer
+// state loads (`optimizer_loads`) needs them unrounded for its fp32 main copy: then fp32, and the
+// load rules round them.
+DType RequestedWeightDtype(DType saved, DType now, bool optimizer_loads);
 
 // Load templates: what every rank of `layout` requests for a run with `configs` (one per module)
 // from the checkpoint described by `saved`, under `flags`. Specs are the new layout's (resharding);
@@ -120,9 +134,11 @@ Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out);
 // so is the rerun object: when some modules' ranks request their shards and others' do not,
 // the first requesting rank also requests the rest, read and not used
 // (megatron-core validates a load's object accesses as a save's, "N ShardedObject are missing").
-// Errors: dp_reshardable under a change other than
-// DP and a checkpoint of the other freezing family (L3's errors), a recorded parameter index
-// beyond the model (Corruption), modules that differ by name.
+// The entries are the checkpoint's (planned in the dtype it saved each module's weights in, so an
+// fp32 main copy is requested where it holds one), the model weights in RequestedWeightDtype.
+// Errors: dp_reshardable under a change other than DP or under a params dtype change, and a
+// checkpoint of the other freezing family (L3's errors), a recorded parameter index beyond the
+// model (Corruption), modules that differ by name.
 Status StateTemplates(const HeterogeneousLayout& layout, const std::vector<TrainingConfig>& configs,
                       const CheckpointInfo& saved, const LoadFlags& flags,
                       std::vector<ShardedStateDict>* out);

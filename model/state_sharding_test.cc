@@ -7,6 +7,7 @@
 #include <set>
 
 #include "model/chunk_resolve.h"
+#include "model/float_codec.h"
 #include "model/run_spec.h"
 #include "model/training_step.h"
 #include "model/validate.h"
@@ -765,6 +766,133 @@ TEST(StateSharding, ParamGroupIndicesOutOfRangeAreCorruption) {
   }
 }
 
+// Every checkpoint names the dtype of each module's weights in its common state, for a load under
+// another dtype; a checkpoint without the name (written before it) is read as saved in the run's.
+TEST(StateSharding, CommonStateNamesEachModulesParamsDtype) {
+  const Layout l = MakeLayout(2, 2, 1);
+  TrainingConfig c = Config(l);
+  c.model.params_dtype = DType::kFloat16;
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, Trained(c, 1), ShardingConfig(), &dicts).ok());
+  EXPECT_EQ(dicts[0].common->at("params_dtype"), nlohmann::json::array({"fp16"}));
+  CheckpointInfo info;
+  ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
+  ASSERT_EQ(info.params_dtype.size(), 1u);
+  EXPECT_EQ(info.params_dtype[0], DType::kFloat16);
+  nlohmann::json older = dicts[0].common.get();
+  older.erase("params_dtype");
+  ASSERT_TRUE(ReadCheckpointInfo(older, &info).ok());
+  EXPECT_FALSE(info.params_dtype[0].has_value());
+  for (const nlohmann::json& bad :
+       {nlohmann::json::array({"int32"}), nlohmann::json::array({"fp8_e4m3"}),
+        nlohmann::json("bf16"), nlohmann::json::array({"bf16", "bf16"})}) {
+    nlohmann::json common = dicts[0].common.get();
+    common["params_dtype"] = bad;
+    const Status st = ReadCheckpointInfo(common, &info);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << bad;
+    EXPECT_NE(st.message().find("params_dtype"), std::string::npos) << st.ToString();
+  }
+}
+
+// A resume under another params dtype or moment dtype, through the canonical templates, an
+// in-memory load that converts into each template's dtype, and the rebuild: the load rules'
+// state (L1, L3). The model weights are requested in the run's dtype, but in fp32 from an fp32
+// checkpoint whose optimizer state a 16-bit run loads (its masters).
+TEST(StateSharding, ALoadUnderAnotherDtypeGivesTheLoadRulesState) {
+  const Layout l = MakeLayout(4, 2, 1);
+  const DType dtypes[] = {DType::kBFloat16, DType::kFloat32, DType::kFloat16};
+  for (DType saved : dtypes) {
+    TrainingConfig c = Config(l);
+    c.model.params_dtype = saved;
+    c.optimizer.cpu_offload_fraction = 0.5;
+    const TrainingState s = Trained(c, 2);
+    std::vector<ShardedStateDict> dicts;
+    ASSERT_TRUE(ShardTrainingState(l, s, ShardingConfig(), &dicts).ok());
+    CheckpointInfo info;
+    ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
+    for (DType now : dtypes) {
+      for (const bool optimizer : {true, false}) {
+        for (DType moments : {DType::kFloat32, DType::kBFloat16}) {
+          const std::string what = std::string(DTypeName(saved)) + " -> " + DTypeName(now) +
+                                   (optimizer ? "" : ", no_load_optim") + ", " +
+                                   DTypeName(moments) + " moments";
+          TrainingConfig c2 = c;
+          c2.model.params_dtype = now;
+          c2.optimizer.moment_dtype = moments;
+          LoadFlags f;
+          f.no_load_optim = !optimizer;
+          std::vector<ShardedStateDict> templates;
+          ASSERT_TRUE(
+              StateTemplates(HeterogeneousLayout::Single(l), {c2}, info, f, &templates).ok())
+              << what;
+          const DType requested = RequestedWeightDtype(saved, now, optimizer);
+          for (const ShardedTensor& t : templates[0].tensors) {
+            if (t.spec.key == "embedding.word_embeddings.weight") {
+              EXPECT_EQ(t.spec.dtype, requested) << what;
+            }
+          }
+          TrainingState expected, got;
+          const Status es = ExpectedStateAfterLoad({s, l, OptimizerFormat::kFullyReshardable},
+                                                   {c2, l, f}, &expected);
+          ASSERT_TRUE(es.ok()) << what << ": " << es.ToString();
+          const Status gs = LoadOne(dicts, l, c2, f, &got);
+          ASSERT_TRUE(gs.ok()) << what << ": " << gs.ToString();
+          EXPECT_EQ(FirstDifference(got, expected), "") << what;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(RequestedWeightDtype(DType::kFloat32, DType::kBFloat16, true), DType::kFloat32);
+  EXPECT_EQ(RequestedWeightDtype(DType::kFloat32, DType::kBFloat16, false), DType::kBFloat16);
+  EXPECT_EQ(RequestedWeightDtype(DType::kBFloat16, DType::kFloat32, true), DType::kFloat32);
+  EXPECT_EQ(RequestedWeightDtype(DType::kBFloat16, DType::kFloat16, true), DType::kFloat16);
+}
+
+// dp_reshardable buffers are keyed by the model dtype: the templates refuse to load its optimizer
+// state under another dtype, as the load rules do (L3), and load the model without it.
+TEST(StateSharding, DpReshardableTemplatesRefuseAParamsDtypeChange) {
+  const Layout l = MakeLayout(4, 2, 1);
+  const TrainingConfig c = Config(l);
+  std::vector<ShardedStateDict> dicts;
+  ASSERT_TRUE(ShardTrainingState(l, Trained(c, 1), DpReshardable(), &dicts).ok());
+  CheckpointInfo info;
+  ASSERT_TRUE(ReadCheckpointInfo(dicts[0].common, &info).ok());
+  TrainingConfig fp32 = c;
+  fp32.model.params_dtype = DType::kFloat32;
+  std::vector<ShardedStateDict> templates;
+  const Status s =
+      StateTemplates(HeterogeneousLayout::Single(l), {fp32}, info, LoadFlags(), &templates);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("bf16 -> fp32"), std::string::npos) << s.ToString();
+  LoadFlags no_optim;
+  no_optim.no_load_optim = true;
+  TrainingState got;
+  const Status loaded = LoadOne(dicts, l, fp32, no_optim, &got);
+  EXPECT_TRUE(loaded.ok()) << loaded.ToString();
+}
+
+TEST(ChunkResolve, ConvertsIntoTheTemplatesDtype) {
+  ShardedTensor saved, t;
+  saved.spec.key = t.spec.key = "w";
+  saved.spec.dtype = DType::kFloat32;
+  t.spec.dtype = DType::kBFloat16;
+  saved.spec.global_shape = t.spec.global_shape = {2};
+  saved.spec.global_offset = t.spec.global_offset = {0};
+  saved.spec.local_shape = t.spec.local_shape = {2};
+  for (float f : {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f}) {  // ties: to the even neighbour
+    const uint32_t bits = FloatToBits(f);
+    for (int b = 0; b < 4; ++b) saved.data.push_back(static_cast<uint8_t>(bits >> (8 * b)));
+  }
+  ASSERT_TRUE(FillTensorFromChunks({&saved}, &t).ok());
+  ASSERT_EQ(t.data.size(), 4u);
+  EXPECT_EQ(t.data[0] | (t.data[1] << 8), 0x3F80);
+  EXPECT_EQ(t.data[2] | (t.data[3] << 8), 0x3F82);
+  t.spec.dtype = DType::kInt32;
+  const Status integer = FillTensorFromChunks({&saved}, &t);
+  EXPECT_EQ(integer.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(integer.message().find("'w'"), std::string::npos) << integer.ToString();
+}
+
 TEST(ChunkResolve, FillsByIntersectionAndNamesGaps) {
   ShardedTensor a, b, t;
   a.spec.key = b.spec.key = t.spec.key = "w";
@@ -850,6 +978,13 @@ RC_GTEST_PROP(StateSharding, GeneratedLayoutsAreValidRoundTripAndReshard, ()) {
   f.reset_dataloader = *rc::gen::arbitrary<bool>();
   f.no_load_optim = *rc::gen::arbitrary<bool>();
   f.no_load_rng = *rc::gen::arbitrary<bool>();
+  // Sometimes a resume under another params or moment dtype (L1, L3).
+  c2.model.params_dtype = *rc::gen::element(c1.model.params_dtype, c1.model.params_dtype,
+                                            DType::kBFloat16, DType::kFloat32, DType::kFloat16);
+  c2.optimizer.moment_dtype = *rc::gen::element(DType::kFloat32, DType::kFloat32, DType::kBFloat16);
+  RC_LOG() << "resume in " << DTypeName(c2.model.params_dtype) << " with "
+           << DTypeName(c2.optimizer.moment_dtype) << " moments\n";
+  RC_CLASSIFY(c2.model.params_dtype != c1.model.params_dtype, "params dtype changed");
   // The templates under the new layout: one main replica per object (what a checkpointer such as
   // megatron-core validates on load as on save).
   CheckpointInfo info;

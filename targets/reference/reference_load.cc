@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "model/box_overlap.h"
+#include "model/dtype_conversion.h"
 #include "targets/reference/checksum_stream.h"
 #include "targets/reference/extent_overlap.h"
 #include "targets/reference/reference_engine.h"
@@ -69,6 +70,45 @@ Status CopyBox(const uint8_t* src, const Box& src_box, TensorDestination* dst, c
     return dst->Write(to, src + from, bytes);
   });
 }
+
+// A destination of `to` elements seen as one of `from` elements, for a template whose dtype
+// differs from the checkpoint's: every Write (offset and size in bytes of `from` elements, as the
+// copy loops compute them from the chunk's dtype) converts its elements (dtype_conversion.h) and
+// writes them at the same element index of the real destination. Offsets and sizes must be whole
+// elements, as the copy runs and the streamed blocks (kStreamBlockBytes, a multiple of every
+// element size) are. host_data() is null, so that every byte arrives through Write.
+class ConvertingDestination : public TensorDestination {
+ public:
+  ConvertingDestination(TensorDestination* dst, DType from, DType to, std::string what)
+      : dst_(dst),
+        from_(from),
+        to_(to),
+        in_(DTypeSize(from)),
+        out_(DTypeSize(to)),
+        what_(std::move(what)) {}
+  uint64_t size() const override { return dst_->size() / out_ * in_; }
+  Status Write(uint64_t offset, const void* src, uint64_t n) override {
+    if (offset % in_ != 0 || n % in_ != 0) {
+      return Status::InvalidArgument(what_ + ": a write of " + std::to_string(n) +
+                                     " bytes at byte " + std::to_string(offset) + " splits a " +
+                                     DTypeName(from_) + " element");
+    }
+    const uint64_t count = n / in_;
+    buffer_.resize(count * out_);
+    const Status s = ConvertElements(from_, to_, static_cast<const uint8_t*>(src), count,
+                                     offset / in_, buffer_.data());
+    if (!s.ok()) return s.WithContext(what_);
+    return dst_->Write(offset / in_ * out_, buffer_.data(), count * out_);
+  }
+  Status Zero() override { return dst_->Zero(); }
+
+ private:
+  TensorDestination* dst_;
+  DType from_, to_;
+  int in_, out_;
+  std::string what_;
+  std::vector<uint8_t> buffer_;  // one write's converted elements
+};
 
 // The first two chunks of `entry` among `pieces` (chunk index, its part of the request) whose
 // parts intersect, or false. O(N log N) (model/box_overlap.h).
@@ -171,15 +211,50 @@ class CheckpointReader {
         c.extent, [&] { return ChunkName(tensor, chunk); }, stream.Digest());
   }
 
-  // Fills `dst`, the destination of a shard with spec `spec`.
+  // Fills `dst`, the destination of a shard with spec `spec`. A template of another dtype than
+  // the checkpoint's gets every element converted into its dtype (dtype_conversion.h: between
+  // floating dtypes, rounded to nearest even; an integer dtype or a finite value that overflows
+  // is an error naming the tensor).
   Status LoadTensor(size_t t, const std::string& who, bool allow_shape_mismatch,
                     const TensorSpec& spec, TensorDestination* dst) {
     const TensorEntry& entry = m_.tensors[t];
-    if (entry.dtype != spec.dtype) {
+    if (entry.dtype == spec.dtype) return Fill(t, who, allow_shape_mismatch, spec, dst);
+    const Status convertible = CheckConversion(entry.dtype, spec.dtype);
+    if (!convertible.ok()) {
       return Status::InvalidArgument(who + "tensor '" + entry.key + "': checkpoint dtype " +
                                      DTypeName(entry.dtype) + ", requested " +
-                                     DTypeName(spec.dtype));
+                                     DTypeName(spec.dtype) + ": " + convertible.message());
     }
+    ConvertingDestination converting(dst, entry.dtype, spec.dtype,
+                                     who + "tensor '" + entry.key + "'");
+    return Fill(t, who, allow_shape_mismatch, spec, &converting);
+  }
+
+  // Objects are held whole in memory (the result carries them); their sizes are bounded by the
+  // checkpoint's files and the read budget (ReadMetadata), and memory running out is an error.
+  Status LoadObject(const ObjectEntry& entry, ShardedObject* dst) {
+    const auto what = [&entry] { return "object '" + entry.UniqueKey() + "'"; };
+    std::string bytes;
+    try {
+      bytes.resize(entry.extent.size);
+    } catch (const std::bad_alloc&) {
+      return Status::OutOfMemory(Path(entry.extent) + ": " + what() + " of " +
+                                 std::to_string(entry.extent.size) +
+                                 " bytes does not fit in memory");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(
+        ReadVerified(entry.extent, what, reinterpret_cast<uint8_t*>(bytes.data())));
+    dst->data = std::move(bytes);
+    return Status::OK();
+  }
+
+ private:
+  static constexpr uint64_t kCacheBytes = uint64_t{256} << 20;
+
+  // LoadTensor into a destination of the checkpoint's dtype (its size in those elements).
+  Status Fill(size_t t, const std::string& who, bool allow_shape_mismatch, const TensorSpec& spec,
+              TensorDestination* dst) {
+    const TensorEntry& entry = m_.tensors[t];
     const Box dst_box = spec.box();
     Box want = dst_box;
     if (entry.global_shape != spec.global_shape) {
@@ -240,27 +315,6 @@ class CheckpointReader {
     }
     return Status::OK();
   }
-
-  // Objects are held whole in memory (the result carries them); their sizes are bounded by the
-  // checkpoint's files and the read budget (ReadMetadata), and memory running out is an error.
-  Status LoadObject(const ObjectEntry& entry, ShardedObject* dst) {
-    const auto what = [&entry] { return "object '" + entry.UniqueKey() + "'"; };
-    std::string bytes;
-    try {
-      bytes.resize(entry.extent.size);
-    } catch (const std::bad_alloc&) {
-      return Status::OutOfMemory(Path(entry.extent) + ": " + what() + " of " +
-                                 std::to_string(entry.extent.size) +
-                                 " bytes does not fit in memory");
-    }
-    CKPTSPEC_RETURN_IF_ERROR(
-        ReadVerified(entry.extent, what, reinterpret_cast<uint8_t*>(bytes.data())));
-    dst->data = std::move(bytes);
-    return Status::OK();
-  }
-
- private:
-  static constexpr uint64_t kCacheBytes = uint64_t{256} << 20;
 
   // The path of the extent's file, joined once per file.
   const std::string& Path(const Extent& e) {
