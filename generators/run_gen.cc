@@ -62,6 +62,37 @@ RunSpec WithTorchOptimFreezing(RunSpec run) {
   return run;
 }
 
+RunSpec WithMomentDtype(RunSpec run, DType dtype) {
+  for (TrainingConfig& c : run.configs) c.optimizer.moment_dtype = dtype;
+  return run;
+}
+
+rc::Gen<RunSpec> ResumePrecision(const RunSpec& saved, RunSpec resume) {
+  return AtNonNegativeSize(rc::gen::exec([saved, base = std::move(resume)] {
+    RunSpec resume = base;
+    // Drawn with elementOf, at every size (an integer range narrows at small sizes).
+    const int kind = *rc::gen::elementOf(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+    const bool params = kind == 0 || kind == 2;
+    const bool moments = kind == 1 || kind == 2;
+    for (size_t m = 0; m < resume.configs.size() && m < saved.configs.size(); ++m) {
+      TrainingConfig& c = resume.configs[m];
+      const TrainingConfig& was = saved.configs[m];
+      if (params) {
+        std::vector<DType> others;
+        for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+          if (d != was.model.params_dtype) others.push_back(d);
+        }
+        c.model.params_dtype = *rc::gen::elementOf(others);
+      }
+      if (moments) {
+        c.optimizer.moment_dtype =
+            was.optimizer.moment_dtype == DType::kFloat32 ? DType::kBFloat16 : DType::kFloat32;
+      }
+    }
+    return resume;
+  }));
+}
+
 RunSpec WithPerRankLoaders(RunSpec run) {
   for (TrainingConfig& c : run.configs) c.data.sampler = DataSampler::kPerRank;
   return run;

@@ -30,6 +30,15 @@ RunSpec WithTorchOptimFreezing(RunSpec run);
 RunSpec WithPerRankLoaders(RunSpec run);
 // Same module count and models; `change_layout` false keeps the layout.
 rc::Gen<RunSpec> ResumeRunFor(const RunSpec& saved, int max_world, bool change_layout);
+// `run` with every module's optimizer keeping its moments in `dtype` (fp32 or bf16).
+RunSpec WithMomentDtype(RunSpec run, DType dtype);
+// A resume under other precisions some of the time (docs/SEMANTICS.md §4, load rules L1 and L3):
+// `resume`, the run a resume of `saved` uses (the same modules), with, drawn at every size, in a
+// quarter of the draws every module's params dtype changed (to fp32, bf16 or fp16, other than the
+// module's in `saved`), in a quarter its moment dtype changed (fp32 <-> bf16, from the module's in
+// `saved`), in an eighth both; in the rest `resume` as it is. Draw it after a property's other
+// draws, so that theirs stay as they were.
+rc::Gen<RunSpec> ResumePrecision(const RunSpec& saved, RunSpec resume);
 // As ResumeRunFor with change_layout, each module's layout differing in its DP size only
 // (gen::LayoutChangingOnlyDp): the resume a DP-only resharding needs, which the free choice of
 // layouts draws rarely.

@@ -1,5 +1,6 @@
 // P3, resharding equivalence: a run saved under layout L1 and resumed under layout L2 (another
-// TP/PP/DP/EP, or the same) with any flag set gives exactly the specification's expected state
+// TP/PP/DP/EP, or the same) with any flag set, some of the time under another params dtype or
+// moment dtype (rules L1, L3), gives exactly the specification's expected state
 // (ExpectedResume: the load rules L0-L9 applied to the saved global state), bit for bit; where
 // the rules name an error, the target refuses too. Accepting what the spec refuses, or refusing
 // what it accepts, fails.
@@ -70,6 +71,25 @@ std::string LayoutChange(const Layout& a, const Layout& b) {
   return out;
 }
 
+// "module 0: params bf16->fp32, moments fp32->bf16" for the dtypes that changed between the runs'
+// configs, or "".
+std::string PrecisionChange(const RunSpec& a, const RunSpec& b) {
+  std::string out;
+  for (size_t i = 0; i < a.configs.size() && i < b.configs.size(); ++i) {
+    std::string module;
+    const auto add = [&module](const char* what, DType x, DType y) {
+      if (x == y) return;
+      module += (module.empty() ? "" : ", ") + std::string(what) + " " + DTypeName(x) + "->" +
+                DTypeName(y);
+    };
+    add("params", a.configs[i].model.params_dtype, b.configs[i].model.params_dtype);
+    add("moments", a.configs[i].optimizer.moment_dtype, b.configs[i].optimizer.moment_dtype);
+    if (module.empty()) continue;
+    out += (out.empty() ? "" : "; ") + ("module " + std::to_string(i) + ": ") + module;
+  }
+  return out;
+}
+
 }  // namespace
 
 void CheckReshardingEquivalence(const TargetFactory& factory) {
@@ -86,9 +106,9 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
   if (dp_only_change && *rc::gen::arbitrary<bool>()) {
     saved_run = gen::WithOptimizerFormat(saved_run, OptimizerFormat::kDpReshardable);
   }
-  const RunSpec run = varies == 0      ? saved_run
-                      : dp_only_change ? *gen::ResumeRunChangingOnlyDp(saved_run, 16)
-                                       : *gen::ResumeRunFor(saved_run, 16, true);
+  RunSpec run = varies == 0      ? saved_run
+                : dp_only_change ? *gen::ResumeRunChangingOnlyDp(saved_run, 16)
+                                 : *gen::ResumeRunFor(saved_run, 16, true);
   LoadFlags flags = *gen::LoadFlagsGen(*rc::gen::inRange(0, 10) == 0);
   if (dp_only_change && *rc::gen::inRange(0, 4) != 0) {
     // The optimizer loaded, and none of the refusals that have nothing to do with it: no
@@ -102,6 +122,34 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
       flags.reset_dataloader = flags.reset_dataloader || c.data.sampler == DataSampler::kPerRank;
     }
   }
+  // The precisions, drawn last so that the draws above stay as they were: the saved run's moments
+  // in fp32 or (a third of the time) bf16, and the resume under another params or moment dtype
+  // some of the time.
+  const DType saved_moments =
+      *rc::gen::elementOf(std::vector<DType>{DType::kFloat32, DType::kFloat32, DType::kBFloat16});
+  saved_run = gen::WithMomentDtype(saved_run, saved_moments);
+  run = *gen::ResumePrecision(saved_run, gen::WithMomentDtype(run, saved_moments));
+  if (dp_only_change && saved_run.sharding.optimizer_format == OptimizerFormat::kDpReshardable) {
+    // The DP-only resharding of dp_reshardable buffers keeps the saved params dtype: its buffers
+    // are keyed by it, and L3 refuses a change (the refusal is reached by the other cases).
+    for (size_t i = 0; i < run.configs.size(); ++i) {
+      run.configs[i].model.params_dtype = saved_run.configs[i].model.params_dtype;
+    }
+  }
+  const std::string precision = PrecisionChange(saved_run, run);
+  const bool params_dtype_changed = precision.find("params ") != std::string::npos;
+  if (params_dtype_changed && *rc::gen::elementOf(std::vector<int>{0, 1, 2, 3}) != 0) {
+    // A params dtype change matters most where the optimizer's masters and moments load (L1, L3):
+    // three in four of these cases load them, saved (unless only DP changes, whose format stays
+    // as drawn) in the format whose optimizer state can change dtype (dp_reshardable's buffers
+    // are keyed by it: refused).
+    flags.finetune = false;
+    flags.no_load_optim = false;
+    if (!dp_only_change) {
+      saved_run = gen::WithOptimizerFormat(saved_run, OptimizerFormat::kFullyReshardable);
+      run.sharding = saved_run.sharding;
+    }
+  }
 
   std::string changes;
   for (size_t i = 0; i < run.configs.size(); ++i) {
@@ -113,12 +161,15 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
            << ", save, restart\n  resume: " << DescribeRun(run)
            << "\n  layout change: " << (changes.empty() ? "none" : changes)
+           << "\n  precision change: " << (precision.empty() ? "none" : precision)
            << "\n  flags: " << DescribeLoadFlags(flags) << "\n";
   for (const char* dim : {"TP", "PP", "DP", "EP"}) {
     if (changes.find(std::string(dim) + " ") != std::string::npos)
       RC_TAG(std::string(dim) + " changed");
   }
   RC_CLASSIFY(changes.empty(), "same layout");
+  if (params_dtype_changed) RC_TAG("params dtype changed");
+  if (precision.find("moments ") != std::string::npos) RC_TAG("moment dtype changed");
   bool only_dp = !changes.empty();
   for (size_t i = 0; i < run.configs.size(); ++i) {
     const Layout& a = saved_run.layout.modules()[i].layout;
@@ -164,6 +215,9 @@ void CheckReshardingEquivalence(const TargetFactory& factory) {
   const Status& got = r.got;
 
   RC_CLASSIFY(!spec.ok(), "spec refuses");
+  // Where a dtype change matters most: the optimizer's masters and moments load (L1, L3).
+  RC_CLASSIFY(params_dtype_changed && spec.ok() && !flags.finetune && !flags.no_load_optim,
+              "params dtype changed, optimizer loaded");
   // The conjunction a DP-only resharding bug of the distributed optimizer needs, counted where
   // the load goes through; and its trigger: the new DP size splits some bucket unevenly.
   RC_CLASSIFY(dp_only_reshard && spec.ok(), "dp_reshardable, only DP changed, optimizer loaded");

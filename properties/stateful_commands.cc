@@ -94,6 +94,7 @@ class Restart : public OpCommand {
       op.run =
           *gen::ResumeRunFor(m.run, 8, m.capabilities.resharding && *rc::gen::arbitrary<bool>());
       op.flags = *gen::LoadFlagsGen(false);
+      op.run = *gen::ResumePrecision(m.run, op.run);  // another params / moment dtype sometimes
     } else if (op.restart == RestartKind::kAddParameter) {
       const size_t module = *rc::gen::inRange<size_t>(0, m.run.configs.size());
       const bool prefer_bias = *rc::gen::arbitrary<bool>();

@@ -287,6 +287,17 @@ std::string RunRestart(const StatefulOp& op, const StatefulModel& m, const State
       sut->events.insert("layout change");
     }
   }
+  for (size_t i = 0; op.restart == RestartKind::kOtherRun && m.committed &&
+                     i < resume_run.configs.size() && i < m.committed->run.configs.size();
+       ++i) {
+    const TrainingConfig& was = m.committed->run.configs[i];
+    if (resume_run.configs[i].model.params_dtype != was.model.params_dtype) {
+      sut->events.insert("params dtype changed across a restart");
+    }
+    if (resume_run.configs[i].optimizer.moment_dtype != was.optimizer.moment_dtype) {
+      sut->events.insert("moment dtype changed across a restart");
+    }
+  }
   const std::string after = CheckAfter("Restart", status, next, *sut);
   if (!after.empty()) return after;
   // P1 across restarts: the same run, no flags resumes exactly the checkpoint's states (as a
