@@ -379,5 +379,36 @@ TEST(Mutants, B29LoadsRightOnlyInTheProcessThatSaved) {
       << "a new process loaded every parameter's own optimizer state";
 }
 
+// A bf16 run trained 2 iterations, saved, and resumed in a new process under `dtype` with the
+// optimizer: "" when the spec's state comes back, else the first difference.
+std::string ResumedUnderDtype(const TargetFactory& factory, DType dtype) {
+  Scenario sc;
+  sc.dtype = DType::kBFloat16;
+  const RunSpec saved = MakeRun(sc);
+  RunSpec resume = saved;
+  resume.configs[0].model.params_dtype = dtype;
+  std::vector<TrainingState> states;
+  EXPECT_TRUE(InitialStates(saved, &states).ok());
+  EXPECT_TRUE(TrainRun(&states, 2).ok());
+  auto under_test = factory.make(TargetOptions());
+  EXPECT_TRUE(SaveRun(under_test->target(), saved, states, 2, SaveOptions()).ok());
+  under_test->NewProcess();
+  std::vector<TrainingState> resumed, expected;
+  const Status got = ResumeRun(under_test->target(), resume, ResumeOptions(), &resumed);
+  if (!got.ok()) return got.ToString();
+  std::vector<TrainingState> restarted;
+  for (const TrainingState& s : states) restarted.push_back(Restarted(s));
+  EXPECT_TRUE(ExpectedResume(saved, restarted, resume, LoadFlags(), &expected).ok());
+  return FirstRunDifference(resumed, expected);
+}
+
+TEST(Mutants, B31AResumeUnderAnotherDtypeStartsAFreshOptimizer) {
+  EXPECT_EQ(ResumedUnderDtype(ReferenceTargetFactory(), DType::kFloat32), "");
+  EXPECT_EQ(ResumedUnderDtype(ReferenceTargetFactory(), DType::kFloat16), "");
+  const std::string b31 = ResumedUnderDtype(Mutant("B31"), DType::kFloat32);
+  EXPECT_NE(b31.find("exp_avg"), std::string::npos) << b31;
+  EXPECT_EQ(ResumedUnderDtype(Mutant("B31"), DType::kBFloat16), "");  // no change: no reset
+}
+
 }  // namespace
 }  // namespace ckptspec

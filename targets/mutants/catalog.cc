@@ -33,6 +33,7 @@
 #include "targets/mutants/b28_host_staging_aliased.h"
 #include "targets/mutants/b29_optimizer_order_per_process.h"
 #include "targets/mutants/b30_async_retention_at_schedule.h"
+#include "targets/mutants/b31_precision_switch_optim_reset.h"
 
 namespace ckptspec {
 
@@ -170,6 +171,10 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "counting that save as a checkpoint already, and removes every iteration directory outside "
        "the keep_last newest, the tracker's included; the save's write runs none",
        "P13 P14", B30Parts},
+      {"B31", "precision-switch-optim-reset", "ParlAI PR #1772 (cf. #1771)",
+       "a resume whose params dtype differs from the checkpoint's gets a fresh optimizer over the "
+       "loaded weights: moments and steps reset, the fp32 copies rebuilt from the model weights",
+       "P3 P20", B31Parts},
   };
   return kCatalog;
 }
