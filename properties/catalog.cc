@@ -69,7 +69,7 @@ const std::vector<Property>& AllProperties() {
        "resharding equivalence: save under L1, load under L2 (and another params or moment "
        "dtype) gives the same global state, or the named error of the flag table; so does a "
        "load from its consolidated export",
-       "B02 B07 B08 B31", NeedsResharding, CheckReshardingEquivalence, FrameworkNeedsResharding,
+       "B02 B07 B08 B31 B32", NeedsResharding, CheckReshardingEquivalence, FrameworkNeedsResharding,
        CheckFrameworkResharding},
       {"P4", "sharding integrity",
        "sharding integrity: exactly one main replica per element and object key; object counts "
@@ -147,7 +147,7 @@ const std::vector<Property>& AllProperties() {
        "stateful model: generated job operation sequences (train, save, finalize, rerun fault, "
        "crash, restart under other runs, freeze, unfreeze, heal from a peer, reload of an older "
        "checkpoint in the same process) agree with the spec after every operation",
-       "B22 B23 B24 B31", Always, CheckStatefulModel},
+       "B22 B23 B24 B31 B33", Always, CheckStatefulModel},
   };
   return kCatalog;
 }

@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "model/run_spec.h"
+#include "properties/export_resume.h"
 #include "properties/harness.h"
+#include "properties/stateful_ops.h"
 #include "targets/mutants/catalog.h"
 #include "targets/reference/reference_factory.h"
 #include "targets/target_factory.h"
@@ -408,6 +410,71 @@ TEST(Mutants, B31AResumeUnderAnotherDtypeStartsAFreshOptimizer) {
   const std::string b31 = ResumedUnderDtype(Mutant("B31"), DType::kFloat32);
   EXPECT_NE(b31.find("exp_avg"), std::string::npos) << b31;
   EXPECT_EQ(ResumedUnderDtype(Mutant("B31"), DType::kBFloat16), "");  // no change: no reset
+}
+
+// A run with one frozen parameter (the megatron family: it has no optimizer state), saved under
+// TP 2, exported, imported and resumed under TP 1 with the optimizer: "" when the spec's state
+// comes back.
+std::string ExportedResumeOfAFrozenParameter(const TargetFactory& factory) {
+  Scenario sc;
+  sc.world = 2;
+  sc.tp = 2;
+  RunSpec saved = MakeRun(sc);
+  saved.configs[0].frozen = {"decoder.final_layernorm.weight"};
+  sc.world = 1;
+  sc.tp = 1;
+  RunSpec resumed = MakeRun(sc);
+  resumed.configs[0].frozen = saved.configs[0].frozen;
+  std::vector<TrainingState> states;
+  EXPECT_TRUE(InitialStates(saved, &states).ok());
+  EXPECT_TRUE(TrainRun(&states, 2).ok());
+  bool applied = false;
+  const std::string difference =
+      ExportResumeDifference(factory, saved, states, resumed, LoadFlags(), &applied);
+  EXPECT_TRUE(applied);
+  return difference;
+}
+
+TEST(Mutants, B32ExportLeavesOutTheFrozenParameter) {
+  EXPECT_EQ(ExportedResumeOfAFrozenParameter(ReferenceTargetFactory()), "");
+  const std::string b32 = ExportedResumeOfAFrozenParameter(Mutant("B32"));
+  EXPECT_NE(b32.find("decoder.final_layernorm.weight"), std::string::npos) << b32;
+}
+
+// Save at 2, train 2, reload 2, train 1, reload 2 (the process's second load), all in one process:
+// the first failing postcondition, or "".
+std::string ReloadTwiceInOneProcess(const TargetFactory& factory) {
+  Scenario sc;
+  sc.world = 2;
+  sc.tp = 2;
+  StatefulModel model;
+  StatefulSut sut;
+  EXPECT_TRUE(StartScenario(factory, MakeRun(sc), &model, &sut).ok());
+  std::vector<StatefulOp> ops(6);
+  ops[0].n = 2;  // Train
+  ops[1].kind = OpKind::kSave;
+  ops[2].n = 2;
+  ops[3].kind = OpKind::kReload;
+  ops[3].iteration = 2;
+  ops[4].n = 1;
+  ops[5] = ops[3];
+  for (const StatefulOp& op : ops) {
+    EXPECT_TRUE(OpApplies(op, model)) << DescribeOp(op);
+    StatefulModel next = model;
+    ApplyOp(op, &next);
+    const std::string failed = RunOp(op, model, next, &sut);
+    if (!failed.empty()) return DescribeOp(op) + ": " + failed;
+    model = std::move(next);
+  }
+  EXPECT_EQ(model.states[0].iteration, 2);
+  return "";
+}
+
+TEST(Mutants, B33ASecondReloadInTheProcessKeepsTheLiveIteration) {
+  EXPECT_EQ(ReloadTwiceInOneProcess(ReferenceTargetFactory()), "");
+  const std::string b33 = ReloadTwiceInOneProcess(Mutant("B33"));
+  EXPECT_NE(b33.find("Reload(the checkpoint of iteration 2"), std::string::npos) << b33;
+  EXPECT_NE(b33.find("iteration: 3 vs 2"), std::string::npos) << b33;
 }
 
 }  // namespace

@@ -34,6 +34,8 @@
 #include "targets/mutants/b29_optimizer_order_per_process.h"
 #include "targets/mutants/b30_async_retention_at_schedule.h"
 #include "targets/mutants/b31_precision_switch_optim_reset.h"
+#include "targets/mutants/b32_export_drops_frozen.h"
+#include "targets/mutants/b33_stateful_replaced_after_load.h"
 
 namespace ckptspec {
 
@@ -175,6 +177,16 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "a resume whose params dtype differs from the checkpoint's gets a fresh optimizer over the "
        "loaded weights: moments and steps reset, the fp32 copies rebuilt from the model weights",
        "P3 P20", B31Parts},
+      {"B32", "export-drops-frozen", "DeepSpeed PR #3205 (issue #3090)",
+       "the consolidated export keeps a model tensor only when the checkpoint holds its "
+       "per-parameter optimizer state, so a frozen parameter is left out of the export and the "
+       "resume from its import fails on the missing key",
+       "P3", B32Parts},
+      {"B33", "stateful-replaced-after-load", "pytorch PR #138575; torchtitan #571 (PR #647)",
+       "from the process's second load on, a reload in the same process keeps the live "
+       "iteration, param groups, scheduler, RNG, data position and rerun machine (the loaded "
+       "copies replaced them in the framework's dict) and restores only the tensors",
+       "P20", B33Parts},
   };
   return kCatalog;
 }
