@@ -125,6 +125,8 @@ const std::vector<ScenarioClass>& ScenarioClasses() {
       {"P19", "fatal on another node, exit 17"},
       {"P20", "heterogeneous"},
       {"P20", "async save"},
+      {"P20", "several async saves in flight"},
+      {"P20", "crash with async saves in flight"},
       {"P20", "crash"},
       {"P20", "rerun fault"},
       {"P20", "freeze"},

@@ -57,6 +57,27 @@ class Save : public OpCommand {
   }
 };
 
+// An async save while another is in flight and the bound leaves room (the overlap a loop that
+// saves before finalizing makes): a Save drawn where it overlaps, after 0 to 2 training steps.
+// Without training since the last save, it is of the iteration the newest save in flight will
+// make the tracker name, and refused.
+class OverlappingSave : public OpCommand {
+ public:
+  explicit OverlappingSave(const StatefulModel& m) : OpCommand(Make(m)) {}
+
+ private:
+  static StatefulOp Make(const StatefulModel& m) {
+    RC_PRE(m.alive && !m.must_exit && m.pending.has_value() &&
+           SavesInFlight(m) < static_cast<size_t>(m.max_in_flight));
+    StatefulOp op = Op(OpKind::kSave);
+    op.async = true;
+    // Mostly a training step first, so that it saves another iteration than the newest in flight.
+    op.train_first = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(0, 3));
+    op.cached = m.capabilities.plan_cache && *rc::gen::arbitrary<bool>();
+    return op;
+  }
+};
+
 class Finalize : public OpCommand {
  public:
   Finalize() : OpCommand(Op(OpKind::kFinalize)) {}
@@ -69,13 +90,18 @@ class RerunFault : public OpCommand {
 
 class Crash : public OpCommand {
  public:
-  explicit Crash(const StatefulModel&) : OpCommand(Make()) {}
+  explicit Crash(const StatefulModel& m) : OpCommand(Make(m)) {}
 
  private:
-  static StatefulOp Make() {
+  static StatefulOp Make(const StatefulModel& m) {
     StatefulOp op = Op(OpKind::kCrash);
     op.at_op = *rc::gen::weightedOneOf<int64_t>(
         {{3, rc::gen::inRange<int64_t>(0, kMinSaveOps)}, {1, rc::gen::just<int64_t>(-1)}});
+    // With saves in flight, the crash falls between any two of their commits.
+    const int64_t in_flight = static_cast<int64_t>(SavesInFlight(m));
+    if (op.at_op >= 0 && in_flight > 0) {
+      op.completed_first = *rc::gen::inRange<int64_t>(0, in_flight + 1);
+    }
     return op;
   }
 };
@@ -177,23 +203,33 @@ void CheckStateful(const TargetFactory& factory, StatefulStats* stats) {
   for (const ModuleLayout& m : run.layout.modules()) ep = ep || m.layout.ep() > 1;
   RC_CLASSIFY(ep, "EP > 1");
 
+  // On a target that holds several async saves at once: a bound of 1 to 3 of them and retention
+  // (keep_last 0 to 2), so saves overlap and retention runs between their commits.
+  TargetOptions options;
+  if (factory.capabilities.overlapping_async) {
+    options.max_async_in_flight = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(1, 4));
+    options.keep_last = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(0, 3));
+    RC_LOG() << "  at most " << options.max_async_in_flight
+             << " async save(s) in flight, keep_last " << options.keep_last << "\n";
+  }
+
   StatefulModel initial;
   StatefulSut sut;
-  CKPTSPEC_RC_ASSERT_OK(StartScenario(factory, run, &initial, &sut));
+  CKPTSPEC_RC_ASSERT_OK(StartScenario(factory, run, &initial, &sut, options));
   sut.stats = stats;
 
   // Sequences of up to ~60% of RapidCheck's size (about 60 commands at the default max_size 100,
   // 16 on average over a default run): long enough for save / crash / restart stories, short
   // enough to shrink quickly. Train, Save, RerunFault, Freeze, Unfreeze and Reload appear more
   // often (a listed type is picked with equal weight; RerunFault, Freeze, Unfreeze and Reload
-  // discard themselves where they do not apply).
+  // discard themselves where they do not apply, and so does OverlappingSave, an async Save drawn
+  // where another is in flight).
   const auto commands = *rc::gen::scale(
-      0.6,
-      rc::state::gen::commands(
-          initial,
-          rc::state::gen::execOneOfWithArgs<Train, Train, Train, Save, Save, Finalize, RerunFault,
-                                            RerunFault, Crash, Restart, Freeze, Freeze, Heal,
-                                            Unfreeze, Unfreeze, Reload, Reload>()));
+      0.6, rc::state::gen::commands(
+               initial, rc::state::gen::execOneOfWithArgs<
+                            Train, Train, Train, Save, Save, OverlappingSave, OverlappingSave,
+                            OverlappingSave, Finalize, RerunFault, RerunFault, Crash, Restart,
+                            Freeze, Freeze, Heal, Unfreeze, Unfreeze, Reload, Reload>()));
   rc::state::runAll(commands, initial, sut);
   for (const std::string& event : sut.events) RC_TAG(event);
 }

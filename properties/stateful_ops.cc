@@ -10,10 +10,15 @@
 // |               | host), plan cache on or off                      | the tracker's iteration is never overwritten    |
 // | Finalize      | Engine::Finalize                                 | OK exactly when the pending save commits        |
 // | RerunFault    | RerunFaultStep on both sides                     | WILL_RERUN_FROM_CHECKPOINT, exit code 16        |
-// | Crash(k)      | a sync save crashing at its storage op k (or a   | k < kMinSaveOps: nothing of it (nor of a pending|
-// |               | power loss right after it returned), then power  | save) commits; after: committed as a sync save, |
-// |               | loss; the process dies, unfinished writes too    | a pending save is lost; a completed save used   |
-// |               |                                                  | >= kMinSaveOps operations                       |
+// | Crash(j, k)   | j Polls (each completes the oldest async save in | k < kMinSaveOps: nothing of it (nor of a pending|
+// |               | flight), then a sync save crashing at its storage| save) commits; after: committed as a sync save, |
+// |               | op k (or a power loss right after it returned),  | a pending save is lost; a completed save used   |
+// |               | then power loss; the process dies, unfinished    | >= kMinSaveOps operations                       |
+// |               | writes too                                       |                                                 |
+//
+// Several async saves in flight (StatefulModel::max_in_flight) commit in schedule order, an async
+// Save with the bound reached completing the oldest first; retention (keep_last) runs after every
+// commit, so a Reload or Restart finds exactly what docs/SEMANTICS.md §3 says must survive.
 // | Restart(r, f) | clean exit of the process (Finalize), a new one  | resumed states == ExpectedResume(committed, r,  |
 // |               | resumes run r (new layout, or one more parameter)| f) or both refuse; without a checkpoint both    |
 // |               | under flags f                                    | start fresh; same run, no flags: == the         |
@@ -34,12 +39,14 @@
 #include "properties/stateful_ops.h"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 
 #include "model/describe.h"
 #include "model/layout.h"
 #include "properties/harness.h"
 #include "properties/rerun_fault.h"
+#include "targets/reference/save_plan.h"
 
 namespace ckptspec {
 namespace {
@@ -57,46 +64,95 @@ bool Persistable(const std::vector<TrainingState>& states) {
   return true;
 }
 
-// A save commits: its directory replaces any of the same iteration and the tracker names it.
-void Commit(StatefulCheckpoint ckpt, StatefulModel* m) {
-  m->on_disk[ckpt.iteration] = ckpt;
-  m->committed = std::move(ckpt);
+// Retention after a commit (docs/SEMANTICS.md §3): the keep_last newest of the iterations on
+// storage and the tracker's stay. A checkpoint outside the newest of on_disk is removed; one
+// outside the newest once the maybe_on_disk ones are counted may be, so it becomes one of them.
+void ApplyRetention(StatefulModel* m) {
+  if (m->keep_last <= 0 || !m->committed) return;
+  const size_t keep = static_cast<size_t>(m->keep_last);
+  std::set<int64_t> known, counted(m->maybe_on_disk.begin(), m->maybe_on_disk.end());
+  for (const auto& entry : m->on_disk) {
+    known.insert(entry.first);
+    counted.insert(entry.first);
+  }
+  const auto newest = [keep](const std::set<int64_t>& of, int64_t it) {
+    return static_cast<size_t>(std::distance(of.upper_bound(it), of.end())) < keep;
+  };
+  const int64_t tracker = m->committed->iteration;
+  for (auto it = m->on_disk.begin(); it != m->on_disk.end();) {
+    const int64_t iteration = it->first;
+    if (iteration == tracker || newest(counted, iteration)) {
+      ++it;
+      continue;
+    }
+    if (newest(known, iteration)) m->maybe_on_disk.insert(iteration);
+    it = m->on_disk.erase(it);
+  }
+  for (auto it = m->maybe_on_disk.begin(); it != m->maybe_on_disk.end();) {
+    it = newest(counted, *it) && m->on_disk.count(*it) == 0 ? std::next(it)
+                                                            : m->maybe_on_disk.erase(it);
+  }
 }
 
-// What the target does first at every Save / Load / Finalize / clean exit: the pending async save
-// is written and commits (a save that could not commit was refused when called: ApplySave).
+// A save commits: its directory replaces any of the same iteration and the tracker names it.
+void Commit(StatefulCheckpoint ckpt, StatefulModel* m) {
+  m->maybe_on_disk.erase(ckpt.iteration);
+  m->on_disk[ckpt.iteration] = ckpt;
+  m->committed = std::move(ckpt);
+  ApplyRetention(m);
+}
+
+// The oldest async save in flight is written and commits.
+void ResolveOldest(StatefulModel* m) {
+  if (!m->earlier_pending.empty()) {
+    StatefulCheckpoint ckpt = std::move(m->earlier_pending.front());
+    m->earlier_pending.pop_front();
+    Commit(std::move(ckpt), m);
+  } else if (m->pending) {
+    StatefulCheckpoint ckpt = std::move(*m->pending);
+    m->pending.reset();
+    Commit(std::move(ckpt), m);
+  }
+}
+
+// What the target does first at every sync Save / Load / Finalize / clean exit: the async saves
+// in flight are written and commit, oldest first (a save that could not commit was refused when
+// called: ApplySave).
 void ResolvePending(StatefulModel* m) {
-  if (!m->pending) return;
-  StatefulCheckpoint ckpt = std::move(*m->pending);
-  m->pending.reset();
-  Commit(std::move(ckpt), m);
+  while (SavesInFlight(*m) > 0) ResolveOldest(m);
 }
 
 // A save of `iteration` crashed: it may have moved aside the directory it was replacing, unless
 // the tracker names that one (such a save is refused before anything is written).
 void ForgetCrashedSave(int64_t iteration, StatefulModel* m) {
   if (m->committed && m->committed->iteration == iteration) return;
-  m->on_disk.erase(iteration);
+  if (m->on_disk.erase(iteration) > 0) m->maybe_on_disk.insert(iteration);
 }
 
 // The spec's view of a save of the current states (sync, or the staging of an async one). The
 // framework refuses a state that is not persistable before the engine sees the call (a pending
-// save stays pending); the engine then writes the pending save first.
+// save stays pending); the engine then writes every save in flight first (sync), or the oldest
+// while max_in_flight are in flight (async).
 void ApplySave(StatefulModel* m, bool async) {
   if (!Persistable(m->states)) {
     m->expect_ok = false;
     return;
   }
-  ResolvePending(m);
+  if (!async) ResolvePending(m);
+  while (SavesInFlight(*m) >= static_cast<size_t>(std::max(1, m->max_in_flight))) {
+    ResolveOldest(m);
+  }
   StatefulCheckpoint ckpt{m->run, m->run_version, m->runtime_frozen, m->states.Share(),
                           Iteration(m->states)};
-  // The tracker's iteration is never overwritten: a save of it is refused when called, sync or
-  // async (nothing is staged).
-  if (m->committed && m->committed->iteration == ckpt.iteration) {
+  // The tracker's iteration is never overwritten, nor the one the newest save in flight will make
+  // it name: a save of it is refused when called, sync or async (nothing is staged).
+  const std::optional<StatefulCheckpoint>& named = m->pending ? m->pending : m->committed;
+  if (named && named->iteration == ckpt.iteration) {
     m->expect_ok = false;
     return;
   }
   if (async) {
+    if (m->pending) m->earlier_pending.push_back(std::move(*m->pending));
     m->pending = std::move(ckpt);
   } else {
     Commit(std::move(ckpt), m);
@@ -144,14 +200,22 @@ Status ChangeKeyFrozen(const StatefulOp& op, TrainingState* s) {
 
 void ApplyCrash(const StatefulOp& op, StatefulModel* m) {
   if (op.at_op >= 0) {
-    m->expect_ok = false;  // a pending save is written first and crashes too
-    if (m->pending) ForgetCrashedSave(m->pending->iteration, m);
+    m->expect_ok = false;
+    // The process completes the oldest saves in flight first (a Poll each); the next one is
+    // written first by the crashing save, and crashes too.
+    for (int64_t i = 0; i < op.completed_first; ++i) ResolveOldest(m);
+    if (!m->earlier_pending.empty()) {
+      ForgetCrashedSave(m->earlier_pending.front().iteration, m);
+    } else if (m->pending) {
+      ForgetCrashedSave(m->pending->iteration, m);
+    }
     if (m->alive) ForgetCrashedSave(Iteration(m->states), m);
   } else {
     ApplySave(m, /*async=*/false);
   }
   // Whatever is still pending dies with the process.
   m->pending.reset();
+  m->earlier_pending.clear();
   m->alive = false;
   m->must_exit = false;
   m->states.clear();
@@ -161,6 +225,7 @@ void ApplyRestart(const StatefulOp& op, StatefulModel* m) {
   const RunSpec resume_run = ResumeRunOf(op, *m);
   if (m->alive) ResolvePending(m);
   m->pending.reset();
+  m->earlier_pending.clear();
   m->must_exit = false;
   m->runtime_frozen = false;
   if (!m->committed) {
@@ -191,9 +256,28 @@ bool SomeTrainableParameterLacksState(const std::vector<TrainingState>& states) 
   return false;
 }
 
+// n training steps of the SUT process, each written into the live dicts of the async saves in
+// flight, in place.
+Status TrainSut(int64_t n, StatefulSut* sut) {
+  const Status status = TrainRun(&sut->states, n);
+  std::vector<ShardedStateDict> fresh;
+  if (status.ok() && sut->live &&
+      sut->under_test->target()
+          .framework()
+          .ToStateDicts(sut->run.layout, sut->states, sut->run.sharding, &fresh)
+          .ok()) {
+    WriteStateInPlace(fresh, sut->live.get());
+  }
+  return status;
+}
+
 std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut* sut) {
   Count(sut,
         std::string(op.async ? "Save async" : "Save sync") + (op.cached ? ", plan cache" : ""));
+  if (op.train_first > 0) {
+    const Status trained = TrainSut(op.train_first, sut);
+    if (!trained.ok()) return CheckAfter("the training before the Save", trained, next, *sut);
+  }
   if (op.async) sut->events.insert("async save");
   SaveOptions options;
   options.async = op.async;
@@ -204,10 +288,20 @@ std::string RunSave(const StatefulOp& op, const StatefulModel& next, StatefulSut
                       .ToStateDicts(sut->run.layout, sut->states, sut->run.sharding, &*dicts)
                       .WithContext("framework");
   if (status.ok()) {
-    sut->live.reset();  // the engine completes a pending save first
+    // An async save while another is in flight gets the loop's same dicts, the current state
+    // written into them in place (a loop whose state dict's tensors are views of its parameters),
+    // while their structure is unchanged; a sync save completes every save in flight first.
+    if (op.async && sut->live && StructureFingerprint(*sut->live) == StructureFingerprint(*dicts)) {
+      WriteStateInPlace(*dicts, sut->live.get());
+      dicts = sut->live;
+    }
+    if (!op.async) sut->live.reset();
     status = target.engine().Save(
         Iteration(sut->states), SaveInput(dicts, EveryTensorOn(*dicts, Placement::kHost)), options);
     if (status.ok() && op.async) sut->live = std::move(dicts);
+    if (status.ok() && op.async && SavesInFlight(next) > 1) {
+      sut->events.insert("several async saves in flight");
+    }
   }
   if (status.ok() && SomeTrainableParameterLacksState(sut->states)) {
     sut->events.insert("saved a trainable parameter without optimizer state (lazy)");
@@ -221,6 +315,15 @@ std::string RunCrash(const StatefulOp& op, const StatefulModel& m, const Statefu
   sut->events.insert("crash");
   MemEnv* env = sut->under_test->mem_env();
   if (env == nullptr) return "Crash needs a target on an in-memory Env (fault injection)";
+  if (SavesInFlight(m) > 0) sut->events.insert("crash with async saves in flight");
+  for (int64_t i = 0; i < op.completed_first; ++i) {
+    bool complete = false;
+    const Status polled = sut->under_test->target().engine().Poll(&complete);
+    if (!polled.ok()) {
+      return "the Poll completing an async save before the crash returned " + polled.ToString() +
+             "; the spec expects OK";
+    }
+  }
   env->ResetOpCount();
   if (op.at_op >= 0) env->CrashAtOp(op.at_op);
   const Status status = SaveRun(sut->under_test->target(), sut->run, sut->states,
@@ -363,7 +466,13 @@ std::string RunHeal(const StatefulModel& next, StatefulSut* sut) {
 // its run would resume from checkpoint k, or keeps its state when the spec refuses.
 void ApplyReload(const StatefulOp& op, StatefulModel* m) {
   ResolvePending(m);
-  const StatefulCheckpoint& ckpt = m->on_disk.at(op.iteration);
+  // Retention after those commits may have removed it: the load then fails (docs/SEMANTICS.md §3).
+  const auto kept = m->on_disk.find(op.iteration);
+  if (kept == m->on_disk.end()) {
+    m->expect_ok = false;
+    return;
+  }
+  const StatefulCheckpoint& ckpt = kept->second;
   std::vector<TrainingState> expected;
   m->expect_ok = ExpectedResume(ckpt.run, *ckpt.states, m->run, LoadFlags(), &expected).ok();
   if (!m->expect_ok) return;
@@ -395,8 +504,10 @@ std::string RunReload(const StatefulOp& op, const StatefulModel& m, const Statef
   // The state at k exactly: a checkpoint this very run saved (no freeze or run change since, no
   // runtime freeze in it) comes back as a restarted process holds it, whatever the process
   // trained, saved or cached since.
-  const StatefulCheckpoint& ckpt = next.on_disk.at(op.iteration);
-  if (status.ok() && ckpt.run_version == m.run_version && !ckpt.runtime_frozen) {
+  const auto kept = next.on_disk.find(op.iteration);
+  if (status.ok() && kept != next.on_disk.end() && kept->second.run_version == m.run_version &&
+      !kept->second.runtime_frozen) {
+    const StatefulCheckpoint& ckpt = kept->second;
     if (sut->stats) ++sut->stats->by_kind["  (the state at k checked after the reload)"];
     std::vector<TrainingState> at_k;
     for (const TrainingState& s : *ckpt.states) at_k.push_back(Restarted(s));
@@ -416,9 +527,10 @@ bool OpApplies(const StatefulOp& op, const StatefulModel& m) {
     case OpKind::kTrain:
       return m.alive && !m.must_exit;
     case OpKind::kSave:
-      return m.alive;
+      return m.alive && (op.train_first == 0 || !m.must_exit);
     case OpKind::kCrash:
-      return m.alive && m.fault_injection;
+      return m.alive && m.fault_injection &&
+             static_cast<size_t>(op.completed_first) <= SavesInFlight(m);
     case OpKind::kFinalize:
       return m.alive && m.pending.has_value();
     case OpKind::kRerunFault:
@@ -461,6 +573,11 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
       if (!m->expect_ok) m->must_exit = true;
       return;
     case OpKind::kSave:
+      if (op.train_first > 0 && !TrainRun(m->states.Mutable(), op.train_first).ok()) {
+        m->expect_ok = false;
+        m->must_exit = true;
+        return;
+      }
       ApplySave(m, op.async);
       return;
     case OpKind::kFinalize:
@@ -501,19 +618,9 @@ void ApplyOp(const StatefulOp& op, StatefulModel* m) {
 std::string RunOp(const StatefulOp& op, const StatefulModel& before, const StatefulModel& next,
                   StatefulSut* sut) {
   switch (op.kind) {
-    case OpKind::kTrain: {
+    case OpKind::kTrain:
       Count(sut, "Train");
-      const Status status = TrainRun(&sut->states, op.n);
-      std::vector<ShardedStateDict> fresh;
-      if (status.ok() && sut->live &&
-          sut->under_test->target()
-              .framework()
-              .ToStateDicts(sut->run.layout, sut->states, sut->run.sharding, &fresh)
-              .ok()) {
-        WriteStateInPlace(fresh, sut->live.get());
-      }
-      return CheckAfter("Train", status, next, *sut);
-    }
+      return CheckAfter("Train", TrainSut(op.n, sut), next, *sut);
     case OpKind::kSave:
       return RunSave(op, next, sut);
     case OpKind::kFinalize: {
@@ -570,7 +677,8 @@ std::string DescribeOp(const StatefulOp& op) {
     case OpKind::kTrain:
       return "Train(" + std::to_string(op.n) + ")";
     case OpKind::kSave:
-      return std::string("Save(") + (op.async ? "async" : "sync") + ", plan cache " +
+      return (op.train_first > 0 ? "Train(" + std::to_string(op.train_first) + "), then " : "") +
+             std::string("Save(") + (op.async ? "async" : "sync") + ", plan cache " +
              (op.cached ? "on" : "off") + ")";
     case OpKind::kFinalize:
       return "Finalize";
@@ -578,7 +686,12 @@ std::string DescribeOp(const StatefulOp& op) {
       return "RerunFault(NaN loss reproduced in place -> WILL_RERUN_FROM_CHECKPOINT, exit 16)";
     case OpKind::kCrash:
       if (op.at_op >= 0) {
-        return "Crash(a sync save crashes at its storage op " + std::to_string(op.at_op) +
+        return "Crash(" +
+               (op.completed_first > 0
+                    ? "a Poll completes each of the " + std::to_string(op.completed_first) +
+                          " oldest async saves in flight, then "
+                    : std::string()) +
+               "a sync save crashes at its storage op " + std::to_string(op.at_op) +
                "; power loss)";
       }
       return "Crash(power loss right after a sync save returned)";
@@ -607,14 +720,20 @@ std::string DescribeOp(const StatefulOp& op) {
   return "unknown operation";
 }
 
+size_t SavesInFlight(const StatefulModel& m) {
+  return m.earlier_pending.size() + (m.pending ? 1 : 0);
+}
+
 Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulModel* model,
-                     StatefulSut* sut) {
+                     StatefulSut* sut, const TargetOptions& options) {
   *model = StatefulModel();
   model->capabilities = factory.capabilities;
+  model->max_in_flight = factory.capabilities.overlapping_async ? options.max_async_in_flight : 1;
+  model->keep_last = options.keep_last;
   model->fault_injection = factory.fault_injection;
   model->run = run;
   CKPTSPEC_RETURN_IF_ERROR(InitialStates(run, model->states.Mutable()));
-  sut->under_test = factory.make(TargetOptions());
+  sut->under_test = factory.make(options);
   sut->run = run;
   sut->alive = true;
   sut->states = model->states;
@@ -672,6 +791,7 @@ std::vector<int64_t> ReloadableIterations(const StatefulModel& m) {
     }
   };
   for (const auto& [iteration, ckpt] : m.on_disk) add(ckpt);
+  for (const StatefulCheckpoint& ckpt : m.earlier_pending) add(ckpt);
   if (m.pending) add(*m.pending);
   std::sort(out.begin(), out.end());
   return out;

@@ -5,10 +5,11 @@
 //
 // Model (StatefulModel): what the spec says the job is: the current run (layout, configs,
 // sharding), whether a process is alive and may train, its global training states, the committed
-// checkpoint (the one the tracker names: its run, states and iteration) and the async save still
-// pending (with whether its commit will be refused).
+// checkpoint (the one the tracker names: its run, states and iteration) and the async saves still
+// in flight (several at once up to the target's bound: docs/SEMANTICS.md §3), oldest first.
 //
-// Storage keeps every checkpoint the job committed (no retention), each under its iteration until
+// Storage keeps every checkpoint the job committed (but what retention removes: keep_last), each
+// under its iteration until
 // a later save of the same iteration replaces it: the model keeps them all (on_disk), the one the
 // tracker names among them (committed), so that a reload in the same process may pick an older one.
 //
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -93,6 +95,17 @@ struct StatefulModel {
   SharedStates states;
   std::optional<StatefulCheckpoint> committed;
   std::optional<StatefulCheckpoint> pending;  // an async save staged, not yet written
+  // The async saves scheduled before `pending` and still in flight, oldest first: with several in
+  // flight (max_in_flight, TargetOptions::max_async_in_flight) `pending` is the newest.
+  std::deque<StatefulCheckpoint> earlier_pending;
+  int max_in_flight = 1;
+  // Retention (TargetOptions::keep_last): after every commit only the keep_last newest
+  // checkpoints and the tracker's stay on storage; 0 keeps them all.
+  int keep_last = 0;
+  // Iterations whose directory may still be on storage though on_disk lacks it (a crashed save
+  // of it may have moved it aside): retention counts them, and on_disk keeps only what surely
+  // survives it.
+  std::set<int64_t> maybe_on_disk;
   // Every complete checkpoint on storage by iteration, the committed one included: a save of an
   // iteration replaces its directory, and a crashed save may have removed it (it is then dropped
   // here, unless the tracker names it: that one is never overwritten).
@@ -147,9 +160,14 @@ struct StatefulOp {
   int64_t n = 1;        // kTrain: iterations
   bool async = false;   // kSave
   bool cached = false;  // kSave: plan cache on (SaveOptions::assume_constant_structure)
+  // kSave: training steps the process takes first (a loop's step, then its save), 0 for none.
+  int64_t train_first = 0;
   // kCrash: the storage operation of a sync save that crashes, or -1: power loss right after the
   // save returned. Only k < kMinSaveOps has a spec (the save never commits).
   int64_t at_op = -1;
+  // kCrash with at_op >= 0: how many of the async saves in flight the process completes first (a
+  // Poll each, deferred execution), so the crash falls between any two of their commits.
+  int64_t completed_first = 0;
   RestartKind restart = RestartKind::kSameRun;  // kRestart
   RunSpec run;        // kRestart, kOtherRun / kAddParameter: the run the new process resumes
   LoadFlags flags;    // kRestart, kOtherRun
@@ -175,10 +193,14 @@ std::string RunOp(const StatefulOp& op, const StatefulModel& before, const State
 std::string DescribeOp(const StatefulOp& op);
 
 // The initial model and SUT of a scenario: `run`'s initial states on both sides, a fresh target
-// from `factory`. Crash applies only where the factory injects faults. Errors: the run's states
-// do not build.
+// from `factory` made with `options` (its bound of async saves in flight where the factory
+// declares overlapping_async, and its keep_last). Crash applies only where the factory injects
+// faults. Errors: the run's states do not build.
 Status StartScenario(const TargetFactory& factory, const RunSpec& run, StatefulModel* model,
-                     StatefulSut* sut);
+                     StatefulSut* sut, const TargetOptions& options = TargetOptions());
+
+// The async saves in flight: earlier_pending and pending.
+size_t SavesInFlight(const StatefulModel& m);
 
 // For RestartKind::kAddParameter: `run` with biases (when `prefer_bias` and module `module` has
 // none) or one more layer per PP stage in that module; the new layers' instances of a frozen key

@@ -172,7 +172,7 @@ const std::vector<MutantInfo>& MutantCatalog() {
        "the engine's AsyncSaveScheduled step runs retention as an async save is scheduled, "
        "counting that save as a checkpoint already, and removes every iteration directory outside "
        "the keep_last newest, the tracker's included; the save's write runs none",
-       "P13 P14", B30Parts},
+       "P13 P14 P20", B30Parts},
       {"B31", "precision-switch-optim-reset", "ParlAI PR #1772 (cf. #1771)",
        "a resume whose params dtype differs from the checkpoint's gets a fresh optimizer over the "
        "loaded weights: moments and steps reset, the fp32 copies rebuilt from the model weights",
