@@ -11,6 +11,9 @@
 // posix-weak. The run then goes on from the last state: the next save commits and resumes. A
 // recording the interposer could not follow fully is not judged: the case fails saying what was
 // not seen.
+// Its targets are served by adapter processes, which hold one async save at a time (the
+// protocol's poll carries the pending save's updates): several saves in flight are the in-memory
+// form's (properties/p13_crash_saves_in_flight.cc).
 // Catches: a tracker published before its data is durable, a rename without the fsyncs that make
 // it durable (the zero-length file after a crash), a missing directory fsync, retention that
 // deletes the tracker's checkpoint, leftovers of a crashed save read as a checkpoint.
