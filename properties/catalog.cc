@@ -125,7 +125,8 @@ const std::vector<Property>& AllProperties() {
        "starts never reaches it; the tracker records the scheduled iteration; async errors "
        "surface, each at a call of its own (on a recorded disk: a failed write or fsync "
        "surfaces and the previous checkpoint still loads)",
-       "B19 B28 B30", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation, nullptr, nullptr,
+       "B19 B28 B30", NeedsAsyncAndFaultInjectionOrDiskFaults, CheckAsyncIsolation, nullptr,
+       nullptr,
        /*drawn_from_a_recording=*/true},
       {"P15", "strict handling", "strict handling of missing and unexpected keys per mode", "B20",
        NeedsStrictModes, CheckStrictHandling},
