@@ -21,10 +21,10 @@
 // Half the cases give every module per-DP-rank loaders (data_iterator.h), whose state differs
 // by DP rank; half the cases that keep the layout and a quarter of the others save every
 // module's RNG rank-local.
-// Catches: B11 (RNG reseeded after the load, or not saved), B17 (only one device's RNG
-// restored), B16 (sampler epoch reset on resume), B10 (resume offset applied on every epoch),
-// B25 (per-DP-rank loaders carried to a new DP size by rank index), B27 (rank-local values
-// merged by name on save).
+// Catches: the bugs its entry in properties/catalog.cc names (docs/BUGS.md): RNG reseeded after
+// the load or not saved, only one device's RNG restored, a sampler's epoch or offset wrong after a
+// resume, per-DP-rank loaders carried to a new DP size by rank index, rank-local values merged by
+// name on save.
 #include <map>
 #include <set>
 

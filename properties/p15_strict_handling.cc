@@ -9,8 +9,9 @@
 // rank (missing), some renamed on every rank (missing and unexpected), extra per-rank tensors and
 // objects (unexpected).
 // The unedited templates of a plain resume request every saved key (no "missing" at all).
-// Catches: strict-mode lists computed per rank instead of globally (or the reverse), unexpected
-// entries left in the result, missing keys that raise in the wrong mode, partial loads.
+// Catches: the bugs its entry in properties/catalog.cc names (docs/BUGS.md), and strict-mode lists
+// computed per rank instead of globally (or the reverse), unexpected entries left in the result,
+// missing keys that raise in the wrong mode, partial loads.
 #include <algorithm>
 #include <map>
 #include <set>

@@ -5,8 +5,9 @@
 // resumed under those flags), or the spec's named error when the spec refuses that resume.
 // The goldens hold param groups in both forms of the identity key: without LR bounds (written
 // before groups recorded their declared bounds) and with them.
-// Catches: B20 (a valid older layout misclassified or refused), B01 (identifier keys required on
-// load that older checkpoints lack), any format change that silently breaks old checkpoints.
+// Catches: the bugs its entry in properties/catalog.cc names (docs/BUGS.md): a valid older layout
+// misclassified or refused, identifier keys required on load that older checkpoints lack, any
+// format change that silently breaks old checkpoints.
 #include <sstream>
 
 #include "generators/config_gen.h"
