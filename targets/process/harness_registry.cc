@@ -105,6 +105,8 @@ void KillAndReap(pid_t pid, pid_t pgrp) {
     if (children.empty() || std::chrono::steady_clock::now() > deadline) break;
     for (const Child& c : children) KillAndReap(c.pid, c.pgrp);
   }
+  // The process is ending on a signal: a directory that cannot be removed is left, there is no
+  // one to tell.
   for (const std::string& dir : registry.dirs) (void)Env::Posix()->RemoveTree(dir);
   signal(sig, SIG_DFL);
   sigset_t only;
@@ -187,7 +189,7 @@ void InstallTerminationCleanup() {
     }).detach();
     return true;
   }();
-  (void)installed;
+  (void)installed;  // the static's initializer is the run-once; its value is not needed
 }
 
 std::vector<LeftoverProcess> FindLeftoverChildren() {
@@ -203,7 +205,7 @@ std::vector<LeftoverProcess> FindLeftoverChildren() {
   // have left it yet).
   for (const Child& c : Children(skip)) {
     if (c.state == 'Z') {
-      (void)waitpid(c.pid, nullptr, WNOHANG);
+      (void)waitpid(c.pid, nullptr, WNOHANG);  // an error: someone reaped it first
       continue;
     }
     out.push_back({c.pid, c.name});

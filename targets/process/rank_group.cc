@@ -37,7 +37,7 @@ void IgnoreSigpipeOnce() {
     }
     return true;
   }();
-  (void)done;
+  (void)done;  // the static's initializer is the run-once; its value is not needed
 }
 
 // The start of `text`, control characters escaped, for messages.
@@ -424,6 +424,8 @@ Status RankGroup::Shutdown() {
   const bool was_alive = alive_;
   if (alive_) {
     std::vector<json> requests(ranks_.size(), json::object()), replies;
+    // A polite request: whatever it comes to, the ranks are closed, awaited and killed below,
+    // and what they leave behind is the verdict.
     (void)Call("shutdown", std::move(requests), &replies,
                std::min(kShutdownGrace_s, options_.timeout_s));
   }

@@ -213,7 +213,7 @@ Status RankGroupPool::Release(std::unique_ptr<RankGroup> group,
         free_.push_back(FreeRank{std::move(rank), share});
       }
     } else {
-      (void)idle_[i].group->Shutdown();
+      (void)idle_[i].group->Shutdown();  // idle: no case is left to blame for its fault
     }
     idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
     break;

@@ -159,6 +159,7 @@ int EnsureWatchdog(const std::set<pid_t>& groups) {
 
 int WatchGroup(pid_t pgid) { return Send(static_cast<int32_t>(pgid)) ? 0 : EPIPE; }
 
+// A watchdog that cannot be told has ended: no group is watched any more, which is the aim.
 void UnwatchGroup(pid_t pgid) { (void)Send(-static_cast<int32_t>(pgid)); }
 
 pid_t WatchdogPid() { return g_watchdog.pid; }

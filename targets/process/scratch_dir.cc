@@ -45,6 +45,8 @@ ScratchDir::ScratchDir(int parent_fd, std::string parent_path, std::string name,
       name_(std::move(name)),
       fd_(fd) {}
 
+// A destructor has nowhere to report: a directory it cannot remove stays under the scratch root
+// (scratch_dir.h), and the harness registry removes what is left at a fatal signal.
 ScratchDir::~ScratchDir() {
   close(fd_);
   (void)PosixRemoveTreeAt(parent_fd_, parent_path_, name_);
