@@ -19,6 +19,7 @@ using testing_util::CheckContent;
 using testing_util::DictsOf;
 using testing_util::LoadInto;
 using testing_util::MakeSharding;
+using testing_util::OptionsAtCkpt;
 using testing_util::TemplatesOf;
 
 SaveOptions Async() {
@@ -51,13 +52,7 @@ class TrackerRecordingEngine : public ReferenceEngine {
 
 struct Harness {
   Harness(int bound, AsyncExecution execution, int keep_last = 0) {
-    EXPECT_TRUE(env.CreateDir("/ckpt").ok());
-    EXPECT_TRUE(env.SyncDir("/").ok());
-    ReferenceOptions options;
-    options.env = &env;
-    options.root = "/ckpt";
-    options.keep_last = keep_last;
-    options.async_execution = execution;
+    ReferenceOptions options = OptionsAtCkpt(&env, keep_last, execution);
     options.max_async_in_flight = bound;
     engine = std::make_unique<TrackerRecordingEngine>(std::move(options));
   }

@@ -88,17 +88,23 @@ inline ShardedTensor Tensor(const std::string& key, Dims global_shape, Dims offs
   return t;
 }
 
+// Makes "/ckpt" on `env` durable and gives the options of a reference engine rooted there.
+inline ReferenceOptions OptionsAtCkpt(MemEnv* env, int keep_last, AsyncExecution async) {
+  EXPECT_TRUE(env->CreateDir("/ckpt").ok());
+  EXPECT_TRUE(env->SyncDir("/").ok());
+  ReferenceOptions options;
+  options.env = env;
+  options.root = "/ckpt";
+  options.keep_last = keep_last;
+  options.async_execution = async;
+  return options;
+}
+
 // A MemEnv with "/ckpt" durable, and a reference engine on it.
 struct MemHarness {
   explicit MemHarness(int keep_last = 0, AsyncExecution async = AsyncExecution::kDeferred,
                       std::unique_ptr<PlanCache> cache = nullptr) {
-    EXPECT_TRUE(env.CreateDir("/ckpt").ok());
-    EXPECT_TRUE(env.SyncDir("/").ok());
-    ReferenceOptions options;
-    options.env = &env;
-    options.root = "/ckpt";
-    options.keep_last = keep_last;
-    options.async_execution = async;
+    ReferenceOptions options = OptionsAtCkpt(&env, keep_last, async);
     options.plan_cache = std::move(cache);
     engine = std::make_unique<ReferenceEngine>(std::move(options));
   }
