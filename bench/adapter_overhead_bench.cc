@@ -23,7 +23,7 @@
 #include "properties/adapter_target.h"
 #include "properties/property.h"
 #include "properties/runner.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/reference/reference_factory.h"
 #include "targets/reference/reference_target.h"
 

@@ -35,7 +35,7 @@
 #include "formats/dcp_metadata.h"
 #include "ondisk/checkpoint_kind.h"
 #include "ondisk/dcp_verify.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

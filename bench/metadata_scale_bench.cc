@@ -16,7 +16,7 @@
 #include <fstream>
 #include <string>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/reference/format.h"
 #include "targets/reference/metadata_heavy_checkpoint.h"
 #include "targets/reference/reference_engine.h"

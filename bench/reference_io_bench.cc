@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/bench_ratios.h"
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 #include "targets/reference/reference_engine.h"
 
 namespace ckptspec {

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "cli/reference_contents.h"
 #include "cli/verify_commands.h"
 #include "ondisk/checkpoint_diff.h"
 
@@ -28,6 +29,22 @@ CLI::App* AddDiffCommand(CLI::App& app, DiffCommandOptions* o) {
   return cmd;
 }
 
+namespace {
+
+// The contents of a checkpoint in any format verify recognises: the reference's own reader for
+// the reference format, ondisk/'s for DCP and torch_dist.
+Status OpenAnyContents(Env* view, const std::string& root, const ResourceLimits& limits,
+                       std::unique_ptr<CheckpointContents>* out) {
+  DetectedCheckpoint detected;
+  CKPTSPEC_RETURN_IF_ERROR(DetectCheckpoint(view, root, &detected));
+  if (detected.kind == CheckpointKind::kReference) {
+    return OpenReferenceContents(view, root, limits, out);
+  }
+  return CheckpointContents::Open(view, root, limits, out);
+}
+
+}  // namespace
+
 int RunDiffCommand(const DiffCommandOptions& o, std::ostream& out, std::ostream& err) {
   DiffOptions options;
   if (o.ulp >= 0 && (o.rtol >= 0 || o.atol >= 0)) {
@@ -50,7 +67,7 @@ int RunDiffCommand(const DiffCommandOptions& o, std::ostream& out, std::ostream&
   for (int i = 0; i < 2; ++i) {
     Status s = CheckCheckpointDirectory(*dirs[i]);
     if (s.ok()) s = Env::Posix()->NewConfinedView(*dirs[i], &views[i]);
-    if (s.ok()) s = CheckpointContents::Open(views[i].get(), *dirs[i], o.limits, &contents[i]);
+    if (s.ok()) s = OpenAnyContents(views[i].get(), *dirs[i], o.limits, &contents[i]);
     if (!s.ok()) {
       err << "ckptspec diff: " << (i == 0 ? "A" : "B") << ": " << s.message() << "\n";
       return 2;

@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "targets/reference/resource_limits.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 

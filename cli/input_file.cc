@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "targets/env/confined_view.h"
+#include "base/confined_view.h"
 
 namespace ckptspec {
 namespace {

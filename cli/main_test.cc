@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/process_test_util.h"
 
 namespace {

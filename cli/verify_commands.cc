@@ -16,7 +16,7 @@
 #include "model/validate.h"
 #include "ondisk/checkpoint_kind.h"
 #include "ondisk/dcp_verify.h"
-#include "targets/env/confined_view.h"
+#include "base/confined_view.h"
 #include "targets/reference/verify.h"
 
 namespace ckptspec {

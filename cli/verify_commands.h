@@ -6,7 +6,7 @@
 // and with --data every item's bytes; ondisk/dcp_verify.h). --json prints the report as JSON.
 //
 // Both read input nobody vouches for (docs/SECURITY.md): each takes a flag per row of the limits
-// table (targets/reference/resource_limits.h: --max-json-depth, --max-metadata-bytes,
+// table (base/resource_limits.h: --max-json-depth, --max-metadata-bytes,
 // --max-chunks, --max-read-ratio), and refuses an input that is not what it expects before opening
 // it: a plan dump must be a regular file, DIR a directory ("plan dump '/tmp/p': a FIFO, not a
 // regular file"; "'/tmp/p': a FIFO, not a checkpoint directory").
@@ -20,7 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "targets/reference/resource_limits.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 

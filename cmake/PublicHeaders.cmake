@@ -8,7 +8,7 @@
 # ckptspec_plugin_interface is what a plugin built in the tree compiles against: the source root
 # and the generated directory on the include path, and nlohmann_json.
 file(GLOB_RECURSE CKPTSPEC_PUBLIC_HEADERS RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
-     ${PROJECT_SOURCE_DIR}/model/*.h ${PROJECT_SOURCE_DIR}/generators/*.h
+     ${PROJECT_SOURCE_DIR}/model/*.h ${PROJECT_SOURCE_DIR}/base/*.h ${PROJECT_SOURCE_DIR}/generators/*.h
      ${PROJECT_SOURCE_DIR}/targets/*.h ${PROJECT_SOURCE_DIR}/properties/*.h)
 list(FILTER CKPTSPEC_PUBLIC_HEADERS EXCLUDE REGEX "_test_util\\.h$|_test\\.h$")
 list(SORT CKPTSPEC_PUBLIC_HEADERS)

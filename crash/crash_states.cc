@@ -12,8 +12,8 @@
 
 #include "crash/fs_op_describe.h"
 #include "crash/op_replay.h"
-#include "targets/env/env.h"
-#include "targets/env/posix_remove_tree.h"
+#include "base/env.h"
+#include "base/posix_remove_tree.h"
 
 namespace ckptspec {
 

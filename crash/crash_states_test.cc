@@ -20,7 +20,7 @@
 
 #include "crash/fs_op_describe.h"
 #include "crash/initial_tree.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

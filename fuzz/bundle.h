@@ -24,7 +24,7 @@
 
 #include "model/status.h"
 #include "properties/storage_util.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

@@ -19,7 +19,7 @@
 #include "fuzz/fuzz_target.h"
 #include "fuzz/seed_runs.h"
 #include "properties/harness.h"
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 #include "targets/reference/reference_target.h"
 #include "targets/reference/verify.h"
 

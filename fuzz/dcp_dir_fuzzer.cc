@@ -15,7 +15,7 @@
 #include "ondisk/checkpoint_contents.h"
 #include "ondisk/checkpoint_diff.h"
 #include "ondisk/dcp_verify.h"
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 
 namespace {
 

@@ -11,22 +11,8 @@
 #include "formats/torch_tensor_item.h"
 #include "ondisk/dcp_index_limits.h"
 #include "ondisk/file_byte_source.h"
-#include "targets/reference/reference_engine.h"
 
 namespace ckptspec {
-namespace {
-
-const TorchDType* TorchDTypeOf(DType dtype) {
-  int count = 0;
-  const TorchDType* all = TorchDTypes(&count);
-  for (int i = 0; i < count; ++i) {
-    if (all[i].ckptspec_dtype == dtype) return &all[i];
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 Status CheckpointContents::Open(Env* env, const std::string& root, const ResourceLimits& limits,
                                 std::unique_ptr<CheckpointContents>* out) {
   std::unique_ptr<CheckpointContents> c(new CheckpointContents());
@@ -34,13 +20,15 @@ Status CheckpointContents::Open(Env* env, const std::string& root, const Resourc
   DetectedCheckpoint detected;
   CKPTSPEC_RETURN_IF_ERROR(DetectCheckpoint(env, root, &detected));
   c->kind_ = detected.kind;
+  if (detected.kind == CheckpointKind::kReference) {
+    return Status::InvalidArgument(
+        root +
+        ": a checkpoint in ckptspec's reference format, which the reference's reader "
+        "opens (OpenReferenceContents); this reader opens DCP and torch_dist checkpoints");
+  }
   try {
-    if (detected.kind == CheckpointKind::kReference) {
-      CKPTSPEC_RETURN_IF_ERROR(c->OpenReference(root, limits));
-    } else {
-      c->dir_ = detected.index_dir;
-      CKPTSPEC_RETURN_IF_ERROR(c->OpenDcp(limits));
-    }
+    c->dir_ = detected.index_dir;
+    CKPTSPEC_RETURN_IF_ERROR(c->OpenDcp(limits));
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("reading the index of " + root + ": out of memory");
   }
@@ -102,35 +90,23 @@ Status CheckpointContents::OpenDcp(const ResourceLimits& limits) {
   return Status::OK();
 }
 
-Status CheckpointContents::OpenReference(const std::string& root, const ResourceLimits& limits) {
-  ReferenceOptions options;
-  options.env = env_;
-  options.root = root;
-  options.limits = limits;
-  ReferenceEngine engine(std::move(options));
-  int64_t iteration = 0;
-  CKPTSPEC_RETURN_IF_ERROR(engine.LatestIteration(&iteration));
-  CheckpointMetadata md;
-  CKPTSPEC_RETURN_IF_ERROR(engine.ReadMetadata(iteration, &md));
-  dir_ = JoinPath(root, IterationDirName(iteration));
-  for (const FileEntry& f : md.files) {
-    files_.push_back(f.name);
+std::unique_ptr<CheckpointContents> CheckpointContents::FromIndex(Env* env, ContentsIndex index) {
+  std::unique_ptr<CheckpointContents> c(new CheckpointContents());
+  c->env_ = env;
+  c->kind_ = index.kind;
+  c->dir_ = std::move(index.dir);
+  c->files_ = std::move(index.files);
+  c->tensors_ = std::move(index.tensors);
+  c->blobs_ = std::move(index.blobs);
+  c->AddStoredBytesOfFiles();
+  return c;
+}
+
+void CheckpointContents::AddStoredBytesOfFiles() {
+  for (size_t f = 0; f < files_.size(); ++f) {
     uint64_t stored = 0;
-    if (env_->GetFileStoredSize(FilePath(files_.size() - 1), &stored).ok()) stored_bytes_ += stored;
+    if (env_->GetFileStoredSize(FilePath(f), &stored).ok()) stored_bytes_ += stored;
   }
-  auto bytes_of = [](const Extent& e) {
-    return StoredBytes{static_cast<size_t>(e.file), e.offset, e.size, false};
-  };
-  for (const TensorEntry& t : md.tensors) {
-    StoredTensor tensor;
-    tensor.key = t.key;
-    tensor.dtype = TorchDTypeOf(t.dtype);
-    tensor.shape = t.global_shape;
-    for (const ChunkEntry& c : t.chunks) tensor.chunks.push_back({c.box, bytes_of(c.extent)});
-    tensors_.push_back(std::move(tensor));
-  }
-  for (const ObjectEntry& o : md.objects) blobs_.push_back({o.UniqueKey(), bytes_of(o.extent)});
-  return Status::OK();
 }
 
 std::string CheckpointContents::FilePath(size_t file) const { return JoinPath(dir_, files_[file]); }

@@ -11,8 +11,8 @@
 #include "formats/torch_dtype.h"
 #include "model/box.h"
 #include "ondisk/checkpoint_kind.h"
-#include "targets/env/env.h"
-#include "targets/reference/resource_limits.h"
+#include "base/env.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 
@@ -43,12 +43,27 @@ struct StoredBlob {
   StoredBytes bytes;
 };
 
+// What a checkpoint's index says, read by the reader of its format: the index directory, the
+// files below it that hold data, and where each tensor's chunks and each blob are.
+struct ContentsIndex {
+  CheckpointKind kind = CheckpointKind::kDcp;
+  std::string dir;                 // the index directory
+  std::vector<std::string> files;  // relative to dir; StoredBytes::file indexes them
+  std::vector<StoredTensor> tensors;
+  std::vector<StoredBlob> blobs;
+};
+
 class CheckpointContents {
  public:
-  // Opens the checkpoint at `root` (format recognised by DetectCheckpoint): its index only.
-  // `env` must be a confined view of `root`, and outlive this object.
+  // Opens the DCP or torch_dist checkpoint at `root` (format recognised by DetectCheckpoint):
+  // its index only. A checkpoint in ckptspec's reference format is refused (InvalidArgument):
+  // its reader is the reference's (cli/reference_contents.h), which builds the
+  // contents with FromIndex. `env` must be a confined view of `root`, and outlive this object.
   static Status Open(Env* env, const std::string& root, const ResourceLimits& limits,
                      std::unique_ptr<CheckpointContents>* out);
+  // The contents `index` describes, read through `env` (which must outlive this object). Its
+  // stored_bytes() is what the index's files occupy on disk, as far as `env` can tell.
+  static std::unique_ptr<CheckpointContents> FromIndex(Env* env, ContentsIndex index);
 
   CheckpointKind kind() const { return kind_; }
   const std::string& dir() const { return dir_; }  // the index directory
@@ -69,7 +84,7 @@ class CheckpointContents {
  private:
   CheckpointContents() = default;
   Status OpenDcp(const ResourceLimits& limits);
-  Status OpenReference(const std::string& root, const ResourceLimits& limits);
+  void AddStoredBytesOfFiles();
   std::string FilePath(size_t file) const;
 
   Env* env_ = nullptr;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "model/status.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

@@ -1,4 +1,4 @@
-// The resource limits (targets/reference/resource_limits.h) on a PyTorch DCP or torch_dist
+// The resource limits (base/resource_limits.h) on a PyTorch DCP or torch_dist
 // checkpoint, applied in one place for `ckptspec verify` and `ckptspec diff` before either reads
 // any data:
 //  - the index: .metadata beyond max_metadata_bytes is refused before it is read, its chunks and
@@ -16,8 +16,8 @@
 #include "formats/dcp_checks.h"
 #include "formats/dcp_metadata.h"
 #include "model/status.h"
-#include "targets/env/env.h"
-#include "targets/reference/resource_limits.h"
+#include "base/env.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 

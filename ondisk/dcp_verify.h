@@ -21,8 +21,8 @@
 
 #include "formats/dcp_checks.h"
 #include "ondisk/checkpoint_kind.h"
-#include "targets/env/env.h"
-#include "targets/reference/resource_limits.h"
+#include "base/env.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "formats/byte_source.h"
-#include "targets/env/env.h"
-#include "targets/reference/resource_limits.h"
+#include "base/env.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "ondisk/dcp_verify.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 #ifndef CKPTSPEC_SOURCE_DIR
 #error "CKPTSPEC_SOURCE_DIR must name the source tree (set by ondisk/CMakeLists.txt)"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "crash/fs_recorder.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/coordinator.h"
 #include "targets/process/harness_registry.h"
 #include "targets/process/owned_temp_dir.h"

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "properties/harness.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

@@ -8,7 +8,7 @@
 #include "generators/run_gen.h"
 #include "properties/harness.h"
 #include "properties/property_util.h"
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 #include "targets/reference/reference_target.h"
 
 namespace ckptspec {

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "properties/elf_section.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "model/run_spec.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/target_factory.h"
 
 namespace ckptspec {

@@ -290,7 +290,7 @@ Status RebuildWithOwnRule(const LoadedCheckpoint& load, const MissingEntryFill& 
 // The specs of `templates`, data empty: what LoadedCheckpoint::requested holds.
 std::vector<ShardedStateDict> RequestedSpecs(const std::vector<ShardedStateDict>& templates);
 
-class Env;  // targets/env/env.h
+class Env;  // base/env.h
 
 // A target's consolidated export (docs/SEMANTICS.md §10): one checkpoint written as one
 // self-contained file, and that file imported back as a checkpoint of other storage, which any

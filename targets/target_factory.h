@@ -20,8 +20,8 @@
 #include <string>
 
 #include "model/framework_support.h"
-#include "targets/env/env.h"
-#include "targets/env/mem_env.h"
+#include "base/env.h"
+#include "base/mem_env.h"
 #include "targets/tested_framework.h"
 #include "targets/process/case_events.h"
 #include "targets/target.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "targets/env/env_wrapper.h"
+#include "base/env_wrapper.h"
 
 namespace ckptspec {
 

@@ -4,7 +4,7 @@
 
 #include "adapters/reference/call_requests.h"
 #include "properties/spec_framework.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/framework_protocol.h"
 #include "targets/process/protocol.h"
 #include "targets/reference/reference_factory.h"

@@ -26,7 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/protocol.h"
 #include "targets/process/scratch_file.h"
 #include "targets/reference/reference_engine.h"

@@ -19,7 +19,7 @@
 #include "properties/adapter_target.h"
 #include "properties/property.h"
 #include "properties/runner.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/harness_registry.h"
 #include "targets/process/process_engine.h"
 #include "targets/process/rank_group_pool.h"

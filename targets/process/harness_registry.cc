@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/process_tree.h"
 #include "targets/process/rank_watchdog.h"
 

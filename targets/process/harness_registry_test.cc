@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/process_test_util.h"
 #include "targets/process/rank_watchdog.h"
 #include "targets/process/subprocess.h"

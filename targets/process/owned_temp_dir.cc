@@ -14,8 +14,8 @@
 #include <optional>
 #include <string_view>
 
-#include "targets/env/env.h"
-#include "targets/env/posix_remove_tree.h"
+#include "base/env.h"
+#include "base/posix_remove_tree.h"
 #include "targets/process/process_tree.h"
 
 namespace ckptspec {

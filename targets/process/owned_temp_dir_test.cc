@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/process_tree.h"
 
 namespace ckptspec {

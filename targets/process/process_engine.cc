@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "model/box.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/process/request_writer.h"
 #include "targets/process/group_slot.h"
 

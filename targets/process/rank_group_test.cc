@@ -14,7 +14,7 @@
 
 #include "targets/process/process_test_util.h"
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

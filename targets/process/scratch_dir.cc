@@ -8,9 +8,9 @@
 #include <cstring>
 #include <random>
 
-#include "targets/env/confined_view.h"
-#include "targets/env/env.h"
-#include "targets/env/posix_remove_tree.h"
+#include "base/confined_view.h"
+#include "base/env.h"
+#include "base/posix_remove_tree.h"
 
 namespace ckptspec {
 namespace {

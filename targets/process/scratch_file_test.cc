@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/reference/format.h"
 #include "targets/reference/reference_engine.h"
 #include "targets/target.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/status.h"
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/resource_limits.h"
 #include "model/box.h"
 #include "model/dtype.h"
 #include "model/json_util.h"
@@ -54,8 +55,8 @@ inline constexpr const char* kWriterShardFileName = "shard.bin";
 
 enum class IndexLayout { kSingle, kPerWriter };
 const char* IndexLayoutName(IndexLayout layout);  // "single", "per-writer"
-// Upper bounds checked before reading (a hostile size never drives an allocation).
-inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 30;
+// Upper bounds checked before reading, so that a hostile size never drives an allocation: the
+// index's size (kMaxMetadataBytes, base/resource_limits.h) and its trees' memory.
 // What `layout` and `common` may take in memory as trees (the JSON reader's estimate,
 // JsonLimits::max_tree_bytes): this many bytes per byte of the index text, plus the allowance.
 // A tree can take 30 times its text ("[{},{},...]"); an index whose trees would take more is

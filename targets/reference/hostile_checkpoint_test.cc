@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/address_limit_test_util.h"
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 #include "targets/reference/checksum_stream.h"
 #include "targets/reference/format.h"
 #include "targets/reference/reference_engine.h"

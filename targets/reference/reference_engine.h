@@ -65,10 +65,10 @@
 #include <thread>
 #include <vector>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 #include "targets/reference/decoded_index_cache.h"
 #include "targets/reference/format.h"
-#include "targets/reference/resource_limits.h"
+#include "base/resource_limits.h"
 #include "targets/reference/save_plan.h"
 #include "targets/reference/tensor_destination.h"
 #include "targets/target.h"

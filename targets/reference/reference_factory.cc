@@ -3,7 +3,7 @@
 #include <memory>
 #include <utility>
 
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 
 namespace ckptspec {
 

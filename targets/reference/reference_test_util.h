@@ -9,7 +9,7 @@
 
 #include "model/content_fill.h"
 #include "model/param_sharding.h"
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 #include "targets/reference/reference_engine.h"
 
 namespace ckptspec {

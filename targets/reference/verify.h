@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "model/status.h"
-#include "targets/env/env.h"
-#include "targets/reference/resource_limits.h"
+#include "base/env.h"
+#include "base/resource_limits.h"
 
 namespace ckptspec {
 
