@@ -32,6 +32,8 @@ constexpr double kTwoTo64 = 18446744073709551616.0;
 
 JsonField::JsonField(const json& document) : value_(&document) {}
 
+JsonField::JsonField(const json& document, std::string_view name) : value_(&document), key_(name) {}
+
 JsonField::JsonField(const json& value, const JsonPath& path) : value_(&value), base_(&path) {}
 
 JsonField::JsonField(const JsonField* parent, std::string_view key, size_t index, bool is_index,
@@ -49,8 +51,8 @@ std::string JsonField::Path() const {
   std::vector<const JsonField*> chain;
   for (const JsonField* f = this; f != nullptr; f = f->parent_) chain.push_back(f);
   const JsonField* root = chain.back();
-  std::string path =
-      root->base_ != nullptr && root->base_->size() > 0 ? root->base_->ToString() : std::string();
+  std::string path = root->base_ != nullptr && root->base_->size() > 0 ? root->base_->ToString()
+                                                                       : std::string(root->key_);
   for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) {
     if ((*it)->is_index_) {
       AppendJsonPathIndex((*it)->index_, &path);
@@ -131,6 +133,12 @@ Status JsonField::ExpectObject() const {
 Status JsonField::ExpectArray() const {
   if (!present()) return Absent();
   return value_->is_array() ? Status::OK() : Expected("an array");
+}
+
+Status JsonField::ExpectArrayOfSize(size_t n) const {
+  CKPTSPEC_RETURN_IF_ERROR(ExpectArray());
+  if (!present() || value_->size() == n) return Status::OK();
+  return Expected("an array of " + std::to_string(n) + (n == 1 ? " element" : " elements"));
 }
 
 Status JsonField::ExpectOnlyMembers(std::initializer_list<std::string_view> allowed) const {
@@ -233,6 +241,21 @@ Status JsonField::GetString(std::string* out) const {
   return Status::OK();
 }
 
+Status JsonField::GetStringArray(std::vector<std::string>* out) const {
+  if (!present()) return Absent();
+  if (!value_->is_array()) return Expected("an array of strings");
+  std::vector<std::string> values;
+  values.reserve(value_->size());
+  for (size_t i = 0; i < value_->size(); ++i) {
+    const JsonField element = Element(i);
+    std::string v;
+    CKPTSPEC_RETURN_IF_ERROR(element.GetString(&v));
+    values.push_back(std::move(v));
+  }
+  *out = std::move(values);
+  return Status::OK();
+}
+
 Status JsonField::GetNonNegativeInt64Array(Dims* out) const {
   if (!present()) return Absent();
   if (!value_->is_array()) return Expected("an array of non-negative integers");
@@ -246,6 +269,11 @@ Status JsonField::GetNonNegativeInt64Array(Dims* out) const {
   }
   *out = std::move(values);
   return Status::OK();
+}
+
+Status AsCorruption(const Status& status) {
+  if (status.code() != Status::Code::kInvalidArgument) return status;
+  return Status::Corruption(status.message());
 }
 
 }  // namespace ckptspec

@@ -3,8 +3,9 @@
 //
 // A JsonField is a value of a document and its JSON path, written as JsonPath::ToString writes it
 // (members joined by '.', indices in brackets, "(root)" for the document). Fields are taken from
-// the document's root, or from a value being streamed (JsonStreamHandler::Take), then member by
-// member and element by element:
+// the document's root, from a named root (a message or a stored object known by a name: its
+// members' paths start with the name, "save.tensors[0].file"), or from a value being streamed
+// (JsonStreamHandler::Take), then member by member and element by element:
 //
 //   const JsonField chunk(value, path);  // in Take: "tensors[3].chunks[0]"
 //   CKPTSPEC_RETURN_IF_ERROR(chunk.ExpectObject());
@@ -13,10 +14,11 @@
 //
 // Contract: never throws and never asserts. Every refusal is an InvalidArgument Status whose
 // message is the field's path, ": " and what is wrong; callers that read stored data re-code it as
-// Corruption with their file name in front. Paths are rendered only when an error is reported.
+// Corruption (AsCorruption), with their file name in front where they know one. Paths are
+// rendered only when an error is reported.
 //
 // Lifetime: a field refers to the document, to the field it was taken from and to the member name
-// it was taken with (string literals are fine); all must outlive it. Fields are meant to be local
+// it was taken with (or the root's name; string literals are fine); all must outlive it. Fields are meant to be local
 // variables of the reading code: taking a member or element of a temporary field does not
 // compile. A field made from a JsonPath is valid only during the call the path was handed to.
 //
@@ -31,6 +33,7 @@
 //   wrong type:             expected an integer, got "x"        (a string, a boolean, a number, an
 //                                                                array, an object, ...)
 //   below zero:             expected a non-negative integer, got -4
+//   another length:         expected an array of 2 elements, got [1]
 //   outside bounds:         expected an integer in [1, 1048576], got 0
 //   beyond 64 bits:         integer 9223372036854775808 overflows int64  (also an integral float)
 //   a member not allowed:   unknown member "replica_ids"
@@ -62,10 +65,15 @@ class JsonField {
  public:
   // The root of `document`; its path is "(root)".
   explicit JsonField(const nlohmann::json& document);
+  // The root of `document`, whose path is `name` ("save", "load reply"): its members are
+  // "save.iteration". The name is written as it is, never quoted.
+  JsonField(const nlohmann::json& document, std::string_view name);
   // A value being streamed, which sits at `path` of its document.
   JsonField(const nlohmann::json& value, const JsonPath& path);
 
   bool present() const { return state_ == State::kPresent; }
+  // True when the field is present and null.
+  bool is_null() const { return present() && value_->is_null(); }
   // The value; null when absent.
   const nlohmann::json& value() const;
   // The path: "tensors[3].chunks[0].offset", "(root)".
@@ -96,6 +104,8 @@ class JsonField {
   Status ExpectPresent() const;
   Status ExpectObject() const;
   Status ExpectArray() const;
+  // An array of exactly `n` elements ("expected an array of 2 elements, got [1]").
+  Status ExpectArrayOfSize(size_t n) const;
   // An object whose members are all named in `allowed`.
   Status ExpectOnlyMembers(std::initializer_list<std::string_view> allowed) const;
 
@@ -103,6 +113,10 @@ class JsonField {
   // path, and returns the first error.
   template <typename Read>
   Status ForEachElement(Read read) const&;
+  // Calls read(name, member) for each member of this object, in the document's order (nlohmann
+  // keeps members sorted by name), and returns the first error.
+  template <typename Read>
+  Status ForEachMember(Read read) const&;
 
   // Each Get writes *out only when it returns OK and the field is present.
   Status GetInt64(int64_t* out) const;
@@ -118,6 +132,8 @@ class JsonField {
   Status GetDoubleOrNull(std::optional<double>* out) const;
   Status GetBool(bool* out) const;
   Status GetString(std::string* out) const;
+  // An array of strings ("expected an array of strings, got ..."; "[2]: expected a string, ...").
+  Status GetStringArray(std::vector<std::string>* out) const;
   // An array of non-negative integers ("expected an array of non-negative integers, got ...").
   Status GetNonNegativeInt64Array(Dims* out) const;
   // A string that parse(text, out) maps to a value; parse returns false for a name it does not
@@ -160,6 +176,17 @@ Status JsonField::ForEachElement(Read read) const& {
   return Status::OK();
 }
 
+template <typename Read>
+Status JsonField::ForEachMember(Read read) const& {
+  CKPTSPEC_RETURN_IF_ERROR(ExpectObject());
+  if (!present()) return Status::OK();
+  for (auto it = value_->begin(); it != value_->end(); ++it) {
+    const JsonField member(this, it.key(), 0, false, &it.value(), State::kPresent);
+    CKPTSPEC_RETURN_IF_ERROR(read(it.key(), member));
+  }
+  return Status::OK();
+}
+
 template <typename Int>
 Status JsonField::GetInt(Int* out) const {
   static_assert(std::is_integral_v<Int> && std::is_signed_v<Int> && sizeof(Int) <= sizeof(int64_t));
@@ -178,5 +205,10 @@ Status JsonField::GetEnum(Parse parse, T* out) const {
   if (!parse(name, out)) return Error("unknown value " + JsonPreview(value()));
   return Status::OK();
 }
+
+// What a reader of stored data returns for `status`, a reader's result: an InvalidArgument refusal
+// becomes Corruption with the same message (the data, not the caller, is wrong); OK and other
+// codes are returned as they are.
+Status AsCorruption(const Status& status);
 
 }  // namespace ckptspec

@@ -42,6 +42,22 @@ TEST(JsonField, PathsAreWrittenAsJsonPathWritesThem) {
   EXPECT_EQ(root.Member("gone").Path(), "gone");
 }
 
+TEST(JsonField, ANamedRootStartsItsPaths) {
+  const JsonField root(kDocument, "load reply");
+  EXPECT_EQ(root.Path(), "load reply");
+  const JsonField tensors = root.Member("tensors");
+  EXPECT_EQ(tensors.Element(1).Path(), "load reply.tensors[1]");
+  std::string s;
+  EXPECT_EQ(root.Member("count").GetString(&s).message(),
+            "load reply.count: expected a string, got 3");
+  EXPECT_EQ(root.Member("gone").GetString(&s).message(),
+            "load reply: missing required member \"gone\"");
+  EXPECT_EQ(root.Error("bad").message(), "load reply: bad");
+  const json list = json::array({1});
+  const JsonField named_array(list, "dropped");
+  EXPECT_EQ(named_array.Element(0).GetString(&s).message(), "dropped[0]: expected a string, got 1");
+}
+
 TEST(JsonField, ErrorsNameTheNestedPath) {
   const JsonField root(kDocument);
   const JsonField tensors = root.Member("tensors");
@@ -143,6 +159,8 @@ TEST(JsonField, AnOptionalMemberLeftOutReadsAsNothing) {
   EXPECT_TRUE(gone.ExpectPresent().ok());
   EXPECT_TRUE(gone.ExpectObject().ok());
   EXPECT_TRUE(gone.ExpectArray().ok());
+  EXPECT_TRUE(gone.ExpectArrayOfSize(2).ok());
+  EXPECT_FALSE(gone.is_null());
   EXPECT_TRUE(gone.ExpectOnlyMembers({"a"}).ok());
   EXPECT_TRUE(gone.GetInt64(&i).ok());
   EXPECT_TRUE(gone.GetInt64(0, 1, &i).ok());
@@ -153,6 +171,8 @@ TEST(JsonField, AnOptionalMemberLeftOutReadsAsNothing) {
   EXPECT_TRUE(gone.GetDoubleOrNull(&od).ok());
   EXPECT_TRUE(gone.GetBool(&b).ok());
   EXPECT_TRUE(gone.GetString(&s).ok());
+  std::vector<std::string> strings = {"kept"};
+  EXPECT_TRUE(gone.GetStringArray(&strings).ok());
   EXPECT_TRUE(gone.GetNonNegativeInt64Array(&dims).ok());
   EXPECT_TRUE(gone.GetEnum([](const std::string&, int*) { return false; }, &small).ok());
   int calls = 0;
@@ -161,7 +181,13 @@ TEST(JsonField, AnOptionalMemberLeftOutReadsAsNothing) {
                     return Status::OK();
                   })
                   .ok());
+  EXPECT_TRUE(gone.ForEachMember([&](const std::string&, const JsonField&) {
+                    ++calls;
+                    return Status::OK();
+                  })
+                  .ok());
   EXPECT_EQ(calls, 0);
+  EXPECT_EQ(strings, std::vector<std::string>{"kept"});
   EXPECT_EQ(i, 5);
   EXPECT_EQ(u, 6u);
   EXPECT_EQ(d, 7);
@@ -198,6 +224,27 @@ TEST(JsonField, ExpectTypes) {
             "(root): expected an array, got {}");
 }
 
+TEST(JsonField, IsNullOnlyWhenPresentAndNull) {
+  const JsonField root(kDocument);
+  EXPECT_TRUE(root.Member("nothing").is_null());
+  EXPECT_FALSE(root.Member("count").is_null());
+  EXPECT_FALSE(root.Member("gone").is_null());
+  EXPECT_FALSE(root.OptionalMember("gone").is_null());
+}
+
+TEST(JsonField, ExpectArrayOfSize) {
+  const auto pair = [](const JsonField& f) { return f.ExpectArrayOfSize(2); };
+  EXPECT_EQ(ErrorOf("[1, \"x\"]", pair), "");
+  EXPECT_EQ(ErrorOf("[1]", pair), "(root): expected an array of 2 elements, got [1]");
+  EXPECT_EQ(ErrorOf("[1, 2, 3]", pair), "(root): expected an array of 2 elements, got [1, 2, 3]");
+  EXPECT_EQ(ErrorOf("{}", pair), "(root): expected an array, got {}");
+  EXPECT_EQ(ErrorOf("[]", [](const JsonField& f) { return f.ExpectArrayOfSize(1); }),
+            "(root): expected an array of 1 element, got []");
+  EXPECT_EQ(ErrorOf("[]", [](const JsonField& f) { return f.ExpectArrayOfSize(0); }), "");
+  EXPECT_EQ(ErrorOf("{}", [](const JsonField& f) { return f.Member("p").ExpectArrayOfSize(2); }),
+            "(root): missing required member \"p\"");
+}
+
 TEST(JsonField, ExpectOnlyMembersNamesTheFirstUnknownOne) {
   const auto only_a_b = [](const JsonField& f) { return f.ExpectOnlyMembers({"a", "b"}); };
   EXPECT_EQ(ErrorOf(R"({"a": 1, "b": 2})", only_a_b), "");
@@ -229,6 +276,31 @@ TEST(JsonField, ForEachElementGivesEachIndexInOrder) {
   EXPECT_EQ(values, std::vector<int64_t>{6});  // stops at the first error
   EXPECT_EQ(ErrorOf(R"({"list": {}})", read), "list: expected an array, got {}");
   EXPECT_EQ(ErrorOf(R"({})", read), "(root): missing required member \"list\"");
+}
+
+TEST(JsonField, ForEachMemberGivesEachNameInOrder) {
+  std::vector<std::string> names, paths;
+  std::vector<int64_t> values;
+  const auto read = [&](const JsonField& f) {
+    return f.Member("counts").ForEachMember([&](const std::string& name, const JsonField& member) {
+      names.push_back(name);
+      paths.push_back(member.Path());
+      int64_t v;
+      CKPTSPEC_RETURN_IF_ERROR(member.GetInt64(&v));
+      values.push_back(v);
+      return Status::OK();
+    });
+  };
+  EXPECT_EQ(ErrorOf(R"({"counts": {"b": 2, "a b": 1}})", read), "");
+  EXPECT_EQ(names, (std::vector<std::string>{"a b", "b"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"counts[\"a b\"]", "counts.b"}));
+  EXPECT_EQ(values, (std::vector<int64_t>{1, 2}));
+  values.clear();
+  EXPECT_EQ(ErrorOf(R"({"counts": {"a": 1, "b": "x", "c": "y"}})", read),
+            "counts.b: expected an integer, got \"x\"");
+  EXPECT_EQ(values, std::vector<int64_t>{1});  // stops at the first error
+  EXPECT_EQ(ErrorOf(R"({"counts": []})", read), "counts: expected an object, got []");
+  EXPECT_EQ(ErrorOf(R"({})", read), "(root): missing required member \"counts\"");
 }
 
 // The message of reading the document `text` with `get` on the root, "" when OK.
@@ -385,6 +457,29 @@ TEST(JsonField, GetNonNegativeInt64Array) {
   };
   EXPECT_EQ(ErrorOf(R"({"shape": [1, 2.5]})", shape),
             "shape[1]: expected a non-negative integer, got 2.5");
+}
+
+TEST(JsonField, GetStringArray) {
+  std::vector<std::string> v;
+  const auto get = &JsonField::GetStringArray;
+  EXPECT_EQ(GetError(R"(["a", ""])", get, &v), "");
+  EXPECT_EQ(v, (std::vector<std::string>{"a", ""}));
+  EXPECT_EQ(GetError("[]", get, &v), "");
+  EXPECT_TRUE(v.empty());
+  v = {"kept"};
+  EXPECT_EQ(GetError("\"a\"", get, &v), "(root): expected an array of strings, got \"a\"");
+  EXPECT_EQ(GetError(R"(["a", 1])", get, &v), "[1]: expected a string, got 1");
+  EXPECT_EQ(v, std::vector<std::string>{"kept"});  // unchanged by errors
+}
+
+TEST(JsonField, AsCorruptionRecodesOnlyRefusals) {
+  const JsonField root(kDocument, "state");
+  std::string s;
+  const Status refusal = AsCorruption(root.Member("count").GetString(&s));
+  EXPECT_EQ(refusal.code(), Status::Code::kCorruption);
+  EXPECT_EQ(refusal.message(), "state.count: expected a string, got 3");
+  EXPECT_TRUE(AsCorruption(Status::OK()).ok());
+  EXPECT_EQ(AsCorruption(Status::NotFound("x")).code(), Status::Code::kNotFound);
 }
 
 bool ParseColor(const std::string& name, int* out) {
