@@ -1,4 +1,4 @@
-#include "targets/env/confined_view.h"
+#include "base/confined_view.h"
 
 #include <sys/stat.h>
 

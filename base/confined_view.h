@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "targets/env/env.h"
-#include "targets/env/env_wrapper.h"
+#include "base/env.h"
+#include "base/env_wrapper.h"
 
 namespace ckptspec {
 

@@ -1,4 +1,4 @@
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

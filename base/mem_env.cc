@@ -1,4 +1,4 @@
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 
 #include <algorithm>
 #include <cstring>

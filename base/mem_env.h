@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

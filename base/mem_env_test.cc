@@ -1,4 +1,4 @@
-#include "targets/env/mem_env.h"
+#include "base/mem_env.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

@@ -1,4 +1,4 @@
-#include "targets/env/posix_confined_view.h"
+#include "base/posix_confined_view.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "targets/env/confined_view.h"
-#include "targets/env/posix_file.h"
+#include "base/confined_view.h"
+#include "base/posix_file.h"
 
 namespace ckptspec {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 

@@ -1,4 +1,4 @@
-#include "targets/env/posix_confined_view.h"
+#include "base/posix_confined_view.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "targets/env/env.h"
-#include "targets/env/mem_env.h"
+#include "base/env.h"
+#include "base/mem_env.h"
 
 namespace ckptspec {
 namespace {

@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "targets/env/env.h"
-#include "targets/env/posix_confined_view.h"
-#include "targets/env/posix_file.h"
-#include "targets/env/posix_remove_tree.h"
+#include "base/env.h"
+#include "base/posix_confined_view.h"
+#include "base/posix_file.h"
+#include "base/posix_remove_tree.h"
 
 namespace ckptspec {
 

@@ -1,4 +1,4 @@
-#include "targets/env/posix_remove_tree.h"
+#include "base/posix_remove_tree.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

@@ -1,6 +1,6 @@
 // RemoveTree on the POSIX Env never follows a symbolic link: links at the top, inside, to
 // directories and to files are removed themselves, and what they point to is untouched.
-#include "targets/env/posix_remove_tree.h"
+#include "base/posix_remove_tree.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "targets/env/env.h"
+#include "base/env.h"
 
 namespace ckptspec {
 namespace {

@@ -1,4 +1,4 @@
-#include "targets/reference/resource_limits.h"
+#include "base/resource_limits.h"
 
 #include <algorithm>
 

@@ -16,9 +16,11 @@
 
 #include "model/json_util.h"
 #include "model/status.h"
-#include "targets/reference/format.h"
 
 namespace ckptspec {
+
+// The largest index (metadata.json, index.json) or plan dump read by default.
+inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 30;
 
 struct ResourceLimits {
   // Deepest nesting of arrays and objects in metadata.json, index.json or a plan dump.

@@ -1,5 +1,6 @@
 // StatePlan::Sharing: a shared plan (reused for identical inputs, building each rank's entries
-// once and filtering copies of them) gives exactly the entries a private plan builds.
+// once and filtering copies of them) gives exactly the entries a private plan builds. It sits
+// here, not beside model/state_entries.h, because it draws whole runs (generators/run_gen.h).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
