@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Protocol-level tests of the megatron_core adapter: a small driver speaks docs/PROTOCOL.md to N
-rank processes, as ckptspec's harness does, and checks what comes back. Run with the torch
+"""Protocol-level tests of the megatron_core adapter: the Python adapters' protocol driver
+(adapters/python/ckptspec_protocol_test_driver.py) speaks docs/PROTOCOL.md to N rank processes, as
+ckptspec's harness does, and checks what comes back. Run with the torch
 environment and one megatron-core version:
     adapters/megatron_core/run_with_mcore_env.sh . --mcore 0.19.2 @PYTHON@ adapters/megatron_core/adapter_test.py
 """
 import fcntl
-import importlib.util
 import os
 import signal
 import sys
@@ -13,48 +13,18 @@ import time
 import unittest
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from ckptspec_protocol_test_driver import ProtocolTestCase, full, raw, tensor  # noqa: E402
 
-# The protocol driver and entry helpers are the torch_dcp adapter test's (one driver for both).
-_spec = importlib.util.spec_from_file_location(
-    "torch_dcp_adapter_test", Path(__file__).parents[1] / "torch_dcp" / "adapter_test.py")
-driver = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(driver)
-driver.ADAPTER = Path(__file__).with_name("ckptspec_megatron_core_adapter.py")
-tensor, full, raw = driver.tensor, driver.full, driver.raw
 WORKERS = ("persistent", "temporal")  # --async-worker: megatron-core's two async callers
 
 
-class MegatronCoreAdapterTest(unittest.TestCase):
-    setUp = driver.TorchDcpAdapterTest.setUp
-    tearDown = driver.TorchDcpAdapterTest.tearDown
-    entries = driver.TorchDcpAdapterTest.entries
-    save = driver.TorchDcpAdapterTest.save
-    load = driver.TorchDcpAdapterTest.load
-    loaded = driver.TorchDcpAdapterTest.loaded
-    assertOk = driver.TorchDcpAdapterTest.assertOk
-    check_loaded = driver.TorchDcpAdapterTest.check_loaded
-    coordinator = driver.TorchDcpAdapterTest.coordinator
-    pool = driver.TorchDcpAdapterTest.pool
-    regroup_scenario = driver.TorchDcpAdapterTest.regroup_scenario
-    coordinator_hangs_up_during_a_collective = \
-        driver.TorchDcpAdapterTest.coordinator_hangs_up_during_a_collective
-
-    def group(self, world, *args, **kwargs):
-        g = driver.Group(world, ("--pg-timeout", "30", *args), **kwargs)
-        self.addCleanup(g.close)
-        return g
+class MegatronCoreAdapterTest(ProtocolTestCase):
+    ADAPTER = Path(__file__).with_name("ckptspec_megatron_core_adapter.py")
+    ARGS = ("--pg-timeout", "30")
 
     def test_capabilities(self):
-        g = self.group(1)
-        self.assertEqual(g.capabilities, {"resharding": True, "objects": True, "async": True,
-                                          "checksums": False, "plan_cache": True,
-                                          "deterministic": False, "strict_modes": True,
-                                          "reset": True, "poll": True, "packed": True,
-                                          "regroup": True})
-        off = self.group(1, "--no-async").capabilities
-        self.assertEqual((off["async"], off["poll"]), (False, False))
-        self.assertFalse(self.group(1, "--no-regroup").capabilities["regroup"])
+        self.capabilities_and_their_flags(strict_modes=True)
 
     def test_regroup_over_stores_the_harness_names(self):
         # The async saves under the second and third groups run on the persistent worker: the
@@ -70,10 +40,6 @@ class MegatronCoreAdapterTest(unittest.TestCase):
             self.assertOk(self.save(g, specs, data, iteration=20, **{"async": True}))
             self.assertOk(g.call("finalize"))
         self.coordinator_hangs_up_during_a_collective(before=async_save)
-
-    def tracked(self):
-        path = Path(self.dir, "latest_checkpointed_iteration.txt")
-        return int(path.read_text()) if path.exists() else None
 
     def poll_until_complete(self, g, first=None):
         """Polls (the first poll with the per-rank updates `first`) until every rank replies
@@ -220,40 +186,8 @@ class MegatronCoreAdapterTest(unittest.TestCase):
                     self.assertEqual([r["iteration"] for r in replies], [20, 20], replies)
 
     def test_save_then_reshard_on_load(self):
-        data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2),
-                "step": full("int64", (2, 1), 3), "q": full("fp8_e4m3", (2, 2), 0)}
-        g = self.group(2)
-        specs = [[tensor("w", "fp32", (4, 6), (2 * r, 0), (2, 6), (2, 1)),
-                  tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,)),
-                  tensor("step", "int64", (2, 1), (r, 0), (1,), (2, 1), prepend=1),
-                  tensor("q", "fp8_e4m3", (2, 2), (r, 0), (1, 2), (2, 1))] for r in range(2)]
-        objects = [[{"key": "rng", "global_shape": [2], "global_offset": [r], "replica_id": [0],
-                     "bytes": f"rank {r} rng".encode()}] for r in range(2)]
-        replies = self.save(g, specs, data, objects)
-        self.assertTrue(all(r["ok"] for r in replies), replies)
-        self.assertEqual(Path(self.dir, "latest_checkpointed_iteration.txt").read_text().strip(), "10")
+        g, _ = self.save_then_reshard_on_load()  # megatron validates the load's sharding too
         self.assertTrue(Path(self.dir, "iter_0000010", "metadata.json").is_file())
-        # Under three ranks: w cut along axis 1, b, step and q whole on every rank.
-        g3 = self.group(3)
-        lspecs = [[tensor("w", "fp32", (4, 6), (0, 2 * r), (4, 2), (1, 3)),
-                   tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,)),
-                   tensor("step", "int64", (2, 1), (r % 2, 0), (1,), (2, 1), replica=(r // 2,),
-                          prepend=1),
-                   tensor("q", "fp8_e4m3", (2, 2), (0, 0), (2, 2), (1, 1), replica=(r,))]
-                  for r in range(3)]
-        lobjs = [[{"key": "rng", "global_shape": [2], "global_offset": [r % 2],
-                   "replica_id": [r // 2]}] for r in range(3)]
-        reqs, replies = self.load(g3, lspecs, lobjs)  # megatron validates the load's sharding too
-        for r, (req, reply) in enumerate(zip(reqs, replies)):
-            self.assertTrue(reply["ok"], reply)
-            self.assertEqual(reply["iteration"], 10)
-            self.assertEqual(reply["common"], {"iteration": 10})
-            w, b, step, q = (self.loaded(req, i) for i in range(4))
-            self.assertEqual(w, raw(data["w"][:, 2 * r:2 * r + 2]))
-            self.assertEqual(b, raw(data["b"]))
-            self.assertEqual(step, raw(data["step"][r % 2]))
-            self.assertEqual(q, raw(data["q"]))
-            self.assertEqual(Path(req["objects"][0]["file"]).read_bytes(), f"rank {r % 2} rng".encode())
         # The common state alone (empty templates), as the harness reads it first.
         _, replies = self.load(g, [[], []])
         self.assertEqual([r.get("common") for r in replies], [{"iteration": 10}] * 2, replies)
@@ -273,13 +207,7 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         self.assertEqual(got, [b"rank 0 rng", b"rank 1 rng"])
 
     def test_irregular_grid_and_fully_parallel_load(self):
-        data = {"buf": full("fp32", (10,), 4)}
-        g = self.group(2)
-        specs = [[tensor("buf", "fp32", (10,), (0,), (3,))], [tensor("buf", "fp32", (10,), (3,), (7,))]]
-        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
-        reqs, replies = self.load(self.group(1), [[tensor("buf", "fp32", (10,), (0,), (10,))]])
-        self.assertTrue(replies[0]["ok"], replies)
-        self.assertEqual(self.loaded(reqs[0]), raw(data["buf"]))
+        data = self.irregular_grid()
         whole = [[tensor("buf", "fp32", (10,), (0,), (10,), replica=(r,))] for r in range(2)]
         reqs, replies = self.load(self.group(2, "--fully-parallel-load"), whole)
         for req, reply in zip(reqs, replies):
@@ -287,14 +215,7 @@ class MegatronCoreAdapterTest(unittest.TestCase):
             self.assertEqual(self.loaded(req), raw(data["buf"]))
 
     def test_only_main_replicas_are_written(self):
-        data = {"w": full("fp32", (4,), 1)}
-        g = self.group(2)
-        specs = [[tensor("w", "fp32", (4,), (0,), (4,), (1,), replica=(r,))] for r in range(2)]
-        other = {1: {0: torch.zeros(4)}}  # the non-main replica holds other data
-        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data, overrides=other)))
-        reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
-        self.assertTrue(replies[0]["ok"], replies)
-        self.assertEqual(self.loaded(reqs[0]), raw(data["w"]))
+        self.only_main_replicas_are_written()
 
     def test_invalid_sharding_fails_on_every_rank_at_once(self):
         # validate_sharding_integrity raises on rank 0 only; the gate makes every rank fail now
@@ -345,43 +266,13 @@ class MegatronCoreAdapterTest(unittest.TestCase):
             self.assertEqual(replies[1]["dropped"], ["x"])
 
     def test_tracker_and_load_without_checkpoint(self):
-        g = self.group(1)
-        _, (reply,) = self.load(g, [[]])
-        self.assertEqual(reply["error"]["code"], "NotFound")
-        data = {"w": full("fp32", (4,), 1)}
-        spec = [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]]
-        self.assertTrue(self.save(g, spec, data)[0]["ok"])
-        self.assertEqual(self.save(g, spec, data)[0]["error"]["code"], "FailedPrecondition")
-        self.assertTrue(self.save(g, spec, data, iteration=20)[0]["ok"])
-        _, (reply,) = self.load(g, [[]], iteration=10)
-        self.assertEqual(reply["iteration"], 10)
-        _, (reply,) = self.load(g, [[]])
-        self.assertEqual(reply["iteration"], 20)
+        self.tracker_and_load_without_checkpoint()
 
     def test_plan_cache_saves_and_reset(self):
-        data = {"w": full("fp32", (4,), 1), "v": full("fp32", (2,), 5)}
         g = self.group(2)
-        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,)),
-                  tensor("v", "fp32", (2,), (0,), (2,), (1,), replica=(r,))] for r in range(2)]
-        for it in (1, 2, 3):
-            d = {k: v + it for k, v in data.items()}
-            replies = self.save(g, specs, d, iteration=it, assume_constant_structure=True)
-            self.assertTrue(all(r["ok"] for r in replies), replies)
-            reqs, replies = self.load(g, specs)
-            for r, (req, reply) in enumerate(zip(reqs, replies)):
-                self.assertEqual(reply["iteration"], it)
-                self.assertEqual(self.loaded(req, 0), raw(d["w"][2 * r:2 * r + 2]))
-                self.assertEqual(self.loaded(req, 1), raw(d["v"]))
+        self.plan_cache_saves(g)
         self.assertTrue(all(r["ok"] for r in g.call("reset")))
-        self.dir = str(Path(self.tmp.name) / "another")  # the next case's directory
-        other = {"w": full("fp32", (6,), 7)}
-        specs = [[tensor("w", "fp32", (6,), (3 * r,), (3,), (2,))] for r in range(2)]
-        replies = self.save(g, specs, other, iteration=1, assume_constant_structure=True)
-        self.assertTrue(all(r["ok"] for r in replies), replies)
-        reqs, replies = self.load(g, specs)
-        for r, (req, reply) in enumerate(zip(reqs, replies)):
-            self.assertEqual(reply["iteration"], 1)
-            self.assertEqual(self.loaded(req, 0), raw(other["w"][3 * r:3 * r + 3]))
+        self.serves_another_directory(g)
 
     def test_a_key_added_under_the_cached_plan(self):
         # A save under assume_constant_structure adds a key ("b") to the planned save's entries:
@@ -443,18 +334,12 @@ class MegatronCoreAdapterTest(unittest.TestCase):
         self.assertTrue(all(r["ok"] for r in g.call("reset")))
         self.assertEqual(self.tracked(), 5)
         self.assertTrue(Path(self.dir, "iter_0000005", ".metadata").is_file())
-        self.dir = str(Path(self.tmp.name) / "another")  # the next case's directory
-        other = {"w": full("fp32", (6,), 7)}
-        specs = [[tensor("w", "fp32", (6,), (3 * r,), (3,), (2,))] for r in range(2)]
-        replies = self.save(g, specs, other, iteration=1, assume_constant_structure=True,
-                            **{"async": True})
-        self.assertTrue(all(r["ok"] for r in replies), replies)
-        polls = self.poll_until_complete(g)
-        self.assertTrue(all(r["ok"] and r["complete"] for r in polls[-1]), polls[-1])
-        reqs, replies = self.load(g, specs)
-        for r, (req, reply) in enumerate(zip(reqs, replies)):
-            self.assertEqual(reply["iteration"], 1)
-            self.assertEqual(self.loaded(req, 0), raw(other["w"][3 * r:3 * r + 3]))
+
+        def poll_until_complete(g):
+            polls = self.poll_until_complete(g)
+            self.assertTrue(all(r["ok"] and r["complete"] for r in polls[-1]), polls[-1])
+
+        self.serves_another_directory(g, poll_until_complete, **{"async": True})
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """The protocol driver that the framework adapters' tests share (adapter_test.py and
 mimo_adapter_test.py here, adapters/ms_swift_framework/adapter_test.py): rank processes of a
-framework adapter spoken to as ckptspec's harness does (the torch_dcp driver's Group), small jobs in
-the protocol's form, and a TestCase base that keeps one live group for all of a class's tests. Not
-a test itself.
+framework adapter spoken to as ckptspec's harness does (the Python adapters' protocol driver's
+Group, adapters/python/ckptspec_protocol_test_driver.py), small jobs in the protocol's form, and a
+TestCase base that keeps one live group for all of a class's tests. Not a test itself.
 
   use_adapter(path)         the adapter script every Ranks starts (default: the megatron-core
                             framework adapter)
@@ -16,7 +16,6 @@ a test itself.
   report_timings(title)     the recorded seconds per request, on stderr (a tearDownModule)
 """
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,10 +26,8 @@ import unittest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "torch_dcp_adapter_test", REPO / "adapters" / "torch_dcp" / "adapter_test.py")
-driver = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(driver)
+sys.path.insert(0, str(REPO / "adapters" / "python"))
+from ckptspec_protocol_test_driver import Group  # noqa: E402
 
 MASK = (1 << 64) - 1
 TIMINGS = {}  # (world, op) -> [seconds of each call]
@@ -46,12 +43,14 @@ FIXED_NAMES = {
     "rerun_modes": {"disabled", "validate_results", "report_determinism_stats"}}
 
 
+# The adapter script every Ranks starts (use_adapter).
+ADAPTER = Path(__file__).with_name("ckptspec_megatron_core_framework_adapter.py")
+
+
 def use_adapter(path):
     """Every Ranks made from now on starts the adapter script `path`."""
-    driver.ADAPTER = Path(path)
-
-
-use_adapter(Path(__file__).with_name("ckptspec_megatron_core_framework_adapter.py"))
+    global ADAPTER
+    ADAPTER = Path(path)
 
 
 def env_dir(name):
@@ -111,12 +110,12 @@ def summed(observations, kind):
 
 
 class Ranks:
-    """A group of adapter processes (the torch_dcp driver's Group) with one request per call and
+    """A group of adapter processes (the protocol driver's Group) with one request per call and
     the seconds each op took (TIMINGS; each on stderr too with CKPTSPEC_TEST_TRACE set)."""
 
     def __init__(self, world=2, args=()):
         start = time.monotonic()
-        self.group = driver.Group(world, ("--pg-timeout", "60", *args))
+        self.group = Group(ADAPTER, world, ("--pg-timeout", "60", *args))
         TIMINGS.setdefault((world, "start+hello"), []).append(time.monotonic() - start)
         self.world = world
         replies = self.group.call("hello", [{"protocol": 1, "rank": r, "world_size": world,

@@ -20,20 +20,15 @@ import argparse
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from ckptspec_protocol_test_driver import free_port
+
 MARK = "CKPTSPEC_LAUNCHED_TEST"  # in every launched process's environment: "<dir>:<node>"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def marked_pids(mark, ranks_only=False):

@@ -1,160 +1,41 @@
 #!/usr/bin/env python3
-"""Protocol-level tests of the zarr adapter: a small driver speaks docs/PROTOCOL.md to N rank
-processes, as ckptspec's harness does, and checks what comes back. Run with the adapters' venv:
+"""Protocol-level tests of the zarr adapter: the Python adapters' protocol driver
+(adapters/python/ckptspec_protocol_test_driver.py) speaks docs/PROTOCOL.md to N rank processes, as
+ckptspec's harness does, and checks what comes back. Run with the adapters' venv:
     .venv/bin/python adapters/zarr/adapter_test.py
 """
 import json
-import os
-import socket
-import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
-ADAPTER = Path(__file__).with_name("ckptspec_zarr_adapter.py")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from ckptspec_protocol_test_driver import ProtocolTestCase, tensor  # noqa: E402
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 NP = {"fp32": np.dtype("float32"), "bf16": BF16, "int64": np.dtype("int64")}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Group:
-    """N adapter processes; call() sends one request per rank and returns the replies."""
-
-    def __init__(self, world, scratch):
-        self.world, self.scratch, self.next_id = world, Path(scratch), 1
-        env = dict(os.environ, WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(free_port()), CKPTSPEC_PROTOCOL="1")
-        self.procs = [subprocess.Popen([sys.executable, str(ADAPTER)], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
-                      for r in range(world)]
-        replies = self.call("hello", [{"protocol": 1, "rank": r, "world_size": world} for r in range(world)])
-        assert all(r["ok"] and r["protocol"] == 1 for r in replies), replies
-        self.capabilities = replies[0]["capabilities"]
-
-    def call(self, op, per_rank=None):
-        rid, self.next_id = self.next_id, self.next_id + 1
-        for r, p in enumerate(self.procs):
-            req = {"id": rid, "op": op, **(per_rank[r] if per_rank else {})}
-            p.stdin.write((json.dumps(req) + "\n").encode())
-            p.stdin.flush()
-        replies = [json.loads(p.stdout.readline()) for p in self.procs]
-        for r, reply in enumerate(replies):
-            assert reply["id"] == rid and reply["rank"] == r, reply
-        return replies
-
-    def close(self):
-        self.call("shutdown")
-        for p in self.procs:
-            p.wait(10)
-            p.stdin.close()
-            p.stdout.close()
-
-    def write(self, name, data):
-        path = self.scratch / name
-        path.write_bytes(data)
-        return str(path)
-
-
-def tensor(key, dtype, gshape, goff, lshape, frag=None, replica=(0,), prepend=0):
-    t = {"key": key, "dtype": dtype, "global_shape": list(gshape), "global_offset": list(goff),
-         "local_shape": list(lshape), "replica_id": list(replica)}
-    if frag is not None:
-        t["axis_fragmentations"] = list(frag)
-    if prepend:
-        t["prepend_axis_num"] = prepend
-    return t
-
-
 def full(dtype, shape, seed):
+    """A numpy array of `shape` holding 0.25 * its row-major index + seed, as protocol `dtype`."""
     return (np.arange(np.prod(shape), dtype=np.float64).reshape(shape) * 0.25 + seed).astype(NP[dtype])
 
 
-class ZarrAdapterTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = str(Path(self.tmp.name) / "ckpt")
-        self.n = 0
+def raw(x):
+    """An array's elements, raw, in row-major order."""
+    return np.ascontiguousarray(x).tobytes()
 
-    def tearDown(self):
-        self.tmp.cleanup()
 
-    def group(self, world):
-        g = Group(world, self.tmp.name)
-        self.addCleanup(g.close)
-        return g
-
-    def entries(self, g, specs, data=None):
-        """Tensor entries with files: from `data` (save) or empty paths (load)."""
-        out = []
-        for s in specs:
-            self.n += 1
-            e = dict(s, file=str(Path(self.tmp.name) / f"f{self.n}"))
-            if data is not None:
-                off, shp = e["global_offset"], [1] * e.get("prepend_axis_num", 0) + e["local_shape"]
-                box = data[e["key"]][tuple(slice(o, o + n) for o, n in zip(off, shp))]
-                Path(e["file"]).write_bytes(np.ascontiguousarray(box).tobytes())
-            out.append(e)
-        return out
-
-    def save(self, g, per_rank_specs, data, objects=None, validate=True, iteration=10):
-        reqs = []
-        for r, specs in enumerate(per_rank_specs):
-            objs = []
-            for o in (objects[r] if objects else []):
-                self.n += 1
-                objs.append(dict(o, file=g.write(f"o{self.n}", o["bytes"])))
-                del objs[-1]["bytes"]
-            reqs.append({"directory": self.dir, "iteration": iteration, "validate": validate,
-                         "async": False, "assume_constant_structure": False, "layout": {},
-                         "tensors": self.entries(g, specs, data), "objects": objs,
-                         "common": {"iteration": iteration}})
-        return g.call("save", reqs)
-
-    def load(self, g, per_rank_specs, objects=None, strict="assume_ok_unexpected"):
-        reqs = [{"directory": self.dir, "iteration": None, "strict": strict,
-                 "allow_shape_mismatch": False, "tensors": self.entries(g, specs),
-                 "objects": [dict(o, file=str(Path(self.tmp.name) / f"lo{r}_{i}"))
-                             for i, o in enumerate(objects[r] if objects else [])]}
-                for r, specs in enumerate(per_rank_specs)]
-        return reqs, g.call("load", reqs)
+class ZarrAdapterTest(ProtocolTestCase):
+    ADAPTER = Path(__file__).with_name("ckptspec_zarr_adapter.py")
+    full_array = staticmethod(full)
+    array_bytes = staticmethod(raw)
 
     def test_save_then_reshard_on_load(self):
-        data = {"w": full("fp32", (4, 6), 1), "b": full("bf16", (4,), 2), "step": full("int64", (2, 1), 3)}
-        g = self.group(2)
-        specs = [[tensor("w", "fp32", (4, 6), (2 * r, 0), (2, 6), (2, 1)),
-                  tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,)),
-                  tensor("step", "int64", (2, 1), (r, 0), (1,), (2, 1), prepend=1)] for r in range(2)]
-        objects = [[{"key": "rng", "global_shape": [2], "global_offset": [r], "replica_id": [0],
-                     "bytes": f"rank {r} rng".encode()}] for r in range(2)]
-        replies = self.save(g, specs, data, objects)
-        self.assertTrue(all(r["ok"] for r in replies), replies)
-        self.assertEqual(Path(self.dir, "latest_checkpointed_iteration.txt").read_text().strip(), "10")
-        # Under three ranks: w cut along axis 1, b and step whole on every rank.
-        g3 = self.group(3)
-        lspecs = [[tensor("w", "fp32", (4, 6), (0, 2 * r), (4, 2), (1, 3)),
-                   tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,)),
-                   tensor("step", "int64", (2, 1), (1, 0), (1,), (2, 1), prepend=1)] for r in range(3)]
-        lobjs = [[{"key": "rng", "global_shape": [2], "global_offset": [r % 2], "replica_id": [0]}]
-                 for r in range(3)]
-        reqs, replies = self.load(g3, lspecs, lobjs)
-        for r, (req, reply) in enumerate(zip(reqs, replies)):
-            self.assertTrue(reply["ok"], reply)
-            self.assertEqual(reply["iteration"], 10)
-            self.assertEqual(reply["common"], {"iteration": 10})
-            w, b, step = (Path(t["file"]).read_bytes() for t in req["tensors"])
-            self.assertEqual(w, np.ascontiguousarray(data["w"][:, 2 * r:2 * r + 2]).tobytes())
-            self.assertEqual(b, data["b"].tobytes())
-            self.assertEqual(step, data["step"][1].tobytes())
-            self.assertEqual(Path(req["objects"][0]["file"]).read_bytes(), f"rank {r % 2} rng".encode())
+        self.save_then_reshard_on_load(fp8=False)
         meta = json.loads(Path(self.dir, "iter_0000010", "b", ".zarray").read_text())
         self.assertEqual(meta["dtype"], "bfloat16")
         self.assertEqual(meta["chunks"], [4])
@@ -172,7 +53,7 @@ class ZarrAdapterTest(unittest.TestCase):
             b = tensor("b", "bf16", (4,), (0,), (4,), (1,), replica=(r,))
             rng = {"key": "rng", "global_shape": [2], "global_offset": [r], "replica_id": [0]}
             parts = [data["w"][2 * r:2 * r + 2].tobytes(), data["b"].tobytes(), f"rank {r} rng".encode()]
-            path = g.write(f"r{r}.save", b"junk" + b"".join(parts))  # ranges need not start at 0
+            path = self.scratch(f"r{r}.save", b"junk" + b"".join(parts))  # ranges need not start at 0
             at = [4, 4 + len(parts[0]), 4 + len(parts[0]) + len(parts[1])]
             entries = [dict(e, file=path, offset=o, length=len(p)) for e, o, p in zip((w, b, rng), at, parts)]
             reqs.append({"directory": self.dir, "iteration": 10, "validate": True, "async": False,
@@ -205,13 +86,7 @@ class ZarrAdapterTest(unittest.TestCase):
         self.assertIn("tensor 'w': bytes [4, 1000004) asked of", replies[0]["error"]["message"])
 
     def test_irregular_grid(self):
-        data = {"buf": full("fp32", (10,), 4)}
-        g = self.group(2)
-        specs = [[tensor("buf", "fp32", (10,), (0,), (3,))], [tensor("buf", "fp32", (10,), (3,), (7,))]]
-        self.assertTrue(all(r["ok"] for r in self.save(g, specs, data)))
-        reqs, replies = self.load(self.group(1), [[tensor("buf", "fp32", (10,), (0,), (10,))]])
-        self.assertTrue(replies[0]["ok"], replies)
-        self.assertEqual(Path(reqs[0]["tensors"][0]["file"]).read_bytes(), data["buf"].tobytes())
+        self.irregular_grid()
         # Finding: the writers' lock directory buf.sync holds an empty .zarray lock file, which
         # Megatron's metadata scan (every strict mode but assume_ok_unexpected) takes for an array.
         _, (reply,) = self.load(self.group(1), [[tensor("buf", "fp32", (10,), (0,), (10,))]],
@@ -219,14 +94,11 @@ class ZarrAdapterTest(unittest.TestCase):
         self.assertEqual(reply["error"]["code"], "Corruption")
         self.assertIn("buf.sync/.zarray", reply["error"]["message"])
 
+    def test_only_main_replicas_are_written(self):
+        self.only_main_replicas_are_written()
+
     def test_validate_refuses_a_gap(self):
-        data = {"w": full("fp32", (4,), 1)}
-        g = self.group(2)
-        specs = [[tensor("w", "fp32", (4,), (2 * r,), (2,), (2,), replica=(r,))] for r in range(2)]
-        replies = self.save(g, specs, data)
-        for reply in replies:
-            self.assertFalse(reply["ok"])
-            self.assertEqual(reply["error"]["code"], "InvalidArgument")
+        for reply in self.gap_is_refused():
             self.assertIn("Invalid access pattern for w", reply["error"]["message"])
 
     def test_unwritten_region_loads_without_error(self):
@@ -238,7 +110,7 @@ class ZarrAdapterTest(unittest.TestCase):
         self.assertFalse(Path(self.dir, "iter_0000010", "w", "1").exists())
         reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
         self.assertTrue(replies[0]["ok"], replies)
-        self.assertEqual(len(Path(reqs[0]["tensors"][0]["file"]).read_bytes()), 16)
+        self.assertEqual(len(self.loaded(reqs[0])), 16)
 
     def saved_pair(self):
         """w = [0, 0.25, 0.5, 0.75] saved by two ranks, one chunk file each ("0" and "1")."""
@@ -253,7 +125,7 @@ class ZarrAdapterTest(unittest.TestCase):
         (array / "1").unlink()
         reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
         self.assertTrue(replies[0]["ok"], replies)
-        loaded = Path(reqs[0]["tensors"][0]["file"]).read_bytes()
+        loaded = self.loaded(reqs[0])
         self.assertEqual(loaded[:8], data["w"][:2].tobytes())  # the rest is whatever memory held
 
     def test_flipped_bit_loads_without_error(self):
@@ -264,7 +136,7 @@ class ZarrAdapterTest(unittest.TestCase):
         (array / "0").write_bytes(bytes(chunk))
         reqs, replies = self.load(self.group(1), [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]])
         self.assertTrue(replies[0]["ok"], replies)
-        loaded = Path(reqs[0]["tensors"][0]["file"]).read_bytes()
+        loaded = self.loaded(reqs[0])
         self.assertEqual(loaded, bytes(chunk) + data["w"][2:].tobytes())
 
     def test_truncated_chunk_is_an_error_naming_the_array(self):
@@ -291,17 +163,15 @@ class ZarrAdapterTest(unittest.TestCase):
         self.assertTrue(reply["ok"], reply)
         self.assertEqual(len(reply["warnings"]), 2)
 
-    def test_refuses_to_overwrite_the_tracked_iteration_and_fp8(self):
-        data = {"w": full("fp32", (4,), 1)}
-        g = self.group(1)
-        spec = [[tensor("w", "fp32", (4,), (0,), (4,), (1,))]]
-        self.assertTrue(self.save(g, spec, data)[0]["ok"])
-        self.assertEqual(self.save(g, spec, data)[0]["error"]["code"], "FailedPrecondition")
-        fp8 = [[tensor("q", "fp8_e4m3", (4,), (0,), (4,), (1,))]]
-        self.n += 1
-        req = {"directory": self.dir, "iteration": 20, "validate": True, "tensors": [
-            dict(fp8[0][0], file=g.write("q", b"\0" * 4))], "objects": [], "common": {}}
-        self.assertEqual(g.call("save", [req])[0]["error"]["code"], "NotSupported")
+    def test_tracker_and_load_without_checkpoint(self):
+        self.tracker_and_load_without_checkpoint()
+
+    def test_fp8_is_not_supported(self):
+        fp8 = tensor("q", "fp8_e4m3", (4,), (0,), (4,), (1,))
+        req = {"directory": self.dir, "iteration": 20, "validate": True,
+               "tensors": [dict(fp8, file=self.scratch("q", b"\0" * 4))], "objects": [],
+               "common": {}}
+        self.assertEqual(self.group(1).call("save", [req])[0]["error"]["code"], "NotSupported")
 
     def test_saving_an_older_iteration_again_fails(self):
         # zarr.create refuses an existing array (Megatron: "Array ... already exists").
@@ -314,9 +184,6 @@ class ZarrAdapterTest(unittest.TestCase):
         self.assertEqual(reply["error"]["code"], "FailedPrecondition")
         self.assertIn("already exists", reply["error"]["message"])
 
-    def test_load_without_checkpoint(self):
-        _, (reply,) = self.load(self.group(1), [[]])
-        self.assertEqual(reply["error"]["code"], "NotFound")
 
 
 if __name__ == "__main__":
