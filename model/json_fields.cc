@@ -79,6 +79,10 @@ Status JsonField::OutOfRange(int64_t value, int64_t min, int64_t max) const {
                "], got " + std::to_string(value));
 }
 
+Status JsonField::UnknownMember(std::string_view name) const {
+  return Error("unknown member " + JsonPreview(json(std::string(name))));
+}
+
 JsonField JsonField::Member(std::string_view name) const& {
   if (!present()) return JsonField(this, name, 0, false, nullptr, state_);
   if (value_->is_object()) {
@@ -147,7 +151,7 @@ Status JsonField::ExpectOnlyMembers(std::initializer_list<std::string_view> allo
   for (auto it = value_->begin(); it != value_->end(); ++it) {
     bool known = false;
     for (std::string_view name : allowed) known = known || it.key() == name;
-    if (!known) return Error("unknown member " + JsonPreview(json(it.key())));
+    if (!known) return UnknownMember(it.key());
   }
   return Status::OK();
 }

@@ -88,6 +88,8 @@ class JsonField {
   Status Expected(std::string_view what) const;
   // Error "expected an integer in [min, max], got <value>".
   Status OutOfRange(int64_t value, int64_t min, int64_t max) const;
+  // Error "unknown member <name>", for an object whose reader checks its members' names itself.
+  Status UnknownMember(std::string_view name) const;
 
   // A member of this object. Reading it fails when it is absent.
   JsonField Member(std::string_view name) const&;

@@ -74,6 +74,7 @@ TEST(JsonField, ErrorsNameTheNestedPath) {
   EXPECT_EQ(chunk.OutOfRange(7, 0, 1).message(),
             "tensors[1].chunks[0]: expected an integer in [0, 1], got 7");
   EXPECT_EQ(root.Member("flag").Expected("a name").message(), "flag: expected a name, got true");
+  EXPECT_EQ(chunk.UnknownMember("size").message(), "tensors[1].chunks[0]: unknown member \"size\"");
 }
 
 // Reads the streamed elements of "tensors" and keeps each one's first error.
