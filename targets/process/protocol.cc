@@ -11,83 +11,21 @@ namespace {
 
 using nlohmann::json;
 
-// Field readers: `where` names the member in errors ("save.iteration").
-Status Bad(const std::string& where, const std::string& what, const json& got) {
-  return Status::InvalidArgument(where + ": expected " + what + ", got " + JsonPreview(got));
-}
-
-const json* Find(const json& object, const char* name) {
-  auto it = object.find(name);
-  return it == object.end() ? nullptr : &*it;
-}
-
-Status Need(const json& object, const std::string& where, const char* name, const json** out) {
-  *out = Find(object, name);
-  if (*out == nullptr) return Status::InvalidArgument(where + ": missing member \"" + name + "\"");
-  return Status::OK();
-}
-
-Status GetString(const json& object, const std::string& where, const char* name, std::string* out) {
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Need(object, where, name, &m));
-  if (!m->is_string()) return Bad(where + "." + name, "a string", *m);
-  *out = m->get<std::string>();
-  return Status::OK();
-}
-
-Status GetInt(const json& object, const std::string& where, const char* name, int64_t* out) {
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Need(object, where, name, &m));
-  if (!m->is_number_integer()) return Bad(where + "." + name, "an integer", *m);
-  if (m->is_number_unsigned() && m->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return Bad(where + "." + name, "a 64-bit integer", *m);
-  }
-  *out = m->get<int64_t>();
-  return Status::OK();
-}
-
-// An optional boolean: absent leaves *out as it is.
-Status GetBool(const json& object, const std::string& where, const char* name, bool* out) {
-  const json* m = Find(object, name);
-  if (m == nullptr) return Status::OK();
-  if (!m->is_boolean()) return Bad(where + "." + name, "true or false", *m);
-  *out = m->get<bool>();
-  return Status::OK();
-}
-
-// An optional array of strings: absent means empty.
-Status GetStrings(const json& object, const std::string& where, const char* name,
-                  std::vector<std::string>* out) {
-  out->clear();
-  const json* m = Find(object, name);
-  if (m == nullptr) return Status::OK();
-  if (!m->is_array()) return Bad(where + "." + name, "an array of strings", *m);
-  for (size_t i = 0; i < m->size(); ++i) {
-    if (!(*m)[i].is_string()) {
-      return Bad(where + "." + name + "[" + std::to_string(i) + "]", "a string", (*m)[i]);
-    }
-    out->push_back((*m)[i].get<std::string>());
-  }
-  return Status::OK();
-}
-
-// The optional "offset" and "length" of an entry at `at` (revision 4): both or neither, integers
-// >= 0 whose sum is at most INT64_MAX.
-Status GetRange(const json& entry, const std::string& at, std::optional<FileRange>* out) {
+// The optional "offset" and "length" of an entry (revision 4): both or neither, integers >= 0
+// whose sum is at most INT64_MAX.
+Status ReadRange(const JsonField& entry, std::optional<FileRange>* out) {
   out->reset();
-  const json* offset = Find(entry, "offset");
-  const json* length = Find(entry, "length");
-  if (offset == nullptr && length == nullptr) return Status::OK();
-  if (offset == nullptr || length == nullptr) {
-    return Status::InvalidArgument(at + ": \"offset\" and \"length\" come together, got only \"" +
-                                   (offset ? "offset" : "length") + "\"");
+  const JsonField offset = entry.OptionalMember("offset");
+  const JsonField length = entry.OptionalMember("length");
+  if (!offset.present() && !length.present()) return Status::OK();
+  if (!offset.present() || !length.present()) {
+    return entry.Error(std::string("\"offset\" and \"length\" come together, got only \"") +
+                       (offset.present() ? "offset" : "length") + "\"");
   }
   int64_t o = 0, n = 0;
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(entry, at, "offset", &o));
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(entry, at, "length", &n));
-  if (o < 0) return Bad(at + ".offset", "an offset >= 0", *offset);
-  if (n < 0) return Bad(at + ".length", "a length >= 0", *length);
-  if (n > INT64_MAX - o) return Bad(at + ".length", "a range that ends before 2^63", *length);
+  CKPTSPEC_RETURN_IF_ERROR(offset.GetNonNegativeInt64(&o));
+  CKPTSPEC_RETURN_IF_ERROR(length.GetNonNegativeInt64(&n));
+  if (n > INT64_MAX - o) return length.Expected("a length whose range ends before 2^63");
   *out = FileRange{static_cast<uint64_t>(o), static_cast<uint64_t>(n)};
   return Status::OK();
 }
@@ -98,26 +36,22 @@ void RangeToJson(const std::optional<FileRange>& range, json* entry) {
   (*entry)["length"] = range->length;
 }
 
-// The entry without its wire-only members ("file", "offset", "length"; a save tensor's
-// "placement", read by ReadPlacements) goes to the signature reader.
+// The optional array `list` of entries, each an object with "file" and maybe a range; the entry
+// without its wire-only members ("file", "offset", "length"; a save tensor's "placement", read by
+// ReadPlacements) goes to the signature reader, its errors after the entry's path.
 template <typename Wire, typename Reader>
-Status GetEntries(const json& object, const std::string& where, const char* name, Reader read,
-                  std::vector<Wire>* out) {
+Status ReadEntries(const JsonField& list, Reader read, std::vector<Wire>* out) {
   out->clear();
-  const json* m = Find(object, name);
-  if (m == nullptr) return Status::OK();
-  const std::string list = where + "." + name;
-  if (!m->is_array()) return Bad(list, "an array of entries", *m);
-  out->resize(m->size());
-  for (size_t i = 0; i < m->size(); ++i) {
-    const std::string at = list + "[" + std::to_string(i) + "]";
-    const json& entry = (*m)[i];
-    if (!entry.is_object()) return Bad(at, "an object", entry);
-    CKPTSPEC_RETURN_IF_ERROR(GetString(entry, at, "file", &(*out)[i].file));
-    CKPTSPEC_RETURN_IF_ERROR(GetRange(entry, at, &(*out)[i].range));
-    json spec = entry;
+  CKPTSPEC_RETURN_IF_ERROR(list.ExpectArray());
+  out->resize(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const JsonField entry = list.Element(i);
+    CKPTSPEC_RETURN_IF_ERROR(entry.ExpectObject());
+    CKPTSPEC_RETURN_IF_ERROR(entry.Member("file").GetString(&(*out)[i].file));
+    CKPTSPEC_RETURN_IF_ERROR(ReadRange(entry, &(*out)[i].range));
+    json spec = entry.value();
     for (const char* wire_only : {"file", "offset", "length", "placement"}) spec.erase(wire_only);
-    CKPTSPEC_RETURN_IF_ERROR(read(spec, &(*out)[i].spec).WithContext(at));
+    CKPTSPEC_RETURN_IF_ERROR(read(spec, &(*out)[i].spec).WithContext(entry.Path()));
   }
   return Status::OK();
 }
@@ -148,6 +82,88 @@ constexpr CapabilityField kCapabilityFields[] = {
     {"strict_modes", &Capabilities::strict_modes},
 };
 
+// The harness's own capabilities in hello (not the engine's): revision 2's reset, revision 3's
+// poll, revision 4's packed, revision 6's regroup; and revision 5's framework, which brings the
+// member "framework" along.
+struct HelloFlag {
+  const char* name;
+  bool HelloReply::*member;
+};
+constexpr HelloFlag kHelloFlags[] = {
+    {"reset", &HelloReply::reset},
+    {"poll", &HelloReply::poll},
+    {"packed", &HelloReply::packed},
+    {"regroup", &HelloReply::regroup},
+};
+constexpr const char* kFrameworkFlag = "framework";
+
+bool IsHelloFlag(const std::string& name) {
+  for (const HelloFlag& f : kHelloFlags) {
+    if (name == f.name) return true;
+  }
+  return name == kFrameworkFlag;
+}
+
+// The engine's capabilities: each member of `caps` one of kCapabilityFields, a boolean, except the
+// harness's flags when `in_hello` (read by HelloReplyFromJson).
+Status ReadCapabilities(const JsonField& caps, bool in_hello, Capabilities* out) {
+  Capabilities c;
+  CKPTSPEC_RETURN_IF_ERROR(
+      caps.ForEachMember([&](const std::string& name, const JsonField& value) -> Status {
+        for (const CapabilityField& f : kCapabilityFields) {
+          if (name == f.name) return value.GetBool(&(c.*f.member));
+        }
+        if (in_hello && IsHelloFlag(name)) return Status::OK();
+        return caps.UnknownMember(name);
+      }));
+  *out = c;
+  return Status::OK();
+}
+
+bool ParsePlacement(const std::string& name, Placement* out) {
+  for (Placement p : {Placement::kDevice, Placement::kHost}) {
+    if (name == PlacementName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The Status codes an error member may name: all but OK and OutOfMemory (the harness's own).
+constexpr Status::Code kErrorCodes[] = {
+    Status::Code::kInvalidArgument, Status::Code::kNotFound,     Status::Code::kCorruption,
+    Status::Code::kIOError,         Status::Code::kNotSupported, Status::Code::kFailedPrecondition,
+};
+
+bool ParseErrorCode(const std::string& name, Status::Code* out) {
+  for (Status::Code c : kErrorCodes) {
+    if (name == StatusCodeName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status MakeStatus(Status::Code code, std::string message) {
+  using Code = Status::Code;
+  switch (code) {
+    case Code::kInvalidArgument:
+      return Status::InvalidArgument(std::move(message));
+    case Code::kNotFound:
+      return Status::NotFound(std::move(message));
+    case Code::kCorruption:
+      return Status::Corruption(std::move(message));
+    case Code::kIOError:
+      return Status::IOError(std::move(message));
+    case Code::kNotSupported:
+      return Status::NotSupported(std::move(message));
+    default:
+      return Status::FailedPrecondition(std::move(message));
+  }
+}
+
 }  // namespace
 
 json CapabilitiesToJson(const Capabilities& c) {
@@ -157,93 +173,50 @@ json CapabilitiesToJson(const Capabilities& c) {
 }
 
 Status CapabilitiesFromJson(const json& value, Capabilities* out) {
-  if (!value.is_object()) return Bad("capabilities", "an object", value);
-  Capabilities c;
-  for (auto it = value.begin(); it != value.end(); ++it) {
-    const CapabilityField* field = nullptr;
-    for (const CapabilityField& f : kCapabilityFields) {
-      if (it.key() == f.name) field = &f;
-    }
-    if (field == nullptr) {
-      return Status::InvalidArgument("capabilities: unknown capability " +
-                                     JsonPreview(json(it.key())));
-    }
-    if (!it.value().is_boolean())
-      return Bad("capabilities." + it.key(), "true or false", it.value());
-    c.*field->member = it.value().get<bool>();
-  }
-  *out = c;
-  return Status::OK();
+  return ReadCapabilities(JsonField(value, "capabilities"), false, out);
 }
 
 void HelloReplyToJson(const HelloReply& hello, json* reply) {
   (*reply)["protocol"] = hello.protocol;
   (*reply)["adapter"] = hello.adapter;
   (*reply)["capabilities"] = CapabilitiesToJson(hello.capabilities);
-  if (hello.reset) (*reply)["capabilities"]["reset"] = true;
-  if (hello.poll) (*reply)["capabilities"]["poll"] = true;
-  if (hello.packed) (*reply)["capabilities"]["packed"] = true;
-  if (hello.regroup) (*reply)["capabilities"]["regroup"] = true;
+  for (const HelloFlag& f : kHelloFlags) {
+    if (hello.*f.member) (*reply)["capabilities"][f.name] = true;
+  }
   if (hello.framework) {
-    (*reply)["capabilities"]["framework"] = true;
+    (*reply)["capabilities"][kFrameworkFlag] = true;
     (*reply)["framework"] = FrameworkSupportToJson(*hello.framework);
   }
 }
 
 Status HelloReplyFromJson(const json& reply, HelloReply* out) {
-  int64_t protocol = 0;
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(reply, "hello", "protocol", &protocol));
-  if (protocol != kProtocolVersion) {
-    return Status::InvalidArgument("hello.protocol: the adapter speaks version " +
-                                   std::to_string(protocol) + ", the harness version " +
-                                   std::to_string(kProtocolVersion));
+  const JsonField hello(reply, "hello");
+  const JsonField protocol = hello.Member("protocol");
+  int64_t version = 0;
+  CKPTSPEC_RETURN_IF_ERROR(protocol.GetInt64(&version));
+  if (version != kProtocolVersion) {
+    return protocol.Error("the adapter speaks version " + std::to_string(version) +
+                          ", the harness version " + std::to_string(kProtocolVersion));
   }
-  out->protocol = static_cast<int>(protocol);
+  out->protocol = static_cast<int>(version);
   out->adapter.clear();
-  if (const json* a = Find(reply, "adapter")) {
-    if (!a->is_string()) return Bad("hello.adapter", "a string", *a);
-    out->adapter = a->get<std::string>();
-  }
-  const json* caps;
-  CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "capabilities", &caps));
-  json engine_caps = *caps;
-  // The harness's own capabilities (not the engine's): revision 2's reset, revision 3's poll,
-  // revision 4's packed, revision 6's regroup.
-  for (const auto& [name, member] :
-       {std::pair<const char*, bool HelloReply::*>{"reset", &HelloReply::reset},
-        std::pair<const char*, bool HelloReply::*>{"poll", &HelloReply::poll},
-        std::pair<const char*, bool HelloReply::*>{"packed", &HelloReply::packed},
-        std::pair<const char*, bool HelloReply::*>{"regroup", &HelloReply::regroup}}) {
-    out->*member = false;
-    if (engine_caps.is_object() && engine_caps.contains(name)) {
-      const json& value = engine_caps[name];
-      if (!value.is_boolean()) {
-        return Bad(std::string("hello.capabilities.") + name, "true or false", value);
-      }
-      out->*member = value.get<bool>();
-      engine_caps.erase(name);
-    }
+  CKPTSPEC_RETURN_IF_ERROR(hello.OptionalMember("adapter").GetString(&out->adapter));
+  const JsonField caps = hello.Member("capabilities");
+  CKPTSPEC_RETURN_IF_ERROR(caps.ExpectObject());
+  for (const HelloFlag& f : kHelloFlags) {
+    out->*f.member = false;
+    CKPTSPEC_RETURN_IF_ERROR(caps.OptionalMember(f.name).GetBool(&(out->*f.member)));
   }
   out->framework.reset();
   bool framework = false;
-  if (engine_caps.is_object() && engine_caps.contains("framework")) {
-    const json& value = engine_caps["framework"];
-    if (!value.is_boolean()) return Bad("hello.capabilities.framework", "true or false", value);
-    framework = value.get<bool>();
-    engine_caps.erase("framework");
-  }
+  CKPTSPEC_RETURN_IF_ERROR(caps.OptionalMember(kFrameworkFlag).GetBool(&framework));
   if (framework) {
-    const json* support;
-    CKPTSPEC_RETURN_IF_ERROR(Need(reply, "hello", "framework", &support));
-    FrameworkSupport s;
-    CKPTSPEC_RETURN_IF_ERROR(
-        FrameworkSupportFromJson(JsonField(*support), &s).WithContext("hello.framework"));
-    out->framework = std::move(s);
+    FrameworkSupport support;
+    CKPTSPEC_RETURN_IF_ERROR(FrameworkSupportFromJson(hello.Member("framework"), &support));
+    out->framework = std::move(support);
   }
-  if (out->regroup && !out->reset) {
-    return Status::InvalidArgument("hello.capabilities: regroup is declared without reset");
-  }
-  return CapabilitiesFromJson(engine_caps, &out->capabilities).WithContext("hello");
+  if (out->regroup && !out->reset) return caps.Error("regroup is declared without reset");
+  return ReadCapabilities(caps, true, &out->capabilities);
 }
 
 void SaveCallToJson(const SaveCall& call, json* request) {
@@ -265,24 +238,14 @@ void SaveCallToJson(const SaveCall& call, json* request) {
 
 namespace {
 
-// The optional "placement" member of each entry of request["tensors"] (an array of objects, else
-// left for GetEntries to refuse), "device" when absent, into *placements.
-Status ReadPlacements(const json& request, std::vector<Placement>* placements) {
-  placements->clear();
-  const json* tensors = Find(request, "tensors");
-  if (tensors == nullptr || !tensors->is_array()) return Status::OK();
-  for (size_t i = 0; i < tensors->size(); ++i) {
-    const json& entry = (*tensors)[i];
-    Placement placement = Placement::kDevice;
-    if (const json* name = entry.is_object() ? Find(entry, "placement") : nullptr) {
-      if (*name == PlacementName(Placement::kHost)) {
-        placement = Placement::kHost;
-      } else if (*name != PlacementName(Placement::kDevice)) {
-        return Bad("save.tensors[" + std::to_string(i) + "].placement", "\"device\" or \"host\"",
-                   *name);
-      }
-    }
-    placements->push_back(placement);
+// The optional "placement" member of each entry of `tensors` (read by ReadEntries before), "device"
+// when absent, into *placements.
+Status ReadPlacements(const JsonField& tensors, std::vector<Placement>* placements) {
+  placements->assign(tensors.size(), Placement::kDevice);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const JsonField entry = tensors.Element(i);
+    CKPTSPEC_RETURN_IF_ERROR(
+        entry.OptionalMember("placement").GetEnum(ParsePlacement, &(*placements)[i]));
   }
   return Status::OK();
 }
@@ -290,20 +253,24 @@ Status ReadPlacements(const json& request, std::vector<Placement>* placements) {
 }  // namespace
 
 Status SaveCallFromJson(const json& r, SaveCall* out) {
-  if (!r.is_object()) return Bad("save", "an object", r);
-  CKPTSPEC_RETURN_IF_ERROR(ReadPlacements(r, &out->placements));
-  CKPTSPEC_RETURN_IF_ERROR(GetString(r, "save", "directory", &out->directory));
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(r, "save", "iteration", &out->iteration));
+  const JsonField save(r, "save");
+  CKPTSPEC_RETURN_IF_ERROR(save.ExpectObject());
+  CKPTSPEC_RETURN_IF_ERROR(save.Member("directory").GetString(&out->directory));
+  CKPTSPEC_RETURN_IF_ERROR(save.Member("iteration").GetInt64(&out->iteration));
   out->options = SaveOptions();
-  CKPTSPEC_RETURN_IF_ERROR(GetBool(r, "save", "validate", &out->options.validate));
+  CKPTSPEC_RETURN_IF_ERROR(save.OptionalMember("validate").GetBool(&out->options.validate));
+  CKPTSPEC_RETURN_IF_ERROR(save.OptionalMember("assume_constant_structure")
+                               .GetBool(&out->options.assume_constant_structure));
+  CKPTSPEC_RETURN_IF_ERROR(save.OptionalMember("async").GetBool(&out->options.async));
+  const JsonField layout = save.OptionalMember("layout");
+  if (layout.present()) out->options.layout = layout.value();
+  const JsonField tensors = save.OptionalMember("tensors");
+  CKPTSPEC_RETURN_IF_ERROR(ReadEntries(tensors, TensorSpecFromJson, &out->tensors));
+  CKPTSPEC_RETURN_IF_ERROR(ReadPlacements(tensors, &out->placements));
   CKPTSPEC_RETURN_IF_ERROR(
-      GetBool(r, "save", "assume_constant_structure", &out->options.assume_constant_structure));
-  CKPTSPEC_RETURN_IF_ERROR(GetBool(r, "save", "async", &out->options.async));
-  if (const json* layout = Find(r, "layout")) out->options.layout = *layout;
-  CKPTSPEC_RETURN_IF_ERROR(GetEntries(r, "save", "tensors", TensorSpecFromJson, &out->tensors));
-  CKPTSPEC_RETURN_IF_ERROR(GetEntries(r, "save", "objects", ObjectSpecFromJson, &out->objects));
-  out->common = json::object();
-  if (const json* common = Find(r, "common")) out->common = *common;
+      ReadEntries(save.OptionalMember("objects"), ObjectSpecFromJson, &out->objects));
+  const JsonField common = save.OptionalMember("common");
+  out->common = common.present() ? common.value() : json::object();
   return Status::OK();
 }
 
@@ -318,34 +285,25 @@ void PollCallToJson(const PollCall& call, json* request) {
 }
 
 Status PollCallFromJson(const json& r, PollCall* out) {
-  if (!r.is_object()) return Bad("poll", "an object", r);
+  const JsonField poll(r, "poll");
+  CKPTSPEC_RETURN_IF_ERROR(poll.ExpectObject());
   out->updates.clear();
-  const json* m = Find(r, "tensors");
-  if (m == nullptr) return Status::OK();
-  if (!m->is_array()) return Bad("poll.tensors", "an array of updates", *m);
-  for (size_t i = 0; i < m->size(); ++i) {
-    const std::string at = "poll.tensors[" + std::to_string(i) + "]";
-    const json& entry = (*m)[i];
-    if (!entry.is_object()) return Bad(at, "an object", entry);
+  return poll.OptionalMember("tensors").ForEachElement([out](const JsonField& entry) {
+    CKPTSPEC_RETURN_IF_ERROR(entry.ExpectObject());
     PollUpdate u;
-    CKPTSPEC_RETURN_IF_ERROR(GetInt(entry, at, "index", &u.index));
-    if (u.index < 0)
-      return Bad(at + ".index", "a tensor index of the pending save", entry["index"]);
-    CKPTSPEC_RETURN_IF_ERROR(GetString(entry, at, "file", &u.file));
-    CKPTSPEC_RETURN_IF_ERROR(GetRange(entry, at, &u.range));
+    CKPTSPEC_RETURN_IF_ERROR(entry.Member("index").GetNonNegativeInt64(&u.index));
+    CKPTSPEC_RETURN_IF_ERROR(entry.Member("file").GetString(&u.file));
+    CKPTSPEC_RETURN_IF_ERROR(ReadRange(entry, &u.range));
     out->updates.push_back(std::move(u));
-  }
-  return Status::OK();
+    return Status::OK();
+  });
 }
 
 void PollReplyToJson(const PollReply& poll, json* reply) { (*reply)["complete"] = poll.complete; }
 
 Status PollReplyFromJson(const json& r, PollReply* out) {
-  const json* m;
-  CKPTSPEC_RETURN_IF_ERROR(Need(r, "poll reply", "complete", &m));
-  if (!m->is_boolean()) return Bad("poll reply.complete", "true or false", *m);
-  out->complete = m->get<bool>();
-  return Status::OK();
+  const JsonField reply(r, "poll reply");
+  return reply.Member("complete").GetBool(&out->complete);
 }
 
 void LoadCallToJson(const LoadCall& call, json* request) {
@@ -359,27 +317,24 @@ void LoadCallToJson(const LoadCall& call, json* request) {
 }
 
 Status LoadCallFromJson(const json& r, LoadCall* out) {
-  if (!r.is_object()) return Bad("load", "an object", r);
-  CKPTSPEC_RETURN_IF_ERROR(GetString(r, "load", "directory", &out->directory));
+  const JsonField load(r, "load");
+  CKPTSPEC_RETURN_IF_ERROR(load.ExpectObject());
+  CKPTSPEC_RETURN_IF_ERROR(load.Member("directory").GetString(&out->directory));
   out->iteration.reset();
-  const json* it = Find(r, "iteration");
-  if (it != nullptr && !it->is_null()) {
-    int64_t iteration = 0;
-    CKPTSPEC_RETURN_IF_ERROR(GetInt(r, "load", "iteration", &iteration));
-    out->iteration = iteration;
+  const JsonField iteration = load.OptionalMember("iteration");
+  if (iteration.present() && !iteration.is_null()) {
+    int64_t i = 0;
+    CKPTSPEC_RETURN_IF_ERROR(iteration.GetInt64(&i));
+    out->iteration = i;
   }
   out->strict = StrictMode::kAssumeOkUnexpected;
-  if (Find(r, "strict") != nullptr) {
-    std::string name;
-    CKPTSPEC_RETURN_IF_ERROR(GetString(r, "load", "strict", &name));
-    if (!ParseStrictMode(name, &out->strict)) {
-      return Status::InvalidArgument("load.strict: unknown strict mode " + JsonPreview(json(name)));
-    }
-  }
+  CKPTSPEC_RETURN_IF_ERROR(load.OptionalMember("strict").GetEnum(ParseStrictMode, &out->strict));
   out->allow_shape_mismatch = false;
-  CKPTSPEC_RETURN_IF_ERROR(GetBool(r, "load", "allow_shape_mismatch", &out->allow_shape_mismatch));
-  CKPTSPEC_RETURN_IF_ERROR(GetEntries(r, "load", "tensors", TensorSpecFromJson, &out->tensors));
-  return GetEntries(r, "load", "objects", ObjectSpecFromJson, &out->objects);
+  CKPTSPEC_RETURN_IF_ERROR(
+      load.OptionalMember("allow_shape_mismatch").GetBool(&out->allow_shape_mismatch));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadEntries(load.OptionalMember("tensors"), TensorSpecFromJson, &out->tensors));
+  return ReadEntries(load.OptionalMember("objects"), ObjectSpecFromJson, &out->objects);
 }
 
 void LoadReplyToJson(const LoadReply& load, json* reply) {
@@ -393,15 +348,19 @@ void LoadReplyToJson(const LoadReply& load, json* reply) {
 }
 
 Status LoadReplyFromJson(const json& r, LoadReply* out) {
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(r, "load reply", "iteration", &out->iteration));
-  const json* common;
-  CKPTSPEC_RETURN_IF_ERROR(Need(r, "load reply", "common", &common));
-  if (!common->is_object()) return Bad("load reply.common", "an object", *common);
-  out->common = *common;
-  CKPTSPEC_RETURN_IF_ERROR(GetStrings(r, "load reply", "dropped", &out->dropped));
-  CKPTSPEC_RETURN_IF_ERROR(GetStrings(r, "load reply", "unexpected", &out->unexpected));
-  CKPTSPEC_RETURN_IF_ERROR(GetStrings(r, "load reply", "missing", &out->missing));
-  return GetStrings(r, "load reply", "warnings", &out->warnings);
+  const JsonField reply(r, "load reply");
+  CKPTSPEC_RETURN_IF_ERROR(reply.Member("iteration").GetInt64(&out->iteration));
+  const JsonField common = reply.Member("common");
+  CKPTSPEC_RETURN_IF_ERROR(common.ExpectObject());
+  out->common = common.value();
+  // The lists may be left out when empty.
+  for (auto [name, list] :
+       {std::pair{"dropped", &out->dropped}, std::pair{"unexpected", &out->unexpected},
+        std::pair{"missing", &out->missing}, std::pair{"warnings", &out->warnings}}) {
+    list->clear();
+    CKPTSPEC_RETURN_IF_ERROR(reply.OptionalMember(name).GetStringArray(list));
+  }
+  return Status::OK();
 }
 
 json ErrorToJson(const Status& status) {
@@ -409,37 +368,13 @@ json ErrorToJson(const Status& status) {
 }
 
 Status ErrorFromJson(const json& error, Status* out) {
-  if (!error.is_object()) return Bad("error", "an object {\"code\", \"message\"}", error);
-  std::string code, message;
-  CKPTSPEC_RETURN_IF_ERROR(GetString(error, "error", "code", &code));
-  CKPTSPEC_RETURN_IF_ERROR(GetString(error, "error", "message", &message));
-  using Code = Status::Code;
-  for (Code c : {Code::kInvalidArgument, Code::kNotFound, Code::kCorruption, Code::kIOError,
-                 Code::kNotSupported, Code::kFailedPrecondition}) {
-    if (code != StatusCodeName(c)) continue;
-    switch (c) {
-      case Code::kInvalidArgument:
-        *out = Status::InvalidArgument(message);
-        break;
-      case Code::kNotFound:
-        *out = Status::NotFound(message);
-        break;
-      case Code::kCorruption:
-        *out = Status::Corruption(message);
-        break;
-      case Code::kIOError:
-        *out = Status::IOError(message);
-        break;
-      case Code::kNotSupported:
-        *out = Status::NotSupported(message);
-        break;
-      default:
-        *out = Status::FailedPrecondition(message);
-        break;
-    }
-    return Status::OK();
-  }
-  return Status::InvalidArgument("error.code: unknown code " + JsonPreview(json(code)));
+  const JsonField e(error, "error");
+  Status::Code code = Status::Code::kInvalidArgument;
+  std::string message;
+  CKPTSPEC_RETURN_IF_ERROR(e.Member("code").GetEnum(ParseErrorCode, &code));
+  CKPTSPEC_RETURN_IF_ERROR(e.Member("message").GetString(&message));
+  *out = MakeStatus(code, std::move(message));
+  return Status::OK();
 }
 
 std::string DumpLine(const json& message) {

@@ -3,9 +3,9 @@
 // built-in adapter (adapters/reference/) reads requests and writes replies.
 //
 // Contracts: *ToJson adds the message's members to a JSON object (the caller adds "id", "op",
-// "rank", "ok"); *FromJson reads them, never throws, rejects a missing or mistyped member with an
-// InvalidArgument Status naming it ("load.tensors[2].file: expected a string, got 3"), and leaves
-// *out unspecified on error. Unknown members are ignored (later versions may add some), except in
+// "rank", "ok"); *FromJson reads them through model/json_fields.h, never throws, rejects a missing
+// or mistyped member with an InvalidArgument Status naming its path from the message's name
+// ("load.tensors[2].file: expected a string, got 3"), and leaves *out unspecified on error. Unknown members are ignored (later versions may add some), except in
 // "capabilities", where an unknown name is an error (a misspelled capability must not read false).
 #pragma once
 

@@ -128,7 +128,8 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"declares an unknown capability",
                   OnRank1("read -r l; echo '{\"id\":1,\"rank\":1,\"ok\":true,\"protocol\":1,"
                           "\"capabilities\":{\"telepathy\":true}}'; sleep 30"),
-                  AdapterFault::kMalformedReply, 1, "unknown capability \"telepathy\""},
+                  AdapterFault::kMalformedReply, 1,
+                  "hello.capabilities: unknown member \"telepathy\""},
         FaultCase{"speaks another version",
                   OnRank1("read -r l; echo '{\"id\":1,\"rank\":1,\"ok\":true,\"protocol\":2,"
                           "\"capabilities\":{}}'; sleep 30"),
