@@ -1,6 +1,10 @@
 #include "model/state_common.h"
 
 #include <limits>
+#include <utility>
+
+#include "model/config_json.h"
+#include "model/json_fields.h"
 
 namespace ckptspec {
 
@@ -8,78 +12,75 @@ namespace {
 
 using nlohmann::json;
 
-Status Field(const json& j, const char* name, const std::string& where, const json** out) {
-  if (!j.is_object()) return Status::Corruption(where + " is not an object");
-  auto it = j.find(name);
-  if (it == j.end()) return Status::Corruption(where + " lacks '" + name + "'");
-  *out = &*it;
-  return Status::OK();
-}
-
-Status Number(const json& j, const char* name, const std::string& where, double* out) {
-  const json* f = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
-  if (!f->is_number()) return Status::Corruption(where + ": '" + name + "' is not a number");
-  *out = f->get<double>();
-  return Status::OK();
-}
-
-Status Integer(const json& j, const char* name, const std::string& where, int64_t* out) {
-  const json* f = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
-  if (!f->is_number_integer())
-    return Status::Corruption(where + ": '" + name + "' is not an integer");
-  *out = f->get<int64_t>();
-  return Status::OK();
-}
-
-Status Bool(const json& j, const char* name, const std::string& where, bool* out) {
-  const json* f = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
-  if (!f->is_boolean()) return Status::Corruption(where + ": '" + name + "' is not a boolean");
-  *out = f->get<bool>();
-  return Status::OK();
-}
-
-Status String(const json& j, const char* name, const std::string& where, std::string* out) {
-  const json* f = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
-  if (!f->is_string()) return Status::Corruption(where + ": '" + name + "' is not a string");
-  *out = f->get<std::string>();
-  return Status::OK();
-}
-
-Status OptionalBound(const json& j, const char* name, const std::string& where,
-                     std::optional<double>* out) {
-  const json* f = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, where, &f));
-  if (f->is_null()) {
-    out->reset();
-    return Status::OK();
-  }
-  if (!f->is_number())
-    return Status::Corruption(where + ": '" + name + "' is neither null nor a number");
-  *out = f->get<double>();
-  return Status::OK();
-}
-
 // "lr_bounds_declared": a list of distinct names out of "max_lr", "min_lr".
-Status DeclaredBounds(const json& j, const std::string& where, ParamGroupIdentity* id) {
-  const json* f = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, "lr_bounds_declared", where, &f));
-  if (!f->is_array() || f->size() > 2) {
-    return Status::Corruption(where + ": 'lr_bounds_declared' is not a list of at most two names");
-  }
-  for (const json& name : *f) {
+Status ReadDeclaredBounds(const JsonField& f, ParamGroupIdentity* id) {
+  std::vector<std::string> names;
+  CKPTSPEC_RETURN_IF_ERROR(f.GetStringArray(&names));
+  for (size_t i = 0; i < names.size(); ++i) {
     bool* declares = nullptr;
-    if (name == "max_lr") declares = &id->declares_max_lr;
-    if (name == "min_lr") declares = &id->declares_min_lr;
+    if (names[i] == "max_lr") declares = &id->declares_max_lr;
+    if (names[i] == "min_lr") declares = &id->declares_min_lr;
     if (declares == nullptr || *declares) {
-      return Status::Corruption(where + ": 'lr_bounds_declared' holds " + name.dump() +
-                                ", not a distinct 'max_lr' or 'min_lr'");
+      return f.Element(i).Expected("a distinct \"max_lr\" or \"min_lr\"");
     }
     *declares = true;
   }
+  return Status::OK();
+}
+
+// The identity member `field` of a group: read with read(member) when present, else removed.
+template <typename Read>
+Status ReadIdentityField(const JsonField& group, IdentityField field, ParamGroupIdentity* id,
+                         Read read) {
+  const JsonField member = group.OptionalMember(IdentityFieldName(field));
+  if (!member.present()) {
+    id->Remove(field);
+    return Status::OK();
+  }
+  return read(member);
+}
+
+// A group as ParamGroupToJson writes it; InvalidArgument naming the field.
+Status ReadParamGroup(const JsonField& f, ParamGroup* out) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectObject());
+  ParamGroup g;
+  ParamGroupIdentity& id = g.identity;
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kWdMult, &id,
+                        [&](const JsonField& m) { return m.GetDouble(&id.wd_mult); }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kLrMult, &id,
+                        [&](const JsonField& m) { return m.GetDouble(&id.lr_mult); }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kIsExpertParallel, &id,
+                        [&](const JsonField& m) { return m.GetBool(&id.is_expert_parallel); }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kIsDecoupledLr, &id,
+                        [&](const JsonField& m) { return m.GetBool(&id.is_decoupled_lr); }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kMaxLr, &id,
+                        [&](const JsonField& m) { return m.GetDoubleOrNull(&id.max_lr); }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kMinLr, &id,
+                        [&](const JsonField& m) { return m.GetDoubleOrNull(&id.min_lr); }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadIdentityField(f, IdentityField::kLrBoundsDeclared, &id,
+                        [&](const JsonField& m) { return ReadDeclaredBounds(m, &id); }));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("lr").GetDouble(&g.lr));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("weight_decay").GetDouble(&g.weight_decay));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("eps").GetDouble(&g.eps));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("step").GetInt64(&g.step));
+  const JsonField betas = f.Member("betas");
+  CKPTSPEC_RETURN_IF_ERROR(betas.ExpectArrayOfSize(2));
+  CKPTSPEC_RETURN_IF_ERROR(betas.Element(0).GetDouble(&g.beta1));
+  CKPTSPEC_RETURN_IF_ERROR(betas.Element(1).GetDouble(&g.beta2));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("params").ForEachElement([&g](const JsonField& p) {
+    int64_t index = 0;
+    CKPTSPEC_RETURN_IF_ERROR(p.GetInt64(0, std::numeric_limits<int>::max(), &index));
+    g.params.push_back(static_cast<int>(index));
+    return Status::OK();
+  }));
+  *out = std::move(g);
   return Status::OK();
 }
 
@@ -115,66 +116,7 @@ json ParamGroupToJson(const ParamGroup& g) {
 }
 
 Status ParamGroupFromJson(const json& j, ParamGroup* out) {
-  const std::string w = "param group";
-  if (!j.is_object()) return Status::Corruption(w + " is not an object");
-  ParamGroup g;
-  ParamGroupIdentity& id = g.identity;
-  auto has = [&](const char* n) { return j.find(n) != j.end(); };
-  if (has("wd_mult"))
-    CKPTSPEC_RETURN_IF_ERROR(Number(j, "wd_mult", w, &id.wd_mult));
-  else
-    id.Remove(IdentityField::kWdMult);
-  if (has("lr_mult"))
-    CKPTSPEC_RETURN_IF_ERROR(Number(j, "lr_mult", w, &id.lr_mult));
-  else
-    id.Remove(IdentityField::kLrMult);
-  if (has("is_expert_parallel"))
-    CKPTSPEC_RETURN_IF_ERROR(Bool(j, "is_expert_parallel", w, &id.is_expert_parallel));
-  else
-    id.Remove(IdentityField::kIsExpertParallel);
-  if (has("is_decoupled_lr"))
-    CKPTSPEC_RETURN_IF_ERROR(Bool(j, "is_decoupled_lr", w, &id.is_decoupled_lr));
-  else
-    id.Remove(IdentityField::kIsDecoupledLr);
-  if (has("max_lr"))
-    CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "max_lr", w, &id.max_lr));
-  else
-    id.Remove(IdentityField::kMaxLr);
-  if (has("min_lr"))
-    CKPTSPEC_RETURN_IF_ERROR(OptionalBound(j, "min_lr", w, &id.min_lr));
-  else
-    id.Remove(IdentityField::kMinLr);
-  if (has("lr_bounds_declared"))
-    CKPTSPEC_RETURN_IF_ERROR(DeclaredBounds(j, w, &id));
-  else
-    id.Remove(IdentityField::kLrBoundsDeclared);
-  CKPTSPEC_RETURN_IF_ERROR(Number(j, "lr", w, &g.lr));
-  CKPTSPEC_RETURN_IF_ERROR(Number(j, "weight_decay", w, &g.weight_decay));
-  CKPTSPEC_RETURN_IF_ERROR(Number(j, "eps", w, &g.eps));
-  CKPTSPEC_RETURN_IF_ERROR(Integer(j, "step", w, &g.step));
-  const json* betas = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, "betas", w, &betas));
-  if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() ||
-      !(*betas)[1].is_number()) {
-    return Status::Corruption(w + ": 'betas' is not a pair of numbers");
-  }
-  g.beta1 = (*betas)[0].get<double>();
-  g.beta2 = (*betas)[1].get<double>();
-  const json* params = nullptr;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, "params", w, &params));
-  if (!params->is_array()) return Status::Corruption(w + ": 'params' is not an array");
-  for (const json& p : *params) {
-    if (!p.is_number_integer()) return Status::Corruption(w + ": 'params' holds a non-integer");
-    constexpr int64_t kMaxIndex = std::numeric_limits<int>::max();
-    const bool index = p.is_number_unsigned()
-                           ? p.get<uint64_t>() <= static_cast<uint64_t>(kMaxIndex)
-                           : p.get<int64_t>() >= 0 && p.get<int64_t>() <= kMaxIndex;
-    if (!index)
-      return Status::Corruption(w + ": 'params' holds " + p.dump() + ", not a parameter index");
-    g.params.push_back(static_cast<int>(p.get<int64_t>()));
-  }
-  *out = std::move(g);
-  return Status::OK();
+  return AsCorruption(ReadParamGroup(JsonField(j, "param_group"), out));
 }
 
 json SubOptimizersToJson(const std::vector<SubOptimizer>& subs) {
@@ -188,23 +130,20 @@ json SubOptimizersToJson(const std::vector<SubOptimizer>& subs) {
 }
 
 Status SubOptimizersFromJson(const json& j, std::vector<SubOptimizer>* out) {
-  if (!j.is_array()) return Status::Corruption("sub-optimizers are not an array");
   std::vector<SubOptimizer> subs;
-  for (size_t i = 0; i < j.size(); ++i) {
-    const std::string w = "sub-optimizer " + std::to_string(i);
+  const Status read = JsonField(j, "optimizer").ForEachElement([&subs](const JsonField& f) {
     SubOptimizer s;
-    CKPTSPEC_RETURN_IF_ERROR(String(j[i], "name", w, &s.name));
-    const json* groups = nullptr;
-    CKPTSPEC_RETURN_IF_ERROR(Field(j[i], "param_groups", w, &groups));
-    if (!groups->is_array()) return Status::Corruption(w + ": 'param_groups' is not an array");
-    for (size_t g = 0; g < groups->size(); ++g) {
+    CKPTSPEC_RETURN_IF_ERROR(f.Member("name").GetString(&s.name));
+    CKPTSPEC_RETURN_IF_ERROR(f.Member("param_groups").ForEachElement([&s](const JsonField& g) {
       ParamGroup pg;
-      CKPTSPEC_RETURN_IF_ERROR(
-          ParamGroupFromJson((*groups)[g], &pg).WithContext(w + " group " + std::to_string(g)));
+      CKPTSPEC_RETURN_IF_ERROR(ReadParamGroup(g, &pg));
       s.groups.push_back(std::move(pg));
-    }
+      return Status::OK();
+    }));
     subs.push_back(std::move(s));
-  }
+    return Status::OK();
+  });
+  CKPTSPEC_RETURN_IF_ERROR(AsCorruption(read));
   *out = std::move(subs);
   return Status::OK();
 }
@@ -234,49 +173,38 @@ Status CheckGroupParameters(const std::vector<SubOptimizer>& subs, size_t num_pa
 json HeterogeneousLayoutToJson(const HeterogeneousLayout& layout) {
   json a = json::array();
   for (const ModuleLayout& m : layout.modules()) {
-    const Layout& l = m.layout;
-    a.push_back(json{{"name", m.name},
-                     {"first_rank", m.first_rank},
-                     {"world_size", l.world_size()},
-                     {"tp", l.tp()},
-                     {"pp", l.pp()},
-                     {"dp", l.dp()},
-                     {"cp", l.cp()},
-                     {"ep", l.ep()},
-                     {"etp", l.etp()},
-                     {"order", l.order().ToString()}});
+    json module{{"name", m.name}, {"first_rank", m.first_rank}};
+    LayoutMembersToJson(m.layout, &module);
+    a.push_back(std::move(module));
   }
   return a;
 }
 
-Status HeterogeneousLayoutFromJson(const json& j, HeterogeneousLayout* out) {
-  if (!j.is_array()) return Status::Corruption("parallel_layout is not an array");
+namespace {
+
+// What HeterogeneousLayoutToJson wrote: every layout member is there (none is derived).
+Status ReadHeterogeneousLayout(const JsonField& f, HeterogeneousLayout* out) {
   std::vector<ModuleLayout> modules;
-  for (size_t i = 0; i < j.size(); ++i) {
-    const std::string w = "parallel_layout module " + std::to_string(i);
+  CKPTSPEC_RETURN_IF_ERROR(f.ForEachElement([&modules](const JsonField& module) {
     ModuleLayout m;
-    int64_t world = 0;
-    ParallelSizes p;
-    std::string order;
-    CKPTSPEC_RETURN_IF_ERROR(String(j[i], "name", w, &m.name));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "first_rank", w, &m.first_rank));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "world_size", w, &world));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "tp", w, &p.tp));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "pp", w, &p.pp));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "dp", w, &p.dp));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "cp", w, &p.cp));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "ep", w, &p.ep));
-    CKPTSPEC_RETURN_IF_ERROR(Integer(j[i], "etp", w, &p.etp));
-    CKPTSPEC_RETURN_IF_ERROR(String(j[i], "order", w, &order));
-    RankOrder ro;
-    Status s = RankOrder::Parse(order, &ro);
-    if (s.ok()) s = Layout::Make(world, p, ro, &m.layout);
-    if (!s.ok()) return Status::Corruption(w + ": " + s.message());
+    CKPTSPEC_RETURN_IF_ERROR(module.Member("name").GetString(&m.name));
+    CKPTSPEC_RETURN_IF_ERROR(module.Member("first_rank").GetInt64(&m.first_rank));
+    for (const char* name : kLayoutMembers) {
+      CKPTSPEC_RETURN_IF_ERROR(module.Member(name).ExpectPresent());
+    }
+    CKPTSPEC_RETURN_IF_ERROR(LayoutMembersFromJson(module, &m.layout));
     modules.push_back(std::move(m));
-  }
-  Status s = HeterogeneousLayout::Make(std::move(modules), out);
-  if (!s.ok()) return Status::Corruption("parallel_layout: " + s.message());
+    return Status::OK();
+  }));
+  const Status made = HeterogeneousLayout::Make(std::move(modules), out);
+  if (!made.ok()) return f.Error(made.message());
   return Status::OK();
+}
+
+}  // namespace
+
+Status HeterogeneousLayoutFromJson(const json& j, HeterogeneousLayout* out) {
+  return AsCorruption(ReadHeterogeneousLayout(JsonField(j, "parallel_layout"), out));
 }
 
 }  // namespace ckptspec

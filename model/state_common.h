@@ -1,6 +1,8 @@
 // JSON forms of the run-level state the canonical sharding keeps in common state or in per-module
 // objects (state_sharding.h): param groups, sub-optimizers, layouts, the sharding config. Readers
-// never throw: a missing or mistyped field is Corruption naming the field.
+// never throw: a missing or mistyped field is Corruption naming its JSON path from the name the
+// value is stored under (model/json_fields.h): "optimizer[0].param_groups[1].lr: expected a
+// number, got null", "parallel_layout[0]: missing required member \"tp\"".
 #pragma once
 
 #include <string>
@@ -33,7 +35,8 @@ Status SubOptimizersFromJson(const nlohmann::json& j, std::vector<SubOptimizer>*
 // (a checkpoint's groups index the saving model's parameters; load rules index with them).
 Status CheckGroupParameters(const std::vector<SubOptimizer>& subs, size_t num_params);
 
-// [{"name", "first_rank", "world_size", "tp", "pp", "dp", "cp", "ep", "etp", "order"}, ...].
+// [{"name", "first_rank", and the layout's members (LayoutMembersToJson: "world_size", "tp", "pp",
+// "dp", "cp", "ep", "etp", "order")}, ...]; the reader needs every member.
 nlohmann::json HeterogeneousLayoutToJson(const HeterogeneousLayout& layout);
 Status HeterogeneousLayoutFromJson(const nlohmann::json& j, HeterogeneousLayout* out);
 
