@@ -71,14 +71,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt,  # noqa: E402
-                                  entry_bytes, iteration_to_load, iter_dir, make_durable,
-                                  rank_local_as_shard, refuse_overwrite, write_entry,
-                                  write_tracker)
-from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
-from ckptspec_torch_kit import (GlooGroup, apply_poll_updates,  # noqa: E402
-                                check_storage_bounds, exception_text,
-                                exit_now_if_store_pending, read_tensor, torch_dtype,
+from ckptspec_adapter_kit import (STRICT_MODES, AdapterError,  # noqa: E402
+                                  add_make_durable_flag, attempt, entry_bytes, iteration_to_load,
+                                  iter_dir, make_durable, rank_local_as_shard, refuse_overwrite,
+                                  write_entry, write_tracker)
+from ckptspec_torch_kit import (GlooGroup, add_pg_timeout_flag,  # noqa: E402
+                                add_storage_flags, apply_poll_updates, check_storage_bounds,
+                                exception_text, exit_now_if_store_pending, read_tensor,
+                                regroups, save_parameters, serve_engine, torch_dtype,
                                 write_tensor)
 
 COMMON_KEY = "ckptspec_common"    # the request's common state inside megatron's state dict
@@ -380,10 +380,7 @@ class Engine:
         self.finalize()
         self.ensure_megatron()
         from megatron.core import dist_checkpointing
-        directory, iteration = req["directory"], int(req["iteration"])
-        ckpt = iter_dir(directory, iteration)
-        use_async = bool(req.get("async")) and not self.args.no_async
-        cache = bool(req.get("assume_constant_structure")) and not self.args.no_plan_cache
+        directory, iteration, ckpt, use_async, cache = save_parameters(req, self.args)
 
         def prepare():
             refuse_overwrite(directory, iteration)
@@ -637,35 +634,15 @@ class Engine:
                 "warnings": log.lines if strict.startswith("log") else []}
 
 
-def capabilities(args):
-    return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
-            "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": True,
-            "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
-            "poll": not args.no_async,  # protocol revision 3: poll requests
-            "packed": True,  # protocol revision 4: entries at ranges of one file per request
-            "regroup": regroups(args)}  # protocol revision 6: hello again, into another group
-
-
-def regroups(args):
-    """Whether the process declares regroup (which needs reset)."""
-    return not args.no_regroup and not args.no_reset
-
-
 # ---------------------------------------------------------------------------------------------
 # The request loop
 
 
 def serve(args):
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
-    engine = Engine(args, rank, world)
-    ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
-    if not args.no_async:
-        ops["poll"] = engine.poll
-    if not args.no_reset:
-        ops["reset"] = lambda req: engine.reset()
-    ended = serve_requests(rank, "megatron_core", capabilities(args), ops, from_exception,
-                           engine.group.check, regroup=engine.regroup)
+    engine = Engine(args, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    ended = serve_engine("megatron_core", engine, args, strict_modes=True,
+                         to_error=from_exception)
     engine.abandon_async()  # a pending save is not completed at shutdown (docs/PROTOCOL.md)
     if ended == "shutdown":
         os._exit(0)  # no teardown of the gloo group: a peer may already be gone
@@ -675,22 +652,15 @@ def serve(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--check-storage-bounds", action="store_true",
-                   help="before a load, check that metadata.json parses and that every file "
-                        "DCP's metadata names exists and holds the bytes it names, and refuse "
-                        "naming the file (docs/FINDINGS.md F28's control)")
-    p.add_argument("--make-durable", action="store_true",
-                   help="fsync every file and directory of the checkpoint, and the root, after "
-                        "megatron-core's save and before the tracker: the fsyncs megatron-core "
-                        "leaves out (docs/FINDINGS.md F27's control)")
-    p.add_argument("--no-async", action="store_true", help="do not declare async saves")
+    add_make_durable_flag(p, "megatron-core", "F27")
+    add_storage_flags(p, "the cached save plan (assume_constant_structure)",
+                      json_files=("metadata.json",))
+    add_pg_timeout_flag(p, "CKPTSPEC_MCORE_PG_TIMEOUT")
     p.add_argument("--async-worker", choices=("persistent", "temporal"), default="persistent",
                    help="megatron-core's async writer: the persistent worker process "
                         "(AsyncCallsQueue(persistent=True), the default: Megatron-LM's async save "
                         "needs --use-persistent-ckpt-worker) or a process forked per save "
                         "(TemporalAsyncCaller)")
-    p.add_argument("--no-plan-cache", action="store_true",
-                   help="do not declare the cached save plan (assume_constant_structure)")
     p.add_argument("--replan-on-changed-keys", action="store_true",
                    help="drop the cached save plan when a save's entries (keys, shapes, offsets, "
                         "replica ids) differ from the planned save's on any rank: the fix "
@@ -702,14 +672,6 @@ def main():
     p.add_argument("--no-gate", action="store_true",
                    help="no agreement before the strategies' collectives: a one-rank error "
                         "leaves the other ranks blocked until the process-group timeout")
-    p.add_argument("--no-reset", action="store_true",
-                   help="do not declare reset: the harness then starts new processes for every engine")
-    p.add_argument("--no-regroup", action="store_true",
-                   help="do not declare regroup: the harness then starts a group of processes "
-                        "for every world size")
-    p.add_argument("--pg-timeout", type=float,
-                   default=float(os.environ.get("CKPTSPEC_MCORE_PG_TIMEOUT", 45)),
-                   help="gloo collective timeout in seconds (default 45: below the harness's 60)")
     serve(p.parse_args())
 
 

@@ -36,6 +36,7 @@ import cpu_shims  # noqa: E402
 from errors import attempt  # noqa: E402
 from ckptspec_adapter_kit import STRICT_MODES, AdapterError  # noqa: E402
 from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
+from ckptspec_torch_kit import add_pg_timeout_flag  # noqa: E402
 
 ADAPTER = "megatron_core_framework"
 CAPABILITIES = {"framework": True, "reset": True, "resharding": True, "plan_cache": True,
@@ -143,11 +144,15 @@ class Session:
         return reply
 
     def save(self, req):
-        from checkpointing import save_checkpoint
         run = self.built("save")
         if req.get("async"):
             raise AdapterError("NotSupported", "save: async saves are not declared")
-        return save_checkpoint(run, req["directory"], self.group)
+        return self.save_checkpoint(run, req["directory"])
+
+    def save_checkpoint(self, run, directory):
+        """The framework's save of `run` into `directory` (checkpointing.py: Megatron-LM's)."""
+        from checkpointing import save_checkpoint
+        return save_checkpoint(run, directory, self.group)
 
     def load(self, req):
         from checkpointing import load_checkpoint
@@ -258,9 +263,7 @@ def main():
                    help="leave a declared feature out of hello's framework member (repeatable), "
                         "so that no job asks for it: to look for one defect where another, "
                         "already found, would answer first (e.g. lr_bounds)")
-    p.add_argument("--pg-timeout", type=float,
-                   default=float(os.environ.get("CKPTSPEC_MCORE_PG_TIMEOUT", 45)),
-                   help="gloo collective timeout in seconds (default 45: below the harness's 60)")
+    add_pg_timeout_flag(p, "CKPTSPEC_MCORE_PG_TIMEOUT")
     serve(p.parse_args())
 
 

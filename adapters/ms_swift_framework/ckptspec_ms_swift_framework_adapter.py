@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE))
 import ckptspec_megatron_core_framework_adapter as mcore_framework  # noqa: E402
 import cpu_shims  # noqa: E402
 from ckptspec_adapter_kit import AdapterError  # noqa: E402
+from ckptspec_torch_kit import add_pg_timeout_flag  # noqa: E402
 
 ADAPTER = "ms_swift_framework"
 CAPABILITIES = {"framework": True, "reset": True, "resharding": True}
@@ -67,12 +68,10 @@ class SwiftSession(mcore_framework.Session):
         self.run.args = self.framework.args  # ms-swift's args: the checkpoint's, the data position
         return reply
 
-    def save(self, req):
+    def save_checkpoint(self, run, directory):
+        """ms-swift's save (swift_checkpointing.py)."""
         from swift_checkpointing import save
-        run = self.built("save")
-        if req.get("async"):
-            raise AdapterError("NotSupported", "save: async saves are not declared")
-        return save(run, req["directory"], self.group)
+        return save(run, directory, self.group)
 
     def load(self, req):
         from job import parse_flags
@@ -95,9 +94,7 @@ def main():
                         "torch 2.14)")
     p.add_argument("--max-world-size", type=int, default=4,
                    help="hello's framework.max_world_size (default 4)")
-    p.add_argument("--pg-timeout", type=float,
-                   default=float(os.environ.get("CKPTSPEC_MCORE_PG_TIMEOUT", 45)),
-                   help="gloo collective timeout in seconds (default 45: below the harness's 60)")
+    add_pg_timeout_flag(p, "CKPTSPEC_MCORE_PG_TIMEOUT")
     mcore_framework.serve(p.parse_args(), session_class=SwiftSession, adapter=ADAPTER,
                           capabilities=CAPABILITIES)
 

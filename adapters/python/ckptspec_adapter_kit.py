@@ -232,6 +232,15 @@ def make_durable(checkpoint, directory):
     fsync_directory(directory)
 
 
+def add_make_durable_flag(parser, writer, finding):
+    """--make-durable: make_durable before the tracker, the control of `finding` (docs/FINDINGS.md),
+    which names the fsyncs that `writer` (the third party writing the checkpoint) leaves out."""
+    parser.add_argument("--make-durable", action="store_true",
+                        help="fsync every file and directory of the checkpoint, and the root, "
+                             f"after {writer}'s writes and before the tracker: the fsyncs "
+                             f"{writer} leaves out (docs/FINDINGS.md {finding}'s control)")
+
+
 def write_tracker(directory, iteration):
     """Names `iteration` in the tracker, atomically and durably: the new text is written to a
     temporary file and fsynced, renamed over the old tracker, and the directory fsynced. The

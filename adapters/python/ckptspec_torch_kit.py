@@ -1,7 +1,8 @@
 """What the torch-based adapters of ckptspec (torch_dcp, megatron_core) share: the protocol's
-dtypes as torch dtypes, tensor entries read from and written to the harness's files, and the gloo
-process group with its agreement step and its rendezvous (revision 6: the group a hello names).
-Imported by path beside ckptspec_adapter_kit.
+dtypes as torch dtypes, tensor entries read from and written to the harness's files, the gloo
+process group with its agreement step and its rendezvous (revision 6: the group a hello names),
+and a storage adapter's flags, capabilities and request loop (serve_engine). The framework
+adapters use its gloo group and --pg-timeout. Imported by path beside ckptspec_adapter_kit.
 """
 import datetime
 import json
@@ -15,7 +16,8 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
-from ckptspec_adapter_kit import AdapterError, attempt, end_children, entry_bytes, write_entry
+from ckptspec_adapter_kit import (AdapterError, attempt, end_children, entry_bytes, iter_dir,
+                                  serve, write_entry)
 from ckptspec_connect import connect_mode, connect_timeout_s, split_address
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
@@ -235,13 +237,7 @@ class GlooGroup:
         """Every rank learns whether any rank failed; raises on every rank if one did (this rank's
         own error, else the first failing rank's), so that no rank enters a collective the others
         never reach."""
-        self.ensure()
-        gathered = [None] * self.world
-        try:
-            dist.all_gather_object(gathered, None if error is None else [error.code, str(error)])
-        except Exception as e:
-            self.broken = f"{type(e).__name__}: {e}"[:300]
-            raise
+        gathered = self.gather(None if error is None else [error.code, str(error)])
         if error is not None:
             raise error
         for r, err in enumerate(gathered):
@@ -306,3 +302,73 @@ def check_storage_bounds(ckpt, json_files=()):
         if size < end:
             raise AdapterError("Corruption", f"{path} holds {size} bytes; DCP's metadata names "
                                              f"bytes up to {end}")
+
+
+# ---------------------------------------------------------------------------------------------
+# A storage adapter over a GlooGroup: its flags, capabilities and request loop
+
+
+def add_pg_timeout_flag(parser, env_var):
+    """--pg-timeout: the gloo collectives' timeout in seconds (default $`env_var`, else 45)."""
+    parser.add_argument("--pg-timeout", type=float, default=float(os.environ.get(env_var, 45)),
+                        help="gloo collective timeout in seconds (default 45: below the "
+                             "harness's 60)")
+
+
+def add_storage_flags(parser, plan_cache, json_files=()):
+    """The flags of a storage adapter that turn its optional capabilities off -- --no-async (async
+    saves and poll), --no-plan-cache (`plan_cache` says what the cache is), --no-reset (reset, and
+    regroup, which needs it), --no-regroup -- and --check-storage-bounds (check_storage_bounds
+    before a load; `json_files` are the files of the checkpoint it parses too)."""
+    parsed = "".join(f"that {name} parses and " for name in json_files)
+    for flag, meaning in (
+            ("--no-async", "do not declare async saves"),
+            ("--no-plan-cache", f"do not declare {plan_cache}"),
+            ("--no-reset", "do not declare reset: the harness then starts new processes for "
+                           "every engine"),
+            ("--no-regroup", "do not declare regroup: the harness then starts a group of "
+                             "processes for every world size"),
+            ("--check-storage-bounds", f"before a load, check {parsed}that every file DCP's "
+                                       "metadata names exists and holds the bytes it names, and "
+                                       "refuse naming the file (docs/FINDINGS.md F28's control)")):
+        parser.add_argument(flag, action="store_true", help=meaning)
+
+
+def save_parameters(req, args):
+    """(directory, iteration, the iteration's checkpoint directory, whether the save is async,
+    whether it may reuse a cached plan) of a save request to a storage adapter: async and the
+    plan cache only where the request asks and add_storage_flags' `args` declare them."""
+    directory, iteration = req["directory"], int(req["iteration"])
+    return (directory, iteration, iter_dir(directory, iteration),
+            bool(req.get("async")) and not args.no_async,
+            bool(req.get("assume_constant_structure")) and not args.no_plan_cache)
+
+
+def regroups(args):
+    """Whether the process declares regroup (which needs reset)."""
+    return not args.no_regroup and not args.no_reset
+
+
+def storage_capabilities(args, strict_modes):
+    """hello's capabilities of a storage adapter (add_storage_flags' `args`): resharding, objects,
+    async saves, the plan cache, reset (protocol revision 2), poll (revision 3), packed files
+    (revision 4) and regroup (revision 6) unless the flags turn them off; checksums and
+    determinism never; Megatron's strict modes as `strict_modes` says."""
+    return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
+            "plan_cache": not args.no_plan_cache, "deterministic": False,
+            "strict_modes": strict_modes, "reset": not args.no_reset, "poll": not args.no_async,
+            "packed": True, "regroup": regroups(args)}
+
+
+def serve_engine(adapter, engine, args, strict_modes, to_error):
+    """Serves the requests (ckptspec_adapter_kit.serve) as the process's rank RANK, under
+    `adapter`'s name and storage_capabilities, with `engine`'s save, load and finalize, its poll
+    unless --no-async, its reset unless --no-reset, and its regroup; errors through `to_error`, an
+    unexpected one shown to engine.group.check. Returns "shutdown" or "eof"."""
+    ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
+    if not args.no_async:
+        ops["poll"] = engine.poll
+    if not args.no_reset:
+        ops["reset"] = lambda req: engine.reset()
+    return serve(int(os.environ["RANK"]), adapter, storage_capabilities(args, strict_modes), ops,
+                 to_error, engine.group.check, regroup=engine.regroup)

@@ -63,33 +63,20 @@ from torch.distributed._shard.sharded_tensor.metadata import (  # noqa: E402
     ShardedTensorMetadata, TensorProperties)
 from torch.distributed.checkpoint.api import CheckpointException  # noqa: E402
 
-from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  entry_bytes, is_main, iter_dir, iteration_to_load,
-                                  make_durable, rank_local_as_shard, refuse_overwrite,
-                                  unique_key, write_durably, write_entry, write_tracker)
-from ckptspec_adapter_kit import serve as serve_requests  # noqa: E402
-from ckptspec_torch_kit import (GlooGroup, apply_poll_updates,  # noqa: E402
-                                check_storage_bounds, exception_text,
-                                exit_now_if_store_pending, read_tensor, torch_dtype,
+from ckptspec_adapter_kit import (STRICT_MODES, AdapterError,  # noqa: E402
+                                  add_make_durable_flag, attempt, box_of, entry_bytes, is_main,
+                                  iteration_to_load, make_durable, rank_local_as_shard,
+                                  refuse_overwrite, unique_key, write_durably, write_entry,
+                                  write_tracker)
+from ckptspec_torch_kit import (GlooGroup, add_pg_timeout_flag,  # noqa: E402
+                                add_storage_flags, apply_poll_updates, check_storage_bounds,
+                                exception_text, exit_now_if_store_pending, read_tensor,
+                                regroups, save_parameters, serve_engine, torch_dtype,
                                 write_tensor)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
 DCP_METADATA = ".metadata"
-
-
-def capabilities(args):
-    return {"resharding": True, "objects": True, "async": not args.no_async, "checksums": False,
-            "plan_cache": not args.no_plan_cache, "deterministic": False, "strict_modes": False,
-            "reset": not args.no_reset,  # protocol revision 2: Engine.reset forgets everything
-            "poll": not args.no_async,  # protocol revision 3: poll requests
-            "packed": True,  # protocol revision 4: entries at ranges of one file per request
-            "regroup": regroups(args)}  # protocol revision 6: hello again, into another group
-
-
-def regroups(args):
-    """Whether the process declares regroup (which needs reset)."""
-    return not args.no_regroup and not args.no_reset
 
 
 # DCP's plan cache lives in class attributes of its SavePlanner, shared by every planner of the
@@ -272,10 +259,7 @@ class Engine:
 
     def save(self, req):
         self.finalize()
-        directory, iteration = req["directory"], int(req["iteration"])
-        ckpt = iter_dir(directory, iteration)
-        use_async = bool(req.get("async")) and not self.args.no_async
-        cache = bool(req.get("assume_constant_structure")) and not self.args.no_plan_cache
+        directory, iteration, ckpt, use_async, cache = save_parameters(req, self.args)
 
         def prepare():
             refuse_overwrite(directory, iteration)
@@ -467,15 +451,8 @@ class Engine:
 
 
 def serve(args):
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    engine = Engine(args, rank, world)
-    ops = {"save": engine.save, "load": engine.load, "finalize": lambda req: engine.finalize()}
-    if not args.no_async:
-        ops["poll"] = engine.poll
-    if not args.no_reset:
-        ops["reset"] = lambda req: engine.reset()
-    serve_requests(rank, "torch_dcp", capabilities(args), ops, from_exception, engine.group.check,
-                   regroup=engine.regroup)
+    engine = Engine(args, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    serve_engine("torch_dcp", engine, args, strict_modes=False, to_error=from_exception)
     engine.group.close()
     exit_now_if_store_pending()
 
@@ -496,23 +473,9 @@ def main():
                    help="compare the bytes of every chunk two ranks hand DCP under one key and "
                         "offset, and refuse the save when they differ (DCP keeps one copy "
                         "without comparing)")
-    p.add_argument("--make-durable", action="store_true",
-                   help="fsync every file and directory of the checkpoint, and the root, after "
-                        "DCP's save and before the tracker: the directory fsyncs DCP leaves out "
-                        "(docs/FINDINGS.md F27's control)")
-    p.add_argument("--check-storage-bounds", action="store_true",
-                   help="before a load, check that every file DCP's metadata names exists and "
-                        "holds the bytes it names, and refuse naming the file (docs/FINDINGS.md "
-                        "F28's control)")
-    p.add_argument("--no-async", action="store_true", help="do not declare async saves")
-    p.add_argument("--no-plan-cache", action="store_true", help="do not declare DCP's plan cache")
-    p.add_argument("--no-reset", action="store_true",
-                   help="do not declare reset: the harness then starts new processes for every engine")
-    p.add_argument("--no-regroup", action="store_true",
-                   help="do not declare regroup: the harness then starts a group of processes "
-                        "for every world size")
-    p.add_argument("--pg-timeout", type=float, default=float(os.environ.get("CKPTSPEC_DCP_PG_TIMEOUT", 45)),
-                   help="gloo collective timeout in seconds (default 45: below the harness's 60)")
+    add_make_durable_flag(p, "DCP", "F27")
+    add_storage_flags(p, "DCP's plan cache")
+    add_pg_timeout_flag(p, "CKPTSPEC_DCP_PG_TIMEOUT")
     serve(p.parse_args())
 
 

@@ -48,10 +48,11 @@ import numpy as np
 import zarr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from ckptspec_adapter_kit import (STRICT_MODES, AdapterError, attempt, box_of,  # noqa: E402
-                                  entry_bytes, is_main, iter_dir, iteration_to_load, make_durable,
-                                  rank_local_as_shard, refuse_overwrite, serve, unique_key,
-                                  write_durably, write_entry, write_tracker)
+from ckptspec_adapter_kit import (STRICT_MODES, AdapterError,  # noqa: E402
+                                  add_make_durable_flag, attempt, box_of, entry_bytes, is_main,
+                                  iter_dir, iteration_to_load, make_durable, rank_local_as_shard,
+                                  refuse_overwrite, serve, unique_key, write_durably, write_entry,
+                                  write_tracker)
 
 METADATA = "metadata.json"
 COMMON = "common.json"
@@ -466,10 +467,7 @@ def load(group, rank, req):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--make-durable", action="store_true",
-                   help="fsync every file and directory of the checkpoint, and the root, after "
-                        "zarr's writes and before the tracker: the fsyncs zarr never makes "
-                        "(docs/FINDINGS.md F29's control)")
+    add_make_durable_flag(p, "zarr", "F29")
     args = p.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     group = Group(rank, world)
