@@ -1,4 +1,5 @@
 #include "model/scheduler.h"
+#include "model/json_fields.h"
 #include "model/number_text.h"
 
 #include <algorithm>
@@ -223,40 +224,20 @@ nlohmann::json SchedulerStateToJson(const SchedulerState& s) {
 
 namespace {
 
-Status Field(const nlohmann::json& j, const char* name, const nlohmann::json** out) {
-  if (!j.is_object()) return Status::Corruption("scheduler state is not an object");
-  auto it = j.find(name);
-  if (it == j.end()) return Status::Corruption(std::string("scheduler state lacks '") + name + "'");
-  *out = &*it;
-  return Status::OK();
-}
-
-Status GetNumber(const nlohmann::json& j, const char* name, double* out) {
-  const nlohmann::json* v;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, &v));
-  if (!v->is_number())
-    return Status::Corruption(std::string("scheduler '") + name + "' is not a number");
-  *out = v->get<double>();
-  return Status::OK();
-}
-
-Status GetInt(const nlohmann::json& j, const char* name, int64_t* out) {
-  const nlohmann::json* v;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, &v));
-  if (!v->is_number_integer()) {
-    return Status::Corruption(std::string("scheduler '") + name + "' is not an integer");
-  }
-  *out = v->get<int64_t>();
-  return Status::OK();
-}
-
-Status GetString(const nlohmann::json& j, const char* name, std::string* out) {
-  const nlohmann::json* v;
-  CKPTSPEC_RETURN_IF_ERROR(Field(j, name, &v));
-  if (!v->is_string())
-    return Status::Corruption(std::string("scheduler '") + name + "' is not a string");
-  *out = v->get<std::string>();
-  return Status::OK();
+// The saved fields into s (its other config fields kept); InvalidArgument naming the field.
+Status ReadSchedulerState(const JsonField& f, SchedulerState* s) {
+  SchedulerConfig& c = s->config;
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("max_lr").GetDouble(&c.max_lr));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("min_lr").GetDouble(&c.min_lr));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("lr_warmup_steps").GetInt64(&c.lr_warmup_steps));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("lr_decay_steps").GetInt64(&c.lr_decay_steps));
+  CKPTSPEC_RETURN_IF_ERROR(
+      f.Member("lr_decay_style").GetEnum(ParseLrDecayStyle, &c.lr_decay_style));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("num_steps").GetNonNegativeInt64(&s->num_steps));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("start_wd").GetDouble(&c.start_wd));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("end_wd").GetDouble(&c.end_wd));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("wd_incr_steps").GetInt64(&c.wd_incr_steps));
+  return f.Member("wd_incr_style").GetEnum(ParseWdIncrStyle, &c.wd_incr_style);
 }
 
 }  // namespace
@@ -265,25 +246,8 @@ Status SchedulerStateFromJson(const nlohmann::json& j, const SchedulerConfig& ar
                               SchedulerState* out) {
   SchedulerState s;
   s.config = args;
-  SchedulerConfig& c = s.config;
-  CKPTSPEC_RETURN_IF_ERROR(GetNumber(j, "max_lr", &c.max_lr));
-  CKPTSPEC_RETURN_IF_ERROR(GetNumber(j, "min_lr", &c.min_lr));
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(j, "lr_warmup_steps", &c.lr_warmup_steps));
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(j, "lr_decay_steps", &c.lr_decay_steps));
-  std::string style;
-  CKPTSPEC_RETURN_IF_ERROR(GetString(j, "lr_decay_style", &style));
-  if (!ParseLrDecayStyle(style, &c.lr_decay_style)) {
-    return Status::Corruption("scheduler lr_decay_style '" + style + "' is unknown");
-  }
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(j, "num_steps", &s.num_steps));
-  CKPTSPEC_RETURN_IF_ERROR(GetNumber(j, "start_wd", &c.start_wd));
-  CKPTSPEC_RETURN_IF_ERROR(GetNumber(j, "end_wd", &c.end_wd));
-  CKPTSPEC_RETURN_IF_ERROR(GetInt(j, "wd_incr_steps", &c.wd_incr_steps));
-  CKPTSPEC_RETURN_IF_ERROR(GetString(j, "wd_incr_style", &style));
-  if (!ParseWdIncrStyle(style, &c.wd_incr_style)) {
-    return Status::Corruption("scheduler wd_incr_style '" + style + "' is unknown");
-  }
-  if (s.num_steps < 0) return Status::Corruption("scheduler num_steps is negative");
+  CKPTSPEC_RETURN_IF_ERROR(
+      AsCorruption(ReadSchedulerState(JsonField(j, "opt_param_scheduler"), &s)));
   *out = s;
   return Status::OK();
 }

@@ -87,8 +87,9 @@ void SchedulerStep(SchedulerState* state, int64_t increment, std::vector<ParamGr
 
 // The saved dict (the ten fields above, Megatron's names; styles as strings).
 nlohmann::json SchedulerStateToJson(const SchedulerState& s);
-// Fields missing from the dict or of the wrong type: Corruption naming the field. The config
-// fields not saved (init_lr, WSD) are taken from `args`.
+// Fields missing from the dict or of the wrong type: Corruption naming the field's path from
+// "opt_param_scheduler" ("opt_param_scheduler.num_steps: expected a non-negative integer, got
+// -1"). The config fields not saved (init_lr, WSD) are taken from `args`.
 Status SchedulerStateFromJson(const nlohmann::json& j, const SchedulerConfig& args,
                               SchedulerState* out);
 
