@@ -302,41 +302,58 @@ nlohmann::json LoaderToJson(const RankLoaderState& l) {
                         {"epoch", l.epoch}};
 }
 
-// Integer members `fields` of object `j`, else Corruption naming `what` and the field.
-Status NeedIntegers(const nlohmann::json& j, std::initializer_list<const char*> fields,
-                    const std::string& what) {
-  if (!j.is_object()) return Status::Corruption(what + " is not an object");
-  for (const char* f : fields) {
-    auto it = j.find(f);
-    if (it == j.end() || !it->is_number_integer()) {
-      return Status::Corruption(what + ": '" + f + "' is missing or not an integer");
-    }
-  }
-  return Status::OK();
-}
-
-Status SharedFromJson(const nlohmann::json& j, DataIteratorState* out) {
-  CKPTSPEC_RETURN_IF_ERROR(
-      NeedIntegers(j, {"consumed_samples", "epoch", "seed"}, "data iterator state"));
+// consumed_samples, epoch and seed (the state without loaders) into *out.
+Status ReadShared(const JsonField& f, DataIteratorState* out) {
   DataIteratorState s;
-  s.consumed_samples = j["consumed_samples"].get<int64_t>();
-  s.epoch = j["epoch"].get<int64_t>();
-  s.seed = j["seed"].get<uint64_t>();
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("consumed_samples").GetInt64(&s.consumed_samples));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("epoch").GetInt64(&s.epoch));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("seed").GetUint64(&s.seed));
   *out = s;
   return Status::OK();
 }
 
-Status LoaderFromJson(const nlohmann::json& j, const std::string& what, RankLoaderState* out) {
-  CKPTSPEC_RETURN_IF_ERROR(NeedIntegers(j, {"shard", "num_shards", "position", "epoch"}, what));
-  out->shard = j["shard"].get<int64_t>();
-  out->num_shards = j["num_shards"].get<int64_t>();
-  out->position = j["position"].get<int64_t>();
-  out->epoch = j["epoch"].get<int64_t>();
+Status ReadLoader(const JsonField& f, RankLoaderState* out) {
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("shard").GetInt64(&out->shard));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("num_shards").GetInt64(&out->num_shards));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("position").GetInt64(&out->position));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("epoch").GetInt64(&out->epoch));
   if (out->num_shards < 1 || out->shard < 0 || out->shard >= out->num_shards) {
-    return Status::Corruption(what + ": shard " + std::to_string(out->shard) + " of " +
-                              std::to_string(out->num_shards) + " is not a shard");
+    return f.Error("shard " + std::to_string(out->shard) + " of " +
+                   std::to_string(out->num_shards) + " is not a shard");
   }
   return Status::OK();
+}
+
+Status ReadDataIteratorState(const JsonField& f, DataIteratorState* out) {
+  DataIteratorState s;
+  CKPTSPEC_RETURN_IF_ERROR(ReadShared(f, &s));
+  const JsonField loaders = f.OptionalMember("loaders");
+  CKPTSPEC_RETURN_IF_ERROR(loaders.ExpectArray());
+  if (loaders.present() && loaders.size() == 0) return loaders.Expected("a non-empty array");
+  CKPTSPEC_RETURN_IF_ERROR(loaders.ForEachElement([&s](const JsonField& loader) {
+    RankLoaderState l;
+    CKPTSPEC_RETURN_IF_ERROR(ReadLoader(loader, &l));
+    s.loaders.push_back(l);
+    return Status::OK();
+  }));
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Status ReadDataIteratorRank(const JsonField& f, DataIteratorState* shared, int64_t* dp_size,
+                            RankLoaderState* loader) {
+  CKPTSPEC_RETURN_IF_ERROR(ReadShared(f, shared));
+  *dp_size = 0;
+  const JsonField loader_field = f.OptionalMember("loader");
+  const JsonField dp_size_field = f.OptionalMember("dp_size");
+  if (loader_field.present() != dp_size_field.present()) {
+    return f.Error(std::string("\"dp_size\" and \"loader\" come together, got only \"") +
+                   (loader_field.present() ? "loader" : "dp_size") + "\"");
+  }
+  if (!loader_field.present()) return Status::OK();
+  CKPTSPEC_RETURN_IF_ERROR(dp_size_field.GetInt64(dp_size));
+  if (*dp_size < 1) return dp_size_field.Expected("a positive integer");
+  return ReadLoader(loader_field, loader);
 }
 
 }  // namespace
@@ -350,23 +367,12 @@ nlohmann::json DataIteratorStateToJson(const DataIteratorState& s) {
   return j;
 }
 
+Status DataIteratorStateFromJson(const JsonField& f, DataIteratorState* out) {
+  return AsCorruption(ReadDataIteratorState(f, out));
+}
+
 Status DataIteratorStateFromJson(const nlohmann::json& j, DataIteratorState* out) {
-  DataIteratorState s;
-  CKPTSPEC_RETURN_IF_ERROR(SharedFromJson(j, &s));
-  auto it = j.find("loaders");
-  if (it != j.end()) {
-    if (!it->is_array() || it->empty()) {
-      return Status::Corruption("data iterator state: 'loaders' is not a non-empty list");
-    }
-    for (size_t r = 0; r < it->size(); ++r) {
-      RankLoaderState l;
-      CKPTSPEC_RETURN_IF_ERROR(
-          LoaderFromJson((*it)[r], "data iterator state: loader " + std::to_string(r), &l));
-      s.loaders.push_back(l);
-    }
-  }
-  *out = std::move(s);
-  return Status::OK();
+  return DataIteratorStateFromJson(JsonField(j, "data_iterator"), out);
 }
 
 nlohmann::json DataIteratorRankToJson(const DataIteratorState& s, int64_t dp_rank) {
@@ -380,22 +386,7 @@ nlohmann::json DataIteratorRankToJson(const DataIteratorState& s, int64_t dp_ran
 
 Status DataIteratorRankFromJson(const nlohmann::json& j, DataIteratorState* shared,
                                 int64_t* dp_size, RankLoaderState* loader) {
-  CKPTSPEC_RETURN_IF_ERROR(SharedFromJson(j, shared));
-  *dp_size = 0;
-  auto it = j.find("loader");
-  if (it == j.end()) {
-    if (j.contains("dp_size")) {
-      return Status::Corruption("data iterator object: 'dp_size' without a 'loader'");
-    }
-    return Status::OK();
-  }
-  CKPTSPEC_RETURN_IF_ERROR(NeedIntegers(j, {"dp_size"}, "data iterator object"));
-  *dp_size = j["dp_size"].get<int64_t>();
-  if (*dp_size < 1) {
-    return Status::Corruption("data iterator object: dp_size = " + std::to_string(*dp_size) +
-                              " is not positive");
-  }
-  return LoaderFromJson(*it, "data iterator object: 'loader'", loader);
+  return AsCorruption(ReadDataIteratorRank(JsonField(j, "data_iterator"), shared, dp_size, loader));
 }
 
 }  // namespace ckptspec

@@ -43,6 +43,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
 #include "model/status.h"
 
 namespace ckptspec {
@@ -169,15 +170,19 @@ Status ResumeDataIterator(const DataConfig& c, const DataIteratorState& saved,
 // The whole state: {consumed_samples, epoch, seed} and, when there are loaders, "loaders": one
 // {shard, num_shards, position, epoch} per DP rank (kGlobal's bytes have no "loaders" member).
 nlohmann::json DataIteratorStateToJson(const DataIteratorState& s);
-// Missing or mistyped fields: Corruption naming the field.
+// Missing or mistyped fields: Corruption naming the field's path from "data_iterator"
+// ("data_iterator.loaders[1].shard: expected an integer, got null"), or from `f` when the state
+// is a value of a larger document (model/json_fields.h).
 Status DataIteratorStateFromJson(const nlohmann::json& j, DataIteratorState* out);
+Status DataIteratorStateFromJson(const JsonField& f, DataIteratorState* out);
 
 // What DP rank `dp_rank` saves as its data-iterator object: DataIteratorStateToJson of the state
 // without loaders and, when the state has loaders, "dp_size" (their number) and "loader" (rank
 // dp_rank's). Precondition: dp_rank < loaders.size() when there are loaders.
 nlohmann::json DataIteratorRankToJson(const DataIteratorState& s, int64_t dp_rank);
 // Reads it back: the state without loaders into *shared; when the object holds a loader,
-// *dp_size and *loader are set (else *dp_size = 0). Missing or mistyped fields: Corruption.
+// *dp_size and *loader are set (else *dp_size = 0). Missing or mistyped fields: Corruption, as
+// DataIteratorStateFromJson's.
 Status DataIteratorRankFromJson(const nlohmann::json& j, DataIteratorState* shared,
                                 int64_t* dp_size, RankLoaderState* loader);
 

@@ -157,8 +157,9 @@ TEST(DataIterator, ResumeRejectsInconsistentState) {
   EXPECT_TRUE(ResumeDataIterator(c, s, &out).ok());
   s.seed = c.seed + 1;
   EXPECT_EQ(ResumeDataIterator(c, s, &out).code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(DataIteratorStateFromJson(nlohmann::json{{"epoch", 1}}, &out).code(),
-            Status::Code::kCorruption);
+  const Status missing = DataIteratorStateFromJson(nlohmann::json{{"epoch", 1}}, &out);
+  EXPECT_EQ(missing.code(), Status::Code::kCorruption);
+  EXPECT_EQ(missing.message(), "data_iterator: missing required member \"consumed_samples\"");
 }
 
 // Per-DP-rank loaders: rank r reads only shard r (ids = r mod dp), each shard pass draws every id
@@ -256,12 +257,26 @@ TEST(DataIterator, PerRankResumeNeedsTheSavedDpSizeAndEachRanksOwnLoader) {
   RankLoaderState loader;
   nlohmann::json object = DataIteratorRankToJson(s, 2);
   object.erase("loader");
-  EXPECT_EQ(DataIteratorRankFromJson(object, &out, &dp_size, &loader).code(),
-            Status::Code::kCorruption);
+  st = DataIteratorRankFromJson(object, &out, &dp_size, &loader);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_EQ(st.message(),
+            "data_iterator: \"dp_size\" and \"loader\" come together, got only \"dp_size\"");
   object = DataIteratorRankToJson(s, 2);
   object["loader"]["shard"] = 7;  // not a shard of 4
-  EXPECT_EQ(DataIteratorRankFromJson(object, &out, &dp_size, &loader).code(),
-            Status::Code::kCorruption);
+  st = DataIteratorRankFromJson(object, &out, &dp_size, &loader);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_EQ(st.message(), "data_iterator.loader: shard 7 of 4 is not a shard");
+  object = DataIteratorRankToJson(s, 2);
+  object["dp_size"] = 0;
+  EXPECT_EQ(DataIteratorRankFromJson(object, &out, &dp_size, &loader).message(),
+            "data_iterator.dp_size: expected a positive integer, got 0");
+  nlohmann::json whole = DataIteratorStateToJson(s);
+  whole["loaders"][1]["epoch"] = "1";
+  EXPECT_EQ(DataIteratorStateFromJson(whole, &out).message(),
+            "data_iterator.loaders[1].epoch: expected an integer, got \"1\"");
+  whole["loaders"] = nlohmann::json::array();
+  EXPECT_EQ(DataIteratorStateFromJson(whole, &out).message(),
+            "data_iterator.loaders: expected a non-empty array, got []");
 }
 
 }  // namespace
