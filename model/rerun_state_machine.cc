@@ -4,6 +4,7 @@
 #include <limits>
 #include <tuple>
 
+#include "model/json_fields.h"
 #include "model/same_bits.h"
 
 namespace ckptspec {
@@ -74,13 +75,7 @@ nlohmann::json ResultToJson(double v) {
   return v;
 }
 
-bool ResultFromJson(const nlohmann::json& j, double* out) {
-  if (j.is_number()) {
-    *out = j.get<double>();
-    return true;
-  }
-  if (!j.is_string()) return false;
-  const std::string& s = j.get_ref<const std::string&>();
+bool ParseNonFinite(const std::string& s, double* out) {
   if (s == "nan")
     *out = std::numeric_limits<double>::quiet_NaN();
   else if (s == "inf")
@@ -348,115 +343,87 @@ Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out) {
 
 namespace {
 
-Status Need(const nlohmann::json& j, const char* field, const char* where,
-            const nlohmann::json** out) {
-  auto it = j.find(field);
-  if (it == j.end()) {
-    return Status::Corruption(std::string("rerun payload") + where + " lacks '" + field + "'");
-  }
-  *out = &*it;
-  return Status::OK();
+// A result as ResultToJson writes it.
+Status ReadResult(const JsonField& f, double* out) {
+  if (f.present() && f.value().is_number()) return f.GetDouble(out);
+  if (f.present() && f.value().is_string()) return f.GetEnum(ParseNonFinite, out);
+  return f.Expected("a number, \"nan\", \"inf\" or \"-inf\"");
 }
 
-Status Bad(const char* field, const char* what) {
-  return Status::Corruption(std::string("rerun payload field '") + field + "' " + what);
+// A member that must be there and may be null: read(value) unless it is null.
+template <typename Read>
+Status ReadUnlessNull(const JsonField& f, Read read) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectPresent());
+  return f.is_null() ? Status::OK() : read(f);
+}
+
+Status ReadSharded(const JsonField& s, RerunShardedState* out) {
+  RerunShardedState& f = *out;
+  for (const auto& [name, flag] : {std::pair{"rerun_requested", &f.rerun_requested},
+                                   std::pair{"checkpoint_requested", &f.checkpoint_requested},
+                                   std::pair{"restart_again_requested", &f.restart_again_requested},
+                                   std::pair{"continue_requested", &f.continue_requested}}) {
+    CKPTSPEC_RETURN_IF_ERROR(s.Member(name).GetBool(flag));
+  }
+  const JsonField injector = s.Member("error_injector_checkpoint");
+  CKPTSPEC_RETURN_IF_ERROR(injector.Member("injected").GetInt64(&f.error_injector_injected));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadUnlessNull(s.Member("failed_validation_call"), [&f](const JsonField& v) {
+        ValidationCall call;
+        CKPTSPEC_RETURN_IF_ERROR(v.Member("message").GetString(&call.message));
+        CKPTSPEC_RETURN_IF_ERROR(v.Member("rank").GetInt(&call.rank));
+        CKPTSPEC_RETURN_IF_ERROR(v.Member("sequence").GetInt(&call.sequence));
+        f.failed_validation_call = std::move(call);
+        return Status::OK();
+      }));
+  CKPTSPEC_RETURN_IF_ERROR(ReadUnlessNull(s.Member("initial_result"), [&f](const JsonField& v) {
+    return ReadResult(v, &f.initial_result.emplace());
+  }));
+  CKPTSPEC_RETURN_IF_ERROR(ReadUnlessNull(s.Member("suspicious_node"), [&f](const JsonField& v) {
+    return v.GetString(&f.suspicious_node.emplace());
+  }));
+  CKPTSPEC_RETURN_IF_ERROR(ReadUnlessNull(s.Member("suspicious_device"), [&f](const JsonField& v) {
+    return v.GetInt(&f.suspicious_device.emplace());
+  }));
+  CKPTSPEC_RETURN_IF_ERROR(
+      ReadUnlessNull(s.Member("data_iterator_checkpoints"), [&f](const JsonField& v) {
+        CKPTSPEC_RETURN_IF_ERROR(v.ExpectArrayOfSize(1));
+        const JsonField only = v.Element(0);
+        return DataIteratorStateFromJson(only, &f.data_iterator_checkpoint.emplace());
+      }));
+  CKPTSPEC_RETURN_IF_ERROR(s.Member("large_value_counts")
+                               .ForEachMember([&f](const std::string& name, const JsonField& v) {
+                                 return v.GetInt64(&f.large_value_counts[name]);
+                               }));
+  return s.Member("max_values").ForEachMember([&f](const std::string& name, const JsonField& v) {
+    return ReadResult(v, &f.max_values[name]);
+  });
+}
+
+Status ReadPayload(const JsonField& f, RerunStateMachine* out) {
+  RerunStateMachine m;
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("mode").GetEnum(ParseRerunMode, &m.mode));
+  const JsonField state = f.Member("state");
+  int64_t state_number = 0;
+  CKPTSPEC_RETURN_IF_ERROR(state.GetInt64(
+      0, static_cast<int64_t>(RerunState::kRerunningAgainFromCheckpoint), &state_number));
+  m.state = static_cast<RerunState>(state_number);
+  if (!IsPersistableRerunState(m.state)) {
+    return state.Error(std::string("holds ") + RerunStateName(m.state) +
+                       ", which needs data that is never persisted");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("current_iteration").GetInt64(&m.current_iteration));
+  const JsonField sharded = f.Member("sharded");
+  CKPTSPEC_RETURN_IF_ERROR(sharded.ExpectObject());
+  CKPTSPEC_RETURN_IF_ERROR(ReadSharded(sharded, &m.sharded));
+  *out = std::move(m);
+  return Status::OK();
 }
 
 }  // namespace
 
 Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out) {
-  if (!j.is_object()) return Status::Corruption("rerun payload is not an object");
-  RerunStateMachine m;
-  const nlohmann::json* v;
-  CKPTSPEC_RETURN_IF_ERROR(Need(j, "mode", "", &v));
-  if (!v->is_string() || !ParseRerunMode(v->get<std::string>(), &m.mode)) {
-    return Bad("mode", "is not a rerun mode");
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(j, "state", "", &v));
-  if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 5) {
-    return Bad("state", "is not a rerun state (0..5)");
-  }
-  m.state = static_cast<RerunState>(v->get<int>());
-  if (!IsPersistableRerunState(m.state)) {
-    return Status::Corruption(std::string("rerun payload holds state ") + RerunStateName(m.state) +
-                              ", which needs data that is never persisted");
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(j, "current_iteration", "", &v));
-  if (!v->is_number_integer()) return Bad("current_iteration", "is not an integer");
-  m.current_iteration = v->get<int64_t>();
-  const nlohmann::json* s;
-  CKPTSPEC_RETURN_IF_ERROR(Need(j, "sharded", "", &s));
-  if (!s->is_object()) return Bad("sharded", "is not an object");
-  RerunShardedState& f = m.sharded;
-  const struct {
-    const char* name;
-    bool* dst;
-  } flags[] = {{"rerun_requested", &f.rerun_requested},
-               {"checkpoint_requested", &f.checkpoint_requested},
-               {"restart_again_requested", &f.restart_again_requested},
-               {"continue_requested", &f.continue_requested}};
-  for (const auto& fl : flags) {
-    CKPTSPEC_RETURN_IF_ERROR(Need(*s, fl.name, ".sharded", &v));
-    if (!v->is_boolean()) return Bad(fl.name, "is not a boolean");
-    *fl.dst = v->get<bool>();
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "error_injector_checkpoint", ".sharded", &v));
-  if (!v->is_object() || !v->contains("injected") || !(*v)["injected"].is_number_integer()) {
-    return Bad("error_injector_checkpoint", "lacks the integer 'injected'");
-  }
-  f.error_injector_injected = (*v)["injected"].get<int64_t>();
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "failed_validation_call", ".sharded", &v));
-  if (!v->is_null()) {
-    if (!v->is_object() || !v->contains("message") || !(*v)["message"].is_string() ||
-        !v->contains("rank") || !(*v)["rank"].is_number_integer() || !v->contains("sequence") ||
-        !(*v)["sequence"].is_number_integer()) {
-      return Bad("failed_validation_call", "is not null or {message, rank, sequence}");
-    }
-    f.failed_validation_call = ValidationCall{(*v)["message"].get<std::string>(),
-                                              (*v)["rank"].get<int>(), (*v)["sequence"].get<int>()};
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "initial_result", ".sharded", &v));
-  if (!v->is_null()) {
-    double result;
-    if (!ResultFromJson(*v, &result)) {
-      return Bad("initial_result", "is not null, a number, \"nan\", \"inf\" or \"-inf\"");
-    }
-    f.initial_result = result;
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "suspicious_node", ".sharded", &v));
-  if (!v->is_null()) {
-    if (!v->is_string()) return Bad("suspicious_node", "is not null or a string");
-    f.suspicious_node = v->get<std::string>();
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "suspicious_device", ".sharded", &v));
-  if (!v->is_null()) {
-    if (!v->is_number_integer()) return Bad("suspicious_device", "is not null or an integer");
-    f.suspicious_device = v->get<int>();
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "data_iterator_checkpoints", ".sharded", &v));
-  if (!v->is_null()) {
-    if (!v->is_array() || v->size() != 1) {
-      return Bad("data_iterator_checkpoints", "is not null or a one-element list");
-    }
-    DataIteratorState d;
-    CKPTSPEC_RETURN_IF_ERROR(DataIteratorStateFromJson((*v)[0], &d));
-    f.data_iterator_checkpoint = d;
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "large_value_counts", ".sharded", &v));
-  if (!v->is_object()) return Bad("large_value_counts", "is not an object");
-  for (auto it = v->begin(); it != v->end(); ++it) {
-    if (!it->is_number_integer()) return Bad("large_value_counts", "holds a non-integer");
-    f.large_value_counts[it.key()] = it->get<int64_t>();
-  }
-  CKPTSPEC_RETURN_IF_ERROR(Need(*s, "max_values", ".sharded", &v));
-  if (!v->is_object()) return Bad("max_values", "is not an object");
-  for (auto it = v->begin(); it != v->end(); ++it) {
-    double value;
-    if (!ResultFromJson(*it, &value)) return Bad("max_values", "holds a non-number");
-    f.max_values[it.key()] = value;
-  }
-  *out = std::move(m);
-  return Status::OK();
+  return AsCorruption(ReadPayload(JsonField(j, "rerun_state_machine_state"), out));
 }
 
 Status LoadRerunPayload(const nlohmann::json& payload, const RerunLoadContext& ctx,

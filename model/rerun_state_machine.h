@@ -172,8 +172,10 @@ bool IsPersistableRerunState(RerunState s);
 // FailedPrecondition for a state that is not persistable (naming it).
 Status CheckpointPayload(const RerunStateMachine& m, nlohmann::json* out);
 
-// Parses a payload. Corruption (naming the field) for a missing or mistyped field, an unknown
-// mode or state, or a state that is not persistable.
+// Parses a payload. Corruption naming the field's path from "rerun_state_machine_state" (the
+// object's name: "rerun_state_machine_state.sharded.initial_result: expected a number, \"nan\",
+// \"inf\" or \"-inf\", got true") for a missing or mistyped field, an unknown mode or state, or
+// a state that is not persistable.
 Status PayloadFromJson(const nlohmann::json& j, RerunStateMachine* out);
 
 struct RerunLoadContext {

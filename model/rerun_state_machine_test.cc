@@ -242,6 +242,29 @@ TEST(RerunStateMachine, MalformedPayloadsAreNamedErrors) {
   j = good;
   j["sharded"]["rerun_requested"] = 1;
   EXPECT_EQ(PayloadFromJson(j, &out).code(), Status::Code::kCorruption);
+  EXPECT_EQ(PayloadFromJson(j, &out).message(),
+            "rerun_state_machine_state.sharded.rerun_requested: expected a boolean, got 1");
+  j = good;
+  j["sharded"]["max_values"] = {{"loss", "nan"}, {"grad", "huge"}};
+  EXPECT_EQ(PayloadFromJson(j, &out).message(),
+            "rerun_state_machine_state.sharded.max_values.grad: unknown value \"huge\"");
+  j["sharded"]["max_values"] = {{"loss", "nan"}, {"grad", true}};
+  EXPECT_EQ(PayloadFromJson(j, &out).message(),
+            "rerun_state_machine_state.sharded.max_values.grad: expected a number, \"nan\", "
+            "\"inf\" or \"-inf\", got true");
+  j = good;
+  j["sharded"]["data_iterator_checkpoints"] = nlohmann::json::array();
+  EXPECT_EQ(PayloadFromJson(j, &out).message(),
+            "rerun_state_machine_state.sharded.data_iterator_checkpoints: expected an array of 1 "
+            "element, got []");
+  j["sharded"]["data_iterator_checkpoints"] = {{{"consumed_samples", 1}, {"epoch", 0}}};
+  EXPECT_EQ(PayloadFromJson(j, &out).message(),
+            "rerun_state_machine_state.sharded.data_iterator_checkpoints[0]: missing required "
+            "member \"seed\"");
+  j = good;
+  j["state"] = 6;
+  EXPECT_EQ(PayloadFromJson(j, &out).message(),
+            "rerun_state_machine_state.state: expected an integer in [0, 5], got 6");
 }
 
 TEST(RerunStateMachine, LoadRules) {
