@@ -20,9 +20,9 @@
 #include <memory>
 #include <string>
 
-#include "properties/adapter_target.h"
+#include "runner/adapter_target.h"
 #include "properties/property.h"
-#include "properties/runner.h"
+#include "runner/runner.h"
 #include "base/env.h"
 #include "targets/reference/reference_factory.h"
 #include "targets/reference/reference_target.h"

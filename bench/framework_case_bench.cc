@@ -1,6 +1,6 @@
 // What a framework case costs (docs/PROTOCOL.md, "Framework adapters"): RapidCheck cases per
 // second of the framework forms of P1, P2 and P10 against the spec's own framework in process
-// (properties/spec_framework.h over the reference, in-memory Env), through the built-in adapter's
+// (harness/spec_framework.h over the reference, in-memory Env), through the built-in adapter's
 // framework mode (ckptspec_reference_adapter --framework: a process per rank, live groups, the
 // real disk), and through a real framework adapter when CKPTSPEC_BENCH_FRAMEWORK_ADAPTER names its
 // command (e.g. the megatron-core framework adapter under its environment). Every target runs the
@@ -16,10 +16,10 @@
 
 #include <string>
 
-#include "properties/adapter_target.h"
+#include "runner/adapter_target.h"
 #include "properties/property.h"
-#include "properties/runner.h"
-#include "properties/spec_framework.h"
+#include "runner/runner.h"
+#include "harness/spec_framework.h"
 #include "targets/reference/reference_factory.h"
 
 namespace ckptspec {

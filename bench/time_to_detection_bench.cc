@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "properties/runner.h"
+#include "runner/runner.h"
 #include "targets/mutants/catalog.h"
 
 namespace ckptspec {

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "model/status.h"
-#include "properties/expectations.h"
+#include "runner/expectations.h"
 
 namespace ckptspec {
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "cli/input_file.h"
-#include "properties/plugin.h"
+#include "runner/plugin.h"
 #include "properties/property.h"
-#include "properties/target_registry.h"
+#include "runner/target_registry.h"
 #include "targets/mutants/catalog.h"
 
 namespace ckptspec {

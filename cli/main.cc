@@ -14,7 +14,7 @@
 #include "cli/replay_command.h"
 #include "cli/run_command.h"
 #include "cli/verify_commands.h"
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 
 int main(int argc, char** argv) {
   // Before any thread starts: a termination signal ends adapter processes and removes the

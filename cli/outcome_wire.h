@@ -5,7 +5,7 @@
 #include <string>
 
 #include "model/status.h"
-#include "properties/runner.h"
+#include "runner/runner.h"
 
 namespace ckptspec {
 

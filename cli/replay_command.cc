@@ -3,10 +3,10 @@
 #include "cli/input_file.h"
 #include "cli/numeric_flag.h"
 #include "cli/run_command.h"
-#include "properties/adapter_target.h"
-#include "properties/plugin.h"
-#include "properties/runner.h"
-#include "properties/target_registry.h"
+#include "runner/adapter_target.h"
+#include "runner/plugin.h"
+#include "runner/runner.h"
+#include "runner/target_registry.h"
 
 namespace ckptspec {
 

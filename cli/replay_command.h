@@ -3,7 +3,7 @@
 // property it was recorded for, and prints the outcome with its scenario.
 //
 // The string is decoded and checked field by field before any of it reaches RapidCheck
-// (properties/reproduce_string.h): a damaged or forged string is a usage error naming the field,
+// (runner/reproduce_string.h): a damaged or forged string is a usage error naming the field,
 // never a crash.
 //
 // A case recorded against an adapter (`ckptspec run --adapter CMD`) replays with the same

@@ -16,8 +16,8 @@
 #include <rapidcheck.h>
 #include <rapidcheck/detail/Configuration.h>
 
-#include "properties/runner.h"
-#include "properties/target_registry.h"
+#include "runner/runner.h"
+#include "runner/target_registry.h"
 
 namespace ckptspec {
 namespace {

@@ -12,10 +12,10 @@
 #include "cli/run_judging.h"
 #include "cli/run_report.h"
 #include "cli/worker_pool.h"
-#include "properties/adapter_target.h"
-#include "properties/plugin.h"
-#include "properties/runner.h"
-#include "properties/target_registry.h"
+#include "runner/adapter_target.h"
+#include "runner/plugin.h"
+#include "runner/runner.h"
+#include "runner/target_registry.h"
 
 namespace ckptspec {
 

@@ -5,7 +5,7 @@
 //
 // Expectations (judged by cli/run_judging.h): a mutant (TargetFactory::expect_killed) must be
 // KILLED by at least one selected property; a plugin's target that lists its expectations
-// (properties/plugin.h) must have exactly the outcomes they list; any other target must pass
+// (runner/plugin.h) must have exactly the outcomes they list; any other target must pass
 // every selected property (or find it n/a), or, with --expectations FILE, have exactly the
 // outcomes the file expects (known failures, n/a).
 // Exit codes: 0 every selected target meets its expectation; 1 some target does not (a failure on
@@ -44,10 +44,10 @@ struct RunOptions {
   // The most ranks a generated case may have on any target (0: as each property asks, up to 16):
   // smaller worlds run faster against real code (generators/world_cap.h).
   int max_world = 0;
-  // A per-target expectations file (properties/expectations.h) every target is judged by, but
+  // A per-target expectations file (runner/expectations.h) every target is judged by, but
   // mutants and the plugins' targets that list their own.
   std::string expectations;
-  // Shared libraries to load before resolving targets (properties/plugin.h); their targets can
+  // Shared libraries to load before resolving targets (runner/plugin.h); their targets can
   // then be named by --target.
   std::vector<std::string> plugins;
   std::string properties;  // comma-separated ids; empty: all

@@ -5,9 +5,9 @@
 // What a target is held to (TargetExpectation):
 //  - a mutant (TargetFactory::expect_killed): to be killed, i.e. to fail at least one selected
 //    property, whether or not there is an expectations file;
-//  - a plugin's target that declares its expectations (properties/plugin.h): to be clean, or to
+//  - a plugin's target that declares its expectations (runner/plugin.h): to be clean, or to
 //    have exactly the outcomes it lists (Judge);
-//  - any other target, under an expectations file (properties/expectations.h): to have exactly the
+//  - any other target, under an expectations file (runner/expectations.h): to have exactly the
 //    outcomes the file expects;
 //  - any other target without one: to pass every selected property or find it n/a.
 #pragma once
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "properties/expectations.h"
-#include "properties/runner.h"
+#include "runner/expectations.h"
+#include "runner/runner.h"
 
 namespace ckptspec {
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "cli/run_judging.h"
-#include "properties/runner.h"
+#include "runner/runner.h"
 
 namespace ckptspec {
 

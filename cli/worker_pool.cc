@@ -15,7 +15,7 @@
 #include <string>
 
 #include "cli/outcome_wire.h"
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 
 namespace ckptspec {
 namespace {

@@ -23,7 +23,7 @@
 //    calling thread, which stays in it until every worker has been reaped, so the signal comes
 //    only with the process's end.
 //  - A worker starts with an empty signal mask and the termination signals' default actions
-//    (harness_registry.h RestoreTerminationSignals: ckptspec blocks them for a signal thread
+//    (cleanup_registry.h RestoreTerminationSignals: ckptspec blocks them for a signal thread
 //    the fork does not copy), so a plain kill ends it. SIGPIPE stays ignored, as RunInWorkers
 //    sets it for the caller.
 #pragma once
@@ -32,7 +32,7 @@
 #include <functional>
 #include <vector>
 
-#include "properties/runner.h"
+#include "runner/runner.h"
 
 namespace ckptspec {
 

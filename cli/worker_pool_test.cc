@@ -83,7 +83,7 @@ TEST(WorkerPool, AWorkerThatDiesGivesItsTaskAnErrorAndTheRestGoOn) {
   for (size_t i : {0, 3, 5}) EXPECT_EQ(outcomes[i].property, "P" + std::to_string(i)) << i;
 }
 
-// ckptspec blocks the termination signals for its signal thread (harness_registry.h), which a
+// ckptspec blocks the termination signals for its signal thread (cleanup_registry.h), which a
 // fork does not copy: a worker gets them back, so that a plain kill ends it.
 TEST(WorkerPool, AWorkerEndsByAPlainKill) {
   sigset_t termination, before;

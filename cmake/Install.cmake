@@ -15,7 +15,7 @@ foreach(header ${CKPTSPEC_PUBLIC_HEADERS})
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CKPTSPEC_INSTALL_INCLUDEDIR}/${dir})
 endforeach()
 install(FILES ${CKPTSPEC_BUILD_STAMP_HEADER}
-        DESTINATION ${CKPTSPEC_INSTALL_INCLUDEDIR}/properties)
+        DESTINATION ${CKPTSPEC_INSTALL_INCLUDEDIR}/runner)
 install(TARGETS ckptspec RUNTIME DESTINATION ${CKPTSPEC_INSTALL_BINDIR})
 # The storage recorder's interposer goes beside the executable, where FsInterposerPath looks for
 # it once the build tree is gone (crash/fs_recorder.h).

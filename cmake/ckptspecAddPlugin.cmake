@@ -1,6 +1,6 @@
 # ckptspec_add_plugin(<name> SOURCES <source>...)
 #
-# Builds a plugin (properties/plugin.h, docs/PLUGINS.md): a shared module lib<name>.so that
+# Builds a plugin (runner/plugin.h, docs/PLUGINS.md): a shared module lib<name>.so that
 # `ckptspec run --plugin` loads. It compiles against ckptspec's public headers (C++17, no
 # extensions, position-independent) and links none of ckptspec's libraries: their symbols resolve
 # against the ckptspec executable when the plugin is loaded. Its compatibility stamp comes from

@@ -14,7 +14,7 @@
 // Parsing is strict: a truncated record, an empty or repeated path, more than kMaxBundleFiles
 // files or bytes after the last record make the input not a bundle (the fuzzer ignores it).
 // Paths are not checked here: the Env rejects what it cannot hold ("..", "." and empty
-// components). The files are a StorageTree (properties/storage_util.h), written in path order.
+// components). The files are a StorageTree (harness/storage_util.h), written in path order.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "model/status.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 #include "base/env.h"
 
 namespace ckptspec {

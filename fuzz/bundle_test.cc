@@ -7,7 +7,7 @@
 
 #include "fuzz/bundle_mutator.h"
 #include "fuzz/seed_runs.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "base/mem_env.h"
 #include "targets/reference/reference_factory.h"
 #include "targets/reference/verify.h"

@@ -18,7 +18,7 @@
 #include "fuzz/bundle.h"
 #include "fuzz/fuzz_target.h"
 #include "fuzz/seed_runs.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "base/mem_env.h"
 #include "targets/reference/reference_target.h"
 #include "targets/reference/verify.h"

@@ -31,7 +31,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "properties/stateful_ops.h"
+#include "harness/stateful_ops.h"
 
 namespace ckptspec {
 

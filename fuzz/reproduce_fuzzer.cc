@@ -1,4 +1,4 @@
-// Fuzzes the reproduce-string decoder (properties/reproduce_string.h), the code that reads what a
+// Fuzzes the reproduce-string decoder (runner/reproduce_string.h), the code that reads what a
 // user pastes into `ckptspec replay`: any bytes give a Status, never a crash. A string that
 // decodes round-trips (RapidCheck's writer, given the decoded case, writes a string that decodes
 // to the same case), and RapidCheck replays it on the project's generators without asserting or
@@ -14,7 +14,7 @@
 
 #include "fuzz/fuzz_target.h"
 #include "generators/layout_gen.h"
-#include "properties/reproduce_string.h"
+#include "runner/reproduce_string.h"
 
 namespace {
 

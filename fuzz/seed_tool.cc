@@ -28,7 +28,7 @@
 #include "model/rerun_state_machine.h"
 #include "model/rng_streams.h"
 #include "model/signature_json.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "targets/reference/format.h"
 #include "targets/reference/reference_factory.h"
 

@@ -1,5 +1,5 @@
 // The JSON forms of the configs that several documents share: a module's layout, a model, the
-// param-group config and the scheduler config. The regression files (properties/regression_case.h)
+// param-group config and the scheduler config. The regression files (runner/regression_case.h)
 // and the framework job (model/framework_job.h, docs/PROTOCOL.md) write and read them here, so a
 // field has one spelling everywhere.
 //

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "properties/property.h"
-#include "properties/runner.h"
+#include "runner/runner.h"
 #include "targets/mutants/catalog.h"
 
 namespace ckptspec {

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "base/env.h"
 
 namespace ckptspec {

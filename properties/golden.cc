@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/json_util.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 
 #ifndef CKPTSPEC_SOURCE_DIR
 #error "CKPTSPEC_SOURCE_DIR must name the source directory (properties/CMakeLists.txt)"

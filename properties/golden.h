@@ -27,7 +27,7 @@
 
 #include "model/param_groups.h"
 #include "model/run_spec.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 #include "targets/reference/format.h"
 #include "targets/target_factory.h"
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "generators/run_gen.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "properties/property_util.h"
 #include "base/mem_env.h"
 #include "targets/reference/reference_target.h"

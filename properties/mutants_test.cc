@@ -10,8 +10,8 @@
 
 #include "model/run_spec.h"
 #include "properties/export_resume.h"
-#include "properties/harness.h"
-#include "properties/stateful_ops.h"
+#include "harness/harness.h"
+#include "harness/stateful_ops.h"
 #include "targets/mutants/catalog.h"
 #include "targets/reference/reference_factory.h"
 #include "targets/target_factory.h"

@@ -19,7 +19,7 @@
 #include "properties/in_flight_forms.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 
 namespace ckptspec {
 

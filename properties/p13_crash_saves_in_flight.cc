@@ -17,7 +17,7 @@
 #include "properties/property.h"
 #include "properties/property_util.h"
 #include "properties/saves_in_flight.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 
 namespace ckptspec {
 

@@ -27,7 +27,7 @@
 #include "properties/property.h"
 #include "properties/property_util.h"
 #include "properties/recorded_save.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 
 namespace ckptspec {
 

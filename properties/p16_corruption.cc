@@ -12,7 +12,7 @@
 #include "generators/run_gen.h"
 #include "properties/property.h"
 #include "properties/property_util.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 
 namespace ckptspec {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "targets/target_factory.h"
 
 namespace ckptspec {

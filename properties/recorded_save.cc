@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "generators/run_gen.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "properties/property_util.h"
 
 namespace ckptspec {

@@ -21,7 +21,7 @@
 #include "crash/fs_recorder.h"
 #include "crash/initial_tree.h"
 #include "model/run_spec.h"
-#include "properties/storage_util.h"
+#include "harness/storage_util.h"
 #include "targets/target_factory.h"
 
 namespace ckptspec {

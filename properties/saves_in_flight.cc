@@ -4,8 +4,8 @@
 
 #include <rapidcheck.h>
 
-#include "properties/harness.h"
-#include "properties/storage_util.h"
+#include "harness/harness.h"
+#include "harness/storage_util.h"
 
 namespace ckptspec {
 

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "targets/reference/reference_factory.h"
 
 namespace ckptspec {

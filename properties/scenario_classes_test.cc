@@ -6,7 +6,7 @@
 #include <set>
 
 #include "properties/property.h"
-#include "properties/runner.h"
+#include "runner/runner.h"
 #include "targets/reference/reference_factory.h"
 
 namespace ckptspec {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "properties/harness.h"
+#include "harness/harness.h"
 
 namespace ckptspec {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "generators/run_gen.h"
 #include "model/describe.h"
-#include "properties/harness.h"
+#include "harness/harness.h"
 #include "properties/property_util.h"
 #include "targets/mutants/mutant_target.h"
 

@@ -7,7 +7,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
-#include "properties/stateful_ops.h"
+#include "harness/stateful_ops.h"
 
 namespace ckptspec {
 

@@ -173,7 +173,7 @@ struct LoadedCheckpoint {
   const std::vector<TrainingConfig>& configs;  // the loading run's configs, one per module
   const LoadFlags& flags;
   // The loading process's own training states when it reloads a checkpoint in the same process
-  // (a rollback: properties/harness.h, ReloadInProcess), else null (a fresh process). The spec's
+  // (a rollback: harness/harness.h, ReloadInProcess), else null (a fresh process). The spec's
   // framework does not read them: a reload gives exactly what a fresh process's load gives
   // (docs/SEMANTICS.md §10); they are here for a framework whose objects outlive the load.
   const std::vector<TrainingState>* live = nullptr;
@@ -197,7 +197,7 @@ struct LoadedCheckpoint {
 //  - FromStateDicts: the training states after the load, from the filled templates, with the load
 //    rules applied (flags, copy refresh, scheduler, RNG, data iterator); named errors otherwise.
 // A load calls ReadCheckpointInfo, LoadTemplates and FromStateDicts in this order
-// (properties/harness.h: ResumeRun); what FromStateDicts needs of the others is in
+// (harness/harness.h: ResumeRun); what FromStateDicts needs of the others is in
 // LoadedCheckpoint. The methods are const, and a framework may still keep per-process state in
 // mutable members, as real ones do (memoized templates or plans, a cached state dict, an order of
 // parameters): it lives as long as the object, and the target makes a new framework object for

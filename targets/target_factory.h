@@ -1,7 +1,7 @@
 // A target under test and the factory that makes one fresh for each property case: what the
 // properties (properties/), the target registry and plugins receive. The reference's factory is
 // targets/reference/reference_factory.h, the mutants' targets/mutants/mutant_target.h, the
-// adapters' properties/adapter_target.h.
+// adapters' runner/adapter_target.h.
 //
 // Contracts:
 //  - A TargetFactory makes independent targets: nothing a case does reaches the next case.

@@ -1,6 +1,6 @@
 // A framework under test: a whole training job driven through operations, as a framework adapter
 // serves them (docs/PROTOCOL.md, "Framework adapters"), or the spec's own framework in process
-// (properties/spec_framework.h). The framework properties (properties/framework/) run on it.
+// (harness/spec_framework.h). The framework properties (properties/framework/) run on it.
 //
 // Contracts (every implementation):
 //  - Every call returns a Status; nothing throws. A failed call leaves the job as the framework

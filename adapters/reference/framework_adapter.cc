@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "adapters/reference/call_requests.h"
-#include "properties/spec_framework.h"
+#include "harness/spec_framework.h"
 #include "base/env.h"
 #include "targets/process/framework_protocol.h"
 #include "targets/process/protocol.h"

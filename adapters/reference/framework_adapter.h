@@ -1,6 +1,6 @@
 // The built-in adapter's framework mode (docs/PROTOCOL.md, "Framework adapters"; main.cc
 // --framework): rank 0 serves every rank's request of one call with the spec's own framework
-// (properties/spec_job.h) saving and loading through a reference target on the real disk -- or,
+// (harness/spec_job.h) saving and loading through a reference target on the real disk -- or,
 // with a mutant's parts, through that mutant's framework layer, plan cache and engine. This puts
 // the framework protocol's whole path (the harness's ProcessFramework, the messages, the verdicts,
 // live groups) under test without Python, and shows what the framework properties make of a
@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "properties/spec_job.h"
+#include "harness/spec_job.h"
 #include "targets/reference/reference_target.h"
 
 namespace ckptspec {

@@ -16,11 +16,11 @@
 
 #include "targets/process/process_test_util.h"
 
-#include "properties/adapter_target.h"
+#include "runner/adapter_target.h"
 #include "properties/property.h"
-#include "properties/runner.h"
+#include "runner/runner.h"
 #include "base/env.h"
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 #include "targets/process/process_engine.h"
 #include "targets/process/rank_group_pool.h"
 

@@ -1,7 +1,7 @@
 // The example plugin (docs/PLUGINS.md): the three worked examples, each registered with what
 // `ckptspec run` expects of it.
 #include "examples.h"
-#include "properties/plugin.h"
+#include "runner/plugin.h"
 
 CKPTSPEC_PLUGIN(registrar) {
   using ckptspec::PluginExpectation;

@@ -1,6 +1,6 @@
 // The catalog's framework killers (targets/mutants/catalog.h, MutantInfo::framework_killers) are
 // what they claim: each property named there kills its mutant through the spec's own framework
-// (properties/spec_framework.h) with seed 1 and the default budget. The mutants' deviations are
+// (harness/spec_framework.h) with seed 1 and the default budget. The mutants' deviations are
 // in the framework layer or the engine a framework job saves through, so the framework forms of
 // the properties must find them as they find a real framework's bugs. (The reference passes every
 // framework form: spec_framework_properties_test.cc.)
@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "properties/property.h"
-#include "properties/runner.h"
-#include "properties/spec_framework.h"
+#include "runner/runner.h"
+#include "harness/spec_framework.h"
 #include "targets/mutants/catalog.h"
 
 namespace ckptspec {

@@ -1,6 +1,6 @@
 // A framework under test with the spec's twin beside it: every operation a framework property
 // makes runs on both, the target (a framework adapter, or the spec's framework over a mutant) and
-// a SpecFramework over the reference (properties/spec_framework.h). The twin is how the spec
+// a SpecFramework over the reference (harness/spec_framework.h). The twin is how the spec
 // answers for the same job what no observation can: whether a build, a train step, a save or a
 // load must succeed, and whether a fault makes the rerun machine ask for a fault save. The
 // target's observations are judged with the load rules (model/observation_rules.h).
@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "properties/spec_framework.h"
+#include "harness/spec_framework.h"
 #include "targets/target_factory.h"
 
 namespace ckptspec {

@@ -1,5 +1,5 @@
 // The framework forms of the properties against the spec's own framework in process
-// (properties/spec_framework.h) over the reference: every one must hold, so the load rules over
+// (harness/spec_framework.h) over the reference: every one must hold, so the load rules over
 // observations (model/observation_rules.h) agree with the spec's own load rules, and the
 // observations the spec's framework makes are what the rules read.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "properties/framework/framework_properties.h"
 #include "properties/property.h"
-#include "properties/spec_framework.h"
+#include "harness/spec_framework.h"
 #include "targets/reference/reference_factory.h"
 
 namespace ckptspec {

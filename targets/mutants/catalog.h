@@ -33,7 +33,7 @@ struct MutantInfo {
   const char* killers;    // killing properties, most direct first, e.g. "P6 P7 P19"
   ReplacedParts (*parts)();
   // The properties whose framework forms (properties/framework/) kill the mutant served through
-  // the spec's own framework (properties/spec_framework.h: a framework target over its parts),
+  // the spec's own framework (harness/spec_framework.h: a framework target over its parts),
   // most direct first; empty where its deviation is out of a framework job's reach (storage
   // faults, async staging, knobs a job does not set).
   const char* framework_killers = "";

@@ -1,6 +1,6 @@
 // What the processes behind a target did during one property case that no engine call could
 // return to the property: recorded by the adapter harness (ProcessEngine), read by the property
-// runner after the case (properties/runner.h), which turns them into the case's verdict.
+// runner after the case (runner/runner.h), which turns them into the case's verdict.
 #pragma once
 
 #include "model/status.h"

@@ -1,6 +1,6 @@
 // The process tree below a process, read from /proc (Linux): its children, and how much memory it
 // and what it started hold. The harness finds what adapters left behind from the first
-// (harness_registry.h) and bounds what idle ranks keep in memory with the second
+// (cleanup_registry.h) and bounds what idle ranks keep in memory with the second
 // (rank_group_pool.h).
 #pragma once
 

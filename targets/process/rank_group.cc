@@ -14,7 +14,7 @@
 
 #include "model/json_util.h"
 #include "targets/process/poll_deadline.h"
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 
 namespace ckptspec {
 namespace {

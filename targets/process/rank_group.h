@@ -87,7 +87,7 @@ class RankGroup {
 
   // Sends reset (protocol revision 2; only to ranks that declared it) and waits for every reply.
   // OK when every rank replied ok and no orphan of the adapter is left (a process reparented to
-  // ckptspec: harness_registry.h). Else the group is dead: an error reply is that error,
+  // ckptspec: cleanup_registry.h). Else the group is dead: an error reply is that error,
   // prefixed "adapter rank R refused reset: "; leftovers are the fault kLeftBehind, after they
   // were killed; a fault of the exchange is that fault.
   Status Reset();
@@ -107,7 +107,7 @@ class RankGroup {
   Status Fault(int rank, AdapterFault fault, const std::string& detail);
 
   // Sends shutdown, waits a few seconds for every process to exit, then kills what is left:
-  // the ranks' process groups, and every leftover child (harness_registry.h): an orphan of the
+  // the ranks' process groups, and every leftover child (cleanup_registry.h): an orphan of the
   // adapter, reparented to ckptspec. Leftovers of a group that was alive until now are the
   // fault kLeftBehind (naming them), returned after they were killed; else OK.
   Status Shutdown();

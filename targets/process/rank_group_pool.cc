@@ -4,7 +4,7 @@
 #include <limits>
 #include <utility>
 
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 #include "targets/process/process_tree.h"
 
 namespace ckptspec {

@@ -61,7 +61,7 @@ struct IdleBounds {
   uint64_t unmeasured_rank_bytes = 0;
 };
 
-// What the idle groups of one adapter target (properties/adapter_target.h) may hold: 8 GiB of
+// What the idle groups of one adapter target (runner/adapter_target.h) may hold: 8 GiB of
 // memory, at most 64 ranks. A rank of the built-in adapter holds a few MB, so every world size a
 // run uses stays live; a Python rank that imported torch and megatron-core holds about 0.85 GB,
 // so about nine of those do. Where memory cannot be measured a rank counts as 1 GiB (eight in

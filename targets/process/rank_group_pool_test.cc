@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 #include "targets/process/process_test_util.h"
 
 #ifndef CKPTSPEC_SOURCE_DIR

@@ -1,6 +1,6 @@
 // The watchdog that ends adapter rank groups when the process that started them ends, however it
 // ends: SIGKILL and a crash included, which leave that process no moment to clean up
-// (harness_registry.h cleans up on the signals that can be caught).
+// (cleanup_registry.h cleans up on the signals that can be caught).
 //
 // How: the first time a process registers a rank's process group, it forks a watchdog process and
 // keeps one end of a socket pair to it. Only that process holds the end: it is close-on-exec (no
@@ -13,7 +13,7 @@
 // the forking thread ends).
 //
 // Contracts:
-//  - The caller holds the harness registry's lock (the functions are not thread-safe otherwise).
+//  - The caller holds the cleanup registry's lock (the functions are not thread-safe otherwise).
 //  - EnsureWatchdog(groups) makes sure this process has a live watchdog: when it has none (none
 //    yet, a fork of the process that started it, or the one it had stopped answering: killed,
 //    stopped, or too slow to take a message within a second), it starts a fresh one (killing the

@@ -46,7 +46,7 @@ ScratchDir::ScratchDir(int parent_fd, std::string parent_path, std::string name,
       fd_(fd) {}
 
 // A destructor has nowhere to report: a directory it cannot remove stays under the scratch root
-// (scratch_dir.h), and the harness registry removes what is left at a fatal signal.
+// (scratch_dir.h), and the cleanup registry removes what is left at a fatal signal.
 ScratchDir::~ScratchDir() {
   close(fd_);
   (void)PosixRemoveTreeAt(parent_fd_, parent_path_, name_);

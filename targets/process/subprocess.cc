@@ -15,7 +15,7 @@
 #include <thread>
 #include <utility>
 
-#include "targets/process/harness_registry.h"
+#include "targets/process/cleanup_registry.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 //  - stderr is read by the harness (DrainStderr, called while it waits on the rank) into a
 //    CappedLog: the head and the tail are kept, the rest counted. A rank that writes to stderr
 //    while nobody drains it blocks once the pipe is full, until the next drain.
-//  - The process group is recorded in the harness registry (harness_registry.h) from the start
+//  - The process group is recorded in the cleanup registry (cleanup_registry.h) from the start
 //    (posix_spawn, which copies no page tables of the harness) until Kill(), so a termination
 //    signal to ckptspec kills it too, and so does the registry's watchdog when ckptspec is killed
 //    outright (SIGKILL). The child starts with an empty signal mask and SIGPIPE's

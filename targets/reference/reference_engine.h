@@ -51,7 +51,7 @@
 // box intersection (resharding), objects by unique key, every StrictMode, checksums verified on
 // every read, global-shape mismatch an error unless allowed; each tensor's bytes go to the
 // destination OpenHostDestination gives. LoadToDestinations is the same load writing tensor data
-// through a DestinationProvider (targets/device/ uses it to load straight into CUDA device
+// through a DestinationProvider (targets/device_load/ uses it to load straight into CUDA device
 // memory).
 //
 // Thread-safety: one caller at a time (the background writer is internal; the steps of an async

@@ -1,5 +1,5 @@
 // Where the reference load puts a tensor shard's bytes: a small sink interface, so that the same
-// resharding code (reference_load.cc) fills host buffers or, through targets/device/, CUDA device
+// resharding code (reference_load.cc) fills host buffers or, through targets/device_load/, CUDA device
 // buffers.
 //
 // Contracts:
