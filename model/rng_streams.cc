@@ -1,6 +1,7 @@
 #include "model/rng_streams.h"
 
 #include "model/content.h"
+#include "model/json_fields.h"
 
 namespace ckptspec {
 
@@ -49,17 +50,25 @@ nlohmann::json StreamJson(const RngStream& s) {
   return nlohmann::json{{"seed", s.seed}, {"counter", s.counter}};
 }
 
-Status StreamFromJson(const nlohmann::json& j, const std::string& name, RngStream* out) {
-  if (!j.is_object()) return Status::Corruption("rng stream '" + name + "' is not an object");
-  for (const char* f : {"seed", "counter"}) {
-    auto it = j.find(f);
-    if (it == j.end() || !it->is_number_unsigned()) {
-      return Status::Corruption("rng stream '" + name + "': '" + f +
-                                "' is missing or not a non-negative integer");
-    }
+Status ReadStream(const JsonField& f, RngStream* out) {
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("seed").GetUint64(&out->seed));
+  return f.Member("counter").GetUint64(&out->counter);
+}
+
+Status ReadRankRngState(const JsonField& f, RankRngState* out) {
+  RankRngState r;
+  for (const char* name : kCpuStreams) {
+    CKPTSPEC_RETURN_IF_ERROR(ReadStream(f.Member(name), &r.streams[name]));
   }
-  out->seed = j["seed"].get<uint64_t>();
-  out->counter = j["counter"].get<uint64_t>();
+  const JsonField trackers = f.Member("rng_tracker_states");
+  for (const char* name : {kDataParallelTracker, kModelParallelTracker, kExpertParallelTracker}) {
+    CKPTSPEC_RETURN_IF_ERROR(trackers.Member(name).ExpectPresent());
+  }
+  CKPTSPEC_RETURN_IF_ERROR(
+      trackers.ForEachMember([&r](const std::string& name, const JsonField& stream) {
+        return ReadStream(stream, &r.trackers[name]);
+      }));
+  *out = std::move(r);
   return Status::OK();
 }
 
@@ -75,27 +84,7 @@ nlohmann::json RankRngStateToJson(const RankRngState& s) {
 }
 
 Status RankRngStateFromJson(const nlohmann::json& j, RankRngState* out) {
-  if (!j.is_object()) return Status::Corruption("rng state is not an object");
-  RankRngState r;
-  for (const char* name : kCpuStreams) {
-    auto it = j.find(name);
-    if (it == j.end()) return Status::Corruption(std::string("rng state lacks '") + name + "'");
-    CKPTSPEC_RETURN_IF_ERROR(StreamFromJson(*it, name, &r.streams[name]));
-  }
-  auto t = j.find("rng_tracker_states");
-  if (t == j.end() || !t->is_object()) {
-    return Status::Corruption("rng state lacks the object 'rng_tracker_states'");
-  }
-  for (auto it = t->begin(); it != t->end(); ++it) {
-    CKPTSPEC_RETURN_IF_ERROR(StreamFromJson(it.value(), it.key(), &r.trackers[it.key()]));
-  }
-  for (const char* name : {kDataParallelTracker, kModelParallelTracker, kExpertParallelTracker}) {
-    if (r.trackers.count(name) == 0) {
-      return Status::Corruption(std::string("rng_tracker_states lacks '") + name + "'");
-    }
-  }
-  *out = std::move(r);
-  return Status::OK();
+  return AsCorruption(ReadRankRngState(JsonField(j, "rng_state"), out));
 }
 
 }  // namespace ckptspec

@@ -67,7 +67,8 @@ uint64_t PeekDraw(const std::string& name, const RngStream& s);
 void AdvanceAll(RankRngState* state, uint64_t draws);
 
 nlohmann::json RankRngStateToJson(const RankRngState& s);
-// Missing streams or mistyped fields: Corruption naming the stream.
+// Missing streams or mistyped fields: Corruption naming the field's path from "rng_state"
+// ("rng_state.cuda.counter: expected a non-negative integer, got -1").
 Status RankRngStateFromJson(const nlohmann::json& j, RankRngState* out);
 
 }  // namespace ckptspec
