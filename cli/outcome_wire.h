@@ -10,7 +10,8 @@
 namespace ckptspec {
 
 std::string EncodeOutcome(const PropertyOutcome& outcome);
-// Corruption naming the field when `bytes` is not an encoded outcome.
+// Corruption naming the field's path from "worker outcome" (model/json_fields.h) when `bytes`
+// is not an encoded outcome: "worker outcome.verdict: expected an integer in [0, 4], got 9".
 Status DecodeOutcome(const std::string& bytes, PropertyOutcome* outcome);
 
 }  // namespace ckptspec

@@ -44,13 +44,28 @@ TEST(OutcomeWire, InvalidUtf8InAMessageIsReplacedNotThrown) {
 
 TEST(OutcomeWire, WhatDoesNotDecodeIsCorruptionNamingIt) {
   PropertyOutcome o;
-  EXPECT_EQ(DecodeOutcome("[1]", &o).message(), "a worker's outcome is not a JSON object");
+  EXPECT_EQ(DecodeOutcome("[1]", &o).message(), "worker outcome: expected an object, got [1]");
   EXPECT_EQ(DecodeOutcome("not json", &o).code(), Status::Code::kCorruption);
-  std::string text = EncodeOutcome(PropertyOutcome());
+  EXPECT_EQ(DecodeOutcome("not json", &o).message(), "a worker's outcome is not JSON");
+  const std::string good = EncodeOutcome(PropertyOutcome());
+  std::string text = good;
   text.replace(text.find("\"verdict\":4"), 11, "\"verdict\":9");
-  EXPECT_EQ(DecodeOutcome(text, &o).message(), "a worker's outcome has verdict 9");
-  EXPECT_NE(DecodeOutcome("{\"property\": 3}", &o).message().find("does not decode"),
-            std::string::npos);
+  EXPECT_EQ(DecodeOutcome(text, &o).code(), Status::Code::kCorruption);
+  EXPECT_EQ(DecodeOutcome(text, &o).message(),
+            "worker outcome.verdict: expected an integer in [0, 4], got 9");
+  EXPECT_EQ(DecodeOutcome("{\"property\": 3}", &o).message(),
+            "worker outcome.property: expected a string, got 3");
+  EXPECT_EQ(DecodeOutcome("{\"property\": \"P1\"}", &o).message(),
+            "worker outcome: missing required member \"target\"");
+  text = good;
+  text.replace(text.find("\"tag_counts\":[]"), 15, "\"tag_counts\":[[\"a\"]]");
+  EXPECT_EQ(DecodeOutcome(text, &o).message(),
+            "worker outcome.tag_counts[0]: expected an array of 2 elements, got [\"a\"]");
+  text = good;
+  text.replace(text.find("\"cases\":0"), 9, "\"cases\":3000000000");
+  EXPECT_EQ(DecodeOutcome(text, &o).message(),
+            "worker outcome.cases: expected an integer in [-2147483648, 2147483647], got "
+            "3000000000");
 }
 
 }  // namespace
