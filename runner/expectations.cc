@@ -11,55 +11,79 @@ namespace {
 
 using nlohmann::json;
 
-Status Error(const std::string& source, const std::string& where, const std::string& what) {
-  return Status::InvalidArgument(source + ": " + where + ": " + what);
+bool ParseExpected(const std::string& name, Expected* out) {
+  for (Expected e : {Expected::kPass, Expected::kFail, Expected::kNotApplicable}) {
+    if (name == ExpectedName(e)) {
+      *out = e;
+      return true;
+    }
+  }
+  return false;
 }
 
-Status ReadExpectation(const json& value, const std::string& source, const std::string& where,
-                       Expectation* out) {
-  if (!value.is_object())
-    return Error(source, where, "expected an object, got " + JsonPreview(value));
-  for (auto it = value.begin(); it != value.end(); ++it) {
-    if (it.key() != "expect" && it.key() != "reason" && it.key() != "match") {
-      return Error(source, where, "unknown member " + JsonPreview(json(it.key())));
-    }
-  }
-  auto expect = value.find("expect");
-  if (expect == value.end() || !expect->is_string()) {
-    return Error(source, where + ".expect", "expected \"pass\", \"fail\" or \"n/a\"");
-  }
-  const std::string e = expect->get<std::string>();
-  if (e == "pass") {
-    out->expected = Expected::kPass;
-  } else if (e == "fail") {
-    out->expected = Expected::kFail;
-  } else if (e == "n/a") {
-    out->expected = Expected::kNotApplicable;
-  } else {
-    return Error(source, where + ".expect",
-                 "expected \"pass\", \"fail\" or \"n/a\", got " + JsonPreview(*expect));
-  }
-  auto reason = value.find("reason");
-  if (reason != value.end()) {
-    if (!reason->is_string())
-      return Error(source, where + ".reason", "expected a string, got " + JsonPreview(*reason));
-    out->reason = reason->get<std::string>();
-  }
+Status ReadExpectation(const JsonField& f, Expectation* out) {
+  CKPTSPEC_RETURN_IF_ERROR(f.ExpectOnlyMembers({"expect", "reason", "match"}));
+  CKPTSPEC_RETURN_IF_ERROR(f.Member("expect").GetEnum(ParseExpected, &out->expected));
+  CKPTSPEC_RETURN_IF_ERROR(f.OptionalMember("reason").GetString(&out->reason));
   if (out->expected != Expected::kPass && out->reason.empty()) {
-    return Error(source, where, "an expected \"" + e + "\" needs a non-empty \"reason\"");
+    return f.Error(std::string("an expected \"") + ExpectedName(out->expected) +
+                   "\" needs a non-empty \"reason\"");
   }
-  auto match = value.find("match");
-  if (match != value.end()) {
-    if (out->expected != Expected::kFail) {
-      return Error(source, where + ".match", "only an expected \"fail\" has a \"match\"");
-    }
-    if (!match->is_string() || match->get<std::string>().empty()) {
-      return Error(source, where + ".match",
-                   "expected a non-empty string, got " + JsonPreview(*match));
-    }
-    out->match = match->get<std::string>();
+  const JsonField match = f.OptionalMember("match");
+  if (!match.present()) return Status::OK();
+  if (out->expected != Expected::kFail) {
+    return match.Error("only an expected \"fail\" has a \"match\"");
   }
+  CKPTSPEC_RETURN_IF_ERROR(match.GetString(&out->match));
+  if (out->match.empty()) return match.Expected("a non-empty string");
   return Status::OK();
+}
+
+Status ReadKnownFailure(const JsonField& e, Expectations* out) {
+  CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"finding", "match", "reason"}));
+  KnownFailure k;
+  std::string reason;
+  CKPTSPEC_RETURN_IF_ERROR(e.Member("finding").GetString(&k.finding));
+  CKPTSPEC_RETURN_IF_ERROR(e.Member("match").GetString(&k.match));
+  CKPTSPEC_RETURN_IF_ERROR(e.Member("reason").GetString(&reason));
+  if (k.finding.empty() || k.match.empty() || reason.empty()) {
+    return e.Error("\"finding\", \"match\" and \"reason\" must not be empty");
+  }
+  out->known.push_back(std::move(k));
+  out->known_reasons.push_back(std::move(reason));
+  return Status::OK();
+}
+
+Status ReadExpectations(const JsonField& root, Expectations* out) {
+  CKPTSPEC_RETURN_IF_ERROR(
+      root.ExpectOnlyMembers({"format", "version", "properties", "extends", "known"}));
+  const JsonField format = root.Member("format");
+  std::string format_name;
+  CKPTSPEC_RETURN_IF_ERROR(format.GetString(&format_name));
+  if (format_name != "ckptspec.expectations") {
+    return format.Expected("\"ckptspec.expectations\"");
+  }
+  const JsonField version = root.Member("version");
+  int64_t version_number = 0;
+  CKPTSPEC_RETURN_IF_ERROR(version.GetInt64(&version_number));
+  if (version_number != 1) return version.Expected("1");
+  const JsonField extends = root.OptionalMember("extends");
+  CKPTSPEC_RETURN_IF_ERROR(extends.GetString(&out->extends));
+  const std::string& name = out->extends;
+  if (extends.present() && (name.empty() || name == "." || name == ".." ||
+                            name.find('/') != std::string::npos || name.size() > 255)) {
+    return extends.Expected("the name of a file in the same directory");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(
+      root.OptionalMember("properties")
+          .ForEachMember([out](const std::string& property, const JsonField& f) {
+            if (FindProperty(property) == nullptr) {
+              return f.Error("no such property");
+            }
+            return ReadExpectation(f, &out->properties[property]);
+          }));
+  return root.OptionalMember("known").ForEachElement(
+      [out](const JsonField& e) { return ReadKnownFailure(e, out); });
 }
 
 bool Failed(Verdict v) {
@@ -90,61 +114,9 @@ Status ParseExpectations(const std::string& text, const std::string& source, Exp
   json j;
   const Status read = ParseJson(text, JsonLimits(), &j);
   if (!read.ok()) return Status::InvalidArgument(source + ": " + read.message());
-  if (!j.is_object()) return Error(source, "(root)", "expected an object, got " + JsonPreview(j));
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() != "format" && it.key() != "version" && it.key() != "properties" &&
-        it.key() != "extends" && it.key() != "known") {
-      return Error(source, "(root)", "unknown member " + JsonPreview(json(it.key())));
-    }
-  }
-  if (j.value("format", json()) != json("ckptspec.expectations")) {
-    return Error(source, "format", "expected \"ckptspec.expectations\"");
-  }
-  if (j.value("version", json()) != json(1)) return Error(source, "version", "expected 1");
   Expectations result;
   result.source = source;
-  auto extends = j.find("extends");
-  if (extends != j.end()) {
-    if (!extends->is_string()) {
-      return Error(source, "extends", "expected a file name, got " + JsonPreview(*extends));
-    }
-    const std::string name = extends->get<std::string>();
-    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-        name.size() > 255) {
-      return Error(
-          source, "extends",
-          "expected the name of a file in the same directory, got " + JsonPreview(*extends));
-    }
-    result.extends = name;
-  }
-  auto properties = j.find("properties");
-  if (properties != j.end()) {
-    if (!properties->is_object()) {
-      return Error(source, "properties", "expected an object, got " + JsonPreview(*properties));
-    }
-    for (auto it = properties->begin(); it != properties->end(); ++it) {
-      const std::string where = "properties." + it.key();
-      if (FindProperty(it.key()) == nullptr) return Error(source, where, "no such property");
-      CKPTSPEC_RETURN_IF_ERROR(
-          ReadExpectation(it.value(), source, where, &result.properties[it.key()]));
-    }
-  }
-  const JsonField root(j);
-  const Status known = root.OptionalMember("known").ForEachElement([&result](const JsonField& e) {
-    CKPTSPEC_RETURN_IF_ERROR(e.ExpectOnlyMembers({"finding", "match", "reason"}));
-    KnownFailure k;
-    std::string reason;
-    CKPTSPEC_RETURN_IF_ERROR(e.Member("finding").GetString(&k.finding));
-    CKPTSPEC_RETURN_IF_ERROR(e.Member("match").GetString(&k.match));
-    CKPTSPEC_RETURN_IF_ERROR(e.Member("reason").GetString(&reason));
-    if (k.finding.empty() || k.match.empty() || reason.empty()) {
-      return e.Error("\"finding\", \"match\" and \"reason\" must not be empty");
-    }
-    result.known.push_back(std::move(k));
-    result.known_reasons.push_back(std::move(reason));
-    return Status::OK();
-  });
-  if (!known.ok()) return Status::InvalidArgument(source + ": " + known.message());
+  CKPTSPEC_RETURN_IF_ERROR(ReadExpectations(JsonField(j), &result).WithContext(source));
   *out = std::move(result);
   return Status::OK();
 }
