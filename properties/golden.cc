@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
 #include "model/json_util.h"
 #include "harness/harness.h"
 
@@ -131,6 +132,52 @@ GoldenScenario DenseDp2DeclaredLrBounds() {
 
 constexpr const char* kKeyWithDeclaredLrBounds = "with_declared_lr_bounds";
 
+bool ParseParamGroupKey(const std::string& name, IdentityKeySet* out) {
+  if (name != kKeyWithDeclaredLrBounds) return false;
+  *out = IdentityKeySet::kWithLrBounds;
+  return true;
+}
+
+// What scenario.json says of `scenario` before its files are read: its name, format version, param
+// group key and iteration (which must be the scenario's), and an object of files.
+Status ReadDescription(const JsonField& root, const GoldenScenario& scenario,
+                       GoldenCheckpoint* out) {
+  const JsonField name = root.Member("scenario");
+  std::string described;
+  CKPTSPEC_RETURN_IF_ERROR(name.GetString(&described));
+  if (described != scenario.name) return name.Expected(JsonPreview(nlohmann::json(scenario.name)));
+  CKPTSPEC_RETURN_IF_ERROR(root.Member("format_version").GetInt(&out->format_version));
+  out->param_group_key = IdentityKeySet::kCore;
+  CKPTSPEC_RETURN_IF_ERROR(
+      root.OptionalMember("param_group_key").GetEnum(ParseParamGroupKey, &out->param_group_key));
+  const JsonField iteration = root.Member("iteration");
+  CKPTSPEC_RETURN_IF_ERROR(iteration.GetInt64(&out->iteration));
+  if (out->iteration != scenario.iteration) {
+    return iteration.Expected(std::to_string(scenario.iteration) + " (the scenario's code)");
+  }
+  return root.Member("files").ExpectObject();
+}
+
+// "files": each file of `tree` (checkpoint/) with its size, and no other.
+Status CheckFiles(const JsonField& files, const StorageTree& tree) {
+  CKPTSPEC_RETURN_IF_ERROR(
+      files.ForEachMember([&tree](const std::string& path, const JsonField& size_field) {
+        uint64_t size = 0;
+        CKPTSPEC_RETURN_IF_ERROR(size_field.GetUint64(&size));
+        const auto it = tree.find(path);
+        if (it == tree.end()) return size_field.Error("checkpoint/ holds no such file");
+        if (it->second.size() != size) {
+          return size_field.Error("checkpoint/ holds it with " + std::to_string(it->second.size()) +
+                                  " bytes");
+        }
+        return Status::OK();
+      }));
+  if (tree.size() != files.value().size()) {
+    return files.Error("checkpoint/ holds files it does not list");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<GoldenScenario>& GoldenScenarios() {
@@ -185,42 +232,12 @@ Status ReadGoldenScenario(const GoldenScenario& scenario, Env* env, const std::s
   nlohmann::json j;
   const Status read = ParseJson(text, JsonLimits(), &j);
   if (!read.ok()) return Status::Corruption(json_path + ": " + read.message());
-  if (!j.is_object() || !j.value("format_version", nlohmann::json()).is_number_integer() ||
-      !j.value("iteration", nlohmann::json()).is_number_integer() ||
-      !j.value("files", nlohmann::json()).is_object()) {
-    return Status::Corruption(json_path + ": not a scenario description");
-  }
-  if (j.value("scenario", std::string()) != scenario.name) {
-    return Status::Corruption(json_path + ": describes '" + j.value("scenario", std::string()) +
-                              "', not '" + scenario.name + "'");
-  }
-  out->format_version = j["format_version"].get<int>();
-  out->param_group_key = IdentityKeySet::kCore;
-  if (j.contains("param_group_key")) {
-    if (j["param_group_key"] != kKeyWithDeclaredLrBounds) {
-      return Status::Corruption(json_path + ": unknown param_group_key " +
-                                j["param_group_key"].dump());
-    }
-    out->param_group_key = IdentityKeySet::kWithLrBounds;
-  }
-  out->iteration = j["iteration"].get<int64_t>();
-  if (out->iteration != scenario.iteration) {
-    return Status::Corruption(json_path + ": iteration " + std::to_string(out->iteration) +
-                              " but the scenario's code says " +
-                              std::to_string(scenario.iteration));
-  }
+  const JsonField root(j);
+  CKPTSPEC_RETURN_IF_ERROR(
+      AsCorruption(ReadDescription(root, scenario, out)).WithContext(json_path));
   CKPTSPEC_RETURN_IF_ERROR(ReadTree(env, JoinPath(dir, "checkpoint"), &out->tree));
-  for (const auto& [path, size] : j["files"].items()) {
-    auto it = out->tree.find(path);
-    if (it == out->tree.end() || !size.is_number_unsigned() ||
-        it->second.size() != size.get<uint64_t>()) {
-      return Status::Corruption(json_path + ": file '" + path + "' missing or of another size");
-    }
-  }
-  if (out->tree.size() != j["files"].size()) {
-    return Status::Corruption(json_path + ": checkpoint/ holds files scenario.json does not list");
-  }
-  return Status::OK();
+  const JsonField files = root.Member("files");
+  return AsCorruption(CheckFiles(files, out->tree)).WithContext(json_path);
 }
 
 }  // namespace ckptspec
