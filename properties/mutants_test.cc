@@ -381,6 +381,38 @@ TEST(Mutants, B29LoadsRightOnlyInTheProcessThatSaved) {
       << "a new process loaded every parameter's own optimizer state";
 }
 
+// The tensor keys, rank by rank, that process `process` of a new B29 target saves for a trained
+// run (its optimizer state named in that process's order).
+std::vector<std::string> B29SavedKeys(int process) {
+  const RunSpec run = MakeRun(Scenario());
+  std::vector<TrainingState> states;
+  EXPECT_TRUE(InitialStates(run, &states).ok());
+  EXPECT_TRUE(TrainRun(&states, 1).ok());
+  auto under_test = Mutant("B29").make(TargetOptions());
+  for (int p = 0; p < process; ++p) under_test->NewProcess();
+  std::vector<ShardedStateDict> every_rank;
+  EXPECT_TRUE(under_test->target()
+                  .framework()
+                  .ToStateDicts(run.layout, states, ShardingConfig(), &every_rank)
+                  .ok());
+  std::vector<std::string> keys;
+  for (const ShardedStateDict& d : every_rank) {
+    for (const ShardedTensor& t : d.tensors) keys.push_back(t.spec.key);
+  }
+  return keys;
+}
+
+TEST(Mutants, B29OrderIsThatOfTheTargetsProcessWhateverWasMadeBefore) {
+  // A target's process n has the same order however many targets and processes were made before
+  // it in this OS process: a run's report does not depend on which worker ran which property.
+  for (int process : {0, 1, 2}) {
+    EXPECT_EQ(B29SavedKeys(process), B29SavedKeys(process)) << "process " << process;
+  }
+  // Consecutive processes of one target never agree (the mutant's mechanism).
+  EXPECT_NE(B29SavedKeys(0), B29SavedKeys(1));
+  EXPECT_NE(B29SavedKeys(1), B29SavedKeys(2));
+}
+
 // A bf16 run trained 2 iterations, saved, and resumed in a new process under `dtype` with the
 // optimizer: "" when the spec's state comes back, else the first difference.
 std::string ResumedUnderDtype(const TargetFactory& factory, DType dtype) {

@@ -74,7 +74,7 @@ class MemoizingFramework : public CanonicalFramework {
 };
 
 TargetFactory MemoizingFactory(ProcessLog* log) {
-  return MutantTargetFactory("memoizing", [log] {
+  return MutantTargetFactory("memoizing", [log](int /*process*/) {
     ReplacedParts parts;
     parts.framework = std::make_unique<MemoizingFramework>(log);
     return parts;

@@ -20,7 +20,7 @@ class IterationLosingFramework : public CanonicalFramework {
 
 // The reference with that framework layer in place of its own.
 TargetFactory BrokenFactory() {
-  return ReplacedPartsTargetFactory("iteration-losing", [] {
+  return ReplacedPartsTargetFactory("iteration-losing", [](int /*process*/) {
     ReplacedParts parts;
     parts.framework = std::make_unique<IterationLosingFramework>();
     return parts;

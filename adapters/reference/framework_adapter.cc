@@ -33,7 +33,8 @@ Status FrameworkAdapter::TargetFor(const std::string& directory, Target** target
   if (!target_ || directory != directory_) {
     if (target_) CKPTSPEC_RETURN_IF_ERROR(target_->engine().Finalize());
     TargetOptions deferred;  // async saves complete at finalize, save or load
-    ReplacedParts parts = options_.parts ? options_.parts() : ReplacedParts();
+    ReplacedParts parts = options_.parts ? options_.parts(targets_made_) : ReplacedParts();
+    ++targets_made_;
     target_ = std::make_unique<ReferenceTarget>(
         "reference", ReferenceOptionsFor(Env::Posix(), directory, deferred), std::move(parts));
     directory_ = directory;

@@ -30,8 +30,9 @@ namespace ckptspec {
 struct FrameworkAdapterOptions {
   int world_size = 1;
   bool reset = true;  // declare the reset capability
-  // Null: the reference's parts; else a mutant's (made again for every new target).
-  std::function<ReplacedParts()> parts;
+  // Null: the reference's parts; else a mutant's, made again for every new target: each target
+  // is a new process of the job, the adapter's n-th target (from 0) its process n.
+  MakeParts parts;
 };
 
 class FrameworkAdapter {
@@ -49,6 +50,7 @@ class FrameworkAdapter {
   SpecJob job_;
   std::string directory_;
   std::unique_ptr<ReferenceTarget> target_;
+  int targets_made_ = 0;  // the process ordinal of the next target
 };
 
 }  // namespace ckptspec

@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
                "through a file of its own)");
   std::string mutant, engine_mutants;
   for (const ckptspec::MutantInfo& m : ckptspec::MutantCatalog()) {
-    if (ReplacesOnlyTheEngine(m.parts())) {
+    if (ReplacesOnlyTheEngine(m.parts(0))) {
       engine_mutants += (engine_mutants.empty() ? "" : ", ") + std::string(m.id);
     }
   }
@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
   } else if (!mutant.empty()) {
     const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
     ckptspec::ReplacedParts parts;
-    if (info != nullptr) parts = info->parts();
+    if (info != nullptr) parts = info->parts(0);
     if (info == nullptr || !ReplacesOnlyTheEngine(parts)) {
       std::cerr << "--mutant: '" << mutant
                 << "' is not a catalog mutant that replaces only the engine\n";

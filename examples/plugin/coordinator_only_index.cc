@@ -40,7 +40,7 @@ class CoordinatorOnlyIndexEngine : public ckptspec::ReferenceEngine {
 }  // namespace
 
 ckptspec::TargetFactory CoordinatorOnlyIndexTarget() {
-  return ckptspec::MutantTargetFactory("coordinator-only-index", [] {
+  return ckptspec::MutantTargetFactory("coordinator-only-index", [](int /*process*/) {
     ckptspec::ReplacedParts parts;
     parts.engine = [](ckptspec::ReferenceOptions options) {
       return std::unique_ptr<ckptspec::ReferenceEngine>(

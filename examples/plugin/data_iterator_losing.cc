@@ -37,7 +37,7 @@ class DataIteratorLosingFramework : public ckptspec::CanonicalFramework {
 }  // namespace
 
 ckptspec::TargetFactory DataIteratorLosingTarget() {
-  return ckptspec::MutantTargetFactory("data-iterator-losing", [] {
+  return ckptspec::MutantTargetFactory("data-iterator-losing", [](int /*process*/) {
     ckptspec::ReplacedParts parts;
     parts.framework = std::make_unique<DataIteratorLosingFramework>();
     return parts;

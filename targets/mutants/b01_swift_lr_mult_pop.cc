@@ -45,7 +45,7 @@ class LrMultPoppingFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B01Parts() {
+ReplacedParts B01Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<LrMultPoppingFramework>();
   return parts;

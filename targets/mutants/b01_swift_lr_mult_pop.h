@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B01Parts();
+ReplacedParts B01Parts(int process);
 
 }  // namespace ckptspec

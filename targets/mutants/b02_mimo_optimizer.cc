@@ -35,7 +35,7 @@ class TpBlindReplicaFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B02Parts() {
+ReplacedParts B02Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<TpBlindReplicaFramework>();
   return parts;

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B02Parts();
+ReplacedParts B02Parts(int process);
 
 }  // namespace ckptspec

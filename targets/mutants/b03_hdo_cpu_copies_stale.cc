@@ -33,7 +33,7 @@ class StaleOffloadFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B03Parts() {
+ReplacedParts B03Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<StaleOffloadFramework>();
   return parts;

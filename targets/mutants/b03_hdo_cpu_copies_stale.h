@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B03Parts();
+ReplacedParts B03Parts(int process);
 
 }  // namespace ckptspec

@@ -103,7 +103,7 @@ std::unique_ptr<FrameworkLayer> PreV018RerunFrameworkForTest() {
   return std::make_unique<PreV018RerunFramework>();
 }
 
-ReplacedParts B04Parts() {
+ReplacedParts B04Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<PreV018RerunFramework>();
   parts.plan_cache = std::make_unique<StaleKeySetPlanCache>();

@@ -6,7 +6,7 @@
 
 namespace ckptspec {
 
-ReplacedParts B04Parts();
+ReplacedParts B04Parts(int process);
 // The trigger half alone (Megatron before v0.18 without the stale cache), for tests.
 std::unique_ptr<FrameworkLayer> PreV018RerunFrameworkForTest();
 

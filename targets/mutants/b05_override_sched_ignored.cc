@@ -41,7 +41,7 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B05Parts() {
+ReplacedParts B05Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<StaleGroupBoundsFramework>();
   return parts;

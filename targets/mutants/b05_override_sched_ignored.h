@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B05Parts();
+ReplacedParts B05Parts(int process);
 
 }  // namespace ckptspec

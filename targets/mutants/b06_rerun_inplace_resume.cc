@@ -41,7 +41,7 @@ class InPlacePersistingFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B06Parts() {
+ReplacedParts B06Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<InPlacePersistingFramework>();
   return parts;

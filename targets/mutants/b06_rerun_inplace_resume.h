@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B06Parts();
+ReplacedParts B06Parts(int process);
 
 }  // namespace ckptspec

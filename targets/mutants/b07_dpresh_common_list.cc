@@ -36,7 +36,7 @@ class CommonSliceListFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B07Parts() {
+ReplacedParts B07Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<CommonSliceListFramework>();
   return parts;

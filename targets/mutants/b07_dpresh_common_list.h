@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B07Parts();
+ReplacedParts B07Parts(int process);
 
 }  // namespace ckptspec

@@ -42,7 +42,7 @@ class ExpertAxisDroppingFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B08Parts() {
+ReplacedParts B08Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<ExpertAxisDroppingFramework>();
   return parts;

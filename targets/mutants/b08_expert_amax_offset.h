@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B08Parts();
+ReplacedParts B08Parts(int process);
 
 }  // namespace ckptspec

@@ -53,7 +53,7 @@ class StructureKeyedStagingEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B09Parts() {
+ReplacedParts B09Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<StructureKeyedStagingEngine>(std::move(options));

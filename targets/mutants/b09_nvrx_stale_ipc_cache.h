@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B09Parts();
+ReplacedParts B09Parts(int process);
 
 }  // namespace ckptspec

@@ -26,7 +26,7 @@ class FrozenSamplerFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B10Parts() {
+ReplacedParts B10Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<FrozenSamplerFramework>();
   return parts;

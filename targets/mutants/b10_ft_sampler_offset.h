@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B10Parts();
+ReplacedParts B10Parts(int process);
 
 }  // namespace ckptspec

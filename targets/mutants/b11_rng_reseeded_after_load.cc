@@ -29,7 +29,7 @@ class ReseedingFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B11Parts() {
+ReplacedParts B11Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<ReseedingFramework>();
   return parts;

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B11Parts();
+ReplacedParts B11Parts(int process);
 
 }  // namespace ckptspec

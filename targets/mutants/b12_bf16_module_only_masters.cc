@@ -32,7 +32,7 @@ class Fp16OnlyRefreshFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B12Parts() {
+ReplacedParts B12Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<Fp16OnlyRefreshFramework>();
   return parts;

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B12Parts();
+ReplacedParts B12Parts(int process);
 
 }  // namespace ckptspec

@@ -36,7 +36,7 @@ class Bf16OptimizerLosingFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B13Parts() {
+ReplacedParts B13Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<Bf16OptimizerLosingFramework>();
   return parts;

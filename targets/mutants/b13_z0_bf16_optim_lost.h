@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B13Parts();
+ReplacedParts B13Parts(int process);
 
 }  // namespace ckptspec

@@ -47,7 +47,7 @@ class ModelDtypePassThroughFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B14Parts() {
+ReplacedParts B14Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<ModelDtypePassThroughFramework>();
   return parts;

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B14Parts();
+ReplacedParts B14Parts(int process);
 
 }  // namespace ckptspec

@@ -52,7 +52,7 @@ class NonAliasingLoadEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B15Parts() {
+ReplacedParts B15Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<NonAliasingLoadEngine>(std::move(options));

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B15Parts();
+ReplacedParts B15Parts(int process);
 
 }  // namespace ckptspec

@@ -28,7 +28,7 @@ class EpochResettingFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B16Parts() {
+ReplacedParts B16Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<EpochResettingFramework>();
   return parts;

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B16Parts();
+ReplacedParts B16Parts(int process);
 
 }  // namespace ckptspec

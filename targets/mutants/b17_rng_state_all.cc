@@ -31,7 +31,7 @@ class CurrentDeviceRngFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B17Parts() {
+ReplacedParts B17Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<CurrentDeviceRngFramework>();
   return parts;

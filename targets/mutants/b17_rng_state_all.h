@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B17Parts();
+ReplacedParts B17Parts(int process);
 
 }  // namespace ckptspec

@@ -27,7 +27,7 @@ class StepCountingSkipFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B18Parts() {
+ReplacedParts B18Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<StepCountingSkipFramework>();
   return parts;

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B18Parts();
+ReplacedParts B18Parts(int process);
 
 }  // namespace ckptspec

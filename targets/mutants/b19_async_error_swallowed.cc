@@ -24,7 +24,7 @@ class ErrorSwallowingEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B19Parts() {
+ReplacedParts B19Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<ErrorSwallowingEngine>(std::move(options));

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B19Parts();
+ReplacedParts B19Parts(int process);
 
 }  // namespace ckptspec

@@ -24,7 +24,7 @@ class TopLevelProbeEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B20Parts() {
+ReplacedParts B20Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<TopLevelProbeEngine>(std::move(options));

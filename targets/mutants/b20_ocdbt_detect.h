@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B20Parts();
+ReplacedParts B20Parts(int process);
 
 }  // namespace ckptspec

@@ -65,7 +65,7 @@ class CollapsingGroupMatchFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B21Parts() {
+ReplacedParts B21Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<CollapsingGroupMatchFramework>();
   return parts;

@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B21Parts();
+ReplacedParts B21Parts(int process);
 
 }  // namespace ckptspec

@@ -72,7 +72,7 @@ class CachedOptimizerStateFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B22Parts() {
+ReplacedParts B22Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<CachedOptimizerStateFramework>();
   return parts;

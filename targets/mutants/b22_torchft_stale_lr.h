@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B22Parts();
+ReplacedParts B22Parts(int process);
 
 }  // namespace ckptspec

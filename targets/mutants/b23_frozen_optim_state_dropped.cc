@@ -36,7 +36,7 @@ class RequiresGradFilteredLoadFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B23Parts() {
+ReplacedParts B23Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<RequiresGradFilteredLoadFramework>();
   return parts;

@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B23Parts();
+ReplacedParts B23Parts(int process);
 
 }  // namespace ckptspec

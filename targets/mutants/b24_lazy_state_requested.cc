@@ -41,7 +41,7 @@ class MaterializedStateFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B24Parts() {
+ReplacedParts B24Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<MaterializedStateFramework>();
   return parts;

@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B24Parts();
+ReplacedParts B24Parts(int process);
 
 }  // namespace ckptspec

@@ -102,7 +102,7 @@ class LoaderByRankIndexFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B25Parts() {
+ReplacedParts B25Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<LoaderByRankIndexFramework>();
   return parts;

@@ -8,6 +8,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B25Parts();
+ReplacedParts B25Parts(int process);
 
 }  // namespace ckptspec

@@ -43,7 +43,7 @@ class PerRankSkipFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B26Parts() {
+ReplacedParts B26Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<PerRankSkipFramework>();
   return parts;

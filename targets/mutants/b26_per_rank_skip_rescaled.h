@@ -8,6 +8,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B26Parts();
+ReplacedParts B26Parts(int process);
 
 }  // namespace ckptspec

@@ -43,7 +43,7 @@ class MergedByNameEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B27Parts() {
+ReplacedParts B27Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<MergedByNameEngine>(std::move(options));

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B27Parts();
+ReplacedParts B27Parts(int process);
 
 }  // namespace ckptspec

@@ -76,7 +76,7 @@ class HostAliasingStagingEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B28Parts() {
+ReplacedParts B28Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<HostAliasingStagingEngine>(std::move(options));

@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B28Parts();
+ReplacedParts B28Parts(int process);
 
 }  // namespace ckptspec

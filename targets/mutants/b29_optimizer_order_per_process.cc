@@ -9,16 +9,17 @@
 // mismatch where the shapes differ, silently wrong moments where they agree.
 // The mutant: the framework keeps a per-process order of every optimizer's parameters, a rotation
 // of their sorted names that moves by one position in every new process (as an address order,
-// two processes never agree on it), and names each parameter's optimizer state (exp_avg,
-// exp_avg_sq, fp32_param, step; the per-parameter, fully_reshardable form) after the parameter
-// at the same position of the canonical order. Its load templates and its rebuild use the order
-// of the process that loads. Invisible to a load in the saving process; a resume in a new
-// process (P1, P2, P3 since they restart) loads other parameters' state. S->L.
+// two consecutive processes never agree on it; the rotation is the process's ordinal over the
+// target's storage plus one, so that a run's report does not depend on what else ran in the OS
+// process), and names each parameter's optimizer state (exp_avg, exp_avg_sq, fp32_param, step;
+// the per-parameter, fully_reshardable form) after the parameter at the same position of the
+// canonical order. Its load templates and its rebuild use the order of the process that loads.
+// Invisible to a load in the saving process; a resume in a new process (P1, P2, P3 since they
+// restart) loads other parameters' state. S->L.
 // Killers: its entry in targets/mutants/catalog.cc.
 #include "targets/mutants/b29_optimizer_order_per_process.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <set>
 #include <string>
@@ -26,9 +27,6 @@
 
 namespace ckptspec {
 namespace {
-
-// Every process (every framework object: a target builds one per process) takes the next value.
-std::atomic<uint64_t> processes_started{0};
 
 // The per-parameter optimizer state entries: their key is prefix + "state." + slot + "." + the
 // parameter's key (model/state_entries.cc).
@@ -83,6 +81,8 @@ void Reorder(uint64_t salt, bool to_process, std::vector<ShardedStateDict>* ever
 
 class ProcessOrderFramework : public CanonicalFramework {
  public:
+  explicit ProcessOrderFramework(int process) : salt_(static_cast<uint64_t>(process) + 1) {}
+
   Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
                       const ShardingConfig& sharding,
                       std::vector<ShardedStateDict>* every_rank) const override {
@@ -113,14 +113,14 @@ class ProcessOrderFramework : public CanonicalFramework {
 
  private:
   // This process's order (kept for the life of the process, as the set's order is).
-  const uint64_t salt_ = processes_started.fetch_add(1) + 1;
+  const uint64_t salt_;
 };
 
 }  // namespace
 
-ReplacedParts B29Parts() {
+ReplacedParts B29Parts(int process) {
   ReplacedParts parts;
-  parts.framework = std::make_unique<ProcessOrderFramework>();
+  parts.framework = std::make_unique<ProcessOrderFramework>(process);
   return parts;
 }
 

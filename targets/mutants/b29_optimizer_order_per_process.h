@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B29Parts();
+ReplacedParts B29Parts(int process);
 
 }  // namespace ckptspec

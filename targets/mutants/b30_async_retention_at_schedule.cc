@@ -67,7 +67,7 @@ class RetentionAtScheduleEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B30Parts() {
+ReplacedParts B30Parts(int /*process*/) {
   ReplacedParts parts;
   parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
     return std::make_unique<RetentionAtScheduleEngine>(std::move(options));

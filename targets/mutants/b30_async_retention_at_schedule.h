@@ -6,6 +6,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B30Parts();
+ReplacedParts B30Parts(int process);
 
 }  // namespace ckptspec

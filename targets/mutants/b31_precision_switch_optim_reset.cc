@@ -56,7 +56,7 @@ class PrecisionSwitchResetsOptimizerFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B31Parts() {
+ReplacedParts B31Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<PrecisionSwitchResetsOptimizerFramework>();
   return parts;

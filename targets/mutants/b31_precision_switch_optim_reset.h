@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B31Parts();
+ReplacedParts B31Parts(int process);
 
 }  // namespace ckptspec

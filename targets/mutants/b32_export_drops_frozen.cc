@@ -58,7 +58,7 @@ class OptimizerParamsExport : public ReferenceExport {
 
 }  // namespace
 
-ReplacedParts B32Parts() {
+ReplacedParts B32Parts(int /*process*/) {
   ReplacedParts parts;
   parts.checkpoint_export = [](ReferenceEngine* engine) -> std::unique_ptr<ReferenceExport> {
     return std::make_unique<OptimizerParamsExport>(engine);

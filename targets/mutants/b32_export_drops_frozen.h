@@ -7,6 +7,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B32Parts();
+ReplacedParts B32Parts(int process);
 
 }  // namespace ckptspec

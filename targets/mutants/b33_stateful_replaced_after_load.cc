@@ -63,7 +63,7 @@ class ReplacedStatefulFramework : public CanonicalFramework {
 
 }  // namespace
 
-ReplacedParts B33Parts() {
+ReplacedParts B33Parts(int /*process*/) {
   ReplacedParts parts;
   parts.framework = std::make_unique<ReplacedStatefulFramework>();
   return parts;

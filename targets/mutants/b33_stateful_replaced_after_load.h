@@ -9,6 +9,6 @@
 
 namespace ckptspec {
 
-ReplacedParts B33Parts();
+ReplacedParts B33Parts(int process);
 
 }  // namespace ckptspec

@@ -13,7 +13,8 @@
 //    bench/time_to_detection_bench sweeps seeds over exactly these. This is the one list of
 //    killers: the mutant sources do not repeat it, and docs/MUTANTS.md's and docs/PROPERTIES.md's
 //    tables are printed from it by `ckptspec list --markdown`.
-//  - parts() builds fresh, independent parts each call.
+//  - parts(process) builds fresh, independent parts each call, for the target's process with
+//    that ordinal (MakeParts, targets/reference/reference_target.h).
 #pragma once
 
 #include <string>
@@ -31,7 +32,7 @@ struct MutantInfo {
   const char* upstream;   // the upstream thread
   const char* deviation;  // the deviation from the reference as implemented, one sentence
   const char* killers;    // killing properties, most direct first, e.g. "P6 P7 P19"
-  ReplacedParts (*parts)();
+  ReplacedParts (*parts)(int process);
   // The properties whose framework forms (properties/framework/) kill the mutant served through
   // the spec's own framework (harness/spec_framework.h: a framework target over its parts),
   // most direct first; empty where its deviation is out of a framework job's reach (storage

@@ -4,7 +4,7 @@
 
 namespace ckptspec {
 
-TargetFactory MutantTargetFactory(const std::string& name, std::function<ReplacedParts()> parts) {
+TargetFactory MutantTargetFactory(const std::string& name, MakeParts parts) {
   TargetFactory factory = ReplacedPartsTargetFactory(name, std::move(parts));
   factory.expect_killed = true;
   return factory;

@@ -11,7 +11,6 @@
 //    (TargetFactory::expect_killed).
 #pragma once
 
-#include <functional>
 #include <string>
 
 #include "targets/reference/reference_target.h"
@@ -19,6 +18,6 @@
 
 namespace ckptspec {
 
-TargetFactory MutantTargetFactory(const std::string& name, std::function<ReplacedParts()> parts);
+TargetFactory MutantTargetFactory(const std::string& name, MakeParts parts);
 
 }  // namespace ckptspec

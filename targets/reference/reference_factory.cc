@@ -9,9 +9,10 @@ namespace ckptspec {
 
 namespace {
 
-// Makes a process's target over the storage of a target under test.
-using MakeTarget =
-    std::function<std::unique_ptr<Target>(MemEnv* env, const char* root, const TargetOptions&)>;
+// Makes the target of process `process` (0 for the first) over the storage of a target under
+// test.
+using MakeTarget = std::function<std::unique_ptr<Target>(MemEnv* env, const char* root,
+                                                         const TargetOptions&, int process)>;
 
 // A target on a MemEnv of its own, made again by `make` for every new process.
 class MemEnvUnderTest : public TargetUnderTest {
@@ -22,21 +23,22 @@ class MemEnvUnderTest : public TargetUnderTest {
     env_.CreateDir(kRoot).IgnoreError();
     env_.SyncDir("/").IgnoreError();
     env_.ResetOpCount();
-    target_ = make_(&env_, kRoot, options_);
+    target_ = make_(&env_, kRoot, options_, process_);
   }
   Target& target() override { return *target_; }
   MemEnv* mem_env() override { return &env_; }
   std::string root() const override { return kRoot; }
   void NewProcess() override {
     target_.reset();
-    target_ = make_(&env_, kRoot, options_);
+    target_ = make_(&env_, kRoot, options_, ++process_);
   }
 
  private:
   static constexpr const char* kRoot = "/ckpt";
   MakeTarget make_;
   TargetOptions options_;
-  MemEnv env_;  // declared before the target, destroyed after it
+  int process_ = 0;  // the ordinal of the current process over env_
+  MemEnv env_;       // declared before the target, destroyed after it
   std::unique_ptr<Target> target_;
 };
 
@@ -51,14 +53,14 @@ TargetFactory MemEnvTargetFactory(const std::string& name, MakeTarget make) {
   return factory;
 }
 
-TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout,
-                               std::function<ReplacedParts()> replaced) {
+TargetFactory UnderTestFactory(const std::string& name, IndexLayout layout, MakeParts replaced) {
   return MemEnvTargetFactory(
-      name, [name, layout, replaced](MemEnv* env, const char* root, const TargetOptions& options) {
+      name, [name, layout, replaced](MemEnv* env, const char* root, const TargetOptions& options,
+                                     int process) {
         ReferenceOptions engine = ReferenceOptionsFor(env, root, options);
         engine.index_layout = layout;
         return std::make_unique<ReferenceTarget>(name, std::move(engine),
-                                                 replaced ? replaced() : ReplacedParts());
+                                                 replaced ? replaced(process) : ReplacedParts());
       });
 }
 
@@ -84,8 +86,7 @@ TargetFactory ReferenceTargetFactory(IndexLayout layout) {
                           layout, nullptr);
 }
 
-TargetFactory ReplacedPartsTargetFactory(const std::string& name,
-                                         std::function<ReplacedParts()> replaced) {
+TargetFactory ReplacedPartsTargetFactory(const std::string& name, MakeParts replaced) {
   return UnderTestFactory(name, IndexLayout::kSingle, std::move(replaced));
 }
 
@@ -103,7 +104,8 @@ ReferenceOptions ReferenceOptionsFor(Env* env, const std::string& root,
 
 TargetFactory EngineTargetFactory(const std::string& name, MakeEngine make_engine) {
   return MemEnvTargetFactory(
-      name, [name, make_engine](MemEnv* env, const char* root, const TargetOptions& options) {
+      name, [name, make_engine](MemEnv* env, const char* root, const TargetOptions& options,
+                                int /*process*/) {
         return std::make_unique<EngineTarget>(name, make_engine(env, root, options));
       });
 }

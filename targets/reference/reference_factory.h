@@ -9,7 +9,9 @@
 //    targets are ReferenceTargets (reference_target.h).
 //  - NewProcess builds a fresh target over the same storage, with fresh parts (the replaced parts
 //    are made again: a deviation is code, so it persists; whatever a part cached in memory does
-//    not).
+//    not). A target's first process is process 0 and each NewProcess makes the next one
+//    (MakeParts, reference_target.h): the parts of a target's processes are the same whatever was
+//    made before in the OS process.
 //  - The factory's capabilities are those of the engine of a target made with default options.
 #pragma once
 
@@ -27,11 +29,11 @@ namespace ckptspec {
 // index, "reference-per-writer" for the per-writer one.
 TargetFactory ReferenceTargetFactory(IndexLayout layout = IndexLayout::kSingle);
 
-// The reference named `name`, saving in the single index layout, with the parts `replaced()`
-// makes (called for every target and every new process) in place of its own. Its expectation is
-// left as the reference's (not expect_killed); a mutant's factory sets it.
-TargetFactory ReplacedPartsTargetFactory(const std::string& name,
-                                         std::function<ReplacedParts()> replaced);
+// The reference named `name`, saving in the single index layout, with the parts
+// `replaced(process)` makes (called for every target's process 0 and every new process) in place
+// of its own. Its expectation is left as the reference's (not expect_killed); a mutant's factory
+// sets it.
+TargetFactory ReplacedPartsTargetFactory(const std::string& name, MakeParts replaced);
 
 // The reference engine's options for one process of a target: it works on `env` under `root`,
 // keeps `options.keep_last` checkpoints, holds up to `options.max_async_in_flight` async saves in

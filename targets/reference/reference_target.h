@@ -32,6 +32,13 @@ struct ReplacedParts {
   std::function<std::unique_ptr<ReferenceExport>(ReferenceEngine*)> checkpoint_export;
 };
 
+// Makes the parts of one process of a target. `process` is that process's ordinal over the
+// target's storage: 0 for the first, one more for every new process after it. A part that differs
+// from one process to the next (an order that holds only within a process) derives it from
+// `process`, never from how many parts were made before in the OS process: a run's report must
+// not depend on which worker ran what.
+using MakeParts = std::function<ReplacedParts(int process)>;
+
 class ReferenceTarget : public Target {
  public:
   ReferenceTarget(std::string name, ReferenceOptions engine,
