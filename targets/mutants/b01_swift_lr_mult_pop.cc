@@ -8,7 +8,9 @@
 // framework refuses an absent identity key on save, so the deviation is "identity is checked only
 // on load"). Loud on every resume that loads the optimizer.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b01_swift_lr_mult_pop.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
 namespace {
@@ -23,13 +25,12 @@ void PopLrMult(nlohmann::json* j) {
   }
 }
 
-class LrMultPoppingFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+}  // namespace
+
+ReplacedParts B01Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_save = [](const std::vector<TrainingState>&,
+                        std::vector<ShardedStateDict>* every_rank) {
     for (ShardedStateDict& d : *every_rank) {
       if (d.common->contains("optimizer")) PopLrMult(&(*d.common.Mutable())["optimizer"]);
       for (ShardedObject& o : d.objects) {  // named modules: the module's optimizer common object
@@ -40,15 +41,8 @@ class LrMultPoppingFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B01Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<LrMultPoppingFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

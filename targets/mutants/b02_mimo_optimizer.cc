@@ -9,18 +9,16 @@
 // every TP rank writes the same object: the reference's save validation refuses the duplicate
 // (loud); without validation the checkpoint holds several "main" copies.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b02_mimo_optimizer.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class TpBlindReplicaFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+ReplacedParts B02Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_save = [](const std::vector<TrainingState>&,
+                        std::vector<ShardedStateDict>* every_rank) {
     for (ShardedStateDict& d : *every_rank) {
       for (ShardedObject& o : d.objects) {
         const std::string& k = o.spec.key;
@@ -30,15 +28,8 @@ class TpBlindReplicaFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B02Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<TpBlindReplicaFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -9,16 +9,15 @@
 // back to its initial value -- exactly the copies Megatron forgot. Silent; only runs with
 // cpu_offload_fraction > 0 and a load without optimizer state (finetune / no_load_optim).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b03_hdo_cpu_copies_stale.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class StaleOffloadFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B03Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (!load.flags.finetune && !load.flags.no_load_optim) return Status::OK();  // L4 did not run
     for (TrainingState& s : *states) {
       TrainingState init;
@@ -28,15 +27,8 @@ class StaleOffloadFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B03Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<StaleOffloadFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

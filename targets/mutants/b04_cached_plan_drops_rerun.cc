@@ -15,7 +15,9 @@
 //    steady-state sentinel. On its own this framework is correct (the reference cache re-plans).
 // S->L: the fault save "succeeds", the resume fails.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b04_cached_plan_drops_rerun.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
 namespace {
@@ -36,41 +38,42 @@ bool SteadyPayload(const std::string& data) {
   return j.is_object() && j.contains("state") && j["state"] == 0;
 }
 
-class PreV018RerunFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
-    for (ShardedStateDict& d : *every_rank) {  // state_dict() returns None in steady state
-      auto& objs = d.objects;
-      for (size_t i = objs.size(); i-- > 0;) {
-        if (objs[i].spec.key == kRerunKey && SteadyPayload(objs[i].data))
-          objs.erase(objs.begin() + i);
-      }
+bool RerunActive(const nlohmann::json& common) {
+  return common.contains("rerun_state_machine") &&
+         common["rerun_state_machine"].contains("state") &&
+         common["rerun_state_machine"]["state"] != 0;
+}
+
+// Removes every rank's rerun object (with `steady_only`, only one whose payload is the steady
+// state).
+void EraseRerunObjects(bool steady_only, std::vector<ShardedStateDict>* every_rank) {
+  for (ShardedStateDict& d : *every_rank) {
+    auto& objs = d.objects;
+    for (size_t i = objs.size(); i-- > 0;) {
+      if (objs[i].spec.key == kRerunKey && (!steady_only || SteadyPayload(objs[i].data)))
+        objs.erase(objs.begin() + i);
     }
-    return Status::OK();
   }
+}
+
+}  // namespace
+
+ReplacedParts B04Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_save = [](const std::vector<TrainingState>&,
+                        std::vector<ShardedStateDict>* every_rank) {
+    EraseRerunObjects(true, every_rank);  // state_dict() returns None in steady state
+    return Status::OK();
+  };
   // Requests the rerun object only when the checkpoint's common state marks the machine active.
-  Status LoadTemplates(const HeterogeneousLayout& layout,
-                       const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
-                       const LoadFlags& flags,
-                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::LoadTemplates(layout, configs, saved, flags, every_rank));
-    if (RerunActive(saved.common)) return Status::OK();
-    for (ShardedStateDict& d : *every_rank) {
-      auto& objs = d.objects;
-      for (size_t i = objs.size(); i-- > 0;) {
-        if (objs[i].spec.key == kRerunKey) objs.erase(objs.begin() + i);
-      }
-    }
+  edits.after_templates = [](const CheckpointInfo& saved,
+                             std::vector<ShardedStateDict>* every_rank) {
+    if (!RerunActive(saved.common)) EraseRerunObjects(false, every_rank);
     return Status::OK();
-  }
+  };
   // Rebuilds with the steady-state sentinel where the rerun object was not requested.
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
+  edits.before_rebuild = [](const LoadedCheckpoint& load, std::vector<ShardedStateDict>* loaded,
+                            std::vector<ShardedStateDict>* /*requested*/) {
     const nlohmann::json head =
         load.saved.common.value("rerun_state_machine", nlohmann::json::object());
     nlohmann::json sentinel;
@@ -84,28 +87,9 @@ class PreV018RerunFramework : public CanonicalFramework {
       o->data = sentinel.dump();
       return true;
     };
-    std::vector<ShardedStateDict> canonical;
-    CKPTSPEC_RETURN_IF_ERROR(ToCanonicalLoad(load, fill, &canonical));
-    return CanonicalFramework::FromStateDicts(load.WithLoaded(canonical), states);
-  }
-
- private:
-  static bool RerunActive(const nlohmann::json& common) {
-    return common.contains("rerun_state_machine") &&
-           common["rerun_state_machine"].contains("state") &&
-           common["rerun_state_machine"]["state"] != 0;
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<FrameworkLayer> PreV018RerunFrameworkForTest() {
-  return std::make_unique<PreV018RerunFramework>();
-}
-
-ReplacedParts B04Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<PreV018RerunFramework>();
+    return ToCanonicalLoad(load, fill, loaded);
+  };
+  ReplacedParts parts = EditedFrameworkParts(std::move(edits));
   parts.plan_cache = std::make_unique<StaleKeySetPlanCache>();
   return parts;
 }

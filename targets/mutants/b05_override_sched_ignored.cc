@@ -9,18 +9,16 @@
 // each group's saved bounds (matched by identity) and recomputes lr from the overriding scheduler
 // with them. Silent; only when the new config's LR bounds differ from the checkpoint's.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b05_override_sched_ignored.h"
+#include "targets/mutants/mutant_parts.h"
 
+#include "targets/mutants/framework_edits.h"
 #include "targets/mutants/saved_param_groups.h"
 
 namespace ckptspec {
-namespace {
 
-class StaleGroupBoundsFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B05Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (!load.flags.override_scheduler || load.flags.finetune || load.flags.no_load_optim ||
         load.loaded.empty()) {
       return Status::OK();
@@ -36,15 +34,8 @@ class StaleGroupBoundsFramework : public CanonicalFramework {
           ApplySchedule(s.scheduler, &sub.groups);  // get_lr: param_group.get('max_lr', ...)
           return Status::OK();
         });
-  }
-};
-
-}  // namespace
-
-ReplacedParts B05Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<StaleGroupBoundsFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -8,22 +8,30 @@
 // RERUNNING_IN_PLACE into every rank's rerun object and the common state. The save succeeds; the
 // resume fails (the payload names a state whose data was never saved). S->L.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b06_rerun_inplace_resume.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
 namespace {
 
-class InPlacePersistingFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    if (states.empty() || states[0].rerun.state != RerunState::kRerunningInPlace) {
-      return CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank);
-    }
-    std::vector<TrainingState> copy = states;  // the payload of every field that IS persisted
-    for (TrainingState& s : copy) s.rerun.state = RerunState::kWillRerunFromCheckpoint;
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::ToStateDicts(layout, copy, sharding, every_rank));
+bool RerunningInPlace(const std::vector<TrainingState>& states) {
+  return !states.empty() && states[0].rerun.state == RerunState::kRerunningInPlace;
+}
+
+}  // namespace
+
+ReplacedParts B06Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.before_save = [](std::vector<TrainingState>* states) {
+    if (!RerunningInPlace(*states)) return Status::OK();
+    // The payload of every field that IS persisted.
+    for (TrainingState& s : *states) s.rerun.state = RerunState::kWillRerunFromCheckpoint;
+    return Status::OK();
+  };
+  edits.after_save = [](const std::vector<TrainingState>& states,
+                        std::vector<ShardedStateDict>* every_rank) {
+    if (!RerunningInPlace(states)) return Status::OK();
     const int in_place = static_cast<int>(RerunState::kRerunningInPlace);
     for (ShardedStateDict& d : *every_rank) {
       if (d.common->contains("rerun_state_machine"))
@@ -36,15 +44,8 @@ class InPlacePersistingFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B06Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<InPlacePersistingFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

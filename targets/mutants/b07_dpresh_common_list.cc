@@ -9,18 +9,16 @@
 // state as "optimizer_param_state". Common state becomes rank-variant: the reference's save
 // validation refuses it (loud), and without validation only rank 0's list survives.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b07_dpresh_common_list.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class CommonSliceListFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+ReplacedParts B07Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_save = [](const std::vector<TrainingState>&,
+                        std::vector<ShardedStateDict>* every_rank) {
     for (ShardedStateDict& d : *every_rank) {
       nlohmann::json list = nlohmann::json::array();
       for (const ShardedObject& o : d.objects) {
@@ -31,15 +29,8 @@ class CommonSliceListFramework : public CanonicalFramework {
       if (!list.empty()) (*d.common.Mutable())["optimizer_param_state"] = list;
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B07Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<CommonSliceListFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

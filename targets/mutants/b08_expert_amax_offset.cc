@@ -8,18 +8,16 @@
 // fragmentation), so all experts of a layer claim the same element of "...state.step.{key}".
 // The reference's save validation refuses the overlap (loud).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b08_expert_amax_offset.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class ExpertAxisDroppingFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
+ReplacedParts B08Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_save = [](const std::vector<TrainingState>&,
+                        std::vector<ShardedStateDict>* every_rank) {
     for (ShardedStateDict& d : *every_rank) {
       for (ShardedTensor& t : d.tensors) {
         TensorSpec& s = t.spec;
@@ -37,15 +35,8 @@ class ExpertAxisDroppingFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B08Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<ExpertAxisDroppingFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -11,7 +11,9 @@
 // does). The fix fingerprints storage too.
 // Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b09_nvrx_stale_ipc_cache.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -53,12 +55,6 @@ class StructureKeyedStagingEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B09Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<StructureKeyedStagingEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B09Parts(int /*process*/) { return EngineParts<StructureKeyedStagingEngine>(); }
 
 }  // namespace ckptspec

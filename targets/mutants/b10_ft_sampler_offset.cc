@@ -9,27 +9,19 @@
 // right (consumed_samples, epoch and seed all equal the spec's); only the samples drawn after the
 // first epoch boundary past the resume differ, and only for a mid-epoch resume.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b10_ft_sampler_offset.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
-
-class FrozenSamplerFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
-    for (TrainingState& s : *states) s.data.pass_origin = s.data.consumed_samples;
-    return Status::OK();
-  }
-};
-
-}  // namespace
 
 ReplacedParts B10Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<FrozenSamplerFramework>();
-  return parts;
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint&, std::vector<TrainingState>* states) {
+    for (TrainingState& s : *states) s.data.pass_origin = s.data.consumed_samples;
+    return Status::OK();
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

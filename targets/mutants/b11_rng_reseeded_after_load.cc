@@ -7,16 +7,15 @@
 // (InitialRankRng with the config's seed and the rank's coordinates). Silent; visible once the
 // saved run had drawn from its streams (k > 0).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b11_rng_reseeded_after_load.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class ReseedingFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B11Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint&, std::vector<TrainingState>* states) {
     for (TrainingState& s : *states) {
       for (size_t r = 0; r < s.rng.size() && r < s.config.ranks.size(); ++r) {
         s.rng[r] =
@@ -24,15 +23,8 @@ class ReseedingFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B11Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<ReseedingFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -6,16 +6,15 @@
 // loaded weights after a load without optimizer state) and, for a bf16 model, puts the main and
 // offload copies back to their initial values: the refresh ran for fp16 only. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b12_bf16_module_only_masters.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class Fp16OnlyRefreshFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B12Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (!load.flags.finetune && !load.flags.no_load_optim) return Status::OK();  // L4 did not run
     for (TrainingState& s : *states) {
       if (s.config.model.params_dtype != DType::kBFloat16) continue;  // if fp16_enabled(): refresh
@@ -27,15 +26,8 @@ class Fp16OnlyRefreshFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B12Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<Fp16OnlyRefreshFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -7,16 +7,15 @@
 // counters go back to their initial values (masters and scheduler stay). fp32 and fp16 runs are
 // unaffected. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b13_z0_bf16_optim_lost.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class Bf16OptimizerLosingFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B13Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint&, std::vector<TrainingState>* states) {
     for (TrainingState& s : *states) {
       if (s.config.model.params_dtype != DType::kBFloat16) continue;
       TrainingState init;
@@ -31,15 +30,8 @@ class Bf16OptimizerLosingFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B13Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<Bf16OptimizerLosingFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -11,20 +11,17 @@
 // saved master is the bf16/fp16-rounded value. Silent; visible once training has moved masters
 // off the model-dtype grid (k > 0).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b14_frozen_dtype.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include "model/float_codec.h"
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class ModelDtypePassThroughFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    std::vector<TrainingState> copy = states;
-    for (TrainingState& s : copy) {
+ReplacedParts B14Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.before_save = [](std::vector<TrainingState>* states) {
+    for (TrainingState& s : *states) {
       const DType dtype = s.config.model.params_dtype;
       if (dtype == DType::kFloat32) continue;
       for (const SubOptimizer& sub : s.optimizers) {
@@ -41,16 +38,9 @@ class ModelDtypePassThroughFramework : public CanonicalFramework {
         }
       }
     }
-    return CanonicalFramework::ToStateDicts(layout, copy, sharding, every_rank);
-  }
-};
-
-}  // namespace
-
-ReplacedParts B14Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<ModelDtypePassThroughFramework>();
-  return parts;
+    return Status::OK();
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

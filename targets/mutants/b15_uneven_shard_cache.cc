@@ -9,7 +9,9 @@
 // smaller than the tensor) a copy to load into: the template's buffer -- the destination -- keeps
 // its pre-load content. Even shards load normally. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b15_uneven_shard_cache.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -52,12 +54,6 @@ class NonAliasingLoadEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B15Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<NonAliasingLoadEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B15Parts(int /*process*/) { return EngineParts<NonAliasingLoadEngine>(); }
 
 }  // namespace ckptspec

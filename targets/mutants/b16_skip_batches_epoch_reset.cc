@@ -7,31 +7,23 @@
 // the epoch: consumed_samples becomes consumed_samples mod num_samples, epoch 0. Silent; only a
 // resume after the first epoch boundary (with shuffling) differs.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b16_skip_batches_epoch_reset.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class EpochResettingFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B16Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint&, std::vector<TrainingState>* states) {
     for (TrainingState& s : *states) {
       const int64_t n = s.config.data.num_samples;
       s.data.consumed_samples %= n;  // the in-epoch position is kept ...
       s.data.epoch = 0;              // ... of the epoch-0 permutation: set_epoch(0)
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B16Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<EpochResettingFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -7,16 +7,15 @@
 // -- the "cuda" stream and the CUDA RNG tracker states -- back to its fresh seeding; CPU streams
 // stay restored. Silent; needs more than one rank and draws before the save.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b17_rng_state_all.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class CurrentDeviceRngFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B17Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint&, std::vector<TrainingState>* states) {
     for (TrainingState& s : *states) {
       for (size_t r = 1; r < s.rng.size() && r < s.config.ranks.size(); ++r) {
         const RankRngState fresh =
@@ -26,15 +25,8 @@ class CurrentDeviceRngFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B17Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<CurrentDeviceRngFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

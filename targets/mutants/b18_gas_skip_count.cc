@@ -7,30 +7,22 @@
 // iterator at consumed_samples / GradAccumSteps -- one micro-batch set per step. Silent; only with
 // gradient accumulation (global_batch_size > micro_batch_size x dp_size) and k > 0.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b18_gas_skip_count.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class StepCountingSkipFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B18Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint&, std::vector<TrainingState>* states) {
     for (TrainingState& s : *states) {
       s.data.consumed_samples /= GradAccumSteps(s.config.data);  // skip count not multiplied by gas
       s.data.epoch = s.data.consumed_samples / s.config.data.num_samples;
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B18Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<StepCountingSkipFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -9,7 +9,9 @@
 // overrides that one step to return OK: the future's exception is never fetched.
 // Silent: the tracker still names the previous checkpoint (or none).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b19_async_error_swallowed.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -24,12 +26,6 @@ class ErrorSwallowingEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B19Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<ErrorSwallowingEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B19Parts(int /*process*/) { return EngineParts<ErrorSwallowingEngine>(); }
 
 }  // namespace ckptspec

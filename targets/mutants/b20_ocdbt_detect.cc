@@ -8,7 +8,9 @@
 // iteration directory: a per-writer checkpoint is taken for a single-index one, whose reader then
 // reports the missing metadata.json. Saving is unchanged, so its own saves (single index) load.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b20_ocdbt_detect.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -24,12 +26,6 @@ class TopLevelProbeEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B20Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<TopLevelProbeEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B20Parts(int /*process*/) { return EngineParts<TopLevelProbeEngine>(); }
 
 }  // namespace ckptspec

@@ -13,21 +13,19 @@
 // saved LR bounds, hyper-parameters and step; L6: under override_scheduler the new config's
 // bounds), and recomputes lr from the scheduler. Silent; only when a sub-optimizer saved two groups that differ only in LR bounds.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b21_lr_bound_groups_collapse.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <map>
 
 #include "model/scheduler.h"
+#include "targets/mutants/framework_edits.h"
 #include "targets/mutants/saved_param_groups.h"
 
 namespace ckptspec {
-namespace {
 
-class CollapsingGroupMatchFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B21Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (load.flags.finetune || load.flags.no_load_optim) return Status::OK();
     return ForEachSavedSubOptimizer(
         load, states, [&](TrainingState& s, SubOptimizer& sub, const SubOptimizer& old) -> Status {
@@ -60,15 +58,8 @@ class CollapsingGroupMatchFramework : public CanonicalFramework {
           ApplySchedule(s.scheduler, &sub.groups);
           return Status::OK();
         });
-  }
-};
-
-}  // namespace
-
-ReplacedParts B21Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<CollapsingGroupMatchFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

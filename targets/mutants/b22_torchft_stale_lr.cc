@@ -14,44 +14,48 @@
 // process has produced state dicts before and its learning rate has moved since (a heal, a save
 // after training on).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b22_torchft_stale_lr.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
+#include "targets/mutants/framework_edits.h"
 #include "targets/mutants/saved_param_groups.h"
 
 namespace ckptspec {
 namespace {
 
-class CachedOptimizerStateFramework : public CanonicalFramework {
- public:
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    std::vector<TrainingState> served = states;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t m = 0; m < served.size(); ++m) {
-        for (size_t o = 0; o < served[m].optimizers.size(); ++o) {
-          std::vector<ParamGroup>& groups = served[m].optimizers[o].groups;
-          for (size_t g = 0; g < groups.size(); ++g) {
-            // The first dict of the process fixes each group's lr (by position).
-            const auto [it, first] = cached_lr_.emplace(std::make_tuple(m, o, g), groups[g].lr);
-            if (!first) groups[g].lr = it->second;
-          }
+// The process's cached optimizer state dict (its scalar learning rates), by (module,
+// sub-optimizer, group): the bug's hidden state, kept as long as the process's framework.
+struct CachedLearningRates {
+  std::mutex mu;
+  std::map<std::tuple<size_t, size_t, size_t>, double> lr;
+};
+
+}  // namespace
+
+ReplacedParts B22Parts(int /*process*/) {
+  auto cache = std::make_shared<CachedLearningRates>();
+  FrameworkEdits edits;
+  edits.before_save = [cache](std::vector<TrainingState>* served) {
+    std::lock_guard<std::mutex> lock(cache->mu);
+    for (size_t m = 0; m < served->size(); ++m) {
+      for (size_t o = 0; o < (*served)[m].optimizers.size(); ++o) {
+        std::vector<ParamGroup>& groups = (*served)[m].optimizers[o].groups;
+        for (size_t g = 0; g < groups.size(); ++g) {
+          // The first dict of the process fixes each group's lr (by position).
+          const auto [it, first] = cache->lr.emplace(std::make_tuple(m, o, g), groups[g].lr);
+          if (!first) groups[g].lr = it->second;
         }
       }
     }
-    return CanonicalFramework::ToStateDicts(layout, served, sharding, every_rank);
-  }
-
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+    return Status::OK();
+  };
+  // The scheduler state is restored; the optimizer's groups keep the lr they were loaded with.
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (load.flags.finetune || load.flags.no_load_optim) return Status::OK();
-    // The scheduler state is restored; the optimizer's groups keep the lr they were loaded with.
     return ForEachSavedSubOptimizer(
         load, states, [](TrainingState& s, SubOptimizer& sub, const SubOptimizer& old) -> Status {
           std::vector<int> match;
@@ -61,21 +65,8 @@ class CachedOptimizerStateFramework : public CanonicalFramework {
           }
           return Status::OK();
         });
-  }
-
- private:
-  // The process's cached optimizer state dict (its scalar learning rates), by (module,
-  // sub-optimizer, group). FrameworkLayer's methods are const; the cache is the bug's hidden state.
-  mutable std::mutex mu_;
-  mutable std::map<std::tuple<size_t, size_t, size_t>, double> cached_lr_;
-};
-
-}  // namespace
-
-ReplacedParts B22Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<CachedOptimizerStateFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -9,16 +9,15 @@
 // the loading run's config loses its optimizer state. Silent; visible when a parameter that has
 // state is frozen across a load (P20: Freeze after training, then Restart or Heal).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b23_frozen_optim_state_dropped.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class RequiresGradFilteredLoadFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B23Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (load.flags.finetune || load.flags.no_load_optim) return Status::OK();
     for (TrainingState& s : *states) {
       if (s.config.optimizer.freeze_family != FreezeFamily::kTorchOptim) continue;
@@ -31,15 +30,8 @@ class RequiresGradFilteredLoadFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B23Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<RequiresGradFilteredLoadFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -10,22 +10,20 @@
 // refused resume of a checkpoint saved before some trainable parameter was stepped (at
 // iteration 0, after an Unfreeze, after a Restart that unfroze a parameter).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b24_lazy_state_requested.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <algorithm>
 
-namespace ckptspec {
-namespace {
+#include "targets/mutants/framework_edits.h"
 
-class MaterializedStateFramework : public CanonicalFramework {
- public:
-  Status LoadTemplates(const HeterogeneousLayout& layout,
-                       const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
-                       const LoadFlags& flags,
-                       std::vector<ShardedStateDict>* every_rank) const override {
-    CheckpointInfo materialized = saved;
-    for (size_t m = 0; m < configs.size() && m < materialized.optimizer_state_params.size(); ++m) {
-      std::optional<std::vector<int64_t>>& with_state = materialized.optimizer_state_params[m];
+namespace ckptspec {
+
+ReplacedParts B24Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.before_templates = [](const std::vector<TrainingConfig>& configs,
+                              CheckpointInfo* materialized) {
+    for (size_t m = 0; m < configs.size() && m < materialized->optimizer_state_params.size(); ++m) {
+      std::optional<std::vector<int64_t>>& with_state = materialized->optimizer_state_params[m];
       if (!with_state) continue;
       TrainingState fresh;
       CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(configs[m], &fresh));
@@ -35,16 +33,9 @@ class MaterializedStateFramework : public CanonicalFramework {
       std::sort(with_state->begin(), with_state->end());
       with_state->erase(std::unique(with_state->begin(), with_state->end()), with_state->end());
     }
-    return CanonicalFramework::LoadTemplates(layout, configs, materialized, flags, every_rank);
-  }
-};
-
-}  // namespace
-
-ReplacedParts B24Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<MaterializedStateFramework>();
-  return parts;
+    return Status::OK();
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -13,7 +13,7 @@
 // Silent; visible to a property that resumes per-DP-rank loaders under a smaller DP size (the
 // spec refuses it, L9).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b25_loader_state_by_rank_index.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <map>
 

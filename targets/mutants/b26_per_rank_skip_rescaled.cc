@@ -12,18 +12,16 @@
 // * new DP size, and the epoch that goes with it. Silent; visible to a property that resumes the
 // global sampler under another DP size and compares the samples drawn next.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b26_per_rank_skip_rescaled.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include "model/load_semantics.h"
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class PerRankSkipFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B26Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     const std::vector<ModuleLayout>& now = load.layout.modules();
     const std::vector<ModuleLayout>& was = load.saved.layout.modules();
     for (size_t m = 0; m < states->size() && m < was.size(); ++m) {
@@ -38,15 +36,8 @@ class PerRankSkipFramework : public CanonicalFramework {
       s.data.epoch = s.data.consumed_samples / s.config.data.num_samples;
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B26Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<PerRankSkipFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

@@ -10,9 +10,11 @@
 // the value of the lowest rank that holds it and writes it for every rank: the index looks as
 // the reference's does and every rank loads a value, the first rank's. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b27_rank_local_merged_by_name.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <map>
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -43,12 +45,6 @@ class MergedByNameEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B27Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<MergedByNameEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B27Parts(int /*process*/) { return EngineParts<MergedByNameEngine>(); }
 
 }  // namespace ckptspec

@@ -12,13 +12,15 @@
 // save's write (save_context()), takes every host-placed tensor's bytes from that save's caller's
 // dicts as they are then. Device tensors and sync saves are the reference's. Silent.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b28_host_staging_aliased.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -76,12 +78,6 @@ class HostAliasingStagingEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B28Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<HostAliasingStagingEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B28Parts(int /*process*/) { return EngineParts<HostAliasingStagingEngine>(); }
 
 }  // namespace ckptspec

@@ -17,13 +17,15 @@
 // Invisible to a load in the saving process; a resume in a new process (P1, P2, P3 since they
 // restart) loads other parameters' state. S->L.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b29_optimizer_order_per_process.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
 namespace {
@@ -79,49 +81,28 @@ void Reorder(uint64_t salt, bool to_process, std::vector<ShardedStateDict>* ever
   }
 }
 
-class ProcessOrderFramework : public CanonicalFramework {
- public:
-  explicit ProcessOrderFramework(int process) : salt_(static_cast<uint64_t>(process) + 1) {}
-
-  Status ToStateDicts(const HeterogeneousLayout& layout, const std::vector<TrainingState>& states,
-                      const ShardingConfig& sharding,
-                      std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::ToStateDicts(layout, states, sharding, every_rank));
-    Reorder(salt_, true, every_rank);
-    return Status::OK();
-  }
-  Status LoadTemplates(const HeterogeneousLayout& layout,
-                       const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
-                       const LoadFlags& flags,
-                       std::vector<ShardedStateDict>* every_rank) const override {
-    CKPTSPEC_RETURN_IF_ERROR(
-        CanonicalFramework::LoadTemplates(layout, configs, saved, flags, every_rank));
-    Reorder(salt_, true, every_rank);
-    return Status::OK();
-  }
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    std::vector<ShardedStateDict> loaded = load.loaded;
-    std::vector<ShardedStateDict> requested = load.requested;
-    Reorder(salt_, false, &loaded);
-    Reorder(salt_, false, &requested);
-    return CanonicalFramework::FromStateDicts(
-        LoadedCheckpoint{loaded, requested, load.saved, load.layout, load.configs, load.flags},
-        states);
-  }
-
- private:
-  // This process's order (kept for the life of the process, as the set's order is).
-  const uint64_t salt_;
-};
-
 }  // namespace
 
 ReplacedParts B29Parts(int process) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<ProcessOrderFramework>(process);
-  return parts;
+  // This process's order (kept for the life of the process, as the set's order is).
+  const uint64_t salt = static_cast<uint64_t>(process) + 1;
+  FrameworkEdits edits;
+  edits.after_save = [salt](const std::vector<TrainingState>&,
+                            std::vector<ShardedStateDict>* every_rank) {
+    Reorder(salt, true, every_rank);
+    return Status::OK();
+  };
+  edits.after_templates = [salt](const CheckpointInfo&, std::vector<ShardedStateDict>* every_rank) {
+    Reorder(salt, true, every_rank);
+    return Status::OK();
+  };
+  edits.before_rebuild = [salt](const LoadedCheckpoint&, std::vector<ShardedStateDict>* loaded,
+                                std::vector<ShardedStateDict>* requested) {
+    Reorder(salt, false, loaded);
+    Reorder(salt, false, requested);
+    return Status::OK();
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

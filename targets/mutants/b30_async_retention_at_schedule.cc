@@ -13,12 +13,14 @@
 // step does nothing in an async save's write (save_context()), where the reference's runs. Sync
 // saves keep the reference's retention. Silent until a crash or a failed async save.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b30_async_retention_at_schedule.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <utility>
+
+#include "targets/mutants/mutant_target.h"
 
 namespace ckptspec {
 namespace {
@@ -67,12 +69,6 @@ class RetentionAtScheduleEngine : public ReferenceEngine {
 
 }  // namespace
 
-ReplacedParts B30Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.engine = [](ReferenceOptions options) -> std::unique_ptr<ReferenceEngine> {
-    return std::make_unique<RetentionAtScheduleEngine>(std::move(options));
-  };
-  return parts;
-}
+ReplacedParts B30Parts(int /*process*/) { return EngineParts<RetentionAtScheduleEngine>(); }
 
 }  // namespace ckptspec

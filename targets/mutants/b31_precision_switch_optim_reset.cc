@@ -16,16 +16,15 @@
 // has trained (k > 0) and the resume changes the params dtype with the optimizer loaded (P3's
 // and P20's precision changes).
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b31_precision_switch_optim_reset.h"
+#include "targets/mutants/mutant_parts.h"
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class PrecisionSwitchResetsOptimizerFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
+ReplacedParts B31Parts(int /*process*/) {
+  FrameworkEdits edits;
+  edits.after_rebuild = [](const LoadedCheckpoint& load, std::vector<TrainingState>* states) {
     if (load.flags.finetune || load.flags.no_load_optim) return Status::OK();
     for (size_t m = 0; m < states->size() && m < load.saved.params_dtype.size(); ++m) {
       TrainingState& s = (*states)[m];
@@ -51,15 +50,8 @@ class PrecisionSwitchResetsOptimizerFramework : public CanonicalFramework {
       }
     }
     return Status::OK();
-  }
-};
-
-}  // namespace
-
-ReplacedParts B31Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<PrecisionSwitchResetsOptimizerFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec

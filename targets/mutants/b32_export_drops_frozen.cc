@@ -19,7 +19,7 @@
 // import saves what is left, and the resume from it fails on the missing key where the spec
 // loads the frozen weights (row L1). S->L.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b32_export_drops_frozen.h"
+#include "targets/mutants/mutant_parts.h"
 
 #include <memory>
 #include <string>

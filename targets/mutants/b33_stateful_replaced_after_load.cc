@@ -22,21 +22,24 @@
 // checkpoint holds as objects and common state -- keeping the loaded parameters and optimizer
 // tensors. Silent; only a reload after an earlier load in the same process shows it.
 // Killers: its entry in targets/mutants/catalog.cc.
-#include "targets/mutants/b33_stateful_replaced_after_load.h"
+#include "targets/mutants/mutant_parts.h"
 
-#include <mutex>
+#include <atomic>
+#include <memory>
+
+#include "targets/mutants/framework_edits.h"
 
 namespace ckptspec {
-namespace {
 
-class ReplacedStatefulFramework : public CanonicalFramework {
- public:
-  Status FromStateDicts(const LoadedCheckpoint& load,
-                        std::vector<TrainingState>* states) const override {
-    CKPTSPEC_RETURN_IF_ERROR(CanonicalFramework::FromStateDicts(load, states));
-    std::lock_guard<std::mutex> lock(mu_);
-    const bool replaced = loaded_before_;
-    loaded_before_ = true;  // the trainer's dict now holds the loaded copies
+ReplacedParts B33Parts(int /*process*/) {
+  // Whether this process has loaded before: the replaced entries of the trainer's dict are the
+  // bug's hidden state.
+  auto loaded_before = std::make_shared<std::atomic<bool>>(false);
+  FrameworkEdits edits;
+  edits.after_rebuild = [loaded_before](const LoadedCheckpoint& load,
+                                        std::vector<TrainingState>* states) {
+    // The trainer's dict now holds the loaded copies.
+    const bool replaced = loaded_before->exchange(true);
     if (!replaced || load.live == nullptr || load.live->size() != states->size()) {
       return Status::OK();
     }
@@ -52,21 +55,8 @@ class ReplacedStatefulFramework : public CanonicalFramework {
       s.iteration = live.iteration;
     }
     return Status::OK();
-  }
-
- private:
-  // Whether this process has loaded before. FrameworkLayer's methods are const; the replaced
-  // entries of the trainer's dict are the bug's hidden state.
-  mutable std::mutex mu_;
-  mutable bool loaded_before_ = false;
-};
-
-}  // namespace
-
-ReplacedParts B33Parts(int /*process*/) {
-  ReplacedParts parts;
-  parts.framework = std::make_unique<ReplacedStatefulFramework>();
-  return parts;
+  };
+  return EditedFrameworkParts(std::move(edits));
 }
 
 }  // namespace ckptspec
