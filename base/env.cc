@@ -62,12 +62,16 @@ Status Env::RemoveTree(const std::string& path) {
   bool is_dir = false;
   CKPTSPEC_RETURN_IF_ERROR(IsDirectory(path, &is_dir));
   if (!is_dir) return RemoveFile(path);
+  return RemoveDirContentsAndDir(this, path);
+}
+
+Status RemoveDirContentsAndDir(Env* env, const std::string& dir) {
   std::vector<std::string> children;
-  CKPTSPEC_RETURN_IF_ERROR(GetChildren(path, &children));
+  CKPTSPEC_RETURN_IF_ERROR(env->GetChildren(dir, &children));
   for (const std::string& child : children) {
-    CKPTSPEC_RETURN_IF_ERROR(RemoveTree(JoinPath(path, child)));
+    CKPTSPEC_RETURN_IF_ERROR(env->RemoveTree(JoinPath(dir, child)));
   }
-  return RemoveDir(path);
+  return env->RemoveDir(dir);
 }
 
 Status CreateDirs(Env* env, const std::string& dir) {

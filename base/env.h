@@ -1,6 +1,7 @@
 // Env: every file operation of a target goes through this interface (LevelDB's Env pattern), so
 // that tests can run a save against an in-memory file system that crashes, drops unsynced data,
 // corrupts reads or fails writes (mem_env.h), and benchmarks against the real disk (PosixEnv).
+// The faults are a wrapper over any Env (fault_injection_env.h), so they reach the real disk too.
 //
 // Paths are '/'-separated strings. Contracts common to every implementation:
 //  - Every method returns a Status; none throws or aborts. IOError for environment failures,
@@ -107,6 +108,9 @@ Status ReadFileToString(Env* env, const std::string& path, uint64_t max_size, st
 // Reads exactly `size` bytes at `offset`; a short read is a Corruption naming the file.
 Status ReadExactly(const RandomAccessFile& file, const std::string& path, uint64_t offset,
                    size_t size, void* out);
+// RemoveTree's step for a directory: RemoveTree of each of `dir`'s children, then RemoveDir(dir),
+// each through `env`. For an Env whose RemoveTree walks the tree through its own calls.
+Status RemoveDirContentsAndDir(Env* env, const std::string& dir);
 // Creates `dir` and its missing parents (without syncing).
 Status CreateDirs(Env* env, const std::string& dir);
 
