@@ -115,68 +115,100 @@ size_t FirstAfter(const std::vector<size_t>& sorted, size_t after, size_t none) 
 
 }  // namespace
 
-Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops, OpReplay* out) {
-  *out = OpReplay();
-  out->ops_ = &ops;
-  std::map<FileId, uint32_t> bound;  // inode -> its current node
-  std::map<std::string, uint32_t> dir_at_path;
-  TreeBound tree_bound;
-  auto new_node = [&](bool is_dir) {
-    tree_bound.AddNode();
-    out->nodes_.push_back(Node{is_dir, nullptr, {}});
-    out->initial_dirs_.children.emplace_back();
-    out->initial_dirs_.parent.push_back(kNoNode);
-    out->initial_dirs_.name.emplace_back();
-    return static_cast<uint32_t>(out->nodes_.size() - 1);
-  };
-  out->root_ = new_node(true);
-  bound[initial.root] = out->root_;
-  dir_at_path[""] = out->root_;
-  for (const InitialEntry& entry : initial.entries) {
+// Build's bookkeeping while it binds the snapshot's entries and the ops' inodes to nodes: the node
+// each inode is bound to now, the snapshot's directories by path, and what the trees can hold.
+class OpReplay::Builder {
+ public:
+  explicit Builder(OpReplay* out) : out_(out) {}
+
+  // Adds the root and every snapshot entry; InvalidArgument on an entry before its parent's.
+  Status AddSnapshot(const InitialTree& initial) {
+    out_->root_ = NewNode(true);
+    bound_[initial.root] = out_->root_;
+    dir_at_path_[""] = out_->root_;
+    for (const InitialEntry& entry : initial.entries) {
+      CKPTSPEC_RETURN_IF_ERROR(AddSnapshotEntry(entry));
+    }
+    return Status::OK();
+  }
+
+  // Resolves the inodes every successful op names; errs on an incomplete recording or a bad inode.
+  Status ResolveOps(const std::vector<FsOp>& ops) {
+    out_->resolved_.resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const FsOp& op = ops[i];
+      if (op.kind == FsOpKind::kUnseen) {
+        return Status::FailedPrecondition(OpInWords(ops, i) + ": the recording is incomplete (" +
+                                          op.detail + "), so no crash state can be built from it");
+      }
+      if (op.err != 0) continue;
+      CKPTSPEC_RETURN_IF_ERROR(ResolveOp(ops, i));
+      ResolvedOp& r = out_->resolved_[i];
+      r.changes = IsEntryOp(op.kind) || r.data_position != kNoPosition;
+    }
+    return Status::OK();
+  }
+
+  // NotSupported when the replayed trees could hold more than op_replay.h's tree bound.
+  Status CheckTreeBound(const std::vector<FsOp>& ops) const { return tree_bound_.Check(ops); }
+
+ private:
+  // A new node, a directory or a file, in no directory yet.
+  uint32_t NewNode(bool is_dir) {
+    tree_bound_.AddNode();
+    out_->nodes_.push_back(Node{is_dir, nullptr, {}});
+    out_->initial_dirs_.children.emplace_back();
+    out_->initial_dirs_.parent.push_back(kNoNode);
+    out_->initial_dirs_.name.emplace_back();
+    return static_cast<uint32_t>(out_->nodes_.size() - 1);
+  }
+
+  // Binds one snapshot entry under its parent; InvalidArgument where the snapshot is inconsistent.
+  Status AddSnapshotEntry(const InitialEntry& entry) {
     const size_t slash = entry.path.rfind('/');
     const std::string parent_path = slash == std::string::npos ? "" : entry.path.substr(0, slash);
     const std::string name = slash == std::string::npos ? entry.path : entry.path.substr(slash + 1);
-    auto parent = dir_at_path.find(parent_path);
-    if (name.empty() || parent == dir_at_path.end()) {
+    auto parent = dir_at_path_.find(parent_path);
+    if (name.empty() || parent == dir_at_path_.end()) {
       return Status::InvalidArgument("the snapshot entry '" + entry.path +
                                      "' does not follow its parent directory");
     }
-    auto existing = bound.find(entry.id);
+    auto existing = bound_.find(entry.id);
     uint32_t node;
-    if (existing != bound.end()) {
+    if (existing != bound_.end()) {
       node = existing->second;
-      if (entry.is_dir || out->nodes_[node].is_dir) {
+      if (entry.is_dir || out_->nodes_[node].is_dir) {
         return Status::InvalidArgument("the snapshot names " + InodeInWords(entry.id) +
                                        " twice ('" + entry.path + "'), as a directory");
       }
     } else {
-      node = new_node(entry.is_dir);
-      bound[entry.id] = node;
-      if (!entry.is_dir) out->nodes_[node].initial = &entry.content;
+      node = NewNode(entry.is_dir);
+      bound_[entry.id] = node;
+      if (!entry.is_dir) out_->nodes_[node].initial = &entry.content;
     }
-    out->initial_dirs_.children[parent->second][name] = node;
-    tree_bound.AddInput(entry.content.size());
-    tree_bound.AddName(node);
-    tree_bound.Grow(node, entry.content.size(), SIZE_MAX);
+    out_->initial_dirs_.children[parent->second][name] = node;
+    tree_bound_.AddInput(entry.content.size());
+    tree_bound_.AddName(node);
+    tree_bound_.Grow(node, entry.content.size(), SIZE_MAX);
     if (entry.is_dir) {
-      out->initial_dirs_.parent[node] = parent->second;
-      out->initial_dirs_.name[node] = name;
-      dir_at_path[entry.path] = node;
+      out_->initial_dirs_.parent[node] = parent->second;
+      out_->initial_dirs_.name[node] = name;
+      dir_at_path_[entry.path] = node;
     }
+    return Status::OK();
   }
 
-  out->resolved_.resize(ops.size());
-  // Returns the node `id` is bound to, checking it exists and is (or is not) a directory.
-  auto resolve = [&](size_t i, const FileId& id, const char* role, int want_dir,
-                     uint32_t* node) -> Status {
-    auto it = bound.find(id);
-    if (it == bound.end()) {
+  // The node `id` is bound to, checking it exists and is (want_dir 1) or is not (0) a directory.
+  Status Resolve(const std::vector<FsOp>& ops, size_t i, const FileId& id, const char* role,
+                 int want_dir, uint32_t* node) const {
+    auto it = bound_.find(id);
+    if (it == bound_.end()) {
       return Status::InvalidArgument(OpInWords(ops, i) + " names " + InodeInWords(id) + " (" +
                                      role +
                                      "), which neither the snapshot nor an earlier operation "
                                      "created");
     }
-    const bool is_dir = out->nodes_[it->second].is_dir;
+    const bool is_dir = out_->nodes_[it->second].is_dir;
     if (want_dir >= 0 && is_dir != (want_dir == 1)) {
       return Status::InvalidArgument(OpInWords(ops, i) + " names " + InodeInWords(id) + " (" +
                                      role + ") as a " + (want_dir ? "directory" : "regular file") +
@@ -184,80 +216,95 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
     }
     *node = it->second;
     return Status::OK();
-  };
-  for (size_t i = 0; i < ops.size(); ++i) {
+  }
+
+  // Resolves the nodes successful op i names into resolved_[i], binding the inode it creates.
+  Status ResolveOp(const std::vector<FsOp>& ops, size_t i) {
     const FsOp& op = ops[i];
-    ResolvedOp& r = out->resolved_[i];
-    if (op.kind == FsOpKind::kUnseen) {
-      return Status::FailedPrecondition(OpInWords(ops, i) + ": the recording is incomplete (" +
-                                        op.detail + "), so no crash state can be built from it");
-    }
-    if (op.err != 0) continue;
+    ResolvedOp& r = out_->resolved_[i];
     switch (op.kind) {
       case FsOpKind::kCreate:
       case FsOpKind::kMkdir:
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir, "its directory", 1, &r.dir));
-        r.file = new_node(op.kind == FsOpKind::kMkdir);
-        bound[op.file] = r.file;
-        tree_bound.AddName(r.file);
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.dir, "its directory", 1, &r.dir));
+        r.file = NewNode(op.kind == FsOpKind::kMkdir);
+        bound_[op.file] = r.file;
+        tree_bound_.AddName(r.file);
         break;
       case FsOpKind::kWrite:
       case FsOpKind::kTruncate: {
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.file, "the file", 0, &r.file));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.file, "the file", 0, &r.file));
         const uint64_t end = op.kind == FsOpKind::kWrite ? op.offset + op.data.size() : op.length;
         if (end > kMaxReplayedFileBytes || (op.kind == FsOpKind::kWrite && end < op.offset)) {
           return Status::NotSupported(OpInWords(ops, i) + " makes the file larger than the " +
                                       std::to_string(kMaxReplayedFileBytes) +
                                       " bytes a replay builds");
         }
-        tree_bound.AddInput(op.data.size());
-        tree_bound.Grow(r.file, end, i);
-        r.data_position = static_cast<uint32_t>(out->nodes_[r.file].data_ops.size());
-        out->nodes_[r.file].data_ops.push_back(i);
+        tree_bound_.AddInput(op.data.size());
+        tree_bound_.Grow(r.file, end, i);
+        r.data_position = static_cast<uint32_t>(out_->nodes_[r.file].data_ops.size());
+        out_->nodes_[r.file].data_ops.push_back(i);
         break;
       }
       case FsOpKind::kFsync:
       case FsOpKind::kFdatasync:
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.file, "the file", -1, &r.file));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.file, "the file", -1, &r.file));
         break;
       case FsOpKind::kRename:
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.file, "the entry", -1, &r.file));
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir, "its source directory", 1, &r.dir));
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir2, "its destination directory", 1, &r.dir2));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.file, "the entry", -1, &r.file));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.dir, "its source directory", 1, &r.dir));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.dir2, "its destination directory", 1, &r.dir2));
         break;
       case FsOpKind::kLink:
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.file, "the file", 0, &r.file));
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir2, "its new directory", 1, &r.dir2));
-        tree_bound.AddName(r.file);
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.file, "the file", 0, &r.file));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.dir2, "its new directory", 1, &r.dir2));
+        tree_bound_.AddName(r.file);
         break;
       case FsOpKind::kUnlink:
       case FsOpKind::kRmdir:
         CKPTSPEC_RETURN_IF_ERROR(
-            resolve(i, op.file, "the entry", op.kind == FsOpKind::kRmdir, &r.file));
-        CKPTSPEC_RETURN_IF_ERROR(resolve(i, op.dir, "its directory", 1, &r.dir));
+            Resolve(ops, i, op.file, "the entry", op.kind == FsOpKind::kRmdir, &r.file));
+        CKPTSPEC_RETURN_IF_ERROR(Resolve(ops, i, op.dir, "its directory", 1, &r.dir));
         break;
       case FsOpKind::kSyncAll:
       case FsOpKind::kUnseen:
         break;
     }
-    r.changes = IsEntryOp(op.kind) || r.data_position != kNoPosition;
+    return Status::OK();
   }
-  CKPTSPEC_RETURN_IF_ERROR(tree_bound.Check(ops));
 
+  OpReplay* out_;
+  std::map<FileId, uint32_t> bound_;  // inode -> its current node
+  std::map<std::string, uint32_t> dir_at_path_;
+  TreeBound tree_bound_;
+};
+
+Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops, OpReplay* out) {
+  *out = OpReplay();
+  out->ops_ = &ops;
+  Builder builder(out);
+  CKPTSPEC_RETURN_IF_ERROR(builder.AddSnapshot(initial));
+  CKPTSPEC_RETURN_IF_ERROR(builder.ResolveOps(ops));
+  CKPTSPEC_RETURN_IF_ERROR(builder.CheckTreeBound(ops));
+  out->SetDurableBy();
+  return Status::OK();
+}
+
+void OpReplay::SetDurableBy() {
   // Durability: the first later sync, fsync (or, for data, fdatasync) that covers each op.
+  const std::vector<FsOp>& ops = *ops_;
   const size_t n = ops.size();
-  std::vector<std::vector<size_t>> fsyncs(out->nodes_.size()), datasyncs(out->nodes_.size());
+  std::vector<std::vector<size_t>> fsyncs(nodes_.size()), datasyncs(nodes_.size());
   std::vector<size_t> syncs;
   for (size_t i = 0; i < n; ++i) {
     if (ops[i].err != 0) continue;
     if (ops[i].kind == FsOpKind::kSyncAll) syncs.push_back(i);
-    if (ops[i].kind == FsOpKind::kFsync) fsyncs[out->resolved_[i].file].push_back(i);
+    if (ops[i].kind == FsOpKind::kFsync) fsyncs[resolved_[i].file].push_back(i);
     if (ops[i].kind == FsOpKind::kFsync || ops[i].kind == FsOpKind::kFdatasync) {
-      datasyncs[out->resolved_[i].file].push_back(i);
+      datasyncs[resolved_[i].file].push_back(i);
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    ResolvedOp& r = out->resolved_[i];
+    ResolvedOp& r = resolved_[i];
     size_t by = FirstAfter(syncs, i, n);
     if (r.changes && r.data_position != kNoPosition) {
       by = std::min(by, FirstAfter(datasyncs[r.file], i, n));
@@ -271,7 +318,6 @@ Status OpReplay::Build(const InitialTree& initial, const std::vector<FsOp>& ops,
     }
     r.durable_by = by;
   }
-  return Status::OK();
 }
 
 std::vector<size_t> OpReplay::NonDurable(size_t k) const {

@@ -136,6 +136,11 @@ class OpReplay {
     bool torn = false;
   };
 
+  // Build's steps: binds the snapshot's entries and the ops' inodes to nodes (op_replay.cc).
+  class Builder;
+  // Sets each op's durable_by: the first later sync or fsync (a data op: or fdatasync) covering it.
+  void SetDurableBy();
+
   void ReplayEntries(size_t k, const LostFlags& lost, Dirs* dirs) const;
   void CutData(size_t k, const LostFlags& lost, size_t torn, std::vector<DataCut>* cuts) const;
   std::string ContentOf(uint32_t node, DataCut cut, uint64_t torn_bytes) const;
