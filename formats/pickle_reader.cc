@@ -370,51 +370,23 @@ class PickleMachine {
                               std::string(op.text.substr(0, 32)) + "'");
   }
 
-  // Inlined into Run's loop (the stack machine's hot path), whatever its size.
+  // Inlined into Run's loop (the stack machine's hot path), whatever its size; so are the cases
+  // it hands to the methods below it.
   __attribute__((always_inline)) inline Status Execute(const Op& op) {
     switch (op.code) {
       case kProto:
-        if (op.number > 5) {
-          return Status::NotSupported(At(op.pos) + "pickle protocol " + std::to_string(op.number) +
-                                      " (0 to 5 are read)");
-        }
-        return Status::OK();
+        return CheckProtocol(op);
       case kFrame:
-        if (op.number > in_.size() - op.pos - 9) {
-          return Status::Corruption(At(op.pos) + "frame of " + std::to_string(op.number) +
-                                    " bytes runs past the end of the input");
-        }
-        if (frame_end_ == kNoFrame) {
-          frame_end_ = op.pos + 9 + op.number;
-        } else if (op.pos + 9 + op.number > frame_end_) {
-          return PastFrame(op);  // a frame in a frame, past its end
-        }
-        return Status::OK();
+        return EnterFrame(op);
       case kMark:
         marks_.push_back(stack_.size());
         return Status::OK();
-      case kPop: {
-        // As in CPython, POP with nothing above the last MARK removes the MARK.
-        if (!marks_.empty() && stack_.size() == marks_.back()) {
-          marks_.pop_back();
-          return Status::OK();
-        }
-        PyValue v;
-        return Pop(op, &v);
-      }
-      case kPopMark: {
-        size_t mark = 0;
-        CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &mark));
-        stack_.resize(mark);
-        return Status::OK();
-      }
-      case kDup: {
-        if (stack_.size() <= Floor()) return Underflow(op);
-        Pin(stack_.back());
-        Charge(8);
-        stack_.push_back(stack_.back());
-        return Status::OK();
-      }
+      case kPop:
+        return PopTop(op);
+      case kPopMark:
+        return PopToMark(op);
+      case kDup:
+        return Dup(op);
       case kNone:
         return Push(PyValue());
       case kNewTrue:
@@ -430,29 +402,15 @@ class PickleMachine {
         return PushLong(op);
       case kIntText:
         return PushIntText(op);
-      case kBinFloat: {
-        uint64_t bits = 0;
-        for (size_t i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(op.text[i]);
-        double d;
-        std::memcpy(&d, &bits, 8);
-        doc_->floats_.push_back(d);
-        return Push(PyValue::Make(Kind::kFloat, doc_->floats_.size() - 1));
-      }
+      case kBinFloat:
+        return PushBinFloat(op);
       case kShortBinUnicode:
       case kBinUnicode:
       case kBinUnicode8:
-        if (!IsPythonUtf8(op.text)) {
-          return Status::Corruption(At(op.pos) + "a str whose bytes are not UTF-8");
-        }
-        return Push(MakeString(Kind::kStr, op.text));
+        return PushUnicode(op);
       case kShortBinString:
       case kBinString:
-        // Python 2's str: pickle.load decodes it as ASCII, torch.load as UTF-8.
-        if (!IsAscii(op.text)) {
-          return Status::NotSupported(At(op.pos) + "a Python 2 str of bytes beyond ASCII " +
-                                      "(what it reads as depends on the unpickler's encoding)");
-        }
-        return Push(MakeString(Kind::kStr, op.text));
+        return PushPython2String(op);
       case kShortBinBytes:
       case kBinBytes:
       case kBinBytes8:
@@ -463,36 +421,13 @@ class PickleMachine {
         return Push(MakeTuple(nullptr, 0));
       case kTuple1:
       case kTuple2:
-      case kTuple3: {
-        const size_t n = op.code - kTuple1 + 1;
-        if (stack_.size() < n + Floor()) return Underflow(op);
-        const PyValue t = MakeTuple(stack_.data() + stack_.size() - n, n);
-        stack_.resize(stack_.size() - n);
-        return Push(t);
-      }
+      case kTuple3:
+        return PushSmallTuple(op);
       case kTuple:
       case kFrozenSet:
       case kList:
-      case kDict: {
-        size_t mark = 0;
-        CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &mark));
-        const size_t n = stack_.size() - mark;
-        PyValue v;
-        if (op.code == kTuple) {
-          v = MakeTuple(stack_.data() + mark, n);
-        } else if (op.code == kList) {
-          v = NewContainer(Kind::kList);
-          Charge(8 * n);
-          doc_->containers_[v.payload()].assign(stack_.begin() + static_cast<std::ptrdiff_t>(mark),
-                                                stack_.end());
-        } else {
-          if (op.code == kDict && n % 2 != 0) return OddItems(op);
-          v = NewContainer(op.code == kDict ? Kind::kDict : Kind::kFrozenSet);
-          CKPTSPEC_RETURN_IF_ERROR(PutKeys(op, v, stack_.data() + mark, n));
-        }
-        stack_.resize(mark);
-        return Push(v);
-      }
+      case kDict:
+        return PushFromMark(op);
       case kEmptyList:
         return Push(NewContainer(Kind::kList));
       case kEmptyDict:
@@ -526,58 +461,192 @@ class PickleMachine {
       }
       case kGlobal:
         return PushGlobal(op, op.text, op.text2);
-      case kStackGlobal: {
-        PyValue module, name;
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &name));
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &module));
-        if (!module.is(Kind::kStr) || !name.is(Kind::kStr)) {
-          return WrongKind(op, "STACK_GLOBAL's module and name", "str", name);
-        }
-        return PushGlobal(op, doc_->Str(module), doc_->Str(name));
-      }
-      case kReduce: {
-        PyValue callable, args;
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &callable));
-        return Call(op, callable, args, PyValue(), /*is_new=*/false);
-      }
-      case kNewObj: {
-        PyValue cls, args;
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
-        return Call(op, cls, args, PyValue(), /*is_new=*/true);
-      }
-      case kNewObjEx: {
-        PyValue cls, args, kwargs;
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &kwargs));
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
-        if (!kwargs.is(Kind::kDict)) return WrongKind(op, "NEWOBJ_EX's keywords", "dict", kwargs);
-        return Call(op, cls, args, kwargs, /*is_new=*/true);
-      }
+      case kStackGlobal:
+        return PushStackGlobal(op);
+      case kReduce:
+        return PopAndCall(op, /*is_new=*/false);
+      case kNewObj:
+        return PopAndCall(op, /*is_new=*/true);
+      case kNewObjEx:
+        return NewObjEx(op);
       case kBuild:
         return Build(op);
-      case kBinPersId: {
-        PyValue pid;
-        CKPTSPEC_RETURN_IF_ERROR(Pop(op, &pid));
-        Pin(pid);
-        doc_->persistent_ids_.push_back(pid);
-        return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
-      }
+      case kBinPersId:
+        return PushBinPersId(op);
       case kPersId:
-        if (!IsAscii(op.text)) {
-          return Status::Corruption(At(op.pos) + "a text persistent id beyond ASCII");
-        }
-        doc_->persistent_ids_.push_back(MakeString(Kind::kStr, op.text));
-        return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
+        return PushPersIdText(op);
       default:
-        if (!IsOpcode(op.code)) {
-          return Status::Corruption(At(op.pos) + "byte 0x" + OpName(op.code).substr(2) +
-                                    " is no pickle opcode");
-        }
-        return Status::NotSupported(At(op.pos) + "opcode " + OpName(op.code) + " is not read" +
-                                    " (the reader takes the data subset of pickle)");
+        return Unreadable(op);
     }
+  }
+
+  // ---- Execute's cases
+
+  // PROTO: OK for protocols 0 to 5, NotSupported for a later one.
+  __attribute__((always_inline)) inline Status CheckProtocol(const Op& op) const {
+    if (op.number > 5) {
+      return Status::NotSupported(At(op.pos) + "pickle protocol " + std::to_string(op.number) +
+                                  " (0 to 5 are read)");
+    }
+    return Status::OK();
+  }
+
+  // FRAME: starts a frame inside the input; a frame nested past its enclosing frame's end errs.
+  __attribute__((always_inline)) inline Status EnterFrame(const Op& op) {
+    if (op.number > in_.size() - op.pos - 9) {
+      return Status::Corruption(At(op.pos) + "frame of " + std::to_string(op.number) +
+                                " bytes runs past the end of the input");
+    }
+    if (frame_end_ == kNoFrame) {
+      frame_end_ = op.pos + 9 + op.number;
+    } else if (op.pos + 9 + op.number > frame_end_) {
+      return PastFrame(op);  // a frame in a frame, past its end
+    }
+    return Status::OK();
+  }
+
+  // POP: drops the top value, or (as CPython) the last MARK when nothing lies above it.
+  __attribute__((always_inline)) inline Status PopTop(const Op& op) {
+    // As in CPython, POP with nothing above the last MARK removes the MARK.
+    if (!marks_.empty() && stack_.size() == marks_.back()) {
+      marks_.pop_back();
+      return Status::OK();
+    }
+    PyValue v;
+    return Pop(op, &v);
+  }
+
+  // POP_MARK: drops the values above the last MARK, and the MARK.
+  __attribute__((always_inline)) inline Status PopToMark(const Op& op) {
+    size_t mark = 0;
+    CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &mark));
+    stack_.resize(mark);
+    return Status::OK();
+  }
+
+  // DUP: pushes the top value again (pinned: it now has two consumers).
+  __attribute__((always_inline)) inline Status Dup(const Op& op) {
+    if (stack_.size() <= Floor()) return Underflow(op);
+    Pin(stack_.back());
+    Charge(8);
+    stack_.push_back(stack_.back());
+    return Status::OK();
+  }
+
+  // BINFLOAT: pushes the big-endian IEEE double of its argument.
+  __attribute__((always_inline)) inline Status PushBinFloat(const Op& op) {
+    uint64_t bits = 0;
+    for (size_t i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(op.text[i]);
+    double d;
+    std::memcpy(&d, &bits, 8);
+    doc_->floats_.push_back(d);
+    return Push(PyValue::Make(Kind::kFloat, doc_->floats_.size() - 1));
+  }
+
+  // A counted str: pushed when its bytes are UTF-8 as Python takes it, else Corruption.
+  __attribute__((always_inline)) inline Status PushUnicode(const Op& op) {
+    if (!IsPythonUtf8(op.text)) {
+      return Status::Corruption(At(op.pos) + "a str whose bytes are not UTF-8");
+    }
+    return Push(MakeString(Kind::kStr, op.text));
+  }
+
+  // A counted Python 2 str: pushed as a str when ASCII, else NotSupported.
+  __attribute__((always_inline)) inline Status PushPython2String(const Op& op) {
+    // Python 2's str: pickle.load decodes it as ASCII, torch.load as UTF-8.
+    if (!IsAscii(op.text)) {
+      return Status::NotSupported(At(op.pos) + "a Python 2 str of bytes beyond ASCII " +
+                                  "(what it reads as depends on the unpickler's encoding)");
+    }
+    return Push(MakeString(Kind::kStr, op.text));
+  }
+
+  // TUPLE1 to TUPLE3: replaces the top 1 to 3 values with their tuple.
+  __attribute__((always_inline)) inline Status PushSmallTuple(const Op& op) {
+    const size_t n = op.code - kTuple1 + 1;
+    if (stack_.size() < n + Floor()) return Underflow(op);
+    const PyValue t = MakeTuple(stack_.data() + stack_.size() - n, n);
+    stack_.resize(stack_.size() - n);
+    return Push(t);
+  }
+
+  // TUPLE, LIST, DICT, FROZENSET: replaces the values above the last MARK with their container.
+  __attribute__((always_inline)) inline Status PushFromMark(const Op& op) {
+    size_t mark = 0;
+    CKPTSPEC_RETURN_IF_ERROR(PopMark(op, &mark));
+    const size_t n = stack_.size() - mark;
+    PyValue v;
+    if (op.code == kTuple) {
+      v = MakeTuple(stack_.data() + mark, n);
+    } else if (op.code == kList) {
+      v = NewContainer(Kind::kList);
+      Charge(8 * n);
+      doc_->containers_[v.payload()].assign(stack_.begin() + static_cast<std::ptrdiff_t>(mark),
+                                            stack_.end());
+    } else {
+      if (op.code == kDict && n % 2 != 0) return OddItems(op);
+      v = NewContainer(op.code == kDict ? Kind::kDict : Kind::kFrozenSet);
+      CKPTSPEC_RETURN_IF_ERROR(PutKeys(op, v, stack_.data() + mark, n));
+    }
+    stack_.resize(mark);
+    return Push(v);
+  }
+
+  // STACK_GLOBAL: pops the module and name (both str) and pushes the global they name.
+  __attribute__((always_inline)) inline Status PushStackGlobal(const Op& op) {
+    PyValue module, name;
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &name));
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &module));
+    if (!module.is(Kind::kStr) || !name.is(Kind::kStr)) {
+      return WrongKind(op, "STACK_GLOBAL's module and name", "str", name);
+    }
+    return PushGlobal(op, doc_->Str(module), doc_->Str(name));
+  }
+
+  // REDUCE (is_new false) or NEWOBJ (true): pops the arguments and the callable, and calls it.
+  __attribute__((always_inline)) inline Status PopAndCall(const Op& op, bool is_new) {
+    PyValue callable, args;
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &callable));
+    return Call(op, callable, args, PyValue(), is_new);
+  }
+
+  // NEWOBJ_EX: pops the keywords (a dict), the arguments and the class, and calls it.
+  __attribute__((always_inline)) inline Status NewObjEx(const Op& op) {
+    PyValue cls, args, kwargs;
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &kwargs));
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &args));
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &cls));
+    if (!kwargs.is(Kind::kDict)) return WrongKind(op, "NEWOBJ_EX's keywords", "dict", kwargs);
+    return Call(op, cls, args, kwargs, /*is_new=*/true);
+  }
+
+  // BINPERSID: pops the persistent id (pinned: the document keeps it) and pushes a reference.
+  __attribute__((always_inline)) inline Status PushBinPersId(const Op& op) {
+    PyValue pid;
+    CKPTSPEC_RETURN_IF_ERROR(Pop(op, &pid));
+    Pin(pid);
+    doc_->persistent_ids_.push_back(pid);
+    return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
+  }
+
+  // PERSID: pushes a reference to its text persistent id, which must be ASCII.
+  __attribute__((always_inline)) inline Status PushPersIdText(const Op& op) {
+    if (!IsAscii(op.text)) {
+      return Status::Corruption(At(op.pos) + "a text persistent id beyond ASCII");
+    }
+    doc_->persistent_ids_.push_back(MakeString(Kind::kStr, op.text));
+    return Push(PyValue::Make(Kind::kPersistentId, doc_->persistent_ids_.size() - 1));
+  }
+
+  // Corruption for a byte that is no opcode; NotSupported for an opcode outside the data subset.
+  Status Unreadable(const Op& op) const {
+    if (!IsOpcode(op.code)) {
+      return Status::Corruption(At(op.pos) + "byte 0x" + OpName(op.code).substr(2) +
+                                " is no pickle opcode");
+    }
+    return Status::NotSupported(At(op.pos) + "opcode " + OpName(op.code) + " is not read" +
+                                " (the reader takes the data subset of pickle)");
   }
 
   static std::string OpName(uint8_t code) {
