@@ -4,6 +4,7 @@
 // Strict handling follows StrictRuleOf (targets/strict_mode.h).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <new>
@@ -604,6 +605,203 @@ Status ReferenceEngine::LoadToDestinations(LoadRequest request, DestinationProvi
   return LoadGuarded(request, provider, result);
 }
 
+namespace {
+
+// The checkpoint's entries by key (views of the keys of its metadata, which outlives them).
+struct SavedKeys {
+  std::unordered_map<std::string_view, size_t> tensor_by_key;
+  std::unordered_map<std::string, size_t> object_by_unique_key;
+  std::set<std::string_view> object_keys;
+  // Whether some tensor or object of the checkpoint has `key`.
+  bool Has(std::string_view key) const {
+    return tensor_by_key.count(key) > 0 || object_keys.count(key) > 0;
+  }
+};
+
+// The keys of checkpoint `m`: tensors by key, objects by unique key, the objects' keys.
+SavedKeys SavedKeysOf(const CheckpointMetadata& m) {
+  SavedKeys keys;
+  for (size_t t = 0; t < m.tensors.size(); ++t) keys.tensor_by_key.emplace(m.tensors[t].key, t);
+  for (size_t o = 0; o < m.objects.size(); ++o) {
+    keys.object_by_unique_key.emplace(m.objects[o].UniqueKey(), o);
+    keys.object_keys.insert(m.objects[o].key);
+  }
+  return keys;
+}
+
+// What strict handling finds: each rank's requested keys the checkpoint lacks ("unexpected"), and
+// the checkpoint's keys no rank requests ("missing", computed only where the rule looks at them).
+struct StrictFindings {
+  std::vector<std::vector<std::string>> unexpected;  // per rank
+  std::vector<std::string> missing;
+  // Whether some rank requests a key the checkpoint lacks.
+  bool any_unexpected() const {
+    return std::any_of(unexpected.begin(), unexpected.end(),
+                       [](const auto& v) { return !v.empty(); });
+  }
+};
+
+// The unexpected keys of every template and, where `rule` computes them, the missing keys.
+StrictFindings FindStrictKeys(const std::vector<ShardedStateDict>& templates,
+                              const CheckpointMetadata& m, const SavedKeys& keys,
+                              const StrictRule& rule) {
+  StrictFindings found;
+  found.unexpected.resize(templates.size());
+  std::set<std::string_view> requested;  // views of the templates' keys
+  for (size_t r = 0; r < templates.size(); ++r) {
+    std::set<std::string_view> rank_keys;
+    for (const ShardedTensor& t : templates[r].tensors) rank_keys.insert(t.spec.key);
+    for (const ShardedObject& o : templates[r].objects) rank_keys.insert(o.spec.key);
+    for (std::string_view k : rank_keys) {
+      requested.insert(k);
+      if (!keys.Has(k)) found.unexpected[r].emplace_back(k);
+    }
+  }
+  if (rule.missing != MissingKeys::kNotComputed) {
+    std::set<std::string_view> all;
+    for (const TensorEntry& t : m.tensors) all.insert(t.key);
+    all.insert(keys.object_keys.begin(), keys.object_keys.end());
+    for (std::string_view k : all) {
+      if (!requested.count(k)) found.missing.emplace_back(k);
+    }
+  }
+  return found;
+}
+
+// InvalidArgument naming the keys where `rule` raises on the unexpected or missing ones found.
+Status RaiseStrictKeys(StrictMode mode, const StrictRule& rule, const std::string& dir,
+                       const StrictFindings& found) {
+  if (rule.unexpected != UnexpectedKeys::kRaise && rule.missing != MissingKeys::kRaise) {
+    return Status::OK();
+  }
+  std::string msg;
+  for (size_t r = 0; r < found.unexpected.size(); ++r) {
+    if (!found.unexpected[r].empty() && rule.unexpected == UnexpectedKeys::kRaise) {
+      msg += "; rank " + std::to_string(r) +
+             " requests keys not in the checkpoint: " + JoinNames(found.unexpected[r]);
+    }
+  }
+  if (!found.missing.empty() && rule.missing == MissingKeys::kRaise) {
+    msg += "; checkpoint keys no rank requests: " + JoinNames(found.missing);
+  }
+  if (msg.empty()) return Status::OK();
+  return Status::InvalidArgument("strict=" + std::string(StrictModeName(mode)) + " loading " + dir +
+                                 msg);
+}
+
+// Puts into *out the warnings and the unexpected and missing lists `rule` reports of `found`.
+void ReportStrictKeys(const StrictRule& rule, const std::string& dir, const StrictFindings& found,
+                      LoadResult* out) {
+  if (rule.unexpected == UnexpectedKeys::kWarnAndDrop) {
+    for (size_t r = 0; r < found.unexpected.size(); ++r) {
+      if (!found.unexpected[r].empty()) {
+        out->warnings.push_back("rank " + std::to_string(r) +
+                                ": unexpected keys (requested, not in " + dir +
+                                "): " + JoinNames(found.unexpected[r]));
+      }
+    }
+  }
+  if (rule.missing == MissingKeys::kWarn && !found.missing.empty()) {
+    out->warnings.push_back("missing keys (in " + dir +
+                            ", requested by no rank): " + JoinNames(found.missing));
+  }
+  if (rule.unexpected == UnexpectedKeys::kReturnAndDrop) out->unexpected = found.unexpected;
+  if (rule.missing == MissingKeys::kReturn) out->missing = found.missing;
+}
+
+// Opens the host destination of a tensor of a rank (the engine's OpenHostDestination step).
+using OpenHostFn =
+    std::function<Status(size_t rank, ShardedTensor* tensor, std::unique_ptr<TensorDestination>*)>;
+
+// Reads the entries ranks request from one checkpoint, each tensor into its destination: a host
+// one (open_host) without a destination provider, else the provider's.
+class RankDictLoader {
+ public:
+  RankDictLoader(Env* env, const std::string& dir, const CheckpointMetadata& m,
+                 const SavedKeys& keys, bool allow_shape_mismatch, DestinationProvider* provider,
+                 OpenHostFn open_host)
+      : dir_(dir),
+        m_(m),
+        keys_(keys),
+        allow_shape_mismatch_(allow_shape_mismatch),
+        provider_(provider),
+        open_host_(std::move(open_host)),
+        reader_(env, dir, m) {}
+
+  // Rank r's dict: the entries of `templ` (moved from) not in `drop`, with the checkpoint's data.
+  Status Load(size_t r, ShardedStateDict* templ, const std::set<std::string>& drop,
+              ShardedStateDict* out) {
+    const std::string who = "rank " + std::to_string(r) + ": ";
+    ShardedStateDict dict;
+    dict.tensors.reserve(templ->tensors.size());
+    dict.objects.reserve(templ->objects.size());
+    for (ShardedTensor& t : templ->tensors) {
+      if (drop.count(t.spec.key)) continue;
+      auto it = keys_.tensor_by_key.find(t.spec.key);
+      if (it == keys_.tensor_by_key.end()) {
+        return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " +
+                                dir_);
+      }
+      dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
+      CKPTSPEC_RETURN_IF_ERROR(LoadTensor(r, who, it->second, &dict.tensors.back()));
+    }
+    for (ShardedObject& o : templ->objects) {
+      if (drop.count(o.spec.key)) continue;
+      // A rank-local object is the value this rank's global rank saved.
+      auto it = keys_.object_by_unique_key.find(StoredObjectKey(o.spec, static_cast<int64_t>(r)));
+      if (it == keys_.object_by_unique_key.end()) {
+        return Status::NotFound(who + "object '" + o.spec.UniqueKey() + "'" +
+                                (IsRankLocal(o.spec)
+                                     ? " (rank-local) saved by rank " + std::to_string(r) + " is"
+                                     : " is") +
+                                " not in the checkpoint " + dir_);
+      }
+      dict.objects.push_back(ShardedObject{o.spec, std::string()});
+      CKPTSPEC_RETURN_IF_ERROR(reader_.LoadObject(m_.objects[it->second], &dict.objects.back()));
+    }
+    dict.common = m_.common;
+    *out = std::move(dict);
+    return Status::OK();
+  }
+
+ private:
+  // Reads checkpoint tensor `t` into the destination of rank r's `loaded`; errs on a missing one.
+  Status LoadTensor(size_t r, const std::string& who, size_t t, ShardedTensor* loaded) {
+    if (provider_ == nullptr) {
+      std::unique_ptr<TensorDestination> dst;
+      CKPTSPEC_RETURN_IF_ERROR(open_host_(r, loaded, &dst));
+      if (dst == nullptr || dst->size() != loaded->data.size()) {
+        return Status::InvalidArgument(who + "tensor '" + loaded->spec.key +
+                                       "': OpenHostDestination returned no destination of " +
+                                       std::to_string(loaded->data.size()) + " bytes");
+      }
+      return reader_.LoadTensor(t, who, allow_shape_mismatch_, loaded->spec, dst.get());
+    }
+    std::vector<uint8_t>().swap(loaded->data);  // the provider's destination holds the data
+    TensorDestination* dst = nullptr;
+    const uint64_t bytes = static_cast<uint64_t>(Volume(loaded->spec.local_shape)) *
+                           static_cast<uint64_t>(DTypeSize(loaded->spec.dtype));
+    CKPTSPEC_RETURN_IF_ERROR(provider_->Open(r, loaded->spec, bytes, &dst));
+    if (dst == nullptr || dst->size() != bytes) {
+      return Status::InvalidArgument(who + "tensor '" + loaded->spec.key +
+                                     "': the destination provider returned no destination "
+                                     "of " +
+                                     std::to_string(bytes) + " bytes");
+    }
+    return reader_.LoadTensor(t, who, allow_shape_mismatch_, loaded->spec, dst);
+  }
+
+  const std::string& dir_;
+  const CheckpointMetadata& m_;
+  const SavedKeys& keys_;
+  const bool allow_shape_mismatch_;
+  DestinationProvider* const provider_;
+  const OpenHostFn open_host_;
+  CheckpointReader reader_;
+};
+
+}  // namespace
+
 Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* provider,
                                  LoadResult* result) {
   int64_t iteration;
@@ -631,141 +829,31 @@ Status ReferenceEngine::LoadImpl(LoadRequest& request, DestinationProvider* prov
     CKPTSPEC_RETURN_IF_ERROR(ValidateTemplate(r, request.templates[r], provider == nullptr));
   }
 
-  // The key sets below hold views: of the keys of `m`, which outlives them, and of the request's
-  // template keys, which the loop over ranks at the end moves from; `requested` is not used
-  // once that loop begins.
-  std::unordered_map<std::string_view, size_t> tensor_by_key;
-  for (size_t t = 0; t < m.tensors.size(); ++t) tensor_by_key.emplace(m.tensors[t].key, t);
-  std::unordered_map<std::string, size_t> object_by_unique_key;
-  std::set<std::string_view> object_keys;
-  for (size_t o = 0; o < m.objects.size(); ++o) {
-    object_by_unique_key.emplace(m.objects[o].UniqueKey(), o);
-    object_keys.insert(m.objects[o].key);
-  }
-  auto in_checkpoint = [&](std::string_view key) {
-    return tensor_by_key.count(key) > 0 || object_keys.count(key) > 0;
-  };
-
   // Strict handling.
-  const StrictMode mode = request.strict;
-  const size_t world = request.templates.size();
-  std::vector<std::vector<std::string>> unexpected(world);
-  std::set<std::string_view> requested;
-  for (size_t r = 0; r < world; ++r) {
-    std::set<std::string_view> keys;
-    for (const ShardedTensor& t : request.templates[r].tensors) keys.insert(t.spec.key);
-    for (const ShardedObject& o : request.templates[r].objects) keys.insert(o.spec.key);
-    for (std::string_view k : keys) {
-      requested.insert(k);
-      if (!in_checkpoint(k)) unexpected[r].emplace_back(k);
-    }
-  }
-  const StrictRule rule = StrictRuleOf(mode);
-  std::vector<std::string> missing;
-  if (rule.missing != MissingKeys::kNotComputed) {
-    std::set<std::string_view> all;
-    for (const TensorEntry& t : m.tensors) all.insert(t.key);
-    all.insert(object_keys.begin(), object_keys.end());
-    for (std::string_view k : all) {
-      if (!requested.count(k)) missing.emplace_back(k);
-    }
-  }
+  const SavedKeys keys = SavedKeysOf(m);  // views of `m`'s keys
+  const StrictRule rule = StrictRuleOf(request.strict);
+  const StrictFindings found = FindStrictKeys(request.templates, m, keys, rule);
+  CKPTSPEC_RETURN_IF_ERROR(RaiseStrictKeys(request.strict, rule, dir, found));
   LoadResult out;
   out.iteration = iteration;
-  const bool any_unexpected =
-      std::any_of(unexpected.begin(), unexpected.end(), [](const auto& v) { return !v.empty(); });
-  if (rule.unexpected == UnexpectedKeys::kRaise || rule.missing == MissingKeys::kRaise) {
-    std::string msg;
-    for (size_t r = 0; r < world; ++r) {
-      if (!unexpected[r].empty() && rule.unexpected == UnexpectedKeys::kRaise) {
-        msg += "; rank " + std::to_string(r) +
-               " requests keys not in the checkpoint: " + JoinNames(unexpected[r]);
-      }
-    }
-    if (!missing.empty() && rule.missing == MissingKeys::kRaise) {
-      msg += "; checkpoint keys no rank requests: " + JoinNames(missing);
-    }
-    if (!msg.empty()) {
-      return Status::InvalidArgument("strict=" + std::string(StrictModeName(mode)) + " loading " +
-                                     dir + msg);
-    }
-  }
-  if (rule.unexpected == UnexpectedKeys::kWarnAndDrop) {
-    for (size_t r = 0; r < world; ++r) {
-      if (!unexpected[r].empty()) {
-        out.warnings.push_back("rank " + std::to_string(r) +
-                               ": unexpected keys (requested, not in " + dir +
-                               "): " + JoinNames(unexpected[r]));
-      }
-    }
-  }
-  if (rule.missing == MissingKeys::kWarn && !missing.empty()) {
-    out.warnings.push_back("missing keys (in " + dir +
-                           ", requested by no rank): " + JoinNames(missing));
-  }
-  if (rule.unexpected == UnexpectedKeys::kReturnAndDrop) out.unexpected = unexpected;
-  if (rule.missing == MissingKeys::kReturn) out.missing = missing;
+  ReportStrictKeys(rule, dir, found, &out);
   // kLoadFails keeps them: the load below fails at the first, naming it.
-  const bool drop_unexpected = rule.unexpected != UnexpectedKeys::kLoadFails && any_unexpected;
+  const bool drop_unexpected =
+      rule.unexpected != UnexpectedKeys::kLoadFails && found.any_unexpected();
 
-  CheckpointReader reader(options_.env, dir, m);
+  RankDictLoader loader(options_.env, dir, m, keys, request.allow_shape_mismatch, provider,
+                        [this](size_t r, ShardedTensor* t, std::unique_ptr<TensorDestination>* d) {
+                          return OpenHostDestination(r, t, d);
+                        });
+  const size_t world = request.templates.size();
   out.state.reserve(world);
   for (size_t r = 0; r < world; ++r) {
-    const std::string who = "rank " + std::to_string(r) + ": ";
+    const std::set<std::string> drop =
+        drop_unexpected
+            ? std::set<std::string>(found.unexpected[r].begin(), found.unexpected[r].end())
+            : std::set<std::string>();
     ShardedStateDict dict;
-    dict.tensors.reserve(request.templates[r].tensors.size());
-    dict.objects.reserve(request.templates[r].objects.size());
-    const std::set<std::string> drop(unexpected[r].begin(), unexpected[r].end());
-    for (ShardedTensor& t : request.templates[r].tensors) {
-      if (drop_unexpected && drop.count(t.spec.key)) continue;
-      auto it = tensor_by_key.find(t.spec.key);
-      if (it == tensor_by_key.end()) {
-        return Status::NotFound(who + "tensor '" + t.spec.key + "' is not in the checkpoint " +
-                                dir);
-      }
-      dict.tensors.push_back(std::move(t));  // filled in place: coverage is checked to be complete
-      ShardedTensor& loaded = dict.tensors.back();
-      if (provider == nullptr) {
-        std::unique_ptr<TensorDestination> dst;
-        CKPTSPEC_RETURN_IF_ERROR(OpenHostDestination(r, &loaded, &dst));
-        if (dst == nullptr || dst->size() != loaded.data.size()) {
-          return Status::InvalidArgument(who + "tensor '" + loaded.spec.key +
-                                         "': OpenHostDestination returned no destination of " +
-                                         std::to_string(loaded.data.size()) + " bytes");
-        }
-        CKPTSPEC_RETURN_IF_ERROR(reader.LoadTensor(it->second, who, request.allow_shape_mismatch,
-                                                   loaded.spec, dst.get()));
-      } else {
-        std::vector<uint8_t>().swap(loaded.data);  // the provider's destination holds the data
-        TensorDestination* dst = nullptr;
-        const uint64_t bytes = static_cast<uint64_t>(Volume(loaded.spec.local_shape)) *
-                               static_cast<uint64_t>(DTypeSize(loaded.spec.dtype));
-        CKPTSPEC_RETURN_IF_ERROR(provider->Open(r, loaded.spec, bytes, &dst));
-        if (dst == nullptr || dst->size() != bytes) {
-          return Status::InvalidArgument(who + "tensor '" + loaded.spec.key +
-                                         "': the destination provider returned no destination "
-                                         "of " +
-                                         std::to_string(bytes) + " bytes");
-        }
-        CKPTSPEC_RETURN_IF_ERROR(
-            reader.LoadTensor(it->second, who, request.allow_shape_mismatch, loaded.spec, dst));
-      }
-    }
-    for (ShardedObject& o : request.templates[r].objects) {
-      if (drop_unexpected && drop.count(o.spec.key)) continue;
-      // A rank-local object is the value this rank's global rank saved.
-      auto it = object_by_unique_key.find(StoredObjectKey(o.spec, static_cast<int64_t>(r)));
-      if (it == object_by_unique_key.end()) {
-        return Status::NotFound(who + "object '" + o.spec.UniqueKey() + "'" +
-                                (IsRankLocal(o.spec)
-                                     ? " (rank-local) saved by rank " + std::to_string(r) + " is"
-                                     : " is") +
-                                " not in the checkpoint " + dir);
-      }
-      dict.objects.push_back(ShardedObject{o.spec, std::string()});
-      CKPTSPEC_RETURN_IF_ERROR(reader.LoadObject(m.objects[it->second], &dict.objects.back()));
-    }
-    dict.common = m.common;
+    CKPTSPEC_RETURN_IF_ERROR(loader.Load(r, &request.templates[r], drop, &dict));
     out.state.push_back(std::move(dict));
   }
   *result = std::move(out);
