@@ -183,6 +183,348 @@ struct ModuleLoaded {
   std::map<int64_t, RankRngState> rng;  // saved module-local rank -> state
 };
 
+// *out: the common state of the first loaded dict holding a non-empty one; NotFound when none.
+Status FindCommonState(const std::vector<ShardedStateDict>& loaded, const json** out) {
+  for (const ShardedStateDict& d : loaded) {
+    if (d.common->is_object() && !d.common->empty()) {
+      *out = &d.common.get();
+      return Status::OK();
+    }
+  }
+  return Status::NotFound("no loaded dict holds the checkpoint's common state");
+}
+
+// Puts rank r's `tensors` into `a` by the roles of its template `e`; errs where replicas differ.
+Status AssembleTensors(int64_t r, const RankEntries& e,
+                       const std::vector<const ShardedTensor*>& tensors, Assembly* a) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorRole& role = e.tensor_roles[i];
+    const ShardedTensor& t = *tensors[i];
+    const int size = DTypeSize(t.spec.dtype);
+    if (role.kind == EntryKind::kBucket) {
+      for (const BucketPiece& piece : role.pieces) {
+        const ParamChunk& ch = e.chunk(piece.chunk);
+        for (int64_t k = 0; k < piece.length; ++k) {
+          const int64_t index = ch.instance_index[piece.src + k];
+          if (!a->Put(role.slot, ch.param, index,
+                      GetLE(t.data.data() + (piece.dst + k) * size, size))) {
+            return ReplicasDisagree(r, t.spec, index);
+          }
+        }
+      }
+      continue;
+    }
+    const ParamChunk& ch = e.chunk(role.chunk);
+    if (role.kind == EntryKind::kOptimStep) {
+      if (!a->Put(kSlotStep, ch.param, 0, GetLE(t.data.data(), size))) {
+        return ReplicasDisagree(r, t.spec, 0);
+      }
+      continue;
+    }
+    for (size_t k = 0; k < ch.instance_index.size(); ++k) {
+      if (!a->Put(role.slot, ch.param, ch.instance_index[k],
+                  GetLE(t.data.data() + k * size, size))) {
+        return ReplicasDisagree(r, t.spec, ch.instance_index[k]);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// Adds data iterator object `j` (requested as `spec`) to `g`; errs where its copies differ.
+template <typename What>
+Status GatherDataIterator(const json& j, const ObjectSpec& spec, const What& what,
+                          ModuleLoaded* g) {
+  // The run's shared position agrees on every rank; a per-DP-rank loader belongs to the saved DP
+  // rank whose object it is (the object's offset).
+  DataIteratorState shared;
+  int64_t dp_size = 0;
+  RankLoaderState loader;
+  const Status parsed = DataIteratorRankFromJson(j, &shared, &dp_size, &loader);
+  if (!parsed.ok()) return parsed.WithContext(what());
+  CKPTSPEC_RETURN_IF_ERROR(Agree(&g->data, DataIteratorStateToJson(shared), what));
+  CKPTSPEC_RETURN_IF_ERROR(
+      Agree(&g->data_dp_size, json(dp_size), [&] { return what() + " ('dp_size')"; }));
+  if (dp_size > 0) {
+    const int64_t saved_dp = spec.global_offset.at(0);
+    auto [it, inserted] = g->loaders.emplace(saved_dp, loader);
+    if (!inserted && !(it->second == loader)) {
+      return Status::Corruption(what() + ": DP rank " + std::to_string(saved_dp) +
+                                "'s loader differs between its copies");
+    }
+  }
+  return Status::OK();
+}
+
+// Adds rank r's `objects` to `g` by the roles of its template `e`; errs where copies differ.
+Status GatherObjects(int64_t r, const RankEntries& e,
+                     const std::vector<const ShardedObject*>& objects, StoredJsonReader* stored,
+                     ModuleLoaded* g) {
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const ObjectRole& role = e.object_roles[i];
+    const ShardedObject& o = *objects[i];
+    // The object's name, made only for an error.
+    const auto what = [&] {
+      return "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
+    };
+    const json* read = nullptr;
+    CKPTSPEC_RETURN_IF_ERROR(stored->Read(o.data, what, &read));
+    const json& j = *read;
+    switch (role.kind) {
+      case EntryKind::kModuleCommon:
+        CKPTSPEC_RETURN_IF_ERROR(Agree(&g->module_common, j, what));
+        break;
+      case EntryKind::kRerun:
+        CKPTSPEC_RETURN_IF_ERROR(Agree(&g->rerun, j, what));
+        break;
+      case EntryKind::kData:
+        CKPTSPEC_RETURN_IF_ERROR(GatherDataIterator(j, e.dict.objects[i].spec, what, g));
+        break;
+      case EntryKind::kSliceIndex: {
+        const json* want = nullptr;
+        CKPTSPEC_RETURN_IF_ERROR(stored->Read(e.dict.objects[i].data, what, &want));
+        if (j != *want) {
+          return Status::Corruption(what() +
+                                    ": the dp_reshardable slice index differs from this layout's "
+                                    "(the bucket layout changed)");
+        }
+        break;
+      }
+      case EntryKind::kRng: {
+        RankRngState rng;
+        const Status parsed = RankRngStateFromJson(j, &rng);
+        if (!parsed.ok()) return parsed.WithContext(what());
+        for (int64_t s : role.saved_ranks) g->rng[s] = rng;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return Status::OK();
+}
+
+// What every module loaded: each module's assembled tensors and gathered objects, rank by rank.
+Status GatherLoaded(const std::vector<ShardedStateDict>& loaded, const HeterogeneousLayout& layout,
+                    const std::vector<RankEntries>& templ, StoredJsonReader* stored,
+                    std::vector<Assembly>* assembly, std::vector<ModuleLoaded>* got) {
+  for (int64_t r = 0; r < layout.world_size(); ++r) {
+    const RankEntries& e = templ[r];
+    std::vector<const ShardedTensor*> tensors;
+    std::vector<const ShardedObject*> objects;
+    CKPTSPEC_RETURN_IF_ERROR(Match(r, loaded[r], e, &tensors, &objects));
+    CKPTSPEC_RETURN_IF_ERROR(AssembleTensors(r, e, tensors, &(*assembly)[e.module]));
+    CKPTSPEC_RETURN_IF_ERROR(GatherObjects(r, e, objects, stored, &(*got)[e.module]));
+  }
+  return Status::OK();
+}
+
+// What one module's rebuild reads: the checkpoint, the request, and what the module loaded.
+struct ModuleRebuild {
+  size_t m;
+  const CheckpointInfo& info;
+  const json& common;
+  const HeterogeneousLayout& layout;
+  const TrainingConfig& config;
+  const LoadFlags& flags;
+  bool load_optim;
+  const Assembly& assembly;
+  const ModuleLoaded& got;
+  const ModuleLayout& was() const { return info.layout.modules()[m]; }
+};
+
+// The config of module m's saved view: the saved DP size, dtypes, RNG ranks, freezing family.
+TrainingConfig SavedViewConfig(const ModuleRebuild& in, DType held) {
+  const ModuleLayout& was = in.was();
+  TrainingConfig vcfg = in.config;
+  vcfg.model.params_dtype = held;
+  // The view's data config only has to carry the saved DP size (L0); its batch sizes are
+  // placeholders that keep it valid (the resumed iterator uses the new config's).
+  vcfg.data.dp_size = was.layout.dp();
+  vcfg.data.micro_batch_size = 1;
+  vcfg.data.global_batch_size = was.layout.dp();
+  vcfg.data.sampler = DataSampler::kGlobal;  // the loaded objects say which sampler saved them
+  vcfg.data_parallel_random_init = in.info.data_parallel_random_init[in.m];
+  vcfg.rng_saving = in.info.rng_saving[in.m];
+  // The saved optimizer's freezing family (the templates refused a change when it loads).
+  if (in.load_optim) {
+    vcfg.optimizer.freeze_family =
+        in.info.optimizer_state_params[in.m] ? FreezeFamily::kTorchOptim : FreezeFamily::kMegatron;
+  }
+  vcfg.ranks.clear();
+  for (const auto& kv : in.got.rng) vcfg.ranks.push_back(was.layout.Coords(kv.first));
+  if (vcfg.ranks.empty()) {
+    RankCoords none;  // matches no rank: nothing was loaded
+    none.tp = -1;
+    vcfg.ranks.push_back(none);
+  }
+  return vcfg;
+}
+
+// Fills parameter p's optimizer slots of `view` from `a`; NotFound where an element is missing.
+Status FillOptimizerSlots(const Assembly& a, size_t p, const std::string& name, bool mixed,
+                          DType held, TrainingState* view) {
+  ParamState& ps = view->params[p];
+  if (!HasOptimizerState(ps)) CreateOptimizerState(view, static_cast<int>(p));
+  CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvg, static_cast<int>(p), "exp_avg of " + name));
+  CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvgSq, static_cast<int>(p), "exp_avg_sq of " + name));
+  CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotStep, static_cast<int>(p), "step of " + name));
+  if (mixed)
+    CKPTSPEC_RETURN_IF_ERROR(
+        a.Complete(kSlotMaster, static_cast<int>(p), "fp32 master of " + name));
+  // The saved master value (an fp32 checkpoint's: its weights, held in fp32) is kept as the
+  // view's main copy, also where the view's held dtype is fp32 (L1 reads it by MasterValue).
+  if (mixed) ps.main.resize(ps.model.size());
+  for (size_t e = 0; e < ps.model.size(); ++e) {
+    ps.exp_avg[e] = BitsToFloat(a.values(kSlotExpAvg, static_cast<int>(p))[e]);
+    ps.exp_avg_sq[e] = BitsToFloat(a.values(kSlotExpAvgSq, static_cast<int>(p))[e]);
+    const float master = mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
+                               : static_cast<float>(DecodeToDouble(held, ps.model[e]));
+    if (!ps.main.empty()) ps.main[e] = master;
+    if (!ps.offload.empty()) ps.offload[e] = master;
+  }
+  ps.step = static_cast<int64_t>(a.values(kSlotStep, static_cast<int>(p))[0]);
+  return Status::OK();
+}
+
+// Fills the view's weights, and when they load the optimizer slots of the parameters saving any.
+Status FillParams(const ModuleRebuild& in, const TrainingState& structure, DType saved_dtype,
+                  DType held, TrainingState* view) {
+  const Assembly& a = in.assembly;
+  const std::optional<std::vector<int64_t>>& saved_with_state =
+      in.info.optimizer_state_params[in.m];
+  // The checkpoint holds an fp32 main copy (fp32_param) beside 16-bit weights.
+  const bool mixed = saved_dtype != DType::kFloat32;
+  for (size_t p = 0; p < structure.specs.size(); ++p) {
+    const std::string& name = structure.specs[p].name;
+    CKPTSPEC_RETURN_IF_ERROR(
+        a.Complete(kSlotModel, static_cast<int>(p), "model weight of " + name));
+    const auto& mv = a.values(kSlotModel, static_cast<int>(p));
+    for (size_t e = 0; e < mv.size(); ++e) view->params[p].model[e] = static_cast<uint32_t>(mv[e]);
+    const bool saved_state =
+        saved_with_state ? std::binary_search(saved_with_state->begin(), saved_with_state->end(),
+                                              static_cast<int64_t>(p))
+                         : !view->params[p].frozen;
+    if (!in.load_optim || !saved_state) continue;
+    CKPTSPEC_RETURN_IF_ERROR(FillOptimizerSlots(a, p, name, mixed, held, view));
+  }
+  return Status::OK();
+}
+
+// Reads the view's optimizer and scheduler state from the module's (or the common) common state.
+Status ReadOptimizerCommon(const ModuleRebuild& in, const std::string& label, TrainingState* view) {
+  const json* mc = &in.common;
+  if (!in.was().name.empty()) {
+    if (!in.got.module_common)
+      return Status::NotFound(label + ": no optimizer common_state was loaded");
+    mc = &*in.got.module_common;
+  }
+  if (!mc->contains("optimizer") || !mc->contains("opt_param_scheduler")) {
+    return Status::Corruption(
+        label + ": optimizer common state lacks 'optimizer' or 'opt_param_scheduler'");
+  }
+  CKPTSPEC_RETURN_IF_ERROR(
+      SubOptimizersFromJson((*mc)["optimizer"], &view->optimizers).WithContext(label));
+  CKPTSPEC_RETURN_IF_ERROR(
+      CheckGroupParameters(view->optimizers, view->params.size()).WithContext(label));
+  CKPTSPEC_RETURN_IF_ERROR(
+      SchedulerStateFromJson((*mc)["opt_param_scheduler"], in.config.scheduler, &view->scheduler)
+          .WithContext(label));
+  return Status::OK();
+}
+
+// Reads the view's rerun machine: the common head, with the rank payload when it was loaded.
+Status ReadRerunMachine(const ModuleRebuild& in, const std::string& label, TrainingState* view) {
+  const json& common = in.common;
+  if (!common.contains("rerun_state_machine"))
+    return Status::Corruption("common state lacks 'rerun_state_machine'");
+  json payload;
+  if (in.got.rerun) {
+    payload = *in.got.rerun;
+    for (const char* f : {"mode", "state", "current_iteration"}) {
+      if (!payload.contains(f) || payload[f] != common["rerun_state_machine"][f]) {
+        return Status::Corruption(label + ": rerun payload '" + f +
+                                  "' differs from the common state's");
+      }
+    }
+  } else {
+    CKPTSPEC_RETURN_IF_ERROR(
+        CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 0), &payload));
+    for (const char* f : {"mode", "state", "current_iteration"})
+      payload[f] = common["rerun_state_machine"][f];
+  }
+  return PayloadFromJson(payload, &view->rerun).WithContext(label);
+}
+
+// Reads the view's data iterator, with its per-DP-rank loaders, when one was loaded.
+Status ReadDataIterator(const ModuleRebuild& in, const std::string& label, TrainingState* view) {
+  if (!in.got.data) return Status::OK();
+  CKPTSPEC_RETURN_IF_ERROR(DataIteratorStateFromJson(*in.got.data, &view->data).WithContext(label));
+  // Per-DP-rank loaders: one slot per saved DP rank. A load under another DP size reads only
+  // some of them (the others stay default); L9 refuses that DP change before it looks at them.
+  const int64_t dp_size = in.got.data_dp_size ? in.got.data_dp_size->get<int64_t>() : 0;
+  if (dp_size > 0) {
+    const Layout& was = in.was().layout;
+    if (dp_size != was.dp()) {
+      return Status::Corruption(label + ": the data iterator objects name DP size " +
+                                std::to_string(dp_size) + "; the checkpoint's layout has " +
+                                std::to_string(was.dp()));
+    }
+    view->data.loaders.assign(static_cast<size_t>(dp_size), RankLoaderState());
+    for (const auto& [saved_dp, loader] : in.got.loaders) {
+      view->data.loaders[static_cast<size_t>(saved_dp)] = loader;
+    }
+  }
+  return Status::OK();
+}
+
+// The state the load rules (ExpectedStateAfterLoad) give module m from its saved view.
+Status ExpectAfterLoad(const ModuleRebuild& in, DType saved_dtype, const std::string& label,
+                       TrainingState view, TrainingState* out) {
+  const ModuleLayout& was = in.was();
+  CheckpointDescriptor ckpt;
+  ckpt.state = std::move(view);
+  ckpt.layout = was.layout;
+  ckpt.optimizer_format = in.info.sharding.optimizer_format;
+  ckpt.run_world_size = in.info.layout.world_size();
+  ckpt.first_rank = was.first_rank;
+  ckpt.has_rng = true;
+  ckpt.saved_params_dtype = saved_dtype;
+  ResumeRequest req;
+  req.config = in.config;
+  req.layout = in.layout.modules()[in.m].layout;
+  req.flags = in.flags;
+  req.run_world_size = in.layout.world_size();
+  req.first_rank = in.layout.modules()[in.m].first_rank;
+  return ExpectedStateAfterLoad(ckpt, req, out).WithContext(label);
+}
+
+// Module m's state after the load: the saved view rebuilt from what it loaded, by the load rules.
+Status RebuildModule(const ModuleRebuild& in, const std::vector<TrainingConfig>& configs,
+                     const TrainingState& structure, TrainingState* out) {
+  const ModuleLayout& was = in.was();
+  const std::string label = "module '" + was.name + "'";
+  // The weights were saved in `saved_dtype` and requested (held) in `held`.
+  const DType saved_dtype = SavedParamsDtype(in.info, configs, in.m);
+  const DType held = RequestedWeightDtype(
+      saved_dtype, in.config.model.params_dtype,
+      StateClassesToLoad(in.flags, in.config, was.layout, in.layout.modules()[in.m].layout)
+          .optimizer);
+  TrainingState view;
+  CKPTSPEC_RETURN_IF_ERROR(
+      InitialTrainingState(SavedViewConfig(in, held), &view).WithContext(label + " saved view"));
+  size_t ri = 0;
+  for (const auto& kv : in.got.rng) view.rng[ri++] = kv.second;
+  if (!in.common["iteration"].is_number_integer())
+    return Status::Corruption("common 'iteration' is not an integer");
+  view.iteration = in.common["iteration"].get<int64_t>();
+  CKPTSPEC_RETURN_IF_ERROR(FillParams(in, structure, saved_dtype, held, &view));
+  if (in.load_optim) CKPTSPEC_RETURN_IF_ERROR(ReadOptimizerCommon(in, label, &view));
+  CKPTSPEC_RETURN_IF_ERROR(ReadRerunMachine(in, label, &view));
+  CKPTSPEC_RETURN_IF_ERROR(ReadDataIterator(in, label, &view));
+  return ExpectAfterLoad(in, saved_dtype, label, std::move(view), out);
+}
+
 }  // namespace
 
 Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
@@ -194,13 +536,7 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
                                    std::to_string(layout.world_size()));
   }
   const json* common = nullptr;
-  for (const ShardedStateDict& d : loaded) {
-    if (d.common->is_object() && !d.common->empty()) {
-      common = &d.common.get();
-      break;
-    }
-  }
-  if (!common) return Status::NotFound("no loaded dict holds the checkpoint's common state");
+  CKPTSPEC_RETURN_IF_ERROR(FindCommonState(loaded, &common));
   CheckpointInfo info;
   CKPTSPEC_RETURN_IF_ERROR(ReadCheckpointInfo(*common, &info));
   std::vector<RankEntries> templ;
@@ -212,255 +548,15 @@ Status RebuildTrainingState(const std::vector<ShardedStateDict>& loaded,
   for (size_t m = 0; m < nmod; ++m) assembly.emplace_back(plan.structure(static_cast<int>(m)));
   std::vector<ModuleLoaded> got(nmod);
   StoredJsonReader stored;  // over `loaded` and `templ`, which outlive it
-
-  for (int64_t r = 0; r < layout.world_size(); ++r) {
-    const RankEntries& e = templ[r];
-    std::vector<const ShardedTensor*> tensors;
-    std::vector<const ShardedObject*> objects;
-    CKPTSPEC_RETURN_IF_ERROR(Match(r, loaded[r], e, &tensors, &objects));
-    Assembly& a = assembly[e.module];
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const TensorRole& role = e.tensor_roles[i];
-      const ShardedTensor& t = *tensors[i];
-      const int size = DTypeSize(t.spec.dtype);
-      if (role.kind == EntryKind::kBucket) {
-        for (const BucketPiece& piece : role.pieces) {
-          const ParamChunk& ch = e.chunk(piece.chunk);
-          for (int64_t k = 0; k < piece.length; ++k) {
-            const int64_t index = ch.instance_index[piece.src + k];
-            if (!a.Put(role.slot, ch.param, index,
-                       GetLE(t.data.data() + (piece.dst + k) * size, size))) {
-              return ReplicasDisagree(r, t.spec, index);
-            }
-          }
-        }
-        continue;
-      }
-      const ParamChunk& ch = e.chunk(role.chunk);
-      if (role.kind == EntryKind::kOptimStep) {
-        if (!a.Put(kSlotStep, ch.param, 0, GetLE(t.data.data(), size))) {
-          return ReplicasDisagree(r, t.spec, 0);
-        }
-        continue;
-      }
-      for (size_t k = 0; k < ch.instance_index.size(); ++k) {
-        if (!a.Put(role.slot, ch.param, ch.instance_index[k],
-                   GetLE(t.data.data() + k * size, size))) {
-          return ReplicasDisagree(r, t.spec, ch.instance_index[k]);
-        }
-      }
-    }
-    ModuleLoaded& g = got[e.module];
-    for (size_t i = 0; i < objects.size(); ++i) {
-      const ObjectRole& role = e.object_roles[i];
-      const ShardedObject& o = *objects[i];
-      // The object's name, made only for an error.
-      const auto what = [&] {
-        return "rank " + std::to_string(r) + " object '" + o.spec.UniqueKey() + "'";
-      };
-      const json* read = nullptr;
-      CKPTSPEC_RETURN_IF_ERROR(stored.Read(o.data, what, &read));
-      const json& j = *read;
-      switch (role.kind) {
-        case EntryKind::kModuleCommon:
-          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.module_common, j, what));
-          break;
-        case EntryKind::kRerun:
-          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.rerun, j, what));
-          break;
-        case EntryKind::kData: {
-          // The run's shared position agrees on every rank; a per-DP-rank loader belongs to the
-          // saved DP rank whose object it is (the object's offset).
-          DataIteratorState shared;
-          int64_t dp_size = 0;
-          RankLoaderState loader;
-          const Status parsed = DataIteratorRankFromJson(j, &shared, &dp_size, &loader);
-          if (!parsed.ok()) return parsed.WithContext(what());
-          CKPTSPEC_RETURN_IF_ERROR(Agree(&g.data, DataIteratorStateToJson(shared), what));
-          CKPTSPEC_RETURN_IF_ERROR(
-              Agree(&g.data_dp_size, json(dp_size), [&] { return what() + " ('dp_size')"; }));
-          if (dp_size > 0) {
-            const int64_t saved_dp = e.dict.objects[i].spec.global_offset.at(0);
-            auto [it, inserted] = g.loaders.emplace(saved_dp, loader);
-            if (!inserted && !(it->second == loader)) {
-              return Status::Corruption(what() + ": DP rank " + std::to_string(saved_dp) +
-                                        "'s loader differs between its copies");
-            }
-          }
-          break;
-        }
-        case EntryKind::kSliceIndex: {
-          const json* want = nullptr;
-          CKPTSPEC_RETURN_IF_ERROR(stored.Read(e.dict.objects[i].data, what, &want));
-          if (j != *want) {
-            return Status::Corruption(what() +
-                                      ": the dp_reshardable slice index differs from this layout's "
-                                      "(the bucket layout changed)");
-          }
-          break;
-        }
-        case EntryKind::kRng: {
-          RankRngState rng;
-          const Status parsed = RankRngStateFromJson(j, &rng);
-          if (!parsed.ok()) return parsed.WithContext(what());
-          for (int64_t s : role.saved_ranks) g.rng[s] = rng;
-          break;
-        }
-        default:
-          break;
-      }
-    }
-  }
+  CKPTSPEC_RETURN_IF_ERROR(GatherLoaded(loaded, layout, templ, &stored, &assembly, &got));
 
   const bool load_optim = !flags.finetune && !flags.no_load_optim;
   std::vector<TrainingState> result;
   for (size_t m = 0; m < nmod; ++m) {
-    const ModuleLayout& was = info.layout.modules()[m];
-    const std::string label = "module '" + was.name + "'";
-    const Assembly& a = assembly[m];
-    const TrainingState& st = plan.structure(static_cast<int>(m));
-    // The weights were saved in `saved_dtype` and requested (held) in `held`.
-    const DType saved_dtype = SavedParamsDtype(info, configs, m);
-    const DType held = RequestedWeightDtype(
-        saved_dtype, configs[m].model.params_dtype,
-        StateClassesToLoad(flags, configs[m], was.layout, layout.modules()[m].layout).optimizer);
-    TrainingConfig vcfg = configs[m];
-    vcfg.model.params_dtype = held;
-    // The view's data config only has to carry the saved DP size (L0); its batch sizes are
-    // placeholders that keep it valid (the resumed iterator uses the new config's).
-    vcfg.data.dp_size = was.layout.dp();
-    vcfg.data.micro_batch_size = 1;
-    vcfg.data.global_batch_size = was.layout.dp();
-    vcfg.data.sampler = DataSampler::kGlobal;  // the loaded objects say which sampler saved them
-    vcfg.data_parallel_random_init = info.data_parallel_random_init[m];
-    vcfg.rng_saving = info.rng_saving[m];
-    // The saved optimizer's freezing family (the templates refused a change when it loads).
-    const std::optional<std::vector<int64_t>>& saved_with_state = info.optimizer_state_params[m];
-    if (load_optim) {
-      vcfg.optimizer.freeze_family =
-          saved_with_state ? FreezeFamily::kTorchOptim : FreezeFamily::kMegatron;
-    }
-    vcfg.ranks.clear();
-    for (const auto& kv : got[m].rng) vcfg.ranks.push_back(was.layout.Coords(kv.first));
-    if (vcfg.ranks.empty()) {
-      RankCoords none;  // matches no rank: nothing was loaded
-      none.tp = -1;
-      vcfg.ranks.push_back(none);
-    }
-    TrainingState view;
-    CKPTSPEC_RETURN_IF_ERROR(InitialTrainingState(vcfg, &view).WithContext(label + " saved view"));
-    size_t ri = 0;
-    for (const auto& kv : got[m].rng) view.rng[ri++] = kv.second;
-    if (!(*common)["iteration"].is_number_integer())
-      return Status::Corruption("common 'iteration' is not an integer");
-    view.iteration = (*common)["iteration"].get<int64_t>();
-    // The checkpoint holds an fp32 main copy (fp32_param) beside 16-bit weights.
-    const bool mixed = saved_dtype != DType::kFloat32;
-    for (size_t p = 0; p < st.specs.size(); ++p) {
-      const std::string& name = st.specs[p].name;
-      CKPTSPEC_RETURN_IF_ERROR(
-          a.Complete(kSlotModel, static_cast<int>(p), "model weight of " + name));
-      const auto& mv = a.values(kSlotModel, static_cast<int>(p));
-      for (size_t e = 0; e < mv.size(); ++e) view.params[p].model[e] = static_cast<uint32_t>(mv[e]);
-      const bool saved_state =
-          saved_with_state ? std::binary_search(saved_with_state->begin(), saved_with_state->end(),
-                                                static_cast<int64_t>(p))
-                           : !view.params[p].frozen;
-      if (!load_optim || !saved_state) continue;
-      ParamState& ps = view.params[p];
-      if (!HasOptimizerState(ps)) CreateOptimizerState(&view, static_cast<int>(p));
-      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotExpAvg, static_cast<int>(p), "exp_avg of " + name));
-      CKPTSPEC_RETURN_IF_ERROR(
-          a.Complete(kSlotExpAvgSq, static_cast<int>(p), "exp_avg_sq of " + name));
-      CKPTSPEC_RETURN_IF_ERROR(a.Complete(kSlotStep, static_cast<int>(p), "step of " + name));
-      if (mixed)
-        CKPTSPEC_RETURN_IF_ERROR(
-            a.Complete(kSlotMaster, static_cast<int>(p), "fp32 master of " + name));
-      // The saved master value (an fp32 checkpoint's: its weights, held in fp32) is kept as the
-      // view's main copy, also where the view's held dtype is fp32 (L1 reads it by MasterValue).
-      if (mixed) ps.main.resize(ps.model.size());
-      for (size_t e = 0; e < ps.model.size(); ++e) {
-        ps.exp_avg[e] = BitsToFloat(a.values(kSlotExpAvg, static_cast<int>(p))[e]);
-        ps.exp_avg_sq[e] = BitsToFloat(a.values(kSlotExpAvgSq, static_cast<int>(p))[e]);
-        const float master = mixed ? BitsToFloat(a.values(kSlotMaster, static_cast<int>(p))[e])
-                                   : static_cast<float>(DecodeToDouble(held, ps.model[e]));
-        if (!ps.main.empty()) ps.main[e] = master;
-        if (!ps.offload.empty()) ps.offload[e] = master;
-      }
-      ps.step = static_cast<int64_t>(a.values(kSlotStep, static_cast<int>(p))[0]);
-    }
-    if (load_optim) {
-      const json* mc = common;
-      if (!was.name.empty()) {
-        if (!got[m].module_common)
-          return Status::NotFound(label + ": no optimizer common_state was loaded");
-        mc = &*got[m].module_common;
-      }
-      if (!mc->contains("optimizer") || !mc->contains("opt_param_scheduler")) {
-        return Status::Corruption(
-            label + ": optimizer common state lacks 'optimizer' or 'opt_param_scheduler'");
-      }
-      CKPTSPEC_RETURN_IF_ERROR(
-          SubOptimizersFromJson((*mc)["optimizer"], &view.optimizers).WithContext(label));
-      CKPTSPEC_RETURN_IF_ERROR(
-          CheckGroupParameters(view.optimizers, view.params.size()).WithContext(label));
-      CKPTSPEC_RETURN_IF_ERROR(SchedulerStateFromJson((*mc)["opt_param_scheduler"],
-                                                      configs[m].scheduler, &view.scheduler)
-                                   .WithContext(label));
-    }
-    // The rerun machine: the common head, with the rank payload when it was loaded.
-    if (!common->contains("rerun_state_machine"))
-      return Status::Corruption("common state lacks 'rerun_state_machine'");
-    json payload;
-    if (got[m].rerun) {
-      payload = *got[m].rerun;
-      for (const char* f : {"mode", "state", "current_iteration"}) {
-        if (!payload.contains(f) || payload[f] != (*common)["rerun_state_machine"][f]) {
-          return Status::Corruption(label + ": rerun payload '" + f +
-                                    "' differs from the common state's");
-        }
-      }
-    } else {
-      CKPTSPEC_RETURN_IF_ERROR(
-          CheckpointPayload(NewRerunStateMachine(RerunMode::kValidateResults, 0), &payload));
-      for (const char* f : {"mode", "state", "current_iteration"})
-        payload[f] = (*common)["rerun_state_machine"][f];
-    }
-    CKPTSPEC_RETURN_IF_ERROR(PayloadFromJson(payload, &view.rerun).WithContext(label));
-    if (got[m].data) {
-      CKPTSPEC_RETURN_IF_ERROR(
-          DataIteratorStateFromJson(*got[m].data, &view.data).WithContext(label));
-      // Per-DP-rank loaders: one slot per saved DP rank. A load under another DP size reads only
-      // some of them (the others stay default); L9 refuses that DP change before it looks at them.
-      const int64_t dp_size = got[m].data_dp_size ? got[m].data_dp_size->get<int64_t>() : 0;
-      if (dp_size > 0) {
-        if (dp_size != was.layout.dp()) {
-          return Status::Corruption(label + ": the data iterator objects name DP size " +
-                                    std::to_string(dp_size) + "; the checkpoint's layout has " +
-                                    std::to_string(was.layout.dp()));
-        }
-        view.data.loaders.assign(static_cast<size_t>(dp_size), RankLoaderState());
-        for (const auto& [saved_dp, loader] : got[m].loaders) {
-          view.data.loaders[static_cast<size_t>(saved_dp)] = loader;
-        }
-      }
-    }
-    CheckpointDescriptor ckpt;
-    ckpt.state = std::move(view);
-    ckpt.layout = was.layout;
-    ckpt.optimizer_format = info.sharding.optimizer_format;
-    ckpt.run_world_size = info.layout.world_size();
-    ckpt.first_rank = was.first_rank;
-    ckpt.has_rng = true;
-    ckpt.saved_params_dtype = saved_dtype;
-    ResumeRequest req;
-    req.config = configs[m];
-    req.layout = layout.modules()[m].layout;
-    req.flags = flags;
-    req.run_world_size = layout.world_size();
-    req.first_rank = layout.modules()[m].first_rank;
+    const ModuleRebuild in{m,     info,       *common,     layout, configs[m],
+                           flags, load_optim, assembly[m], got[m]};
     TrainingState s;
-    CKPTSPEC_RETURN_IF_ERROR(ExpectedStateAfterLoad(ckpt, req, &s).WithContext(label));
+    CKPTSPEC_RETURN_IF_ERROR(RebuildModule(in, configs, plan.structure(static_cast<int>(m)), &s));
     result.push_back(std::move(s));
   }
   *out = std::move(result);
