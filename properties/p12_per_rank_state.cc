@@ -183,6 +183,97 @@ std::string WhatTheAcceptedResumeDraws(const RunSpec& saved_run,
   return out;
 }
 
+// OK unless two ranks' distinct objects share a storage key in the framework's save `dicts`.
+Status DistinctObjectsKept(const std::vector<ShardedStateDict>& dicts) {
+  const std::string distinct = DeduplicatedDistinctObject(dicts);
+  if (distinct.empty()) return Status::OK();
+  return Status::FailedPrecondition("the framework's save dicts: " + distinct);
+}
+
+// What a resume changes and loads, over every module: layouts, DP-distinct RNG, loaders, flags.
+struct ResumeTraits {
+  bool same_layout = true, dp_random = false, tp_pp_changed = false, dp_changed = false;
+  bool per_rank = false, per_rank_dp_changed = false, per_rank_dp_shrunk = false;
+  bool rank_local_rng = false;
+  bool rng_loaded = false, data_loaded = false;
+};
+
+// The traits of resuming `saved_run` as `run` under `flags`.
+ResumeTraits TraitsOf(const RunSpec& saved_run, const RunSpec& run, const LoadFlags& flags) {
+  ResumeTraits t;
+  for (size_t i = 0; i < run.configs.size(); ++i) {
+    const Layout& a = saved_run.layout.modules()[i].layout;
+    const Layout& b = run.layout.modules()[i].layout;
+    t.same_layout &= a.ToString() == b.ToString();
+    t.tp_pp_changed |= a.tp() != b.tp() || a.pp() != b.pp();
+    t.dp_changed |= a.dp() != b.dp();
+    t.dp_random |= saved_run.configs[i].data_parallel_random_init;
+    const bool loaders = saved_run.configs[i].data.sampler == DataSampler::kPerRank;
+    t.per_rank |= loaders;
+    t.per_rank_dp_changed |= loaders && a.dp() != b.dp();
+    t.per_rank_dp_shrunk |= loaders && a.dp() > b.dp();
+    t.rank_local_rng |= saved_run.configs[i].rng_saving == RngSaving::kRankLocal;
+  }
+  t.rng_loaded = !flags.finetune && !flags.no_load_rng;
+  t.data_loaded = !flags.finetune && !flags.reset_dataloader;
+  return t;
+}
+
+// Classifies the case by its traits and flags.
+void ClassifyResume(const ResumeTraits& t, const LoadFlags& flags) {
+  RC_CLASSIFY(t.same_layout, "same layout");
+  RC_CLASSIFY(t.tp_pp_changed, "TP or PP changed (RNG reseeded)");
+  RC_CLASSIFY(t.dp_changed, "DP changed");
+  RC_CLASSIFY(t.dp_random, "data_parallel_random_init");
+  RC_CLASSIFY(t.rng_loaded, "RNG loaded");
+  RC_CLASSIFY(t.rank_local_rng, "RNG saved rank-local");
+  // Where rank-local RNG loads (L7) and a merge by name shows (B27).
+  RC_CLASSIFY(t.rank_local_rng && t.same_layout && t.rng_loaded,
+              "RNG saved rank-local, loaded under its layout");
+  RC_CLASSIFY(flags.reset_dataloader, "reset_dataloader");
+  RC_CLASSIFY(flags.finetune, "finetune");
+  RC_CLASSIFY(t.per_rank, "per-DP-rank loaders");
+  // L9's refusal: a loader's position does not carry over to another DP size.
+  RC_CLASSIFY(t.per_rank_dp_changed && t.data_loaded,
+              "per-DP-rank loaders, DP changed, data loaded");
+  // B25's trigger: a smaller DP size finds a saved loader for every new DP rank.
+  RC_CLASSIFY(t.per_rank_dp_shrunk && t.data_loaded, "per-DP-rank loaders, DP shrunk, data loaded");
+}
+
+// Every rank's RNG and each module's data iterator: the saved ones where kept, the spec's always.
+void CheckRngAndDataIterators(const RunSpec& saved_run, const std::vector<TrainingState>& states,
+                              const RunSpec& run, const std::vector<TrainingState>& resumed,
+                              const std::vector<TrainingState>& expected, const ResumeTraits& t,
+                              int64_t m) {
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    const TrainingState& s = resumed[i];
+    RC_ASSERT(s.rng.size() == expected[i].rng.size());
+    for (size_t r = 0; r < s.rng.size(); ++r) {
+      const std::string where = "module " + std::to_string(i) + " rank " + std::to_string(r) + " " +
+                                DescribeCoords(s.config.ranks[r]);
+      if (t.same_layout && t.rng_loaded && s.rng[r] != states[i].rng[r]) {
+        RC_FAIL(where + ": RNG is not the one this rank saved");
+      }
+      if (s.rng[r] != expected[i].rng[r]) RC_FAIL(where + ": RNG differs from the spec's");
+    }
+    // What the wrong iterator draws next, where it was loaded ("" when the samples agree).
+    auto draws = [&] {
+      const std::string words = t.data_loaded
+                                    ? SamplesAfterResume(saved_run.configs[i].data, states[i].data,
+                                                         run.configs[i].data, s.data, m)
+                                    : "";
+      return words.empty() ? words : ": " + words;
+    };
+    if (t.same_layout && t.data_loaded && !(s.data == states[i].data)) {
+      RC_FAIL("module " + std::to_string(i) + ": data iterator is not at the saved position" +
+              draws());
+    }
+    if (!(s.data == expected[i].data)) {
+      RC_FAIL("module " + std::to_string(i) + ": data iterator differs from the spec's" + draws());
+    }
+  }
+}
+
 }  // namespace
 
 void CheckPerRankState(const TargetFactory& factory) {
@@ -234,53 +325,16 @@ void CheckPerRankState(const TargetFactory& factory) {
   RC_LOG() << "scenario:\n  save: " << DescribeRun(saved_run) << "\n  train " << k
            << ", save, restart\n  resume: " << DescribeRun(run)
            << "\n  flags: " << DescribeLoadFlags(flags) << "\n  then train " << m << "\n";
-
-  bool same_layout = true, dp_random = false, tp_pp_changed = false, dp_changed = false;
-  bool per_rank = false, per_rank_dp_changed = false, per_rank_dp_shrunk = false;
-  bool rank_local_rng = false;
-  for (size_t i = 0; i < run.configs.size(); ++i) {
-    const Layout& a = saved_run.layout.modules()[i].layout;
-    const Layout& b = run.layout.modules()[i].layout;
-    same_layout &= a.ToString() == b.ToString();
-    tp_pp_changed |= a.tp() != b.tp() || a.pp() != b.pp();
-    dp_changed |= a.dp() != b.dp();
-    dp_random |= saved_run.configs[i].data_parallel_random_init;
-    const bool loaders = saved_run.configs[i].data.sampler == DataSampler::kPerRank;
-    per_rank |= loaders;
-    per_rank_dp_changed |= loaders && a.dp() != b.dp();
-    per_rank_dp_shrunk |= loaders && a.dp() > b.dp();
-    rank_local_rng |= saved_run.configs[i].rng_saving == RngSaving::kRankLocal;
-  }
-  const bool rng_loaded = !flags.finetune && !flags.no_load_rng;
-  RC_CLASSIFY(same_layout, "same layout");
-  RC_CLASSIFY(tp_pp_changed, "TP or PP changed (RNG reseeded)");
-  RC_CLASSIFY(dp_changed, "DP changed");
-  RC_CLASSIFY(dp_random, "data_parallel_random_init");
-  RC_CLASSIFY(rng_loaded, "RNG loaded");
-  RC_CLASSIFY(rank_local_rng, "RNG saved rank-local");
-  // Where rank-local RNG loads (L7) and a merge by name shows (B27).
-  RC_CLASSIFY(rank_local_rng && same_layout && rng_loaded,
-              "RNG saved rank-local, loaded under its layout");
-  RC_CLASSIFY(flags.reset_dataloader, "reset_dataloader");
-  RC_CLASSIFY(flags.finetune, "finetune");
-  const bool data_loaded = !flags.finetune && !flags.reset_dataloader;
-  RC_CLASSIFY(per_rank, "per-DP-rank loaders");
-  // L9's refusal: a loader's position does not carry over to another DP size.
-  RC_CLASSIFY(per_rank_dp_changed && data_loaded, "per-DP-rank loaders, DP changed, data loaded");
-  // B25's trigger: a smaller DP size finds a saved loader for every new DP rank.
-  RC_CLASSIFY(per_rank_dp_shrunk && data_loaded, "per-DP-rank loaders, DP shrunk, data loaded");
+  const ResumeTraits t = TraitsOf(saved_run, run, flags);
+  ClassifyResume(t, flags);
 
   std::vector<TrainingState> states;
   CKPTSPEC_RC_ASSERT_OK(InitialStates(saved_run, &states));
   CKPTSPEC_RC_ASSERT_OK(TrainRun(&states, k));
 
   RestartedResume r;
-  CKPTSPEC_RC_ASSERT_OK(SaveRestartResume(
-      factory, saved_run, states, run, flags, &r, [](const std::vector<ShardedStateDict>& dicts) {
-        const std::string distinct = DeduplicatedDistinctObject(dicts);
-        if (distinct.empty()) return Status::OK();
-        return Status::FailedPrecondition("the framework's save dicts: " + distinct);
-      }));
+  CKPTSPEC_RC_ASSERT_OK(
+      SaveRestartResume(factory, saved_run, states, run, flags, &r, DistinctObjectsKept));
   const Status& spec = r.spec;
   const Status& got = r.got;
   std::vector<TrainingState>& expected = r.expected;
@@ -289,43 +343,18 @@ void CheckPerRankState(const TargetFactory& factory) {
   if (!spec.ok()) {
     RC_LOG() << "spec refuses: " << spec.ToString() << "\ntarget: " << got.ToString() << "\n";
     if (got.ok()) {
-      RC_FAIL("the target accepted a resume the spec refuses: " + spec.ToString() +
-              (data_loaded ? WhatTheAcceptedResumeDraws(saved_run, states, run, resumed, m) : ""));
+      RC_FAIL(
+          "the target accepted a resume the spec refuses: " + spec.ToString() +
+          (t.data_loaded ? WhatTheAcceptedResumeDraws(saved_run, states, run, resumed, m) : ""));
     }
     return;
   }
   if (!got.ok()) RC_FAIL("the target refused a resume the spec accepts: " + got.ToString());
-  RC_CLASSIFY(dp_changed && data_loaded, "DP changed, data iterator continued");
-  RC_CLASSIFY(per_rank && same_layout && data_loaded, "per-DP-rank loaders continued");
+  RC_CLASSIFY(t.dp_changed && t.data_loaded, "DP changed, data iterator continued");
+  RC_CLASSIFY(t.per_rank && t.same_layout && t.data_loaded, "per-DP-rank loaders continued");
 
-  for (size_t i = 0; i < resumed.size(); ++i) {
-    const TrainingState& s = resumed[i];
-    RC_ASSERT(s.rng.size() == expected[i].rng.size());
-    for (size_t r = 0; r < s.rng.size(); ++r) {
-      const std::string where = "module " + std::to_string(i) + " rank " + std::to_string(r) + " " +
-                                DescribeCoords(s.config.ranks[r]);
-      if (same_layout && rng_loaded && s.rng[r] != states[i].rng[r]) {
-        RC_FAIL(where + ": RNG is not the one this rank saved");
-      }
-      if (s.rng[r] != expected[i].rng[r]) RC_FAIL(where + ": RNG differs from the spec's");
-    }
-    // What the wrong iterator draws next, where it was loaded ("" when the samples agree).
-    auto draws = [&] {
-      const std::string words = data_loaded
-                                    ? SamplesAfterResume(saved_run.configs[i].data, states[i].data,
-                                                         run.configs[i].data, s.data, m)
-                                    : "";
-      return words.empty() ? words : ": " + words;
-    };
-    if (same_layout && data_loaded && !(s.data == states[i].data)) {
-      RC_FAIL("module " + std::to_string(i) + ": data iterator is not at the saved position" +
-              draws());
-    }
-    if (!(s.data == expected[i].data)) {
-      RC_FAIL("module " + std::to_string(i) + ": data iterator differs from the spec's" + draws());
-    }
-  }
-  if (data_loaded) {
+  CheckRngAndDataIterators(saved_run, states, run, resumed, expected, t, m);
+  if (t.data_loaded) {
     for (size_t i = 0; i < resumed.size(); ++i) {
       CKPTSPEC_RC_ASSERT_SAME(
           SamplesAfterResume(saved_run.configs[i].data, states[i].data, run.configs[i].data,
