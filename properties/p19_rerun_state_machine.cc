@@ -16,6 +16,7 @@
 //    spec's Restarted() state -- and as the process that never exited.
 // Catches: B06 (RERUNNING_IN_PLACE persisted; the resume needs the unsaved snapshot), B04 (the
 // rerun object only present in fault saves).
+#include <memory>
 #include <sstream>
 
 #include "generators/run_gen.h"
@@ -92,18 +93,162 @@ std::string MachineText(const RerunStateMachine& m) {
          std::to_string(m.current_iteration);
 }
 
-}  // namespace
-
-void CheckRerunStateMachine(const TargetFactory& factory) {
-  RunSpec run = *gen::RunUpTo(8, false);
-  for (TrainingConfig& c : run.configs) c.rerun_mode = RerunMode::kValidateResults;
-  const int64_t k = *rc::gen::inRange<int64_t>(1, 4);  // the first iteration has completed
+// Draws a fault: injected or rejected, fatal (mostly), reproducible (mostly), the rerun's node.
+Fault DrawFault() {
   Fault fault;
   fault.injected = *rc::gen::arbitrary<bool>();
   fault.fatal = *rc::gen::inRange(0, 4) != 0;  // the checkpoint path needs both: bias toward it
   fault.reproducible = *rc::gen::inRange(0, 4) != 0;
   fault.same_node_again = *rc::gen::arbitrary<bool>();
   fault.fatal_again = *rc::gen::arbitrary<bool>();
+  return fault;
+}
+
+// Saves on a scratch target in the states the machine visits: only persistable ones may save.
+class SaveRefusals {
+ public:
+  // Saves `run`'s `states` (whose front holds the machine) on a new target of `factory`.
+  SaveRefusals(const TargetFactory& factory, const RunSpec& run,
+               const std::vector<TrainingState>& states)
+      : scratch_(factory.make(TargetOptions())), run_(run), states_(states) {}
+
+  // A save in the machine's current state (`where`) is refused unless the state is persistable.
+  void Check(const char* where) {
+    const TrainingState& s = states_.front();
+    // The rule itself, not only the spec's function: only these two states may be persisted.
+    const bool persistable = s.rerun.state == RerunState::kNotRunningYet ||
+                             s.rerun.state == RerunState::kWillRerunFromCheckpoint;
+    RC_ASSERT(IsPersistableRerunState(s.rerun.state) == persistable);
+    if (persistable) return;
+    const Status st = SaveRun(scratch_->target(), run_, states_, s.iteration + 1, SaveOptions());
+    RC_LOG() << "save in " << RerunStateName(s.rerun.state) << " (" << where
+             << "): " << st.ToString() << "\n";
+    if (st.ok()) {
+      RC_FAIL(std::string("a save in ") + RerunStateName(s.rerun.state) + " (" + where +
+              ") was accepted; the state needs the unpersisted snapshot");
+    }
+    refused_.push_back(RerunStateName(s.rerun.state));
+  }
+  // The states whose save was refused, in order.
+  const std::vector<std::string>& refused() const { return refused_; }
+
+ private:
+  std::unique_ptr<TargetUnderTest> scratch_;
+  const RunSpec& run_;
+  const std::vector<TrainingState>& states_;
+  std::vector<std::string> refused_;
+};
+
+constexpr double kBadResult = 1e30, kOtherResult = 3.0;
+
+// Drives the fault at iteration k + 1 through the in-place rerun; what the machine then asks for.
+CheckpointAndExit DriveInPlaceRerun(const Fault& fault, Driver* d, SaveRefusals* refusals) {
+  TrainingState& s = *d->s;
+  RC_ASSERT(d->Step());  // NOT_RUNNING_YET -> INITIAL_RUN
+  RC_ASSERT(s.rerun.state == RerunState::kInitialRun);
+  refusals->Check("initial run");
+  d->Pass(kBadResult, !fault.injected, fault.injected, fault.fatal, "node-a");
+  RC_ASSERT(s.rerun.sharded.rerun_requested);
+  RC_ASSERT(d->Step());  // -> RERUNNING_IN_PLACE, snapshot restored
+  RC_ASSERT(s.rerun.state == RerunState::kRerunningInPlace);
+  refusals->Check("rerun in place");
+  d->Pass(fault.reproducible ? kBadResult : kOtherResult, fault.reproducible && !fault.injected,
+          fault.reproducible && fault.injected, fault.fatal, "node-a");
+  RC_ASSERT(!d->Step());
+  const CheckpointAndExit exit = ShouldCheckpointAndExit(&s.rerun);
+  RC_LOG() << "after the in-place rerun: " << MachineText(s.rerun) << ", checkpoint "
+           << exit.checkpoint << ", exit " << exit.exit << " (" << exit.exit_code << ")\n";
+  return exit;
+}
+
+// Saves the fault checkpoint of `states` on `target` (structured as the `steady` save: B04).
+void SaveFaultCheckpoint(Target& target, const RunSpec& run,
+                         const std::vector<TrainingState>& states,
+                         const std::vector<ShardedStateDict>& steady) {
+  std::vector<ShardedStateDict> faulted;
+  CKPTSPEC_RC_ASSERT_OK(
+      target.framework().ToStateDicts(run.layout, states, run.sharding, &faulted));
+  const StructureDiff diff = DiffStructure(Signature(steady), Signature(faulted));
+  if (!diff.empty()) {
+    RC_FAIL("the fault save's structure differs from the steady-state save's:\n" +
+            FormatViolations(diff.ToViolations()));
+  }
+  CKPTSPEC_RC_ASSERT_OK(target.engine().Save(states.front().iteration, faulted, SaveOptions()));
+  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
+}
+
+// The resumed machine and state are the spec's expected ones.
+void CheckResumedMachine(const std::vector<TrainingState>& resumed,
+                         const std::vector<TrainingState>& expected) {
+  const TrainingState& r = resumed.front();
+  const TrainingState& e = expected.front();
+  RC_LOG() << "resumed machine: " << MachineText(r.rerun) << "; spec: " << MachineText(e.rerun)
+           << "\n";
+  RC_ASSERT(r.rerun.mode == e.rerun.mode);
+  RC_ASSERT(r.rerun.state == e.rerun.state);
+  RC_ASSERT(r.rerun.current_iteration == e.rerun.current_iteration);
+  RC_ASSERT(r.rerun.sharded == e.rerun.sharded);
+  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected),
+                          "resumed state differs from the spec's");
+}
+
+// Drives the rerun from checkpoint on `runs` (resumed, restarted, never exited); their exits.
+std::vector<CheckpointAndExit> RerunFromCheckpoint(const Fault& fault,
+                                                   const std::vector<TrainingState*>& runs,
+                                                   const std::vector<RankRngState>& at_start,
+                                                   const DataIteratorState& step_start,
+                                                   TrainingState* s, SaveRefusals* refusals) {
+  const char* names[] = {"resumed", "restarted (spec)", "never exited"};
+  std::vector<CheckpointAndExit> exits;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Driver x{runs[i], i == 2 ? at_start : std::vector<RankRngState>()};
+    RC_ASSERT(x.Step());  // -> RERUNNING_FROM_CHECKPOINT
+    RC_ASSERT(runs[i]->rerun.state == RerunState::kRerunningFromCheckpoint);
+    if (!(runs[i]->data == step_start)) {
+      RC_FAIL(std::string(names[i]) +
+              ": the rerun from checkpoint does not start at the faulty step's data");
+    }
+    if (i == 0) {
+      TrainingState& saved_s = *s;
+      std::swap(saved_s, *runs[0]);  // the refusal check looks at `s`
+      refusals->Check("rerun from checkpoint");
+      std::swap(saved_s, *runs[0]);
+    }
+    x.Pass(kBadResult, true, false, fault.fatal_again, fault.same_node_again ? "node-a" : "node-b");
+    RC_ASSERT(!x.Step());
+    exits.push_back(ShouldCheckpointAndExit(&runs[i]->rerun));
+    RC_LOG() << names[i] << " after the rerun: " << MachineText(runs[i]->rerun) << ", exit "
+             << exits.back().exit_code << "\n";
+  }
+  return exits;
+}
+
+// The second rerun's outcome is the spec's table: restart again (16), exit (17) or continue.
+void CheckSecondRerun(const Fault& fault, const TrainingState& r, const CheckpointAndExit& exit) {
+  // The spec's table for the second rerun: on the suspicious node again, restart again (16);
+  // elsewhere a fatal result stays and exits (17), a non-fatal one continues.
+  if (fault.same_node_again) {
+    RC_TAG("restart again, exit 16");
+    RC_ASSERT(r.rerun.state == RerunState::kRerunningAgainFromCheckpoint);
+    RC_ASSERT(exit == (CheckpointAndExit{false, true, kExitCodeResumeToDisambiguate}));
+  } else if (fault.fatal_again) {
+    RC_TAG("fatal on another node, exit 17");
+    RC_ASSERT(r.rerun.state == RerunState::kRerunningFromCheckpoint);
+    RC_ASSERT(exit == (CheckpointAndExit{false, true, kExitCodeFailedOnResultValidation}));
+  } else {
+    RC_TAG("continued after the rerun from checkpoint");
+    RC_ASSERT(r.rerun.state == RerunState::kNotRunningYet);
+    RC_ASSERT(exit == (CheckpointAndExit{false, false, 0}));
+  }
+}
+
+}  // namespace
+
+void CheckRerunStateMachine(const TargetFactory& factory) {
+  RunSpec run = *gen::RunUpTo(8, false);
+  for (TrainingConfig& c : run.configs) c.rerun_mode = RerunMode::kValidateResults;
+  const int64_t k = *rc::gen::inRange<int64_t>(1, 4);  // the first iteration has completed
+  const Fault fault = DrawFault();
   const bool change_layout = factory.capabilities.resharding && *rc::gen::inRange(0, 4) == 0;
   const RunSpec resume_run = *gen::ResumeRunFor(run, 8, change_layout);
   RC_LOG() << "scenario:\n  " << DescribeRun(run) << "\n  train " << k << ", steady-state dicts;"
@@ -124,42 +269,10 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
   CKPTSPEC_RC_ASSERT_OK(target.framework().ToStateDicts(run.layout, states, run.sharding, &steady));
   // (Only its structure matters: the fault save is of the same iteration, whose step failed.)
 
-  // A save in state `where` must be refused unless it is persistable (then: checked below).
-  auto scratch = factory.make(TargetOptions());
-  std::vector<std::string> refused;
-  auto check_save_refused = [&](const char* where) {
-    // The rule itself, not only the spec's function: only these two states may be persisted.
-    const bool persistable = s.rerun.state == RerunState::kNotRunningYet ||
-                             s.rerun.state == RerunState::kWillRerunFromCheckpoint;
-    RC_ASSERT(IsPersistableRerunState(s.rerun.state) == persistable);
-    if (persistable) return;
-    const Status st = SaveRun(scratch->target(), run, states, s.iteration + 1, SaveOptions());
-    RC_LOG() << "save in " << RerunStateName(s.rerun.state) << " (" << where
-             << "): " << st.ToString() << "\n";
-    if (st.ok()) {
-      RC_FAIL(std::string("a save in ") + RerunStateName(s.rerun.state) + " (" + where +
-              ") was accepted; the state needs the unpersisted snapshot");
-    }
-    refused.push_back(RerunStateName(s.rerun.state));
-  };
-
-  const double bad = 1e30, other = 3.0;
+  // A save in a state that is not persistable must be refused (persistable ones: checked below).
+  SaveRefusals refusals(factory, run, states);
   Driver d{&s, {}};
-  RC_ASSERT(d.Step());  // NOT_RUNNING_YET -> INITIAL_RUN
-  RC_ASSERT(s.rerun.state == RerunState::kInitialRun);
-  check_save_refused("initial run");
-  d.Pass(bad, !fault.injected, fault.injected, fault.fatal, "node-a");
-  RC_ASSERT(s.rerun.sharded.rerun_requested);
-  RC_ASSERT(d.Step());  // -> RERUNNING_IN_PLACE, snapshot restored
-  RC_ASSERT(s.rerun.state == RerunState::kRerunningInPlace);
-  check_save_refused("rerun in place");
-  d.Pass(fault.reproducible ? bad : other, fault.reproducible && !fault.injected,
-         fault.reproducible && fault.injected, fault.fatal, "node-a");
-  RC_ASSERT(!d.Step());
-  const CheckpointAndExit exit = ShouldCheckpointAndExit(&s.rerun);
-  RC_LOG() << "after the in-place rerun: " << MachineText(s.rerun) << ", checkpoint "
-           << exit.checkpoint << ", exit " << exit.exit << " (" << exit.exit_code << ")\n";
-
+  const CheckpointAndExit exit = DriveInPlaceRerun(fault, &d, &refusals);
   if (!fault.fatal) {
     RC_TAG("continued");
     RC_ASSERT(s.rerun.state == RerunState::kNotRunningYet);
@@ -172,7 +285,7 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
     RC_TAG("exit 17 in place");
     RC_ASSERT(s.rerun.state == RerunState::kRerunningInPlace);
     RC_ASSERT(exit == (CheckpointAndExit{false, true, kExitCodeFailedOnResultValidation}));
-    check_save_refused("exit 17 (B06)");
+    refusals.Check("exit 17 (B06)");
     return;
   }
   RC_TAG("checkpoint, exit 16");
@@ -180,16 +293,7 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
   RC_ASSERT(exit == (CheckpointAndExit{true, true, kExitCodeResumeToDisambiguate}));
 
   // The fault save: same structure as the steady one (B04), then a fresh process resumes.
-  std::vector<ShardedStateDict> faulted;
-  CKPTSPEC_RC_ASSERT_OK(
-      target.framework().ToStateDicts(run.layout, states, run.sharding, &faulted));
-  const StructureDiff diff = DiffStructure(Signature(steady), Signature(faulted));
-  if (!diff.empty()) {
-    RC_FAIL("the fault save's structure differs from the steady-state save's:\n" +
-            FormatViolations(diff.ToViolations()));
-  }
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Save(s.iteration, faulted, SaveOptions()));
-  CKPTSPEC_RC_ASSERT_OK(target.engine().Finalize());
+  SaveFaultCheckpoint(target, run, states, steady);
   under_test->NewProcess();  // the exit 16 the machine asked for, and the job's relaunch
 
   std::vector<TrainingState> expected;
@@ -204,69 +308,26 @@ void CheckRerunStateMachine(const TargetFactory& factory) {
     return;
   }
   if (!got.ok()) RC_FAIL("the target refused a resume the spec accepts: " + got.ToString());
-  TrainingState& r = resumed.front();
-  const TrainingState& e = expected.front();
-  RC_LOG() << "resumed machine: " << MachineText(r.rerun) << "; spec: " << MachineText(e.rerun)
-           << "\n";
-  RC_ASSERT(r.rerun.mode == e.rerun.mode);
-  RC_ASSERT(r.rerun.state == e.rerun.state);
-  RC_ASSERT(r.rerun.current_iteration == e.rerun.current_iteration);
-  RC_ASSERT(r.rerun.sharded == e.rerun.sharded);
-  CKPTSPEC_RC_ASSERT_SAME(FirstRunDifference(resumed, expected),
-                          "resumed state differs from the spec's");
+  CheckResumedMachine(resumed, expected);
   if (change_layout) return;  // the spec kept a sentinel or refused; nothing pending to rerun
+  TrainingState& r = resumed.front();
   RC_ASSERT(r.rerun.state == RerunState::kWillRerunFromCheckpoint);
 
   // The rerun from checkpoint, three ways: the target's resumed state, the spec's restarted
   // state, and the process that never exited. They must agree: nothing unpersisted is needed.
   TrainingState restarted = Restarted(s);
   TrainingState stayed = s;
-  std::vector<TrainingState*> runs{&r, &restarted, &stayed};
-  const char* names[] = {"resumed", "restarted (spec)", "never exited"};
-  DataIteratorState step_start = s.rerun.sharded.data_iterator_checkpoint.value_or(s.data);
-  std::vector<CheckpointAndExit> exits;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    Driver x{runs[i], i == 2 ? d.at_start : std::vector<RankRngState>()};
-    RC_ASSERT(x.Step());  // -> RERUNNING_FROM_CHECKPOINT
-    RC_ASSERT(runs[i]->rerun.state == RerunState::kRerunningFromCheckpoint);
-    if (!(runs[i]->data == step_start)) {
-      RC_FAIL(std::string(names[i]) +
-              ": the rerun from checkpoint does not start at the faulty step's data");
-    }
-    if (i == 0) {
-      TrainingState& saved_s = s;
-      std::swap(saved_s, *runs[0]);  // check_save_refused looks at `s`
-      check_save_refused("rerun from checkpoint");
-      std::swap(saved_s, *runs[0]);
-    }
-    x.Pass(bad, true, false, fault.fatal_again, fault.same_node_again ? "node-a" : "node-b");
-    RC_ASSERT(!x.Step());
-    exits.push_back(ShouldCheckpointAndExit(&runs[i]->rerun));
-    RC_LOG() << names[i] << " after the rerun: " << MachineText(runs[i]->rerun) << ", exit "
-             << exits.back().exit_code << "\n";
-  }
+  const DataIteratorState step_start = s.rerun.sharded.data_iterator_checkpoint.value_or(s.data);
+  const std::vector<CheckpointAndExit> exits =
+      RerunFromCheckpoint(fault, {&r, &restarted, &stayed}, d.at_start, step_start, &s, &refusals);
   RC_ASSERT(exits[0] == exits[1]);
   RC_ASSERT(exits[0] == exits[2]);
   RC_ASSERT(r.rerun.state == restarted.rerun.state);
   RC_ASSERT(r.rerun.state == stayed.rerun.state);
   CKPTSPEC_RC_ASSERT_SAME(FirstDifference(r, restarted), "resumed vs restarted after the rerun");
   CKPTSPEC_RC_ASSERT_SAME(FirstDifference(r, stayed), "resumed vs never exited after the rerun");
-  // The spec's table for the second rerun: on the suspicious node again, restart again (16);
-  // elsewhere a fatal result stays and exits (17), a non-fatal one continues.
-  if (fault.same_node_again) {
-    RC_TAG("restart again, exit 16");
-    RC_ASSERT(r.rerun.state == RerunState::kRerunningAgainFromCheckpoint);
-    RC_ASSERT(exits[0] == (CheckpointAndExit{false, true, kExitCodeResumeToDisambiguate}));
-  } else if (fault.fatal_again) {
-    RC_TAG("fatal on another node, exit 17");
-    RC_ASSERT(r.rerun.state == RerunState::kRerunningFromCheckpoint);
-    RC_ASSERT(exits[0] == (CheckpointAndExit{false, true, kExitCodeFailedOnResultValidation}));
-  } else {
-    RC_TAG("continued after the rerun from checkpoint");
-    RC_ASSERT(r.rerun.state == RerunState::kNotRunningYet);
-    RC_ASSERT(exits[0] == (CheckpointAndExit{false, false, 0}));
-  }
-  RC_CLASSIFY(refused.size() >= 3, "saves refused in 3+ states");
+  CheckSecondRerun(fault, r, exits[0]);
+  RC_CLASSIFY(refusals.refused().size() >= 3, "saves refused in 3+ states");
 }
 
 }  // namespace ckptspec
