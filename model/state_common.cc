@@ -203,8 +203,8 @@ Status ReadHeterogeneousLayout(const JsonField& f, HeterogeneousLayout* out) {
 
 }  // namespace
 
-Status HeterogeneousLayoutFromJson(const json& j, HeterogeneousLayout* out) {
-  return AsCorruption(ReadHeterogeneousLayout(JsonField(j, "parallel_layout"), out));
+Status HeterogeneousLayoutFromJson(const JsonField& f, HeterogeneousLayout* out) {
+  return AsCorruption(ReadHeterogeneousLayout(f, out));
 }
 
 }  // namespace ckptspec

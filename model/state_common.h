@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
 #include "model/layout.h"
 #include "model/status.h"
 #include "model/training_state.h"
@@ -38,6 +39,7 @@ Status CheckGroupParameters(const std::vector<SubOptimizer>& subs, size_t num_pa
 // [{"name", "first_rank", and the layout's members (LayoutMembersToJson: "world_size", "tp", "pp",
 // "dp", "cp", "ep", "etp", "order")}, ...]; the reader needs every member.
 nlohmann::json HeterogeneousLayoutToJson(const HeterogeneousLayout& layout);
-Status HeterogeneousLayoutFromJson(const nlohmann::json& j, HeterogeneousLayout* out);
+// Reads it where it is stored: `f` ("common.parallel_layout").
+Status HeterogeneousLayoutFromJson(const JsonField& f, HeterogeneousLayout* out);
 
 }  // namespace ckptspec

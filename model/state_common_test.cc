@@ -75,7 +75,7 @@ TEST(StateCommon, ALayoutIsWrittenWithTheLayoutMembersAndReadBack) {
       R"("pp":1,"tp":2,"world_size":2},{"cp":1,"dp":4,"ep":1,"etp":1,"first_rank":2,)"
       R"("name":"language","order":"tp-cp-ep-dp-pp","pp":1,"tp":1,"world_size":4}])");
   HeterogeneousLayout back;
-  ASSERT_TRUE(HeterogeneousLayoutFromJson(j, &back).ok());
+  ASSERT_TRUE(HeterogeneousLayoutFromJson(JsonField(j, "parallel_layout"), &back).ok());
   EXPECT_EQ(HeterogeneousLayoutToJson(back), j);
 }
 
@@ -89,7 +89,7 @@ TEST(StateCommon, AStoredLayoutNeedsEveryMember) {
       j[1][member] = value;
     }
     HeterogeneousLayout out;
-    const Status s = HeterogeneousLayoutFromJson(j, &out);
+    const Status s = HeterogeneousLayoutFromJson(JsonField(j, "parallel_layout"), &out);
     EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
     return s.message();
   };

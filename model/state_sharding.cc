@@ -1,9 +1,13 @@
 #include "model/state_sharding.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "model/json_fields.h"
 #include "model/rerun_state_machine.h"
 #include "model/state_common.h"
 #include "model/state_entries.h"
@@ -154,117 +158,89 @@ Status ShardTrainingState(const Layout& layout, const TrainingState& state,
 
 namespace {
 
-// The optional member `key` of the common state: one name per module, each taken by
-// take(module, name) (false: not one of `expected`). Absent: nothing taken. Corruption otherwise.
-template <typename Take>
-Status ReadNamePerModule(const nlohmann::json& common, const char* key, size_t modules,
-                         const char* expected, Take take) {
-  auto names = common.find(key);
-  if (names == common.end()) return Status::OK();
-  if (!names->is_array() || names->size() != modules) {
-    return Status::Corruption(std::string("common '") + key + "' is not one name per module");
+// A params dtype a checkpoint may name: fp32, bf16 or fp16.
+bool ParseParamsDtype(const std::string& name, DType* out) {
+  DType d = DType::kFloat32;
+  if (!ParseDType(name, &d) ||
+      (d != DType::kFloat32 && d != DType::kBFloat16 && d != DType::kFloat16)) {
+    return false;
   }
-  for (size_t m = 0; m < modules; ++m) {
-    const nlohmann::json& name = (*names)[m];
-    if (!name.is_string() || !take(m, name.get<std::string>())) {
-      return Status::Corruption(std::string("common '") + key + "' holds " + name.dump() +
-                                ", not " + expected);
+  *out = d;
+  return true;
+}
+
+// The optional "optimizer_state_params" of each module: null, or parameter indices below 2^31 (a
+// model's parameter count is checked by the templates), each above the previous one.
+Status ReadOptimizerStateParams(const JsonField& list, std::optional<std::vector<int64_t>>* out) {
+  if (list.is_null()) return Status::OK();
+  std::vector<int64_t> indices;
+  CKPTSPEC_RETURN_IF_ERROR(list.ForEachElement([&indices](const JsonField& v) {
+    int64_t index = 0;
+    CKPTSPEC_RETURN_IF_ERROR(v.GetInt64(0, (int64_t{1} << 31) - 1, &index));
+    if (!indices.empty() && index <= indices.back()) {
+      return v.Expected("a parameter index above the previous one");
     }
+    indices.push_back(index);
+    return Status::OK();
+  }));
+  *out = std::move(indices);
+  return Status::OK();
+}
+
+Status ReadCheckpointInfo(const JsonField& common, CheckpointInfo* out) {
+  CheckpointInfo info;
+  CKPTSPEC_RETURN_IF_ERROR(common.ExpectObject());
+  CKPTSPEC_RETURN_IF_ERROR(
+      HeterogeneousLayoutFromJson(common.Member("parallel_layout"), &info.layout));
+  const size_t modules = info.layout.modules().size();
+  const JsonField sharding = common.Member("optimizer_sharding");
+  CKPTSPEC_RETURN_IF_ERROR(sharding.Member("param_state_sharding_type")
+                               .GetEnum(ParseOptimizerFormat, &info.sharding.optimizer_format));
+  CKPTSPEC_RETURN_IF_ERROR(
+      sharding.Member("bucket_size").GetInt64(&info.sharding.buffers.bucket_size));
+  CKPTSPEC_RETURN_IF_ERROR(
+      sharding.Member("param_alignment").GetInt64(&info.sharding.buffers.param_alignment));
+  CKPTSPEC_RETURN_IF_ERROR(
+      sharding.Member("chained_avoid_prefix").GetBool(&info.sharding.chained_avoid_prefix));
+  const JsonField dpri = common.Member("data_parallel_random_init");
+  CKPTSPEC_RETURN_IF_ERROR(dpri.ExpectArrayOfSize(modules));
+  info.data_parallel_random_init.assign(modules, false);
+  for (size_t m = 0; m < modules; ++m) {
+    bool random_init = false;
+    CKPTSPEC_RETURN_IF_ERROR(dpri.Element(m).GetBool(&random_init));
+    info.data_parallel_random_init[m] = random_init;
   }
+  // Optional, one entry per module each.
+  const JsonField rng_saving = common.OptionalMember("rng_saving");
+  const JsonField params_dtype = common.OptionalMember("params_dtype");
+  const JsonField state_params = common.OptionalMember("optimizer_state_params");
+  info.rng_saving.assign(modules, RngSaving::kSharded);
+  info.params_dtype.assign(modules, std::nullopt);
+  info.optimizer_state_params.assign(modules, std::nullopt);
+  for (const JsonField* list : {&rng_saving, &params_dtype, &state_params}) {
+    CKPTSPEC_RETURN_IF_ERROR(list->ExpectArrayOfSize(modules));
+  }
+  for (size_t m = 0; m < rng_saving.size(); ++m) {
+    CKPTSPEC_RETURN_IF_ERROR(rng_saving.Element(m).GetEnum(ParseRngSaving, &info.rng_saving[m]));
+  }
+  for (size_t m = 0; m < params_dtype.size(); ++m) {
+    DType d = DType::kFloat32;
+    CKPTSPEC_RETURN_IF_ERROR(params_dtype.Element(m).GetEnum(ParseParamsDtype, &d));
+    info.params_dtype[m] = d;
+  }
+  for (size_t m = 0; m < state_params.size(); ++m) {
+    CKPTSPEC_RETURN_IF_ERROR(
+        ReadOptimizerStateParams(state_params.Element(m), &info.optimizer_state_params[m]));
+  }
+  info.common = common.value();
+  *out = std::move(info);
   return Status::OK();
 }
 
 }  // namespace
 
 Status ReadCheckpointInfo(const nlohmann::json& common, CheckpointInfo* out) {
-  if (!common.is_object()) return Status::Corruption("common state is not an object");
-  CheckpointInfo info;
-  auto pl = common.find("parallel_layout");
-  if (pl == common.end()) return Status::Corruption("common state lacks 'parallel_layout'");
-  CKPTSPEC_RETURN_IF_ERROR(HeterogeneousLayoutFromJson(*pl, &info.layout));
-  auto os = common.find("optimizer_sharding");
-  if (os == common.end() || !os->is_object()) {
-    return Status::Corruption("common state lacks the object 'optimizer_sharding'");
-  }
-  auto type = os->find("param_state_sharding_type");
-  if (type == os->end() || !type->is_string()) {
-    return Status::Corruption("optimizer_sharding lacks the string 'param_state_sharding_type'");
-  }
-  if (*type == "dp_reshardable") {
-    info.sharding.optimizer_format = OptimizerFormat::kDpReshardable;
-  } else if (*type == "fully_reshardable") {
-    info.sharding.optimizer_format = OptimizerFormat::kFullyReshardable;
-  } else {
-    return Status::Corruption("unknown param_state_sharding_type " + type->dump());
-  }
-  for (const char* f : {"bucket_size", "param_alignment"}) {
-    auto it = os->find(f);
-    if (it == os->end() || !it->is_number_integer()) {
-      return Status::Corruption(std::string("optimizer_sharding lacks the integer '") + f + "'");
-    }
-  }
-  info.sharding.buffers.bucket_size = (*os)["bucket_size"].get<int64_t>();
-  info.sharding.buffers.param_alignment = (*os)["param_alignment"].get<int64_t>();
-  auto avoid = os->find("chained_avoid_prefix");
-  if (avoid == os->end() || !avoid->is_boolean()) {
-    return Status::Corruption("optimizer_sharding lacks the boolean 'chained_avoid_prefix'");
-  }
-  info.sharding.chained_avoid_prefix = avoid->get<bool>();
-  auto dpri = common.find("data_parallel_random_init");
-  if (dpri == common.end() || !dpri->is_array() || dpri->size() != info.layout.modules().size()) {
-    return Status::Corruption(
-        "common state lacks 'data_parallel_random_init' with one flag per module");
-  }
-  for (const auto& b : *dpri) {
-    if (!b.is_boolean()) return Status::Corruption("data_parallel_random_init holds a non-boolean");
-    info.data_parallel_random_init.push_back(b.get<bool>());
-  }
-  const size_t modules = info.layout.modules().size();
-  info.rng_saving.assign(modules, RngSaving::kSharded);
-  CKPTSPEC_RETURN_IF_ERROR(ReadNamePerModule(common, "rng_saving", modules,
-                                             "\"sharded\" or \"rank_local\"",
-                                             [&](size_t m, const std::string& name) {
-                                               return ParseRngSaving(name, &info.rng_saving[m]);
-                                             }));
-  info.params_dtype.assign(modules, std::nullopt);
-  CKPTSPEC_RETURN_IF_ERROR(ReadNamePerModule(
-      common, "params_dtype", modules, "\"fp32\", \"bf16\" or \"fp16\"",
-      [&](size_t m, const std::string& name) {
-        DType d = DType::kFloat32;
-        if (!ParseDType(name, &d) ||
-            (d != DType::kFloat32 && d != DType::kBFloat16 && d != DType::kFloat16)) {
-          return false;
-        }
-        info.params_dtype[m] = d;
-        return true;
-      }));
-  info.optimizer_state_params.assign(info.layout.modules().size(), std::nullopt);
-  auto osp = common.find("optimizer_state_params");
-  if (osp != common.end()) {
-    if (!osp->is_array() || osp->size() != info.layout.modules().size()) {
-      return Status::Corruption("common 'optimizer_state_params' is not one entry per module");
-    }
-    for (size_t m = 0; m < osp->size(); ++m) {
-      const nlohmann::json& list = (*osp)[m];
-      if (list.is_null()) continue;
-      const std::string what = "optimizer_state_params of module " + std::to_string(m);
-      if (!list.is_array()) return Status::Corruption(what + " is neither null nor a list");
-      std::vector<int64_t> indices;
-      for (const auto& v : list) {
-        // A parameter index: below 2^31 (a model's parameter count is checked by the templates).
-        if (!v.is_number_unsigned() || v.get<uint64_t>() >= (uint64_t{1} << 31) ||
-            (!indices.empty() && static_cast<int64_t>(v.get<uint64_t>()) <= indices.back())) {
-          return Status::Corruption(what + " holds " + v.dump() +
-                                    ", not a parameter index above the previous one");
-        }
-        indices.push_back(static_cast<int64_t>(v.get<uint64_t>()));
-      }
-      info.optimizer_state_params[m] = std::move(indices);
-    }
-  }
-  info.common = common;
-  *out = std::move(info);
-  return Status::OK();
+  return AsCorruption(ReadCheckpointInfo(JsonField(common, "common"), out));
 }
 
 DType RequestedWeightDtype(DType saved, DType now, bool optimizer_loads) {

@@ -270,6 +270,23 @@ TEST(StateSharding, TorchOptimStateRecordIsValidated) {
     common["optimizer_state_params"] = nlohmann::json::parse(bad);
     EXPECT_EQ(ReadCheckpointInfo(common, &info).code(), Status::Code::kCorruption) << bad;
   }
+  const auto error = [&](const char* member, const char* value) {
+    nlohmann::json common = dicts[0].common;
+    common[member] = nlohmann::json::parse(value);
+    return ReadCheckpointInfo(common, &info).message();
+  };
+  EXPECT_EQ(error("optimizer_state_params", "[[1, 0]]"),
+            "common.optimizer_state_params[0][1]: expected a parameter index above the previous "
+            "one, got 0");
+  EXPECT_EQ(error("optimizer_state_params", "[[-1]]"),
+            "common.optimizer_state_params[0][0]: expected an integer in [0, 2147483647], got -1");
+  EXPECT_EQ(error("optimizer_state_params", "[3]"),
+            "common.optimizer_state_params[0]: expected an array, got 3");
+  EXPECT_EQ(error("rng_saving", "[\"often\"]"), "common.rng_saving[0]: unknown value \"often\"");
+  EXPECT_EQ(error("data_parallel_random_init", "[]"),
+            "common.data_parallel_random_init: expected an array of 1 element, got []");
+  EXPECT_EQ(error("parallel_layout", "[{\"name\": \"\", \"first_rank\": 0}]"),
+            "common.parallel_layout[0]: missing required member \"world_size\"");
   nlohmann::json common = dicts[0].common;
   common["optimizer_state_params"] = nlohmann::json::parse("[[0, 100000]]");
   ASSERT_TRUE(ReadCheckpointInfo(common, &info).ok());
