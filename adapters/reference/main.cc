@@ -16,8 +16,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -202,101 +204,106 @@ std::string Output(json reply, const std::string& op, int me, int world, const F
   return ckptspec::DumpLine(reply);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Buffered request lines: stdin synchronised with C stdio is read a character at a time. Set
-  // before any use of the standard streams.
-  std::ios::sync_with_stdio(false);
-  CLI::App app{"The reference engine behind the ckptspec adapter protocol (one process per rank)"};
+// The command line.
+struct Flags {
   std::string fault_name = "none";
   Fault fault;
-  app.add_option("--fault", fault_name, "misbehave: " + ckptspec::InjectedFaultNames())
-      ->capture_default_str();
-  app.add_option("--fault-rank", fault.rank, "the rank that misbehaves")->capture_default_str();
-  app.add_option("--fault-path", fault.path, "where the hostile faults' links point");
-  bool no_reset = false;
-  app.add_flag(
-      "--no-reset", no_reset,
-      "do not declare the reset capability (the harness then starts processes per engine)");
-  bool no_poll = false;
-  app.add_flag("--no-poll", no_poll,
-               "do not declare the poll capability (the harness then completes async saves only "
-               "at finalize, save or load, and sends no in-place updates)");
-  bool no_packed = false;
-  app.add_flag("--no-packed", no_packed,
-               "do not declare the packed capability (the harness then passes every entry "
-               "through a file of its own)");
-  std::string mutant, engine_mutants;
+  bool no_reset = false, no_poll = false, no_packed = false;
+  std::string mutant;
+  bool framework = false, tracker_before_sync = false, deferred_async = false;
+};
+
+// The ids of the catalog mutants that replace only the engine, comma-separated.
+std::string EngineMutantIds() {
+  std::string engine_mutants;
   for (const ckptspec::MutantInfo& m : ckptspec::MutantCatalog()) {
     if (ReplacesOnlyTheEngine(m.parts(0))) {
       engine_mutants += (engine_mutants.empty() ? "" : ", ") + std::string(m.id);
     }
   }
-  app.add_option("--mutant", mutant,
-                 "serve with this catalog mutant's engine (the id or name of a mutant that "
-                 "replaces only the engine: " +
-                     engine_mutants + "; any mutant with --framework" +
-                     "); implies --deferred-async, so that a mutant reading the adapter's save "
-                     "input never races the poll that writes into it");
-  bool framework = false;
-  app.add_flag("--framework", framework,
-               "be a framework adapter (docs/PROTOCOL.md, \"Framework adapters\"): the spec's own "
-               "framework saving through the reference target; with --mutant, through every part "
-               "the mutant replaces (any catalog mutant)");
-  bool tracker_before_sync = false;
-  app.add_flag("--tracker-before-sync", tracker_before_sync,
-               "a crash-consistency mutant: skip the fsyncs inside iteration directories until the "
-               "tracker is durable, then sync(2) everything (adapters/reference/"
-               "tracker_before_sync_env.h); P13's crash states must catch it");
-  bool deferred_async = false;
-  app.add_flag("--deferred-async", deferred_async,
-               "write an async save inside the poll, finalize, save or load that completes it "
-               "(default: on a background thread at once)");
-  CLI11_PARSE(app, argc, argv);
-  if (!ckptspec::ParseInjectedFault(fault_name, &fault.kind)) {
-    std::cerr << "--fault: unknown fault '" << fault_name
-              << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
-    return 2;
-  }
-  int me = 0, world = 0, port = 0;
-  const char* address = std::getenv("MASTER_ADDR");
-  if (!EnvInt("RANK", &me) || !EnvInt("WORLD_SIZE", &world) || world < 1 || me >= world ||
-      (world > 1 && (!EnvInt("MASTER_PORT", &port) || address == nullptr))) {
+  return engine_mutants;
+}
+
+// Declares every option and flag on `app`, each parsed into its field of `flags`.
+void AddFlags(CLI::App* app, Flags* flags) {
+  app->add_option("--fault", flags->fault_name, "misbehave: " + ckptspec::InjectedFaultNames())
+      ->capture_default_str();
+  app->add_option("--fault-rank", flags->fault.rank, "the rank that misbehaves")
+      ->capture_default_str();
+  app->add_option("--fault-path", flags->fault.path, "where the hostile faults' links point");
+  app->add_flag(
+      "--no-reset", flags->no_reset,
+      "do not declare the reset capability (the harness then starts processes per engine)");
+  app->add_flag("--no-poll", flags->no_poll,
+                "do not declare the poll capability (the harness then completes async saves only "
+                "at finalize, save or load, and sends no in-place updates)");
+  app->add_flag("--no-packed", flags->no_packed,
+                "do not declare the packed capability (the harness then passes every entry "
+                "through a file of its own)");
+  app->add_option("--mutant", flags->mutant,
+                  "serve with this catalog mutant's engine (the id or name of a mutant that "
+                  "replaces only the engine: " +
+                      EngineMutantIds() + "; any mutant with --framework" +
+                      "); implies --deferred-async, so that a mutant reading the adapter's save "
+                      "input never races the poll that writes into it");
+  app->add_flag("--framework", flags->framework,
+                "be a framework adapter (docs/PROTOCOL.md, \"Framework adapters\"): the spec's own "
+                "framework saving through the reference target; with --mutant, through every part "
+                "the mutant replaces (any catalog mutant)");
+  app->add_flag("--tracker-before-sync", flags->tracker_before_sync,
+                "a crash-consistency mutant: skip the fsyncs inside iteration directories until "
+                "the tracker is durable, then sync(2) everything (adapters/reference/"
+                "tracker_before_sync_env.h); P13's crash states must catch it");
+  app->add_flag("--deferred-async", flags->deferred_async,
+                "write an async save inside the poll, finalize, save or load that completes it "
+                "(default: on a background thread at once)");
+}
+
+// This rank's place from RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; false, saying why, if bad.
+bool ReadRankEnvironment(int* me, int* world, int* port, const char** address) {
+  *address = std::getenv("MASTER_ADDR");
+  if (!EnvInt("RANK", me) || !EnvInt("WORLD_SIZE", world) || *world < 1 || *me >= *world ||
+      (*world > 1 && (!EnvInt("MASTER_PORT", port) || *address == nullptr))) {
     std::cerr << "reference adapter: needs RANK < WORLD_SIZE and, for WORLD_SIZE > 1, MASTER_ADDR "
                  "and MASTER_PORT in the environment\n";
-    return 2;
+    return false;
   }
-  ckptspec::Star star;
-  const ckptspec::Status opened =
-      star.Open(me, world, address ? address : "", port, kRendezvousTimeout_s);
-  if (!opened.ok()) Abandon(opened);
+  return true;
+}
 
-  ckptspec::CrashingEnv crashing(ckptspec::Env::Posix(), 2);
-  ckptspec::TrackerBeforeSyncEnv tracker_first(ckptspec::Env::Posix(), ckptspec::kTrackerFileName);
+// The reference adapter's options under `flags` (the mutant's engine aside); the Envs outlive it.
+ckptspec::ReferenceAdapterOptions AdapterOptions(const Flags& flags, int world,
+                                                 ckptspec::Env* crashing,
+                                                 ckptspec::Env* tracker_first) {
+  const Fault& fault = flags.fault;
   ckptspec::ReferenceAdapterOptions options;
   options.world_size = world;
-  options.env = fault.Here(0, InjectedFault::kCrashSave) ? static_cast<ckptspec::Env*>(&crashing)
-                : tracker_before_sync                    ? &tracker_first
+  options.env = fault.Here(0, InjectedFault::kCrashSave) ? crashing
+                : flags.tracker_before_sync              ? tracker_first
                                                          : ckptspec::Env::Posix();
   if (fault.kind == InjectedFault::kWrongSize) options.wrong_size_rank = fault.rank;
   // A fault keeps state of its own across calls (counts of saves and writes) that reset would not
   // forget: only a faultless adapter declares reset.
-  options.reset = !no_reset && fault.kind == InjectedFault::kNone;
-  options.poll = !no_poll;
-  options.packed = !no_packed;
-  options.async_execution = deferred_async || !mutant.empty() ? ckptspec::AsyncExecution::kDeferred
-                                                              : ckptspec::AsyncExecution::kThread;
-  ckptspec::FrameworkAdapterOptions framework_options;
-  framework_options.world_size = world;
-  framework_options.reset = options.reset;
-  if (framework && !mutant.empty()) {
+  options.reset = !flags.no_reset && fault.kind == InjectedFault::kNone;
+  options.poll = !flags.no_poll;
+  options.packed = !flags.no_packed;
+  options.async_execution = flags.deferred_async || !flags.mutant.empty()
+                                ? ckptspec::AsyncExecution::kDeferred
+                                : ckptspec::AsyncExecution::kThread;
+  return options;
+}
+
+// Serves --mutant: its parts (framework) or its engine; false, saying why, if it cannot be served.
+bool UseMutant(const Flags& flags, ckptspec::ReferenceAdapterOptions* options,
+               ckptspec::FrameworkAdapterOptions* framework_options) {
+  const std::string& mutant = flags.mutant;
+  if (flags.framework && !mutant.empty()) {
     const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
     if (info == nullptr) {
       std::cerr << "--mutant: '" << mutant << "' is not a catalog mutant\n";
-      return 2;
+      return false;
     }
-    framework_options.parts = info->parts;
+    framework_options->parts = info->parts;
   } else if (!mutant.empty()) {
     const ckptspec::MutantInfo* info = ckptspec::FindMutant(mutant);
     ckptspec::ReplacedParts parts;
@@ -304,28 +311,68 @@ int main(int argc, char** argv) {
     if (info == nullptr || !ReplacesOnlyTheEngine(parts)) {
       std::cerr << "--mutant: '" << mutant
                 << "' is not a catalog mutant that replaces only the engine\n";
-      return 2;
+      return false;
     }
-    options.make_engine = parts.engine;
+    options->make_engine = parts.engine;
   }
-  ckptspec::ReferenceAdapter adapter(std::move(options));
-  ckptspec::FrameworkAdapter framework_adapter(std::move(framework_options));
-  const auto serve = [&](const std::vector<json>& requests) {
-    return framework ? framework_adapter.Serve(requests) : adapter.Serve(requests);
-  };
+  return true;
+}
 
+// Serves one request of every rank (rank 0's first), one reply each.
+using ServeFn = std::function<std::vector<json>(const std::vector<json>&)>;
+
+// A faultless peer's turn: relays `line` through rank 0 and prints the reply; true at shutdown.
+bool RelayThroughRankZero(ckptspec::Star& star, const std::string& line) {
+  const ckptspec::Status sent = star.Send(0, line);
+  if (!sent.ok()) Abandon(sent);
+  bool shutdown = false;
+  std::string reply_line;
+  ReceiveRelay(star, &shutdown, &reply_line);
+  std::cout << reply_line << std::endl;
+  return shutdown;
+}
+
+// Rank 0's turn: serves its `request` with every peer's, relays the peers' replies; its own reply.
+json ServeEveryRank(ckptspec::Star& star, int world, const json& request, const std::string& op,
+                    const ServeFn& serve) {
+  std::vector<json> requests = {request};
+  for (int peer = 1; peer < world; ++peer) {
+    std::string peer_line;
+    const ckptspec::Status got = star.Receive(peer, &peer_line);
+    if (!got.ok()) Abandon(got);
+    requests.push_back(ParseOrNull(peer_line));
+  }
+  std::vector<json> replies = serve(requests);
+  for (int peer = 1; peer < world; ++peer) {
+    const ckptspec::Status sent = star.Send(peer, Relay(op == "shutdown", replies[peer]));
+    if (!sent.ok()) std::cerr << "reference adapter: " << sent.ToString() << "\n";
+  }
+  return replies[0];
+}
+
+// A faulty peer's turn: sends `line` to rank 0 (or dies mid-save: crash-save); the reply relayed.
+json SendAsFaultyPeer(ckptspec::Star& star, const std::string& line, const std::string& op, int me,
+                      const Fault& fault) {
+  ckptspec::Status s = star.Send(0, line);
+  if (op == "save" && fault.Here(me, InjectedFault::kCrashSave)) {
+    std::cerr << "fault crash-save: killing myself mid-save\n" << std::flush;
+    kill(getpid(), SIGKILL);
+  }
+  if (!s.ok()) Abandon(s);
+  bool shutdown = false;  // a faulty peer goes by its own request's op
+  std::string reply_line;
+  ReceiveRelay(star, &shutdown, &reply_line);
+  return ParseOrNull(reply_line);
+}
+
+// Answers the request lines of stdin until its end or a shutdown; the exit status.
+int ServeLines(ckptspec::Star& star, int me, int world, const Fault& fault, const ServeFn& serve) {
   // Only a rank that commits a fault needs its request and reply as JSON (Attack, Output).
   const bool faulty = fault.kind != InjectedFault::kNone && fault.rank == me;
   std::string line;
   while (std::getline(std::cin, line)) {
     if (me != 0 && !faulty) {
-      const ckptspec::Status sent = star.Send(0, line);
-      if (!sent.ok()) Abandon(sent);
-      bool shutdown = false;
-      std::string reply_line;
-      ReceiveRelay(star, &shutdown, &reply_line);
-      std::cout << reply_line << std::endl;
-      if (shutdown) return 0;
+      if (RelayThroughRankZero(star, line)) return 0;
       continue;
     }
     const json request = ParseOrNull(line);
@@ -334,36 +381,50 @@ int main(int argc, char** argv) {
       std::cerr << "fault exit-save: exiting with status 3\n";
       return 3;
     }
-    json reply;
-    if (me == 0) {
-      std::vector<json> requests = {request};
-      for (int peer = 1; peer < world; ++peer) {
-        std::string peer_line;
-        const ckptspec::Status got = star.Receive(peer, &peer_line);
-        if (!got.ok()) Abandon(got);
-        requests.push_back(ParseOrNull(peer_line));
-      }
-      std::vector<json> replies = serve(requests);
-      for (int peer = 1; peer < world; ++peer) {
-        const ckptspec::Status sent = star.Send(peer, Relay(op == "shutdown", replies[peer]));
-        if (!sent.ok()) std::cerr << "reference adapter: " << sent.ToString() << "\n";
-      }
-      reply = replies[0];
-    } else {
-      ckptspec::Status s = star.Send(0, line);
-      if (op == "save" && fault.Here(me, InjectedFault::kCrashSave)) {
-        std::cerr << "fault crash-save: killing myself mid-save\n" << std::flush;
-        kill(getpid(), SIGKILL);
-      }
-      if (!s.ok()) Abandon(s);
-      bool shutdown = false;  // a faulty peer goes by its own request's op
-      std::string reply_line;
-      ReceiveRelay(star, &shutdown, &reply_line);
-      reply = ParseOrNull(reply_line);
-    }
+    const json reply = me == 0 ? ServeEveryRank(star, world, request, op, serve)
+                               : SendAsFaultyPeer(star, line, op, me, fault);
     Attack(request, op, me, fault);
     std::cout << Output(reply, op, me, world, fault) << std::endl;
     if (op == "shutdown") return 0;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Buffered request lines: stdin synchronised with C stdio is read a character at a time. Set
+  // before any use of the standard streams.
+  std::ios::sync_with_stdio(false);
+  CLI::App app{"The reference engine behind the ckptspec adapter protocol (one process per rank)"};
+  Flags flags;
+  AddFlags(&app, &flags);
+  CLI11_PARSE(app, argc, argv);
+  if (!ckptspec::ParseInjectedFault(flags.fault_name, &flags.fault.kind)) {
+    std::cerr << "--fault: unknown fault '" << flags.fault_name
+              << "' (known: " << ckptspec::InjectedFaultNames() << ")\n";
+    return 2;
+  }
+  int me = 0, world = 0, port = 0;
+  const char* address = nullptr;
+  if (!ReadRankEnvironment(&me, &world, &port, &address)) return 2;
+  ckptspec::Star star;
+  const ckptspec::Status opened =
+      star.Open(me, world, address ? address : "", port, kRendezvousTimeout_s);
+  if (!opened.ok()) Abandon(opened);
+
+  ckptspec::CrashingEnv crashing(ckptspec::Env::Posix(), 2);
+  ckptspec::TrackerBeforeSyncEnv tracker_first(ckptspec::Env::Posix(), ckptspec::kTrackerFileName);
+  ckptspec::ReferenceAdapterOptions options =
+      AdapterOptions(flags, world, &crashing, &tracker_first);
+  ckptspec::FrameworkAdapterOptions framework_options;
+  framework_options.world_size = world;
+  framework_options.reset = options.reset;
+  if (!UseMutant(flags, &options, &framework_options)) return 2;
+  ckptspec::ReferenceAdapter adapter(std::move(options));
+  ckptspec::FrameworkAdapter framework_adapter(std::move(framework_options));
+  const ServeFn serve = [&](const std::vector<json>& requests) {
+    return flags.framework ? framework_adapter.Serve(requests) : adapter.Serve(requests);
+  };
+  return ServeLines(star, me, world, flags.fault, serve);
 }
