@@ -255,137 +255,153 @@ DType SavedParamsDtype(const CheckpointInfo& saved, const std::vector<TrainingCo
              : configs[module].model.params_dtype;
 }
 
-Status BuildTemplateEntries(const HeterogeneousLayout& layout,
-                            const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
-                            const LoadFlags& flags, std::vector<RankEntries>* out,
-                            StatePlan* plan_out) {
-  const auto& now_modules = layout.modules();
-  const auto& was_modules = saved.layout.modules();
-  if (configs.size() != now_modules.size()) {
-    return Status::InvalidArgument(std::to_string(configs.size()) + " configs for " +
-                                   std::to_string(now_modules.size()) + " layout modules");
+namespace {
+
+// What BuildTemplateEntries reads: the run's layout and configs, the checkpoint, the load flags.
+struct TemplateInputs {
+  const HeterogeneousLayout& layout;
+  const std::vector<TrainingConfig>& configs;
+  const CheckpointInfo& saved;
+  const LoadFlags& flags;
+  const ModuleLayout& now(size_t m) const { return layout.modules()[m]; }
+  const ModuleLayout& was(size_t m) const { return saved.layout.modules()[m]; }
+  // The state classes module m loads (L3-L9).
+  LoadedStateClasses load(size_t m) const {
+    return StateClassesToLoad(flags, configs[m], was(m).layout, now(m).layout);
   }
-  if (now_modules.size() != was_modules.size()) {
-    return Status::InvalidArgument("the checkpoint has " + std::to_string(was_modules.size()) +
-                                   " modules, the run " + std::to_string(now_modules.size()));
+};
+
+// InvalidArgument unless the run has one config per layout module and the checkpoint's modules.
+Status CheckModuleCounts(const TemplateInputs& in) {
+  const size_t now_modules = in.layout.modules().size();
+  const size_t was_modules = in.saved.layout.modules().size();
+  if (in.configs.size() != now_modules) {
+    return Status::InvalidArgument(std::to_string(in.configs.size()) + " configs for " +
+                                   std::to_string(now_modules) + " layout modules");
   }
-  // The entries are the checkpoint's (its optimizer holds an fp32 main copy, its buffers are keyed
-  // by its dtype): planned in the checkpoint's params dtype, the model weights then requested in
-  // the dtype L1 reads them in.
-  std::vector<TrainingConfig> saved_configs = configs;
-  std::vector<DType> weight_dtype(configs.size());
-  for (size_t m = 0; m < configs.size(); ++m) {
-    saved_configs[m].model.params_dtype = SavedParamsDtype(saved, configs, m);
-    const LoadedStateClasses load =
-        StateClassesToLoad(flags, configs[m], was_modules[m].layout, now_modules[m].layout);
-    weight_dtype[m] = RequestedWeightDtype(saved_configs[m].model.params_dtype,
-                                           configs[m].model.params_dtype, load.optimizer);
+  if (now_modules != was_modules) {
+    return Status::InvalidArgument("the checkpoint has " + std::to_string(was_modules) +
+                                   " modules, the run " + std::to_string(now_modules));
   }
-  StatePlan plan;
-  CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, saved_configs, saved.sharding, &plan));
-  for (size_t m = 0; m < now_modules.size(); ++m) {
-    if (now_modules[m].name != was_modules[m].name) {
-      return Status::InvalidArgument("module " + std::to_string(m) + " is '" + now_modules[m].name +
-                                     "', the checkpoint's '" + was_modules[m].name + "'");
+  return Status::OK();
+}
+
+// Checks module m's optimizer state may load as saved, then plans the state it requests.
+Status PlanOptimizerLoad(const TemplateInputs& in, size_t m,
+                         const std::vector<TrainingConfig>& saved_configs, StatePlan* plan) {
+  if (!in.load(m).optimizer) return Status::OK();
+  const std::string label = "module '" + in.now(m).name + "'";
+  const OptimizerFormat format = in.saved.sharding.optimizer_format;
+  CKPTSPEC_RETURN_IF_ERROR(
+      CheckOptimizerFormatChange(format, in.was(m).layout, in.now(m).layout).WithContext(label));
+  CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerDtypeChange(format, saved_configs[m].model.params_dtype,
+                                                     in.configs[m].model.params_dtype)
+                               .WithContext(label));
+  const std::optional<std::vector<int64_t>>& with_state = in.saved.optimizer_state_params[m];
+  CKPTSPEC_RETURN_IF_ERROR(
+      CheckFreezeFamily(with_state ? FreezeFamily::kTorchOptim : FreezeFamily::kMegatron,
+                        in.configs[m].optimizer.freeze_family)
+          .WithContext(label));
+  if (!with_state) return Status::OK();
+  // torch_optim: request the state of exactly the parameters that saved one.
+  std::vector<bool> present(plan->structure(static_cast<int>(m)).params.size(), false);
+  for (int64_t p : *with_state) {
+    if (p >= static_cast<int64_t>(present.size())) {
+      return Status::Corruption(label + ": optimizer_state_params names parameter " +
+                                std::to_string(p) + " of a model with " +
+                                std::to_string(present.size()));
     }
-    const LoadedStateClasses load =
-        StateClassesToLoad(flags, configs[m], was_modules[m].layout, now_modules[m].layout);
-    if (load.optimizer) {
-      const std::string label = "module '" + now_modules[m].name + "'";
-      CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerFormatChange(saved.sharding.optimizer_format,
-                                                          was_modules[m].layout,
-                                                          now_modules[m].layout)
-                                   .WithContext(label));
-      CKPTSPEC_RETURN_IF_ERROR(CheckOptimizerDtypeChange(saved.sharding.optimizer_format,
-                                                         saved_configs[m].model.params_dtype,
-                                                         configs[m].model.params_dtype)
-                                   .WithContext(label));
-      const std::optional<std::vector<int64_t>>& with_state = saved.optimizer_state_params[m];
-      CKPTSPEC_RETURN_IF_ERROR(
-          CheckFreezeFamily(with_state ? FreezeFamily::kTorchOptim : FreezeFamily::kMegatron,
-                            configs[m].optimizer.freeze_family)
-              .WithContext(label));
-      if (with_state) {
-        // torch_optim: request the state of exactly the parameters that saved one.
-        std::vector<bool> present(plan.structure(static_cast<int>(m)).params.size(), false);
-        for (int64_t p : *with_state) {
-          if (p >= static_cast<int64_t>(present.size())) {
-            return Status::Corruption(label + ": optimizer_state_params names parameter " +
-                                      std::to_string(p) + " of a model with " +
-                                      std::to_string(present.size()));
-          }
-          present[p] = true;
-        }
-        CKPTSPEC_RETURN_IF_ERROR(plan.SetOptimizerState(static_cast<int>(m), present));
-      }
-    }
+    present[p] = true;
   }
-  std::vector<RankEntries> all;
-  for (int64_t r = 0; r < layout.world_size(); ++r) {
-    const int m = layout.ModuleOf(r);
-    const Layout& now = now_modules[m].layout;
-    const Layout& was = was_modules[m].layout;
-    const TrainingConfig& config = configs[m];
-    const bool same_dp = now.dp() == was.dp() && now.cp() == was.cp() && now.edp() == was.edp();
-    const LoadedStateClasses load = StateClassesToLoad(flags, config, was, now);
-    EntryFilter f;
-    f.optimizer = load.optimizer;
-    f.slice_index = same_dp;
-    // RNG and data iterator are requested below, by the saved layout's object specs.
-    f.rng = false;
-    f.data = false;
-    // Requested only where it loads: a layout change skips the rerun payload (or errs) (L8), so
-    // the templates never ask for what the load would not take.
-    f.rerun = load.rerun && layout.world_size() == saved.layout.world_size() &&
-              now.world_size() == was.world_size() && now.tp() == was.tp() &&
-              now.pp() == was.pp() && now.dp() == was.dp();
-    RankEntries e;
-    CKPTSPEC_RETURN_IF_ERROR(
-        plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
-    for (size_t i = 0; i < e.dict.tensors.size(); ++i) {
-      ShardedTensor& t = e.dict.tensors[i];
-      if (e.tensor_roles[i].kind != EntryKind::kModel || t.spec.dtype == weight_dtype[m]) continue;
-      t.spec.dtype = weight_dtype[m];
-      t.data.assign(static_cast<size_t>(Volume(t.spec.local_shape)) * DTypeSize(t.spec.dtype), 0);
-    }
-    if (load.data) {
-      // L9: a rank reads its own DP rank's object where that exists, else the one its DP rank
-      // wraps to. Under the global sampler every saved DP rank holds the same position of the
-      // global sequence (the module's ranks must agree); per-DP-rank loaders load only under the
-      // saved DP size, where every rank reads its own (under another, the rebuild refuses). The
-      // ranks that wrap request it as further replicas (one main replica per object).
-      const RankCoords c = now.Coords(layout.LocalRank(r));
-      const int64_t wrap = c.dp / was.dp();
-      ShardedObject o;
-      o.spec = StatePlan::DataIteratorObjectSpec(now_modules[m].name, was, c.dp % was.dp(),
-                                                 {c.pp, c.tp, c.cp + wrap * now.cp()});
-      e.dict.objects.push_back(std::move(o));
-      e.object_roles.push_back(ObjectRole{EntryKind::kData, {}});
-    }
-    // L7: a rank-local RNG only where each rank keeps its global rank, its own value.
-    const bool rank_local_rng = saved.rng_saving[m] == RngSaving::kRankLocal;
-    if (load.rng && (!rank_local_rng || RankLocalRngLoads(was, was_modules[m].first_rank, now,
-                                                          now_modules[m].first_rank))) {
-      const int s = MatchRngRank(RankCoordsOf(was), now.Coords(layout.LocalRank(r)),
-                                 config.data_parallel_random_init);
-      if (s >= 0) {
-        ObjectRole role;
-        role.kind = EntryKind::kRng;
-        ShardedObject o;
-        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was, saved.rng_saving[m],
-                                          saved.data_parallel_random_init[m], s, &role.saved_ranks);
-        e.dict.objects.push_back(std::move(o));
-        e.object_roles.push_back(std::move(role));
-      }
-    }
-    all.push_back(std::move(e));
+  return plan->SetOptimizerState(static_cast<int>(m), present);
+}
+
+// Requests the model weights of `e` in `dtype` (zeroed data of that dtype's size).
+void RequestWeightsIn(DType dtype, RankEntries* e) {
+  for (size_t i = 0; i < e->dict.tensors.size(); ++i) {
+    ShardedTensor& t = e->dict.tensors[i];
+    if (e->tensor_roles[i].kind != EntryKind::kModel || t.spec.dtype == dtype) continue;
+    t.spec.dtype = dtype;
+    t.data.assign(static_cast<size_t>(Volume(t.spec.local_shape)) * DTypeSize(t.spec.dtype), 0);
   }
+}
+
+// Adds to rank r's `e` (of module m) the saved data iterator object it reads (L9).
+void RequestDataIterator(const TemplateInputs& in, size_t m, int64_t r, RankEntries* e) {
+  // L9: a rank reads its own DP rank's object where that exists, else the one its DP rank
+  // wraps to. Under the global sampler every saved DP rank holds the same position of the
+  // global sequence (the module's ranks must agree); per-DP-rank loaders load only under the
+  // saved DP size, where every rank reads its own (under another, the rebuild refuses). The
+  // ranks that wrap request it as further replicas (one main replica per object).
+  const Layout& now = in.now(m).layout;
+  const Layout& was = in.was(m).layout;
+  const RankCoords c = now.Coords(in.layout.LocalRank(r));
+  const int64_t wrap = c.dp / was.dp();
+  ShardedObject o;
+  o.spec = StatePlan::DataIteratorObjectSpec(in.now(m).name, was, c.dp % was.dp(),
+                                             {c.pp, c.tp, c.cp + wrap * now.cp()});
+  e->dict.objects.push_back(std::move(o));
+  e->object_roles.push_back(ObjectRole{EntryKind::kData, {}});
+}
+
+// Adds to rank r's `e` (of module m) the saved RNG object it loads, if any (L7).
+void RequestRng(const TemplateInputs& in, size_t m, int64_t r, RankEntries* e) {
+  const Layout& now = in.now(m).layout;
+  const Layout& was = in.was(m).layout;
+  // L7: a rank-local RNG only where each rank keeps its global rank, its own value.
+  const bool rank_local_rng = in.saved.rng_saving[m] == RngSaving::kRankLocal;
+  if (rank_local_rng && !RankLocalRngLoads(was, in.was(m).first_rank, now, in.now(m).first_rank)) {
+    return;
+  }
+  const int s = MatchRngRank(RankCoordsOf(was), now.Coords(in.layout.LocalRank(r)),
+                             in.configs[m].data_parallel_random_init);
+  if (s < 0) return;
+  ObjectRole role;
+  role.kind = EntryKind::kRng;
+  ShardedObject o;
+  o.spec = StatePlan::RngObjectSpec(in.now(m).name, was, in.saved.rng_saving[m],
+                                    in.saved.data_parallel_random_init[m], s, &role.saved_ranks);
+  e->dict.objects.push_back(std::move(o));
+  e->object_roles.push_back(std::move(role));
+}
+
+// Rank r's template: its planned entries, weights in `weight_dtype`, data iterator and RNG objects.
+Status RankTemplate(const TemplateInputs& in, const StatePlan& plan, DType weight_dtype, int64_t r,
+                    RankEntries* out) {
+  const int m = in.layout.ModuleOf(r);
+  const Layout& now = in.now(m).layout;
+  const Layout& was = in.was(m).layout;
+  const bool same_dp = now.dp() == was.dp() && now.cp() == was.cp() && now.edp() == was.edp();
+  const LoadedStateClasses load = StateClassesToLoad(in.flags, in.configs[m], was, now);
+  EntryFilter f;
+  f.optimizer = load.optimizer;
+  f.slice_index = same_dp;
+  // RNG and data iterator are requested below, by the saved layout's object specs.
+  f.rng = false;
+  f.data = false;
+  // Requested only where it loads: a layout change skips the rerun payload (or errs) (L8), so
+  // the templates never ask for what the load would not take.
+  f.rerun = load.rerun && in.layout.world_size() == in.saved.layout.world_size() &&
+            now.world_size() == was.world_size() && now.tp() == was.tp() && now.pp() == was.pp() &&
+            now.dp() == was.dp();
+  RankEntries e;
+  CKPTSPEC_RETURN_IF_ERROR(
+      plan.BuildRank(r, f, nullptr, &e).WithContext("rank " + std::to_string(r)));
+  RequestWeightsIn(weight_dtype, &e);
+  if (load.data) RequestDataIterator(in, m, r, &e);
+  if (load.rng) RequestRng(in, m, r, &e);
+  *out = std::move(e);
+  return Status::OK();
+}
+
+// Makes every rank but the lowest that requests one saved RNG state request it as a replica.
+void OneMainReplicaPerRng(std::vector<RankEntries>* all) {
   // Several ranks may take one saved RNG state (a changed DP or CP): one of them, the lowest rank,
   // asks for it as the main replica and the others as replicas, so that the templates have one
   // main replica per object, as a checkpointer validates them (megatron-core refuses "Duplicate
   // ShardedObject keys" on load too).
   std::map<std::string, int64_t> requests;
-  for (RankEntries& e : all) {
+  for (RankEntries& e : *all) {
     for (size_t i = 0; i < e.dict.objects.size(); ++i) {
       if (e.object_roles[i].kind != EntryKind::kRng) continue;
       ObjectSpec& spec = e.dict.objects[i].spec;
@@ -394,18 +410,21 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
       if (earlier > 0 && IsMainReplica(spec.replica_id)) spec.replica_id = {earlier};
     }
   }
+}
+
+// Has each module's first rank request the saved data iterator and RNG shards no rank requests.
+void RequestUntakenShards(const TemplateInputs& in, std::vector<RankEntries>* all) {
   // A DP-sharded object is requested whole: the saved shards no rank needs (a smaller DP size)
   // go to the module's first rank as main replicas. The rebuild reads a data iterator shard as
   // the others (its loader joins the view) and only parses an RNG shard no rank takes.
   std::set<std::string> requested;
-  for (const RankEntries& e : all) {
+  for (const RankEntries& e : *all) {
     for (const ShardedObject& o : e.dict.objects) requested.insert(o.spec.UniqueKey());
   }
-  for (size_t m = 0; m < now_modules.size(); ++m) {
-    const Layout& was = was_modules[m].layout;
-    const LoadedStateClasses load =
-        StateClassesToLoad(flags, configs[m], was, now_modules[m].layout);
-    RankEntries& first = all[static_cast<size_t>(now_modules[m].first_rank)];
+  for (size_t m = 0; m < in.layout.modules().size(); ++m) {
+    const Layout& was = in.was(m).layout;
+    const LoadedStateClasses load = in.load(m);
+    RankEntries& first = (*all)[static_cast<size_t>(in.now(m).first_rank)];
     auto request = [&](ShardedObject o, ObjectRole role) {
       if (!requested.insert(o.spec.UniqueKey()).second) return;
       first.dict.objects.push_back(std::move(o));
@@ -414,44 +433,84 @@ Status BuildTemplateEntries(const HeterogeneousLayout& layout,
     if (load.data) {
       for (int64_t d = 0; d < was.dp(); ++d) {
         ShardedObject o;
-        o.spec = StatePlan::DataIteratorObjectSpec(now_modules[m].name, was, d, {0, 0, 0});
+        o.spec = StatePlan::DataIteratorObjectSpec(in.now(m).name, was, d, {0, 0, 0});
         request(std::move(o), ObjectRole{EntryKind::kData, {}});
       }
     }
-    if (load.rng && saved.rng_saving[m] == RngSaving::kSharded) {
+    if (load.rng && in.saved.rng_saving[m] == RngSaving::kSharded) {
       for (int64_t r = 0; r < was.world_size(); ++r) {
         std::vector<int64_t> holders;
         ShardedObject o;
-        o.spec = StatePlan::RngObjectSpec(now_modules[m].name, was, RngSaving::kSharded,
-                                          saved.data_parallel_random_init[m], r, &holders);
+        o.spec = StatePlan::RngObjectSpec(in.now(m).name, was, RngSaving::kSharded,
+                                          in.saved.data_parallel_random_init[m], r, &holders);
         o.spec.replica_id = {0};  // the one request of a shard no rank takes is its main replica
         request(std::move(o), ObjectRole{EntryKind::kRng, {}});
       }
     }
   }
+}
+
+// Has the first rank requesting a rerun shard read every rerun shard no rank requests.
+void RequestUnreadRerunShards(int64_t saved_world, std::vector<RankEntries>* all) {
   // The rerun object is sharded over the run's world, and L8 has each module decide whether its
   // ranks request their shards: when some module does and another does not (a heterogeneous
   // layout where only one module changed), the shards no rank requests go to the first
   // requesting rank, read and not used.
   std::set<int64_t> rerun_offsets;
   RankEntries* rerun_reader = nullptr;
-  for (RankEntries& e : all) {
+  for (RankEntries& e : *all) {
     for (size_t i = 0; i < e.dict.objects.size(); ++i) {
       if (e.object_roles[i].kind != EntryKind::kRerun) continue;
       rerun_offsets.insert(e.dict.objects[i].spec.global_offset.at(0));
       if (rerun_reader == nullptr) rerun_reader = &e;
     }
   }
-  if (rerun_reader != nullptr) {
-    const int64_t saved_world = saved.layout.world_size();
-    for (int64_t r = 0; r < saved_world; ++r) {
-      if (rerun_offsets.count(r)) continue;
-      ShardedObject o;
-      o.spec = StatePlan::RerunObjectSpec(saved_world, r);
-      rerun_reader->dict.objects.push_back(std::move(o));
-      rerun_reader->object_roles.push_back(ObjectRole{EntryKind::kReadWhole, {}});
-    }
+  if (rerun_reader == nullptr) return;
+  for (int64_t r = 0; r < saved_world; ++r) {
+    if (rerun_offsets.count(r)) continue;
+    ShardedObject o;
+    o.spec = StatePlan::RerunObjectSpec(saved_world, r);
+    rerun_reader->dict.objects.push_back(std::move(o));
+    rerun_reader->object_roles.push_back(ObjectRole{EntryKind::kReadWhole, {}});
   }
+}
+
+}  // namespace
+
+Status BuildTemplateEntries(const HeterogeneousLayout& layout,
+                            const std::vector<TrainingConfig>& configs, const CheckpointInfo& saved,
+                            const LoadFlags& flags, std::vector<RankEntries>* out,
+                            StatePlan* plan_out) {
+  const TemplateInputs in{layout, configs, saved, flags};
+  CKPTSPEC_RETURN_IF_ERROR(CheckModuleCounts(in));
+  // The entries are the checkpoint's (its optimizer holds an fp32 main copy, its buffers are keyed
+  // by its dtype): planned in the checkpoint's params dtype, the model weights then requested in
+  // the dtype L1 reads them in.
+  std::vector<TrainingConfig> saved_configs = configs;
+  std::vector<DType> weight_dtype(configs.size());
+  for (size_t m = 0; m < configs.size(); ++m) {
+    saved_configs[m].model.params_dtype = SavedParamsDtype(saved, configs, m);
+    weight_dtype[m] = RequestedWeightDtype(saved_configs[m].model.params_dtype,
+                                           configs[m].model.params_dtype, in.load(m).optimizer);
+  }
+  StatePlan plan;
+  CKPTSPEC_RETURN_IF_ERROR(StatePlan::Make(layout, saved_configs, saved.sharding, &plan));
+  for (size_t m = 0; m < layout.modules().size(); ++m) {
+    if (in.now(m).name != in.was(m).name) {
+      return Status::InvalidArgument("module " + std::to_string(m) + " is '" + in.now(m).name +
+                                     "', the checkpoint's '" + in.was(m).name + "'");
+    }
+    CKPTSPEC_RETURN_IF_ERROR(PlanOptimizerLoad(in, m, saved_configs, &plan));
+  }
+  std::vector<RankEntries> all;
+  for (int64_t r = 0; r < layout.world_size(); ++r) {
+    RankEntries e;
+    CKPTSPEC_RETURN_IF_ERROR(RankTemplate(in, plan, weight_dtype[layout.ModuleOf(r)], r, &e));
+    all.push_back(std::move(e));
+  }
+  OneMainReplicaPerRng(&all);
+  RequestUntakenShards(in, &all);
+  RequestUnreadRerunShards(saved.layout.world_size(), &all);
   *out = std::move(all);
   if (plan_out) *plan_out = std::move(plan);
   return Status::OK();
