@@ -1,6 +1,6 @@
 // The framework adapter's messages (docs/PROTOCOL.md, "Framework adapters") as structs and their
 // JSON form, for both sides: the harness (process_framework.h) writes requests and reads
-// replies; the built-in adapter's framework mode (adapters/reference/) reads requests and writes
+// replies; the built-in adapter's framework mode (adapters/builtin/) reads requests and writes
 // replies. Replies come from untrusted processes: every *FromJson never throws and refuses a
 // missing, mistyped or out-of-range member with an InvalidArgument naming it ("observe.observation
 // .model.w: expected 16 hex digits, got 3"); unknown members of a request or reply are ignored

@@ -1,6 +1,6 @@
 // The adapter protocol's messages (docs/PROTOCOL.md, version 1) as structs, and their JSON form.
 // Both sides use this file: the harness (process_engine.h) writes requests and reads replies; the
-// built-in adapter (adapters/reference/) reads requests and writes replies.
+// built-in adapter (adapters/builtin/) reads requests and writes replies.
 //
 // Contracts: *ToJson adds the message's members to a JSON object (the caller adds "id", "op",
 // "rank", "ok"); *FromJson reads them through model/json_fields.h, never throws, rejects a missing

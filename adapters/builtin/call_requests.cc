@@ -1,4 +1,4 @@
-#include "adapters/reference/call_requests.h"
+#include "adapters/builtin/call_requests.h"
 
 #include "targets/process/protocol.h"
 

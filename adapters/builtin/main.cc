@@ -24,13 +24,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "adapters/reference/adapter_fault_flags.h"
-#include "adapters/reference/tracker_before_sync_env.h"
+#include "adapters/builtin/adapter_fault_flags.h"
+#include "adapters/builtin/tracker_before_sync_env.h"
 #include "targets/reference/format.h"
-#include "adapters/reference/crashing_env.h"
-#include "adapters/reference/framework_adapter.h"
-#include "adapters/reference/reference_adapter.h"
-#include "adapters/reference/rendezvous.h"
+#include "adapters/builtin/crashing_env.h"
+#include "adapters/builtin/framework_adapter.h"
+#include "adapters/builtin/reference_adapter.h"
+#include "adapters/builtin/rendezvous.h"
 #include "model/json_util.h"
 #include "targets/mutants/catalog.h"
 #include "targets/process/protocol.h"
@@ -252,7 +252,7 @@ void AddFlags(CLI::App* app, Flags* flags) {
                 "the mutant replaces (any catalog mutant)");
   app->add_flag("--tracker-before-sync", flags->tracker_before_sync,
                 "a crash-consistency mutant: skip the fsyncs inside iteration directories until "
-                "the tracker is durable, then sync(2) everything (adapters/reference/"
+                "the tracker is durable, then sync(2) everything (adapters/builtin/"
                 "tracker_before_sync_env.h); P13's crash states must catch it");
   app->add_flag("--deferred-async", flags->deferred_async,
                 "write an async save inside the poll, finalize, save or load that completes it "

@@ -1,8 +1,8 @@
-#include "adapters/reference/framework_adapter.h"
+#include "adapters/builtin/framework_adapter.h"
 
 #include <utility>
 
-#include "adapters/reference/call_requests.h"
+#include "adapters/builtin/call_requests.h"
 #include "harness/spec_framework.h"
 #include "base/env.h"
 #include "targets/process/framework_protocol.h"

@@ -1,4 +1,4 @@
-#include "adapters/reference/crashing_env.h"
+#include "adapters/builtin/crashing_env.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "adapters/reference/rendezvous.h"
+#include "adapters/builtin/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "adapters/reference/adapter_fault_flags.h"
+#include "adapters/builtin/adapter_fault_flags.h"
 
 namespace ckptspec {
 namespace {

@@ -1,11 +1,11 @@
-#include "adapters/reference/reference_adapter.h"
+#include "adapters/builtin/reference_adapter.h"
 
 #include <algorithm>
 #include <memory>
 #include <set>
 #include <utility>
 
-#include "adapters/reference/call_requests.h"
+#include "adapters/builtin/call_requests.h"
 #include "model/box.h"
 #include "targets/process/protocol.h"
 #include "targets/process/scratch_file.h"

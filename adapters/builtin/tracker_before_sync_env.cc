@@ -1,4 +1,4 @@
-#include "adapters/reference/tracker_before_sync_env.h"
+#include "adapters/builtin/tracker_before_sync_env.h"
 
 #include <unistd.h>
 
